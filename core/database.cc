@@ -1,0 +1,119 @@
+#include "core/database.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <random>
+
+#include "core/process.h"
+
+namespace ledgerdiff {
+
+Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& options) {
+  std::unique_ptr<Database> db(new Database());
+  auto env = [](const char* k) -> std::string {
+    const char* v = std::getenv(k);
+    return v ? v : "";
+  };
+  if (!options.conninfo.empty()) {
+    db->conninfo_ = options.conninfo;
+  } else if (!env("LEDGERDIFF_DB").empty()) {
+    db->conninfo_ = env("LEDGERDIFF_DB");
+  } else if (!env("PGHOST").empty() || !env("PGDATABASE").empty() || !env("PGSERVICE").empty() ||
+             !env("PGPORT").empty()) {
+    db->conninfo_ = "";  // libpq reads the PG* variables itself
+  } else {
+    LD_ASSIGN_OR_RETURN(db->embedded_, EmbeddedPostgres::Start({.dir = options.keep_dir}));
+    db->conninfo_ = db->embedded_->conninfo();
+    EmbeddedPostgres* server = db->embedded_.get();
+    db->cleanup_handle_ = RegisterCleanup([server] { (void)server->Stop(); });
+    return db;
+  }
+  if (!options.keep_dir.empty())
+    return Status::Usage("--keep-db applies to the embedded server only; it cannot be combined with --db/LEDGERDIFF_DB/PG*");
+  // Fail early and clearly when the database is unreachable.
+  LD_ASSIGN_OR_RETURN(auto probe, db->Connect());
+  return db;
+}
+
+Database::~Database() {
+  if (cleanup_handle_) UnregisterCleanup(cleanup_handle_);
+}
+
+std::string Database::Describe() const {
+  if (embedded_) return fmt::format("embedded PostgreSQL in {}", embedded_->dir());
+  return conninfo_.empty() ? std::string("PG* environment") : pg::RedactConninfo(conninfo_);
+}
+
+Result<std::unique_ptr<pg::Connection>> Database::Connect(const std::string& application_name) const {
+  return pg::Connection::Open(conninfo_, application_name);
+}
+
+Status ValidateSchemaName(const std::string& name) {
+  if (name.empty()) return Status::Usage("schema name is empty");
+  if (name.size() > 63) return Status::Usagef("schema name \"{}\" is longer than 63 bytes", name);
+  if (name.find('\0') != std::string::npos) return Status::Usage("schema name contains a NUL byte");
+  if (name.rfind("pg_", 0) == 0) return Status::Usagef("schema name \"{}\": the pg_ prefix is reserved", name);
+  return Status::Ok();
+}
+
+Result<SchemaState> InspectSchema(pg::Connection& conn, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1",
+                                {schema}));
+  if (rows.size() == 0) return SchemaState::kAbsent;
+  if (rows.IsNull(0, 0)) return SchemaState::kForeign;
+  std::string_view comment = rows.Get(0, 0);
+  return comment.rfind(kOwnershipMarkPrefix, 0) == 0 ? SchemaState::kOwned : SchemaState::kForeign;
+}
+
+Result<std::string> SchemaRunId(pg::Connection& conn, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1",
+                                {schema}));
+  if (rows.size() == 0 || rows.IsNull(0, 0)) return std::string();
+  std::string comment(rows.Get(0, 0));
+  if (comment.rfind(kOwnershipMarkPrefix, 0) != 0) return std::string();
+  auto pos = comment.find("run=");
+  return pos == std::string::npos ? std::string() : comment.substr(pos + 4);
+}
+
+Result<bool> CreateOwnedSchema(pg::Connection& conn, const std::string& schema, const std::string& run_id,
+                               bool replace_owned, bool force) {
+  LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, schema));
+  if (state == SchemaState::kForeign) {
+    if (force) return false;
+    return Status::Usagef(
+        "schema \"{}\" exists and was not created by ledgerdiff; refusing to touch it (use another --schema, or --force)",
+        schema);
+  }
+  if (state == SchemaState::kOwned) {
+    if (!replace_owned) return false;
+    LD_RETURN_IF_ERROR(DropOwnedSchema(conn, schema));
+  }
+  std::string sql = fmt::format("CREATE SCHEMA {0}; COMMENT ON SCHEMA {0} IS {1}", pg::QuoteIdent(schema),
+                                pg::QuoteLiteral(fmt::format("{} run={}", kOwnershipMarkPrefix, run_id)));
+  LD_RETURN_IF_ERROR(conn.Run(sql).With(fmt::format("create schema \"{}\"", schema)));
+  return true;
+}
+
+Status DropOwnedSchema(pg::Connection& conn, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, schema));
+  if (state == SchemaState::kAbsent) return Status::Ok();
+  if (state == SchemaState::kForeign)
+    return Status::Usagef("schema \"{}\" was not created by ledgerdiff; refusing to drop it", schema);
+  return conn.Run("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE").With(fmt::format("drop schema \"{}\"", schema));
+}
+
+std::string NewRunId() {
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  std::random_device rd;
+  return fmt::format("{:04}{:02}{:02}_{:02}{:02}{:02}_{:04x}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                     tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+}
+
+}  // namespace ledgerdiff

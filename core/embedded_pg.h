@@ -1,0 +1,63 @@
+#pragma once
+// A throwaway PostgreSQL cluster the tool starts itself: the default database.
+//
+// initdb into a directory, a unix socket inside it, no TCP listener, durability off (fsync,
+// synchronous_commit and full_page_writes off: a crash loses the cluster, which is disposable).
+// Running as root, the server runs as an unprivileged user (PostgreSQL refuses root): the
+// `postgres` user when it exists, else `nobody`, or LEDGERDIFF_PG_USER.
+//
+// Lifetime: Stop() or the destructor stops the server (fast shutdown) and removes the directory
+// unless it is kept. The server also gets SIGINT if this process dies (PR_SET_PDEATHSIG), so a
+// killed tool does not leave a server behind.
+
+#include <memory>
+#include <string>
+
+#include "core/status.h"
+
+namespace ledgerdiff {
+
+struct EmbeddedOptions {
+  // Where the cluster lives. Empty: a fresh temporary directory, removed on Stop().
+  // Non-empty (--keep-db DIR): created if missing, reused when it already holds a cluster, kept.
+  std::string dir;
+  int max_connections = 120;
+};
+
+class EmbeddedPostgres {
+ public:
+  // Starts (initdb when needed) and waits until the server accepts connections.
+  static Result<std::unique_ptr<EmbeddedPostgres>> Start(const EmbeddedOptions& options);
+  ~EmbeddedPostgres();
+  EmbeddedPostgres(const EmbeddedPostgres&) = delete;
+  EmbeddedPostgres& operator=(const EmbeddedPostgres&) = delete;
+
+  // A key=value conninfo for the `postgres` database of this cluster.
+  std::string conninfo(const std::string& dbname = "postgres") const;
+  const std::string& dir() const { return dir_; }
+  bool kept() const { return keep_; }
+  // Stops the server; removes the directory unless kept. Idempotent.
+  Status Stop();
+  // Creates a database in this cluster (for tests and two-database checks).
+  Status CreateDatabase(const std::string& name);
+
+  // Stops the servers of all live EmbeddedPostgres in this process; async-signal-safe enough
+  // for a SIGINT/SIGTERM handler (kill + waitpid + no allocation).
+  static void EmergencyStopAll();
+
+ private:
+  EmbeddedPostgres() = default;
+  std::string dir_;
+  std::string socket_dir_;
+  std::string bin_dir_;
+  int port_ = 5432;
+  int server_pid_ = -1;
+  bool keep_ = false;
+  bool stopped_ = false;
+};
+
+// Finds the PostgreSQL server binaries (initdb, postgres): LEDGERDIFF_PG_BINDIR, pg_config
+// --bindir, the newest /usr/lib/postgresql/*/bin, then PATH.
+Result<std::string> FindPostgresBinDir();
+
+}  // namespace ledgerdiff

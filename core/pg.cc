@@ -1,0 +1,282 @@
+#include "core/pg.h"
+
+#include <libpq-fe.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <regex>
+
+namespace ledgerdiff::pg {
+
+namespace {
+
+// Session settings that make COPY text output independent of server and client defaults.
+constexpr const char* kPinnedSettings =
+    "SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'; "
+    "SET extra_float_digits = 3; SET bytea_output = 'hex'; SET client_encoding = 'UTF8'; "
+    "SET standard_conforming_strings = on; SET client_min_messages = warning;";
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  // libpq messages may span lines ("FATAL: ...\nDETAIL: ..."): keep it one line.
+  for (char& c : s)
+    if (c == '\n') c = ' ';
+  return s;
+}
+
+void NoticeIgnore(void*, const char*) {}
+
+}  // namespace
+
+std::string QuoteIdent(std::string_view ident) {
+  std::string out = "\"";
+  for (char c : ident) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+std::string QuoteLiteral(std::string_view value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\'') out += '\'';
+    out += c;
+  }
+  out += '\'';
+  return out;
+}
+
+std::string Qualified(std::string_view schema, std::string_view table) {
+  return QuoteIdent(schema) + "." + QuoteIdent(table);
+}
+
+std::string RedactConninfo(std::string_view conninfo) {
+  std::string s(conninfo);
+  // URI form: scheme://user:password@host
+  static const std::regex uri_pw(R"(^(postgres(?:ql)?://[^:/@]*):[^@]*@)");
+  s = std::regex_replace(s, uri_pw, "$1:***@");
+  // URI query parameter or key=value form.
+  static const std::regex kv_pw(R"((^|[\s?&])password\s*=\s*('([^'\\]|\\.)*'|[^\s&]*))");
+  s = std::regex_replace(s, kv_pw, "$1password=***");
+  return s;
+}
+
+// ---- Rows ----
+
+Rows::Rows(pg_result* res) : res_(res) {}
+Rows::Rows(Rows&& o) noexcept : res_(o.res_) { o.res_ = nullptr; }
+Rows& Rows::operator=(Rows&& o) noexcept {
+  if (this != &o) {
+    if (res_) PQclear(res_);
+    res_ = o.res_;
+    o.res_ = nullptr;
+  }
+  return *this;
+}
+Rows::~Rows() {
+  if (res_) PQclear(res_);
+}
+int Rows::size() const { return res_ ? PQntuples(res_) : 0; }
+int Rows::columns() const { return res_ ? PQnfields(res_) : 0; }
+std::string_view Rows::Get(int row, int col) const {
+  return {PQgetvalue(res_, row, col), static_cast<size_t>(PQgetlength(res_, row, col))};
+}
+bool Rows::IsNull(int row, int col) const { return PQgetisnull(res_, row, col) != 0; }
+int64_t Rows::GetInt(int row, int col) const { return std::strtoll(PQgetvalue(res_, row, col), nullptr, 10); }
+std::string Rows::ColumnName(int col) const { return PQfname(res_, col); }
+int64_t Rows::AffectedRows() const {
+  const char* n = res_ ? PQcmdTuples(res_) : "";
+  return *n ? std::strtoll(n, nullptr, 10) : 0;
+}
+
+// ---- Connection ----
+
+Connection::Connection(pg_conn* conn) : conn_(conn) {}
+Connection::~Connection() {
+  if (conn_) PQfinish(conn_);
+}
+
+std::string Connection::LastError() const { return Trim(PQerrorMessage(conn_)); }
+
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo,
+                                                     const std::string& application_name) {
+  const char* keys[] = {"dbname", "fallback_application_name", nullptr};
+  const char* values[] = {conninfo.c_str(), application_name.c_str(), nullptr};
+  pg_conn* raw = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
+  if (raw == nullptr) return Status::Runtime("cannot connect: out of memory");
+  if (PQstatus(raw) != CONNECTION_OK) {
+    std::string err = Trim(PQerrorMessage(raw));
+    PQfinish(raw);
+    std::string target = conninfo.empty() ? std::string("(PG* environment defaults)") : RedactConninfo(conninfo);
+    return Status::Runtimef("cannot connect to database {}: {}", target, err);
+  }
+  PQsetNoticeProcessor(raw, NoticeIgnore, nullptr);
+  std::unique_ptr<Connection> conn(new Connection(raw));
+  LD_RETURN_IF_ERROR(conn->Run(kPinnedSettings));
+  return conn;
+}
+
+Status Connection::Run(const std::string& sql) {
+  PGresult* res = PQexec(conn_, sql.c_str());
+  Rows holder(res);
+  auto st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    return Status::Runtime(Trim(PQresultErrorMessage(res) && *PQresultErrorMessage(res)
+                                    ? PQresultErrorMessage(res)
+                                    : PQerrorMessage(conn_)));
+  }
+  return Status::Ok();
+}
+
+Result<Rows> Connection::Exec(const std::string& sql, const std::vector<Param>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
+  PGresult* res = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
+                               values.data(), nullptr, nullptr, 0);
+  Rows rows(res);
+  auto st = PQresultStatus(res);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    const char* msg = PQresultErrorMessage(res);
+    return Status::Runtime(Trim(msg && *msg ? msg : PQerrorMessage(conn_)));
+  }
+  return rows;
+}
+
+Status Connection::CopyOut(const std::string& copy_sql,
+                           const std::function<Status(std::string_view line)>& on_line) {
+  {
+    PGresult* res = PQexec(conn_, copy_sql.c_str());
+    Rows holder(res);
+    if (PQresultStatus(res) != PGRES_COPY_OUT) return Status::Runtime(Trim(PQresultErrorMessage(res)));
+  }
+  Status callback_status;
+  for (;;) {
+    char* buf = nullptr;
+    int n = PQgetCopyData(conn_, &buf, 0);
+    if (n == -1) break;  // done
+    if (n == -2) return Status::Runtime("COPY failed: " + LastError());
+    if (callback_status.ok()) {
+      std::string_view line(buf, static_cast<size_t>(n));
+      if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
+      callback_status = on_line(line);
+      if (!callback_status.ok()) Cancel();
+    }
+    PQfreemem(buf);
+  }
+  // Collect the final result(s).
+  Status final_status;
+  while (PGresult* res = PQgetResult(conn_)) {
+    Rows holder(res);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && final_status.ok())
+      final_status = Status::Runtime(Trim(PQresultErrorMessage(res)));
+  }
+  if (!callback_status.ok()) return callback_status;
+  return final_status;
+}
+
+Status Connection::BeginCopyIn(const std::string& copy_sql) {
+  PGresult* res = PQexec(conn_, copy_sql.c_str());
+  Rows holder(res);
+  if (PQresultStatus(res) != PGRES_COPY_IN) return Status::Runtime(Trim(PQresultErrorMessage(res)));
+  return Status::Ok();
+}
+
+Status Connection::PutCopyData(std::string_view data) {
+  if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1)
+    return Status::Runtime("COPY FROM failed: " + LastError());
+  return Status::Ok();
+}
+
+Status Connection::EndCopyIn() {
+  if (PQputCopyEnd(conn_, nullptr) != 1) return Status::Runtime("COPY FROM failed: " + LastError());
+  Status status;
+  while (PGresult* res = PQgetResult(conn_)) {
+    Rows holder(res);
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && status.ok())
+      status = Status::Runtime(Trim(PQresultErrorMessage(res)));
+  }
+  return status;
+}
+
+Status Connection::AbortCopyIn(const std::string& reason) {
+  PQputCopyEnd(conn_, reason.c_str());
+  while (PGresult* res = PQgetResult(conn_)) PQclear(res);
+  return Status::Ok();
+}
+
+int Connection::BackendPid() const { return PQbackendPID(conn_); }
+
+void Connection::Cancel() {
+  if (PGcancel* c = PQgetCancel(conn_)) {
+    char err[256];
+    PQcancel(c, err, sizeof err);
+    PQfreeCancel(c);
+  }
+}
+
+bool Connection::Healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
+
+// ---- Transaction ----
+
+Result<Transaction> Transaction::Begin(Connection& conn, const std::string& begin_sql) {
+  LD_RETURN_IF_ERROR(conn.Run(begin_sql));
+  return Transaction(&conn);
+}
+Transaction::Transaction(Transaction&& o) noexcept : conn_(o.conn_) { o.conn_ = nullptr; }
+Transaction::~Transaction() {
+  if (conn_ && conn_->Healthy()) (void)conn_->Run("ROLLBACK");
+}
+Status Transaction::Commit() {
+  Connection* c = conn_;
+  conn_ = nullptr;
+  if (!c) return Status::Runtime("transaction already finished");
+  // COMMIT of an aborted transaction reports ROLLBACK without an error: check the status.
+  PGresult* res = PQexec(c->raw(), "COMMIT");
+  Rows holder(res);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) return Status::Runtime(Trim(PQresultErrorMessage(res)));
+  if (std::strcmp(PQcmdStatus(res), "COMMIT") != 0) return Status::Runtime("transaction was rolled back");
+  return Status::Ok();
+}
+Status Transaction::Rollback() {
+  Connection* c = conn_;
+  conn_ = nullptr;
+  if (!c) return Status::Ok();
+  return c->Run("ROLLBACK");
+}
+
+bool Ping(const std::string& conninfo) {
+  const char* keys[] = {"dbname", nullptr};
+  const char* values[] = {conninfo.c_str(), nullptr};
+  return PQpingParams(keys, values, 1) == PQPING_OK;
+}
+
+void SplitCopyFields(std::string_view line, std::vector<std::string_view>& out) {
+  out.clear();
+  size_t start = 0;
+  for (;;) {
+    size_t tab = line.find('\t', start);
+    if (tab == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return;
+    }
+    out.push_back(line.substr(start, tab - start));
+    start = tab + 1;
+  }
+}
+
+void AppendCopyEscaped(std::string& out, std::string_view value) {
+  for (char c : value) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '\t': out += "\\t"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      default: out += c;
+    }
+  }
+}
+
+}  // namespace ledgerdiff::pg

@@ -1,0 +1,129 @@
+#pragma once
+// PostgreSQL access over libpq: connections, queries with parameters, COPY streaming.
+//
+// libpqxx 6.4 can only COPY whole tables (no COPY (query) TO STDOUT) and marks its raw-line
+// streams deprecated, so the hot paths use libpq's COPY API directly through this wrapper.
+// Every call returns a Status/Result; nothing here throws.
+//
+// Every connection pins the session settings that change how values print (DateStyle, TimeZone,
+// IntervalStyle, extra_float_digits, bytea_output, client_encoding), so COPY text output is the
+// same whatever the server's or the user's defaults are.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+struct pg_conn;
+struct pg_result;
+
+namespace ledgerdiff::pg {
+
+// Quotes an identifier for SQL text: always quoted, embedded quotes doubled.
+std::string QuoteIdent(std::string_view ident);
+// Quotes a string literal for SQL text (standard_conforming_strings on).
+std::string QuoteLiteral(std::string_view value);
+// "schema"."table"
+std::string Qualified(std::string_view schema, std::string_view table);
+
+// Removes any password from a conninfo (URI or key=value) for display.
+std::string RedactConninfo(std::string_view conninfo);
+
+// A query result. Values are text; IsNull distinguishes NULL from ''.
+class Rows {
+ public:
+  Rows() = default;
+  explicit Rows(pg_result* res);
+  Rows(Rows&&) noexcept;
+  Rows& operator=(Rows&&) noexcept;
+  ~Rows();
+
+  int size() const;
+  int columns() const;
+  std::string_view Get(int row, int col) const;
+  bool IsNull(int row, int col) const;
+  int64_t GetInt(int row, int col) const;  // REQUIRES: the value is an integer
+  std::string ColumnName(int col) const;
+  int64_t AffectedRows() const;  // for INSERT/UPDATE/DELETE
+
+ private:
+  pg_result* res_ = nullptr;
+};
+
+// Parameters for Exec: std::nullopt is SQL NULL; everything else is passed as text.
+using Param = std::optional<std::string>;
+
+class Connection {
+ public:
+  // Connects and pins the session settings. `application_name` shows in pg_stat_activity.
+  // Errors name the target with the password redacted.
+  static Result<std::unique_ptr<Connection>> Open(const std::string& conninfo,
+                                                  const std::string& application_name = "ledgerdiff");
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Runs one or more statements without parameters (simple protocol).
+  Status Run(const std::string& sql);
+  // Runs one statement with text parameters ($1, $2, ...) and returns its rows.
+  Result<Rows> Exec(const std::string& sql, const std::vector<Param>& params = {});
+
+  // COPY (...) TO STDOUT: calls `on_line` for every line (text format, without the trailing
+  // newline). A non-ok Status from `on_line` cancels the COPY and is returned.
+  Status CopyOut(const std::string& copy_sql,
+                 const std::function<Status(std::string_view line)>& on_line);
+
+  // COPY ... FROM STDIN: BeginCopyIn, any number of PutCopyData (whole lines, each ending in
+  // '\n', may be batched), then EndCopyIn (or AbortCopyIn).
+  Status BeginCopyIn(const std::string& copy_sql);
+  Status PutCopyData(std::string_view data);
+  Status EndCopyIn();
+  Status AbortCopyIn(const std::string& reason);
+
+  // The server process id of this session (for pg_terminate_backend and logs).
+  int BackendPid() const;
+  // Sends a cancel request for the running statement (safe from another thread).
+  void Cancel();
+  // True when the connection is still usable.
+  bool Healthy() const;
+
+  pg_conn* raw() { return conn_; }
+
+ private:
+  explicit Connection(pg_conn* conn);
+  std::string LastError() const;
+  pg_conn* conn_;
+};
+
+// A transaction scope: BEGIN on construction via Begin(), ROLLBACK on destruction unless
+// Commit() succeeded.
+class Transaction {
+ public:
+  static Result<Transaction> Begin(Connection& conn, const std::string& begin_sql = "BEGIN");
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+  Status Commit();
+  Status Rollback();
+
+ private:
+  explicit Transaction(Connection* conn) : conn_(conn) {}
+  Connection* conn_;
+};
+
+// Server reachability check (PQping) without a full connection.
+bool Ping(const std::string& conninfo);
+
+// Splits a COPY text-format line into its fields (still escaped; "\N" is NULL).
+// REQUIRES: `line` has no trailing newline.
+void SplitCopyFields(std::string_view line, std::vector<std::string_view>& out);
+
+// Appends `value` to `out` escaped for COPY text format (backslash, tab, newline, CR).
+void AppendCopyEscaped(std::string& out, std::string_view value);
+
+}  // namespace ledgerdiff::pg

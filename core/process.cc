@@ -1,0 +1,179 @@
+#include "core/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace ledgerdiff {
+
+namespace {
+
+void UnblockTerminationSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+std::mutex g_cleanup_mu;
+std::map<int, std::function<void()>> g_cleanups;
+int g_next_cleanup = 1;
+
+}  // namespace
+
+std::string ExitInfo::str() const {
+  if (exited) return fmt::format("exit {}", code);
+  const char* name = sigabbrev_np(signal);
+  return fmt::format("killed by SIG{}", name ? name : std::to_string(signal).c_str());
+}
+
+ExitInfo DecodeWaitStatus(int ws) {
+  ExitInfo info;
+  if (WIFEXITED(ws)) {
+    info.exited = true;
+    info.code = WEXITSTATUS(ws);
+  } else if (WIFSIGNALED(ws)) {
+    info.signal = WTERMSIG(ws);
+  }
+  return info;
+}
+
+Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  if (argv.empty()) return Status::Runtime("spawn: empty command");
+  // Everything the child needs is prepared before fork: the child only calls async-signal-safe
+  // functions.
+  std::vector<char*> cargv;
+  for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
+  cargv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && options.env.count(kv.substr(0, eq))) continue;
+    env_strings.push_back(std::move(kv));
+  }
+  for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);
+  std::vector<char*> cenv;
+  for (auto& s : env_strings) cenv.push_back(s.data());
+  cenv.push_back(nullptr);
+
+  int out_fd = -1;
+  if (!options.output_file.empty()) {
+    out_fd = open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (out_fd < 0)
+      return Status::Runtimef("cannot open {}: {}", options.output_file, std::strerror(errno));
+    if (options.uid && fchown(out_fd, *options.uid, options.gid.value_or(-1)) != 0) {
+      // Not fatal: the parent writes nothing there; the child inherits the open descriptor.
+    }
+  }
+  int err_pipe[2];
+  if (pipe2(err_pipe, O_CLOEXEC) != 0) return Status::Runtimef("pipe: {}", std::strerror(errno));
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    if (out_fd >= 0) close(out_fd);
+    return Status::Runtimef("fork: {}", std::strerror(errno));
+  }
+  if (pid == 0) {
+    auto fail = [&](int e) {
+      (void)!write(err_pipe[1], &e, sizeof e);
+      _exit(127);
+    };
+    close(err_pipe[0]);
+    UnblockTerminationSignals();
+    signal(SIGPIPE, SIG_DFL);
+    if (options.new_process_group) setpgid(0, 0);
+    if (options.stdin_null) {
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, 0);
+    }
+    if (out_fd >= 0) {
+      dup2(out_fd, 1);
+      dup2(out_fd, 2);
+    }
+    if (options.gid && setgid(*options.gid) != 0) fail(errno);
+    if (options.uid && setuid(*options.uid) != 0) fail(errno);
+    // After the credential change, which would clear it.
+    if (options.parent_death_signal) {
+      prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
+      if (getppid() == 1) _exit(1);
+    }
+    if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail(errno);
+    execvpe(cargv[0], cargv.data(), cenv.data());
+    fail(errno);
+  }
+  close(err_pipe[1]);
+  if (out_fd >= 0) close(out_fd);
+  int child_errno = 0;
+  ssize_t n = read(err_pipe[0], &child_errno, sizeof child_errno);
+  close(err_pipe[0]);
+  if (n == sizeof child_errno) {
+    waitpid(pid, nullptr, 0);
+    return Status::Runtimef("cannot run {}: {}", argv[0], std::strerror(child_errno));
+  }
+  return pid;
+}
+
+Result<ExitInfo> RunToCompletion(const std::vector<std::string>& argv, const SpawnOptions& options) {
+  SpawnOptions o = options;
+  o.new_process_group = false;
+  LD_ASSIGN_OR_RETURN(pid_t pid, Spawn(argv, o));
+  int ws = 0;
+  while (waitpid(pid, &ws, 0) < 0) {
+    if (errno != EINTR) return Status::Runtimef("waitpid: {}", std::strerror(errno));
+  }
+  return DecodeWaitStatus(ws);
+}
+
+std::string SelfExecutable() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("ledgerdiff") : p.string();
+}
+
+void InstallTerminationHandler() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread([set]() {
+    int signo = 0;
+    while (sigwait(&set, &signo) != 0) {
+    }
+    std::map<int, std::function<void()>> cleanups;
+    {
+      std::lock_guard<std::mutex> lock(g_cleanup_mu);
+      cleanups = g_cleanups;
+    }
+    for (auto it = cleanups.rbegin(); it != cleanups.rend(); ++it) it->second();
+    _exit(128 + signo);
+  }).detach();
+}
+
+int RegisterCleanup(std::function<void()> cleanup) {
+  std::lock_guard<std::mutex> lock(g_cleanup_mu);
+  int h = g_next_cleanup++;
+  g_cleanups[h] = std::move(cleanup);
+  return h;
+}
+
+void UnregisterCleanup(int handle) {
+  std::lock_guard<std::mutex> lock(g_cleanup_mu);
+  g_cleanups.erase(handle);
+}
+
+bool RunningAsRoot() { return geteuid() == 0; }
+
+}  // namespace ledgerdiff

@@ -1,0 +1,60 @@
+#pragma once
+// Child processes and orderly termination.
+//
+// Spawn starts a program with fork+exec, optionally as another user, in its own process group
+// (so a signal to the group reaches everything it started), with a parent-death signal.
+// The termination handler turns SIGINT/SIGTERM/SIGHUP into an orderly cleanup on a dedicated
+// thread (cleanup may allocate and talk to servers), then exits 128+signal.
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace ledgerdiff {
+
+struct SpawnOptions {
+  std::optional<uid_t> uid;             // run as this user (root only)
+  std::optional<gid_t> gid;
+  bool new_process_group = true;        // setpgid(0, 0)
+  int parent_death_signal = 0;          // PR_SET_PDEATHSIG, 0 for none
+  std::string output_file;              // stdout+stderr appended here; empty: inherit
+  bool stdin_null = true;
+  std::map<std::string, std::string> env;  // added to (or replacing in) the environment
+  std::string working_dir;
+};
+
+// Starts argv[0] (searched in PATH when it has no '/'). Returns the child's pid.
+Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& options = {});
+
+struct ExitInfo {
+  bool exited = false;  // exited normally with `code`
+  int code = 0;
+  int signal = 0;       // killed by this signal
+  std::string str() const;  // "exit 3", "killed by SIGKILL"
+};
+ExitInfo DecodeWaitStatus(int wait_status);
+
+// Runs a program to completion (stdout+stderr to `options.output_file` if set).
+Result<ExitInfo> RunToCompletion(const std::vector<std::string>& argv, const SpawnOptions& options = {});
+
+// Path of the running executable (/proc/self/exe resolved).
+std::string SelfExecutable();
+
+// Blocks SIGINT/SIGTERM/SIGHUP in every thread and starts a thread that waits for them; on
+// one it runs every registered cleanup (last registered first) and exits 128+signo.
+// Call once from main before starting other threads. Spawn unblocks them in children.
+void InstallTerminationHandler();
+// Registers a cleanup; returns a handle for UnregisterCleanup. Cleanups must be idempotent.
+int RegisterCleanup(std::function<void()> cleanup);
+void UnregisterCleanup(int handle);
+
+// True when running as root (PostgreSQL servers must then run as another user).
+bool RunningAsRoot();
+
+}  // namespace ledgerdiff
