@@ -1,0 +1,154 @@
+// Core: ranges, job splitting, quoting, the embedded server and schema ownership.
+#include <gtest/gtest.h>
+
+#include "core/database.h"
+#include "core/ledger_range.h"
+#include "core/pg.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+using testing::Connect;
+using testing::UniqueName;
+
+TEST(LedgerRange, ParsesAndRejects) {
+  auto r = ParseLedgerRange("2:5001");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->from, 2u);
+  EXPECT_EQ(r->to, 5001u);
+  EXPECT_EQ(r->size(), 5000u);
+  EXPECT_EQ(ParseLedgerRange("7")->to, 7u);
+  for (const char* bad : {"5:2", "0:3", "-1:4", "a:b", "1:", ":3", "", "1:2:3", "1:99999999999"}) {
+    auto e = ParseLedgerRange(bad);
+    EXPECT_FALSE(e.ok()) << bad;
+    if (!e.ok()) {
+      EXPECT_EQ(e.status().kind(), Status::Kind::kUsage) << bad;
+      EXPECT_EQ(e.status().message().find('\n'), std::string::npos);
+    }
+  }
+  EXPECT_NE(ParseLedgerRange("5:2").status().message().find("before"), std::string::npos);
+}
+
+TEST(LedgerRange, SplitJobsCoversRangeExactlyWithShortLastJob) {
+  auto jobs = SplitJobs({2, 11}, 3);
+  ASSERT_EQ(jobs.size(), 4u);
+  EXPECT_EQ(jobs[0], (LedgerRange{2, 4}));
+  EXPECT_EQ(jobs[3], (LedgerRange{11, 11}));  // a last job of exactly one ledger is kept
+  EXPECT_EQ(SplitJobs({5, 5}, 100).size(), 1u);
+  for (uint32_t size : {1u, 2u, 7u, 250u}) {
+    auto js = SplitJobs({2, 1001}, size);
+    Ledger next = 2;
+    for (auto& j : js) {
+      EXPECT_EQ(j.from, next);
+      EXPECT_LE(j.to - j.from + 1, size);
+      next = j.to + 1;
+    }
+    EXPECT_EQ(next, 1002u);
+  }
+}
+
+TEST(LedgerRange, Intervals) {
+  EXPECT_EQ(FormatIntervals({12, 13, 14, 15, 40}), "12-15, 40");
+  EXPECT_EQ(FormatIntervals({}), "");
+  EXPECT_EQ(FormatIntervals({3}), "3");
+}
+
+TEST(Toid, Layout) {
+  EXPECT_EQ(Toid(2), int64_t{2} << 32);
+  EXPECT_EQ(Toid(2, 1), (int64_t{2} << 32) | (1 << 12));
+  EXPECT_EQ(Toid(2, 1, 1), (int64_t{2} << 32) | (1 << 12) | 1);
+  EXPECT_EQ(ToidLedger(Toid(123456, 7, 3)), 123456u);
+}
+
+TEST(Pg, QuotingAndRedaction) {
+  EXPECT_EQ(pg::QuoteIdent("a\"b"), "\"a\"\"b\"");
+  EXPECT_EQ(pg::QuoteLiteral("it's"), "'it''s'");
+  EXPECT_EQ(pg::RedactConninfo("postgresql://bob:s3cret@host/db"), "postgresql://bob:***@host/db");
+  EXPECT_EQ(pg::RedactConninfo("host=x password=s3cret user=bob"), "host=x password=*** user=bob");
+  EXPECT_EQ(pg::RedactConninfo("host=x password='a b' user=bob"), "host=x password=*** user=bob");
+}
+
+TEST(Pg, SessionSettingsArePinned) {
+  auto conn = Connect(testing::TestConninfo() + " options='-c TimeZone=Asia/Tokyo -c DateStyle=German'");
+  ASSERT_TRUE(conn);
+  auto rows = conn->Exec("SELECT '2020-01-02 03:04:05+00'::timestamptz::text");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->Get(0, 0), "2020-01-02 03:04:05+00");
+}
+
+TEST(Pg, UnreachableDatabaseIsAClearError) {
+  auto c = pg::Connection::Open("host=/nonexistent port=1 user=x password=hunter2");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("cannot connect"), std::string::npos);
+  EXPECT_EQ(c.status().message().find("hunter2"), std::string::npos);
+}
+
+TEST(Pg, CopyRoundTrip) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  std::string s = UniqueName("copy");
+  ASSERT_TRUE(conn->Run("CREATE TABLE " + s + " (a text, b int)").ok());
+  ASSERT_TRUE(conn->BeginCopyIn("COPY " + s + " FROM STDIN").ok());
+  std::string data;
+  pg::AppendCopyEscaped(data, "tab\there\\");
+  data += "\t1\n\\N\t2\n";
+  ASSERT_TRUE(conn->PutCopyData(data).ok());
+  ASSERT_TRUE(conn->EndCopyIn().ok());
+  std::vector<std::string> lines;
+  ASSERT_TRUE(conn->CopyOut("COPY (SELECT a, b FROM " + s + " ORDER BY b) TO STDOUT", [&](std::string_view l) {
+                     lines.emplace_back(l);
+                     return Status::Ok();
+                   }).ok());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0], "tab\\there\\\\\t1");
+  EXPECT_EQ(lines[1], "\\N\t2");
+  std::vector<std::string_view> fields;
+  pg::SplitCopyFields(lines[1], fields);
+  ASSERT_EQ(fields.size(), 2u);
+  EXPECT_EQ(fields[0], "\\N");
+}
+
+TEST(Ownership, RefusesForeignSchemaAndDropsOnlyOwned) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  std::string foreign = UniqueName("users data");  // needs quoting
+  ASSERT_TRUE(conn->Run("CREATE SCHEMA " + pg::QuoteIdent(foreign) + "; CREATE TABLE " +
+                        pg::Qualified(foreign, "keep") + " (x int); INSERT INTO " + pg::Qualified(foreign, "keep") +
+                        " VALUES (1)")
+                  .ok());
+  auto created = CreateOwnedSchema(*conn, foreign, "r1", /*replace_owned=*/true, /*force=*/false);
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.status().kind(), Status::Kind::kUsage);
+  EXPECT_NE(created.status().message().find("not created by ledgerdiff"), std::string::npos);
+  EXPECT_FALSE(DropOwnedSchema(*conn, foreign).ok());
+  auto still = conn->Exec("SELECT count(*) FROM " + pg::Qualified(foreign, "keep"));
+  ASSERT_TRUE(still.ok());
+  EXPECT_EQ(still->GetInt(0, 0), 1);
+
+  std::string mine = UniqueName("mine");
+  auto made = CreateOwnedSchema(*conn, mine, "r2", true, false);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_TRUE(*made);
+  EXPECT_EQ(*InspectSchema(*conn, mine), SchemaState::kOwned);
+  EXPECT_EQ(*SchemaRunId(*conn, mine), "r2");
+  EXPECT_TRUE(DropOwnedSchema(*conn, mine).ok());
+  EXPECT_EQ(*InspectSchema(*conn, mine), SchemaState::kAbsent);
+}
+
+TEST(Embedded, SecondServerStartsAndIsRemovedOnStop) {
+  auto server = EmbeddedPostgres::Start({});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  std::string dir = (*server)->dir();
+  auto conn = Connect((*server)->conninfo());
+  ASSERT_TRUE(conn);
+  auto rows = conn->Exec("SHOW listen_addresses");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->Get(0, 0), "");  // no TCP listener
+  conn.reset();
+  EXPECT_TRUE((*server)->Stop().ok());
+  EXPECT_FALSE(std::filesystem::exists(dir));
+}
+
+}  // namespace
+}  // namespace ledgerdiff

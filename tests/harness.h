@@ -1,0 +1,40 @@
+#pragma once
+// Test harness: one real PostgreSQL per test binary, started with the same embedded mechanism
+// the tool uses (core/embedded_pg.h). Tests create their own uniquely named schemas/databases.
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "core/embedded_pg.h"
+#include "core/pg.h"
+
+namespace ledgerdiff::testing {
+
+// Conninfo of the harness server's `postgres` database.
+const std::string& TestConninfo();
+// The harness server (to create extra databases).
+EmbeddedPostgres& TestServer();
+// A fresh connection; fails the test on error.
+std::unique_ptr<pg::Connection> Connect(const std::string& conninfo = TestConninfo());
+// A schema name unique within this test binary run: "<prefix>_<n>".
+std::string UniqueName(const std::string& prefix);
+// Path of the built ledgerdiff binary (for CLI tests).
+std::string LedgerdiffBinary();
+// Path of the project source tree.
+std::string SourceDir();
+
+}  // namespace ledgerdiff::testing
+
+#define LD_ASSERT_OK(expr)                                   \
+  do {                                                       \
+    auto ld_s_ = (expr);                                     \
+    ASSERT_TRUE(ld_s_.ok()) << ld_s_.status().message();     \
+  } while (0)
+#define LD_EXPECT_OK(expr)                                   \
+  do {                                                       \
+    auto ld_s_ = (expr);                                     \
+    EXPECT_TRUE(ld_s_.ok()) << ld_s_.status().message();     \
+  } while (0)
