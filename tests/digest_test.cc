@@ -1,0 +1,2 @@
+// Placeholder: tests arrive with the room.
+#include <gtest/gtest.h>
