@@ -1,0 +1,378 @@
+#include "verify/ingest_run.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include "core/database.h"
+#include "core/process.h"
+#include "fixtures/generator.h"
+#include "fixtures/ingester.h"
+#include "fixtures/schema.h"
+#include "verify/worker.h"
+
+namespace ledgerdiff::verify {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The column that maps a row of our schema to its ledger, and how.
+std::string LedgerPredicate(const std::string& table, const LedgerRange& r) {
+  auto toid = [&](const char* col) {
+    return fmt::format("{} >= {} AND {} < {}", col, Toid(r.from), col, Toid(r.to + 1));
+  };
+  if (table == "history_ledgers") return fmt::format("sequence BETWEEN {} AND {}", r.from, r.to);
+  if (table == "history_transactions" || table == "history_operations") return toid("id");
+  if (table == "history_transaction_participants") return toid("history_transaction_id");
+  return toid("history_operation_id");
+}
+
+// Owns the worker processes; kills them all when it goes away (or on Ctrl-C).
+class WorkerPool {
+ public:
+  WorkerPool(std::string conninfo, std::string run_id) : conninfo_(std::move(conninfo)), run_id_(std::move(run_id)) {
+    cleanup_ = RegisterCleanup([this] { KillAll(SIGKILL); });
+  }
+  ~WorkerPool() {
+    KillAll(SIGKILL);
+    UnregisterCleanup(cleanup_);
+  }
+
+  Status Start(int slot) {
+    int gen = generation_[slot]++;
+    std::string name = gen == 0 ? fmt::format("w{}", slot) : fmt::format("w{}.{}", slot, gen);
+    SpawnOptions so;
+    so.new_process_group = true;
+    so.parent_death_signal = SIGKILL;  // workers die with the orchestrator; the job table survives
+    so.env[kWorkerDbEnv] = conninfo_;
+    LD_ASSIGN_OR_RETURN(pid_t pid, Spawn({SelfExecutable(), "_worker", "--run", run_id_, "--worker", name}, so));
+    workers_.push_back({slot, name, pid, false});
+    return Status::Ok();
+  }
+
+  // Reaps exited workers; returns them with how they ended.
+  std::vector<std::pair<WorkerProcess, ExitInfo>> Reap() {
+    std::vector<std::pair<WorkerProcess, ExitInfo>> out;
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      int ws = 0;
+      if (waitpid(it->pid, &ws, WNOHANG) == it->pid) {
+        out.emplace_back(*it, DecodeWaitStatus(ws));
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    return out;
+  }
+
+  void Kill(int pid, int sig) { kill(-pid, sig); }
+
+  void KillAll(int sig) {
+    for (auto& w : workers_) {
+      kill(-w.pid, sig);
+      if (sig == SIGKILL) {
+        waitpid(w.pid, nullptr, 0);
+      }
+    }
+    if (sig == SIGKILL) workers_.clear();
+  }
+
+  // Asks workers to stop (SIGTERM, also resumes frozen ones), then SIGKILL after `grace`.
+  void StopAll(std::chrono::milliseconds grace) {
+    for (auto& w : workers_) {
+      kill(-w.pid, SIGTERM);
+      kill(-w.pid, SIGCONT);
+    }
+    auto deadline = Clock::now() + grace;
+    while (!workers_.empty() && Clock::now() < deadline) {
+      Reap();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    KillAll(SIGKILL);
+  }
+
+  std::vector<WorkerProcess>& workers() { return workers_; }
+  const WorkerProcess* Find(const std::string& name) const {
+    for (auto& w : workers_)
+      if (w.name == name) return &w;
+    return nullptr;
+  }
+
+ private:
+  std::string conninfo_;
+  std::string run_id_;
+  std::vector<WorkerProcess> workers_;
+  std::map<int, int> generation_;
+  int cleanup_ = 0;
+};
+
+}  // namespace
+
+Status ValidateIngestOptions(const IngestOptions& o) {
+  if (o.resume_run.empty()) {
+    LD_RETURN_IF_ERROR(ValidateSchemaName(o.schema));
+  }
+  if (o.workers == 0) return Status::Usage("--workers must be at least 1");
+  if (o.workers > 64) return Status::Usage("--workers must be at most 64");
+  if (o.job_size == 0) return Status::Usage("--job-size must be at least 1");
+  if (o.retry_backoff_s < 0) return Status::Usage("--retry-backoff must not be negative");
+  if (o.job_timeout_s <= 0) return Status::Usage("--job-timeout must be positive");
+  LD_RETURN_IF_ERROR(fixtures::ParseDensity(o.density).status());
+  if (!o.bug.empty()) {
+    LD_ASSIGN_OR_RETURN(auto bug, fixtures::ParseBugInjection(o.bug));
+    if (!o.range.contains(bug.ledger))
+      return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", o.bug, bug.ledger, o.range.str());
+  }
+  if (!o.ingest_cmd.empty()) {
+    std::map<std::string, std::string> probe = {{"from", ""}, {"to", ""}, {"schema", ""},
+                                                {"db", ""},   {"worker", ""}, {"job", ""}};
+    LD_RETURN_IF_ERROR(ExpandIngestCommand(o.ingest_cmd, probe).status());
+  }
+  return Status::Ok();
+}
+
+Result<std::map<std::string, uint64_t>> CountRowsInRange(pg::Connection& conn, const std::string& schema,
+                                                         const LedgerRange& range) {
+  std::string sql;
+  for (const auto& t : fixtures::HistoryTables()) {
+    if (!sql.empty()) sql += " UNION ALL ";
+    sql += fmt::format("SELECT {}, count(*) FROM {} WHERE {}", pg::QuoteLiteral(t), pg::Qualified(schema, t),
+                       LedgerPredicate(t, range));
+  }
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql));
+  std::map<std::string, uint64_t> out;
+  for (int i = 0; i < rows.size(); ++i) out[std::string(rows.Get(i, 0))] = static_cast<uint64_t>(rows.GetInt(i, 1));
+  return out;
+}
+
+Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter,
+                               const OrchestratorHooks& hooks) {
+  LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
+  auto started = Clock::now();
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff orchestrator"));
+  LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
+
+  RunSpec spec;
+  if (!options.resume_run.empty()) {
+    LD_ASSIGN_OR_RETURN(spec, LoadRun(*conn, options.resume_run));
+    LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(*conn, spec.schema));
+    if (state == SchemaState::kAbsent)
+      return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
+    // Failed jobs get another chance; jobs still marked running are left to the lost-job
+    // check (dead backend or stale heartbeat), so a live worker elsewhere is not disturbed.
+    LD_RETURN_IF_ERROR(conn->Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
+                                              "WHERE run_id = $1 AND state = 'failed'",
+                                              pg::Qualified(kControlSchema, "jobs")),
+                                  {spec.run_id})
+                           .status());
+    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "running"));
+    reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
+  } else {
+    spec.run_id = options.run_id.empty() ? NewRunId() : options.run_id;
+    spec.schema = options.schema;
+    spec.range = options.range;
+    spec.job_size = options.job_size;
+    spec.workers = options.workers;
+    spec.seed = options.seed;
+    spec.density = options.density;
+    spec.ingest_cmd = options.ingest_cmd;
+    spec.bug = options.bug;
+    spec.unsafe_commit_every = options.unsafe_commit_every;
+    spec.retries = options.retries;
+    spec.retry_backoff_s = options.retry_backoff_s;
+    spec.job_timeout_s = options.job_timeout_s;
+    spec.heartbeat_s = std::min(1.0, options.job_timeout_s / 4);
+    spec.crash_points = options.crash_points;
+    LD_RETURN_IF_ERROR(
+        CreateOwnedSchema(*conn, spec.schema, spec.run_id, options.replace_schema, options.force).status());
+    LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(*conn, spec.schema));
+    if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(*conn, spec.schema));
+    LD_RETURN_IF_ERROR(CreateRun(*conn, spec, SplitJobs(spec.range, spec.job_size)));
+  }
+
+  IngestReport report;
+  report.run_id = spec.run_id;
+  report.schema = spec.schema;
+  report.range = spec.range;
+  report.workers = spec.workers;
+  report.job_size = spec.job_size;
+
+  WorkerPool pool(conninfo, spec.run_id);
+  for (uint32_t slot = 1; slot <= spec.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
+
+  std::set<uint32_t> reported_done;
+  auto last_lost_check = Clock::now();
+  auto phase_start = Clock::now();
+  uint64_t total_ledgers = spec.range.size();
+  std::optional<uint64_t> ledgers_at_start;
+  RunCounts counts;
+  bool aborted = false;
+  uint32_t worker_errors = 0;
+  for (;;) {
+    // 1. Workers that ended: a clean exit means no work was left for it; anything else means
+    //    its job (if any) is lost and the worker is replaced.
+    for (auto& [w, how] : pool.Reap()) {
+      bool clean = how.exited && how.code == 0;
+      if (how.exited && how.code == 2 && ++worker_errors > 3 * spec.workers) {
+        // Workers that cannot work at all (unreachable database, broken run) are not respawned forever.
+        return Status::Runtimef("workers keep failing to start (last: {} exited with code 2); see its message above", w.name);
+      }
+      if (!clean) {
+        std::string why = fmt::format("worker {} died ({})", w.name, how.str());
+        LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(*conn, spec, w.name, why));
+        for (const auto& j : lost)
+          reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
+                                    j.state == "failed" ? "out of retries" : "requeued"));
+        if (lost.empty()) reporter.Note(why);
+        LD_ASSIGN_OR_RETURN(counts, CountJobs(*conn, spec.run_id));
+        if (counts.pending + counts.running > 0 && counts.failed == 0) {
+          LD_RETURN_IF_ERROR(pool.Start(w.slot));
+          ++report.workers_replaced;
+        }
+      }
+    }
+    // 2. Jobs whose worker froze, or whose session vanished (including workers elsewhere).
+    if (Clock::now() - last_lost_check > std::chrono::milliseconds(250)) {
+      last_lost_check = Clock::now();
+      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(*conn, spec, std::nullopt, ""));
+      for (const auto& j : lost) {
+        reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
+                                  j.state == "failed" ? "out of retries" : "requeued"));
+        if (const WorkerProcess* w = pool.Find(j.worker)) pool.Kill(w->pid, SIGKILL);  // reaped next tick
+      }
+    }
+    if (hooks.on_tick) hooks.on_tick(pool.workers(), *conn, spec.run_id);
+
+    // 3. Progress.
+    LD_ASSIGN_OR_RETURN(counts, CountJobs(*conn, spec.run_id));
+    if (!ledgers_at_start) ledgers_at_start = counts.ledgers_done;
+    double elapsed = SecondsSince(phase_start);
+    double rate = elapsed > 0 ? static_cast<double>(counts.ledgers_done - *ledgers_at_start) / elapsed : 0;
+    Progress p;
+    p.phase = fmt::format("ingest \"{}\"", spec.schema);
+    p.done = counts.ledgers_done;
+    p.total = total_ledgers;
+    p.rate_per_s = rate;
+    p.eta_s = rate > 0 ? static_cast<double>(total_ledgers - counts.ledgers_done) / rate : -1;
+    bool want_jobs = reporter.live() || counts.done > reported_done.size();
+    if (want_jobs) {
+      LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
+      for (const auto& j : jobs) {
+        if (j.state == "running") p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
+        if (j.state == "done" && reported_done.insert(j.job_id).second && !reporter.live())
+          reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
+                                    j.worker, j.attempt, FormatCount(counts.ledgers_done), FormatCount(total_ledgers)));
+      }
+    }
+    reporter.Update(p);
+
+    if (counts.failed > 0) {
+      aborted = true;
+      break;
+    }
+    if (counts.pending == 0 && counts.running == 0) break;
+    if (pool.workers().empty()) {
+      // Every worker exited cleanly but work remains (e.g. all jobs in backoff): restart one.
+      LD_RETURN_IF_ERROR(pool.Start(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  reporter.Done();
+
+  if (aborted) {
+    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "failed"));
+    pool.StopAll(std::chrono::seconds(5));
+    LD_RETURN_IF_ERROR(RequeueAllRunning(*conn, spec, "stopped: another job ran out of retries"));
+  } else {
+    pool.StopAll(std::chrono::seconds(5));
+    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "done"));
+  }
+  report.wall_s = SecondsSince(started);
+
+  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
+  LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(*conn, spec.run_id));
+  report.jobs = static_cast<uint32_t>(jobs.size());
+  report.attempts = static_cast<uint32_t>(report.timeline.size());
+  Ledger restart_from = 0, restart_to = 0;
+  for (const auto& j : jobs) {
+    if (j.attempt > 1) ++report.retried_jobs;
+    if (j.state == "done") {
+      report.ledgers += j.range.size();
+    } else {
+      if (!restart_from || j.range.from < restart_from) restart_from = j.range.from;
+      restart_to = std::max(restart_to, j.range.to);
+    }
+    if (j.state == "failed") report.failed_jobs.push_back(j);
+  }
+  if (restart_from) report.restart_range = LedgerRange{restart_from, restart_to};
+  LD_ASSIGN_OR_RETURN(report.rows_per_table, CountRowsInRange(*conn, spec.schema, spec.range));
+  for (auto& [t, n] : report.rows_per_table) report.rows += n;
+  report.ok = !aborted;
+  if (aborted) {
+    std::string ranges;
+    for (const auto& j : report.failed_jobs) ranges += (ranges.empty() ? "" : ", ") + j.range.str();
+    report.error = fmt::format("jobs ran out of retries: {} ({}); restart with --resume {} or --range {}", ranges,
+                               report.failed_jobs.empty() ? "" : report.failed_jobs.front().error, spec.run_id,
+                               report.restart_range ? report.restart_range->str() : spec.range.str());
+  }
+  return report;
+}
+
+std::string RenderIngestText(const IngestReport& r) {
+  std::string out;
+  if (r.ok) {
+    out += fmt::format("ingested {} ledgers ({}) into \"{}\" with {} worker{}, {} jobs of up to {} ledgers, in {}\n",
+                       FormatCount(r.ledgers), r.range.str(), r.schema, r.workers, r.workers == 1 ? "" : "s", r.jobs,
+                       r.job_size, FormatDuration(r.wall_s));
+  } else {
+    out += fmt::format("ingest FAILED for \"{}\" ({}): {}\n", r.schema, r.range.str(), r.error);
+    for (const auto& j : r.failed_jobs)
+      out += fmt::format("  failed job {} [{}] after {} attempts: {}\n", j.job_id, j.range.str(), j.attempt, j.error);
+  }
+  out += fmt::format("  {:<36} {:>12}\n", "table", "rows");
+  for (const auto& [t, n] : r.rows_per_table) out += fmt::format("  {:<36} {:>12}\n", t, FormatCount(n));
+  out += fmt::format("  {:<36} {:>12}\n", "total", FormatCount(r.rows));
+  out += fmt::format("  {:.0f} ledgers/s, {:.0f} rows/s; {} attempts, {} jobs retried, {} workers replaced; run {}\n",
+                     r.ledgers_per_s(), r.rows_per_s(), r.attempts, r.retried_jobs, r.workers_replaced, r.run_id);
+  return out;
+}
+
+nlohmann::json IngestReportToJson(const IngestReport& r) {
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& j : r.failed_jobs)
+    failed.push_back({{"job", j.job_id}, {"from", j.range.from}, {"to", j.range.to}, {"attempts", j.attempt}, {"error", j.error}});
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const auto& a : r.timeline)
+    timeline.push_back({{"job", a.job_id}, {"attempt", a.attempt}, {"worker", a.worker}, {"from", a.range.from},
+                        {"to", a.range.to}, {"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", a.outcome},
+                        {"error", a.error}});
+  nlohmann::json j = {{"ok", r.ok},
+                      {"run_id", r.run_id},
+                      {"schema", r.schema},
+                      {"range", {{"from", r.range.from}, {"to", r.range.to}}},
+                      {"workers", r.workers},
+                      {"job_size", r.job_size},
+                      {"jobs", r.jobs},
+                      {"ledgers", r.ledgers},
+                      {"rows_per_table", r.rows_per_table},
+                      {"rows", r.rows},
+                      {"wall_s", r.wall_s},
+                      {"ledgers_per_s", r.ledgers_per_s()},
+                      {"rows_per_s", r.rows_per_s()},
+                      {"attempts", r.attempts},
+                      {"retried_jobs", r.retried_jobs},
+                      {"workers_replaced", r.workers_replaced},
+                      {"failed_jobs", failed},
+                      {"timeline", timeline}};
+  if (r.restart_range) j["restart_range"] = {{"from", r.restart_range->from}, {"to", r.restart_range->to}};
+  if (!r.ok) j["error"] = r.error;
+  return j;
+}
+
+}  // namespace ledgerdiff::verify

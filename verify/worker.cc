@@ -1,0 +1,254 @@
+#include "verify/worker.h"
+
+#include <libpq-fe.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "core/pg.h"
+#include "core/process.h"
+#include "fixtures/ingester.h"
+#include "verify/job_table.h"
+
+namespace ledgerdiff::verify {
+
+namespace {
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+// Sends heartbeats for the current job from its own connection while the process lives.
+class HeartbeatThread {
+ public:
+  HeartbeatThread(std::unique_ptr<pg::Connection> conn, std::string run_id, double period_s)
+      : conn_(std::move(conn)), run_id_(std::move(run_id)), period_(period_s) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~HeartbeatThread() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void SetJob(std::optional<ClaimedJob> job) {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = job;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      cv_.wait_for(lock, std::chrono::duration<double>(period_));
+      if (stop_) break;
+      if (job_) {
+        ClaimedJob job = *job_;
+        lock.unlock();
+        (void)Heartbeat(*conn_, run_id_, job);
+        lock.lock();
+      }
+    }
+  }
+  std::unique_ptr<pg::Connection> conn_;
+  std::string run_id_;
+  double period_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::optional<ClaimedJob> job_;
+  std::thread thread_;
+};
+
+Result<std::unique_ptr<pg::Connection>> OpenWorkerConnection(const WorkerOptions& o, const RunSpec* spec) {
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(o.conninfo, "ledgerdiff worker " + o.worker));
+  if (spec) {
+    auto ms = static_cast<int64_t>(spec->job_timeout_s * 1000);
+    LD_RETURN_IF_ERROR(conn->Run(fmt::format("SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}",
+                                             ms, ms * 10)));
+  }
+  return conn;
+}
+
+// Runs the external ingester for one job; its process group is the worker's own, so a signal
+// to the worker's group reaches it too.
+Result<int64_t> RunExternal(const RunSpec& spec, const WorkerOptions& o, const ClaimedJob& job) {
+  std::map<std::string, std::string> values = {{"from", std::to_string(job.range.from)},
+                                               {"to", std::to_string(job.range.to)},
+                                               {"schema", spec.schema},
+                                               {"db", o.conninfo},
+                                               {"worker", o.worker},
+                                               {"job", std::to_string(job.job_id)}};
+  LD_ASSIGN_OR_RETURN(std::string cmd, ExpandIngestCommand(spec.ingest_cmd, values));
+  SpawnOptions so;
+  so.new_process_group = false;
+  so.env = IngesterEnvironment(o.conninfo, spec.schema);
+  so.stdin_null = true;
+  LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({"/bin/sh", "-c", cmd}, so));
+  if (!ex.exited || ex.code != 0) return Status::Runtimef("ingest command failed ({})", ex.str());
+  return int64_t{0};
+}
+
+}  // namespace
+
+Result<std::string> ExpandIngestCommand(const std::string& tmpl, const std::map<std::string, std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < tmpl.size(); ++i) {
+    if (tmpl[i] != '{') {
+      out += tmpl[i];
+      continue;
+    }
+    size_t close = tmpl.find('}', i);
+    if (close == std::string::npos) return Status::Usagef("--ingest-cmd: unclosed '{{' at position {}", i);
+    std::string key = tmpl.substr(i + 1, close - i - 1);
+    auto it = values.find(key);
+    if (it == values.end())
+      return Status::Usagef("--ingest-cmd: unknown placeholder {{{}}} (known: {{from}} {{to}} {{schema}} {{db}} {{worker}} {{job}})", key);
+    out += ShellQuote(it->second);
+    i = close;
+  }
+  return out;
+}
+
+std::map<std::string, std::string> IngesterEnvironment(const std::string& conninfo, const std::string& schema) {
+  std::map<std::string, std::string> env;
+  env["DATABASE_URL"] = conninfo;
+  char* err = nullptr;
+  if (PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err)) {
+    const std::map<std::string, std::string> names = {{"host", "PGHOST"},         {"port", "PGPORT"},
+                                                      {"user", "PGUSER"},         {"dbname", "PGDATABASE"},
+                                                      {"password", "PGPASSWORD"}, {"sslmode", "PGSSLMODE"}};
+    for (PQconninfoOption* o = opts; o->keyword; ++o) {
+      auto it = names.find(o->keyword);
+      if (it != names.end() && o->val && *o->val) env[it->second] = o->val;
+    }
+    PQconninfoFree(opts);
+  }
+  if (err) PQfreemem(err);
+  std::string escaped;
+  for (char c : schema) {
+    if (c == ' ' || c == '\\') escaped += '\\';
+    escaped += c;
+  }
+  env["PGOPTIONS"] = "-c search_path=" + escaped;
+  return env;
+}
+
+int RunWorker(const WorkerOptions& o) {
+  rlimit no_core{0, 0};
+  setrlimit(RLIMIT_CORE, &no_core);  // injected crashes leave no core files behind
+  auto fail = [&](const Status& s) {
+    fmt::print(stderr, "ledgerdiff worker {}: {}\n", o.worker, s.message());
+    return 2;
+  };
+  auto control = OpenWorkerConnection(o, nullptr);
+  if (!control.ok()) return fail(control.status());
+  auto spec_r = LoadRun(**control, o.run_id);
+  if (!spec_r.ok()) return fail(spec_r.status());
+  const RunSpec spec = std::move(spec_r).value();
+  std::unique_ptr<pg::Connection> conn;
+  {
+    auto c = OpenWorkerConnection(o, &spec);
+    if (!c.ok()) return fail(c.status());
+    conn = std::move(c).value();
+  }
+  auto hb_conn = OpenWorkerConnection(o, nullptr);
+  if (!hb_conn.ok()) return fail(hb_conn.status());
+  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.heartbeat_s);
+
+  fixtures::IngestJobOptions ingest;
+  {
+    auto density = fixtures::ParseDensity(spec.density);
+    if (!density.ok()) return fail(density.status());
+    ingest.generator = {spec.seed, *density};
+    if (!spec.bug.empty()) {
+      auto bug = fixtures::ParseBugInjection(spec.bug);
+      if (!bug.ok()) return fail(bug.status());
+      ingest.bug = *bug;
+    }
+    ingest.unsafe_commit_every = spec.unsafe_commit_every;
+  }
+
+  int idle_polls = 0;
+  for (;;) {
+    if (!conn->Healthy()) {
+      auto c = OpenWorkerConnection(o, &spec);
+      if (!c.ok()) return fail(c.status());
+      conn = std::move(c).value();
+    }
+    auto claimed = ClaimJob(*conn, o.run_id, o.worker, getpid());
+    if (!claimed.ok()) {
+      if (!conn->Healthy()) continue;  // the session was terminated: reconnect and retry
+      return fail(claimed.status());
+    }
+    if (!claimed->has_value()) {
+      // Nothing claimable now: finished, stopped, or waiting for backoff / other workers.
+      auto counts = CountJobs(*conn, o.run_id);
+      if (!counts.ok()) return fail(counts.status());
+      if (counts->pending == 0 && counts->running == 0) return 0;
+      auto state = conn->Exec(fmt::format("SELECT state FROM {} WHERE run_id = $1", pg::Qualified(kControlSchema, "runs")),
+                              {o.run_id});
+      if (state.ok() && state->size() == 1 && state->Get(0, 0) != "running") return 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50 * ++idle_polls, 300)));
+      continue;
+    }
+    idle_polls = 0;
+    const ClaimedJob job = **claimed;
+    heartbeat.SetJob(job);
+
+    Status result;
+    for (const auto& cp : spec.crash_points) {
+      if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == "start") {
+        if (cp.action == "abort") std::abort();
+        result = Status::Runtimef("injected failure of job {} attempt {}", job.job_id, job.attempt);
+      }
+    }
+    if (!result.ok()) {
+      // An injected failure: nothing written.
+    } else if (spec.ingest_cmd.empty()) {
+      ingest.before_commit = [&](pg::Connection& c) { return FinishJob(c, o.run_id, job, 0); };
+      ingest.on_stage = [&](const std::string& stage) {
+        for (const auto& cp : spec.crash_points) {
+          // A chaos "crash": die inside the open data transaction, as a segfault would.
+          if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == stage && cp.action == "abort")
+            std::abort();
+        }
+      };
+      auto stats = fixtures::IngestJob(*conn, spec.schema, job.range, ingest);
+      result = stats.status();
+    } else {
+      auto ran = RunExternal(spec, o, job);
+      result = ran.status();
+      if (result.ok()) result = FinishJob(*conn, o.run_id, job, 0);
+    }
+    heartbeat.SetJob(std::nullopt);
+    if (!result.ok()) {
+      if (!conn->Healthy()) {
+        auto c = OpenWorkerConnection(o, &spec);
+        if (!c.ok()) return fail(c.status());
+        conn = std::move(c).value();
+      }
+      // Fenced: a no-op when the attempt was already taken from us.
+      (void)FailJob(*conn, spec, job, result.message());
+    }
+  }
+}
+
+}  // namespace ledgerdiff::verify
