@@ -1,7 +1,12 @@
 #include "tests/harness.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "core/process.h"
 
@@ -43,6 +48,46 @@ std::unique_ptr<pg::Connection> Connect(const std::string& conninfo) {
 std::string UniqueName(const std::string& prefix) {
   static std::atomic<int> n{0};
   return prefix + "_" + std::to_string(++n);
+}
+
+CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  CliResult r;
+  char out_tmpl[] = "/tmp/ledgerdiff-cli-out-XXXXXX";
+  char err_tmpl[] = "/tmp/ledgerdiff-cli-err-XXXXXX";
+  int out_fd = mkstemp(out_tmpl);
+  int err_fd = mkstemp(err_tmpl);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out_fd, 1);
+    dup2(err_fd, 2);
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
+    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> argv;
+    std::string bin = LedgerdiffBinary();
+    argv.push_back(bin.data());
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  int ws = 0;
+  waitpid(pid, &ws, 0);
+  r.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+  auto slurp = [](const char* path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out_tmpl);
+  r.err = slurp(err_tmpl);
+  close(out_fd);
+  close(err_fd);
+  unlink(out_tmpl);
+  unlink(err_tmpl);
+  return r;
 }
 
 std::string LedgerdiffBinary() { return LEDGERDIFF_BINARY; }

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -38,3 +39,16 @@ std::string SourceDir();
     auto ld_s_ = (expr);                                     \
     EXPECT_TRUE(ld_s_.ok()) << ld_s_.status().message();     \
   } while (0)
+
+namespace ledgerdiff::testing {
+
+struct CliResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+// Runs build/ledgerdiff with `args` (no shell), capturing stdout and stderr.
+// `env` entries are added to the environment.
+CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+}  // namespace ledgerdiff::testing

@@ -36,7 +36,8 @@ std::string LedgerPredicate(const std::string& table, const LedgerRange& r) {
 // Owns the worker processes; kills them all when it goes away (or on Ctrl-C).
 class WorkerPool {
  public:
-  WorkerPool(std::string conninfo, std::string run_id) : conninfo_(std::move(conninfo)), run_id_(std::move(run_id)) {
+  WorkerPool(std::string binary, std::string conninfo, std::string run_id)
+      : binary_(std::move(binary)), conninfo_(std::move(conninfo)), run_id_(std::move(run_id)) {
     cleanup_ = RegisterCleanup([this] { KillAll(SIGKILL); });
   }
   ~WorkerPool() {
@@ -51,7 +52,7 @@ class WorkerPool {
     so.new_process_group = true;
     so.parent_death_signal = SIGKILL;  // workers die with the orchestrator; the job table survives
     so.env[kWorkerDbEnv] = conninfo_;
-    LD_ASSIGN_OR_RETURN(pid_t pid, Spawn({SelfExecutable(), "_worker", "--run", run_id_, "--worker", name}, so));
+    LD_ASSIGN_OR_RETURN(pid_t pid, Spawn({binary_, "_worker", "--run", run_id_, "--worker", name}, so));
     workers_.push_back({slot, name, pid, false});
     return Status::Ok();
   }
@@ -105,6 +106,7 @@ class WorkerPool {
   }
 
  private:
+  std::string binary_;
   std::string conninfo_;
   std::string run_id_;
   std::vector<WorkerProcess> workers_;
@@ -203,7 +205,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   report.workers = spec.workers;
   report.job_size = spec.job_size;
 
-  WorkerPool pool(conninfo, spec.run_id);
+  WorkerPool pool(options.worker_binary.empty() ? SelfExecutable() : options.worker_binary, conninfo, spec.run_id);
   for (uint32_t slot = 1; slot <= spec.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
 
   std::set<uint32_t> reported_done;

@@ -47,6 +47,7 @@ struct IngestOptions {
   bool replace_schema = false;  // drop and recreate the (owned) schema first
   std::string run_id;         // empty: a new id
   std::string resume_run;     // continue this run from the job table
+  std::string worker_binary;  // the ledgerdiff executable for workers; empty: this executable
 };
 
 // Checks flags before any database is touched. Errors are Usage errors naming the flag.
