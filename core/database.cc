@@ -11,6 +11,12 @@ namespace ledgerdiff {
 
 Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& options) {
   std::unique_ptr<Database> db(new Database());
+  // An empty PG* variable means "not set" to users, but libpq would honour it (PGSERVICE=""
+  // names a service that does not exist): drop empty ones.
+  for (const char* k : {"PGHOST", "PGHOSTADDR", "PGPORT", "PGDATABASE", "PGUSER", "PGSERVICE", "PGPASSWORD",
+                        "PGOPTIONS", "PGSSLMODE", "LEDGERDIFF_DB"}) {
+    if (const char* v = std::getenv(k); v && !*v) unsetenv(k);
+  }
   auto env = [](const char* k) -> std::string {
     const char* v = std::getenv(k);
     return v ? v : "";

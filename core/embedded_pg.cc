@@ -137,6 +137,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   as_user.output_file = (fs::path(pg->dir_) / "initdb.log").string();
   as_user.new_process_group = false;
   as_user.working_dir = pg->dir_;
+  as_user.unset_env_prefixes = {"PG", "LC_", "LANG"};  // the user's PGPORT etc. must not leak into the server
   if (!reuse) {
     LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({pg->bin_dir_ + "/initdb", "-D", data.string(), "-U", kSuperuser,
                                                       "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync",

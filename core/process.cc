@@ -60,6 +60,9 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
     std::string kv(*e);
     auto eq = kv.find('=');
     if (eq != std::string::npos && options.env.count(kv.substr(0, eq))) continue;
+    bool drop = false;
+    for (const auto& prefix : options.unset_env_prefixes) drop = drop || kv.rfind(prefix, 0) == 0;
+    if (drop) continue;
     env_strings.push_back(std::move(kv));
   }
   for (const auto& [k, v] : options.env) env_strings.push_back(k + "=" + v);

@@ -26,6 +26,7 @@ struct SpawnOptions {
   std::string output_file;              // stdout+stderr appended here; empty: inherit
   bool stdin_null = true;
   std::map<std::string, std::string> env;  // added to (or replacing in) the environment
+  std::vector<std::string> unset_env_prefixes;  // variables starting with these are removed
   std::string working_dir;
 };
 

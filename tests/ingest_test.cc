@@ -169,8 +169,9 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   auto done_before = verify::ListJobs(*conn, r->run_id);
   ASSERT_TRUE(done_before.ok());
   std::map<uint32_t, uint32_t> attempts_before;
-  for (auto& j : *done_before)
+  for (auto& j : *done_before) {
     if (j.state == "done") attempts_before[j.job_id] = j.attempt;
+  }
   // The fault points are part of the run's spec; clear them as an operator would fix the bug.
   ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.runs SET spec = jsonb_set(spec, '{crash_points}', '[]') "
                          "WHERE run_id = $1",
@@ -182,7 +183,9 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   auto after = verify::ListJobs(*conn, r->run_id);
   for (auto& j : *after) {
     EXPECT_EQ(j.state, "done");
-    if (attempts_before.count(j.job_id)) EXPECT_EQ(j.attempt, attempts_before[j.job_id]) << "job redone: " << j.job_id;
+    if (attempts_before.count(j.job_id)) {
+      EXPECT_EQ(j.attempt, attempts_before[j.job_id]) << "job redone: " << j.job_id;
+    }
   }
 }
 
