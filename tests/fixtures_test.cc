@@ -1,13 +1,13 @@
 // Fixtures: the deterministic generator, the history schema, the reference ingester and its
 // deliberate bugs, against the harness's real PostgreSQL.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
 
 #include "core/ledger_range.h"
 #include "core/pg.h"
@@ -111,7 +111,7 @@ TEST(Generator, DensityProfiles) {
   };
   EXPECT_GE(mean_ops(stellar, 12000, 12049), 100.0);
   EXPECT_LE(mean_ops(stellar, 12000, 12049), 160.0);
-  EXPECT_GE(mean_ops(stellar, 30000, 30019), 100.0);  // stays at the cap
+  EXPECT_GE(mean_ops(stellar, 30000, 30019), 100.0);                        // stays at the cap
   EXPECT_LT(mean_ops(stellar, 3000, 3049), mean_ops(stellar, 8000, 8049));  // grows
   const GeneratorConfig flat{1, Density::kFlat};
   for (Ledger from : {2u, 1000u, 20000u}) {
@@ -245,18 +245,20 @@ Fingerprints Fingerprint(pg::Connection& conn, const std::string& schema) {
                    "failed_transaction_count, tx_set_operation_count) AS r FROM {}",
                    q("history_ledgers"))},
       {"history_transactions",
-       fmt::format("SELECT ledger_sequence::bigint, concat_ws('|', transaction_hash, ledger_sequence, application_order, "
-                   "account, account_sequence, max_fee, operation_count, id, tx_envelope, tx_result, tx_meta, "
-                   "tx_fee_meta, signatures::text, memo_type, coalesce(memo, '<null>'), successful, fee_charged) FROM {}",
-                   q("history_transactions"))},
+       fmt::format(
+           "SELECT ledger_sequence::bigint, concat_ws('|', transaction_hash, ledger_sequence, application_order, "
+           "account, account_sequence, max_fee, operation_count, id, tx_envelope, tx_result, tx_meta, "
+           "tx_fee_meta, signatures::text, memo_type, coalesce(memo, '<null>'), successful, fee_charged) FROM {}",
+           q("history_transactions"))},
       {"history_operations",
        fmt::format("SELECT id >> 32, concat_ws('|', id, transaction_id, application_order, type, details::text, "
                    "source_account, is_payment) FROM {}",
                    q("history_operations"))},
       {"history_effects",
-       fmt::format("SELECT e.history_operation_id >> 32, concat_ws('|', a.address, e.history_operation_id, e.\"order\", "
-                   "e.type, e.details::text) FROM {} e LEFT JOIN {} a ON a.id = e.history_account_id",
-                   q("history_effects"), q("history_accounts"))},
+       fmt::format(
+           "SELECT e.history_operation_id >> 32, concat_ws('|', a.address, e.history_operation_id, e.\"order\", "
+           "e.type, e.details::text) FROM {} e LEFT JOIN {} a ON a.id = e.history_account_id",
+           q("history_effects"), q("history_accounts"))},
       {"history_trades",
        fmt::format("SELECT t.history_operation_id >> 32, concat_ws('|', t.history_operation_id, t.\"order\", "
                    "t.ledger_closed_at, CASE WHEN t.base_is_seller THEN concat_ws('|', ba.address, {0}, t.base_amount, "
@@ -265,16 +267,17 @@ Fingerprints Fingerprint(pg::Connection& conn, const std::string& schema) {
                    "t.price_n, t.counter_offer_id, t.base_offer_id) END) FROM {2} t "
                    "LEFT JOIN {3} ba ON ba.id = t.base_account_id LEFT JOIN {3} ca ON ca.id = t.counter_account_id "
                    "LEFT JOIN {4} bs ON bs.id = t.base_asset_id LEFT JOIN {4} cs ON cs.id = t.counter_asset_id",
-                   fmt::format(fmt::runtime(asset), "bs"), fmt::format(fmt::runtime(asset), "cs"),
-                   q("history_trades"), q("history_accounts"), q("history_assets"))},
+                   fmt::format(fmt::runtime(asset), "bs"), fmt::format(fmt::runtime(asset), "cs"), q("history_trades"),
+                   q("history_accounts"), q("history_assets"))},
       {"history_operation_participants",
        fmt::format("SELECT p.history_operation_id >> 32, concat_ws('|', p.history_operation_id, a.address) FROM {} p "
                    "LEFT JOIN {} a ON a.id = p.history_account_id",
                    q("history_operation_participants"), q("history_accounts"))},
       {"history_transaction_participants",
-       fmt::format("SELECT p.history_transaction_id >> 32, concat_ws('|', p.history_transaction_id, a.address) FROM {} p "
-                   "LEFT JOIN {} a ON a.id = p.history_account_id",
-                   q("history_transaction_participants"), q("history_accounts"))},
+       fmt::format(
+           "SELECT p.history_transaction_id >> 32, concat_ws('|', p.history_transaction_id, a.address) FROM {} p "
+           "LEFT JOIN {} a ON a.id = p.history_account_id",
+           q("history_transaction_participants"), q("history_accounts"))},
   };
   Fingerprints out;
   for (const auto& [table, sql] : sources) {
@@ -358,10 +361,11 @@ TEST(Schema, CreatesNineTablesInASchemaThatNeedsQuoting) {
   }
   EXPECT_NE(columns["history_operations"].find("is_payment"), std::string::npos);
   // The trade orientation constraint is Horizon's.
-  auto check = conn->Exec(fmt::format("INSERT INTO {} (history_operation_id, \"order\", ledger_closed_at, "
-                                      "base_asset_id, base_amount, counter_asset_id, counter_amount) "
-                                      "VALUES (1, 0, now(), 2, 1, 1, 1)",
-                                      pg::Qualified(schema, "history_trades")));
+  auto check =
+      conn->Exec(fmt::format("INSERT INTO {} (history_operation_id, \"order\", ledger_closed_at, "
+                             "base_asset_id, base_amount, counter_asset_id, counter_amount) "
+                             "VALUES (1, 0, now(), 2, 1, 1, 1)",
+                             pg::Qualified(schema, "history_trades")));
   EXPECT_FALSE(check.ok());
 }
 
@@ -437,15 +441,17 @@ TEST(Ingest, JobOrderChangesSurrogateIdsButNotContent) {
   ASSERT_TRUE(IngestJobs(*conn, backward, jobs).ok());
   EXPECT_EQ(Counts(*conn, forward), Counts(*conn, backward));
   EXPECT_TRUE(DifferingLedgers(Fingerprint(*conn, forward), Fingerprint(*conn, backward)).empty());
-  auto moved = conn->Exec(fmt::format("SELECT count(*) FROM {} f JOIN {} b USING (address) WHERE f.id <> b.id",
-                                      pg::Qualified(forward, "history_accounts"),
-                                      pg::Qualified(backward, "history_accounts")));
+  auto moved =
+      conn->Exec(fmt::format("SELECT count(*) FROM {} f JOIN {} b USING (address) WHERE f.id <> b.id",
+                             pg::Qualified(forward, "history_accounts"), pg::Qualified(backward, "history_accounts")));
   ASSERT_TRUE(moved.ok()) << moved.status().message();
   EXPECT_GT(moved->GetInt(0, 0), 0);
   // Raw rows with surrogate ids differ, as they would in a naive diff.
   auto raw = [&](const std::string& s) {
-    auto r = conn->Exec("SELECT md5(string_agg(history_account_id::text, ',' ORDER BY history_operation_id, \"order\")) "
-                        "FROM " + pg::Qualified(s, "history_effects"));
+    auto r = conn->Exec(
+        "SELECT md5(string_agg(history_account_id::text, ',' ORDER BY history_operation_id, \"order\")) "
+        "FROM " +
+        pg::Qualified(s, "history_effects"));
     return r.ok() ? std::string(r->Get(0, 0)) : std::string();
   };
   EXPECT_NE(raw(forward), raw(backward));
@@ -628,8 +634,8 @@ TEST(Unsafe, CommitsPrefixesAndDuplicatesOnRerunWithoutClearing) {
   ASSERT_FALSE(again.ok());
   EXPECT_NE(again.status().message().find("duplicate key"), std::string::npos) << again.status().message();
   // ...and duplicates rows where there is none (here: once the uniquely indexed rows are gone).
-  for (const char* t : {"history_ledgers", "history_transactions", "history_operations", "history_effects",
-                        "history_trades"}) {
+  for (const char* t :
+       {"history_ledgers", "history_transactions", "history_operations", "history_effects", "history_trades"}) {
     ASSERT_TRUE(conn->Run("DELETE FROM " + pg::Qualified(schema, t)).ok());
   }
   ASSERT_TRUE(IngestJob(*conn, schema, job, unsafe).ok());
