@@ -1,2 +1,643 @@
-// Placeholder: tests arrive with the room.
+// Digest, manifest, diff and dump against the harness's real PostgreSQL: encoding cases, no false
+// alarms (reordered parallel ingest, renumbered Horizon dumps), no misses (changed, deleted,
+// inserted, duplicated rows), manifests (round trip, corruption), --jobs determinism, the CLI.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include "core/ledger_range.h"
+#include "core/pg.h"
+#include "diff/diff.h"
+#include "dump/canonical.h"
+#include "dump/digest.h"
+#include "dump/dump.h"
+#include "dump/manifest.h"
+#include "dump/profile.h"
+#include "fixtures/ingester.h"
+#include "fixtures/schema.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+using dump::Chunk;
+using dump::Digest128;
+using testing::Connect;
+using testing::TestConninfo;
+using testing::UniqueName;
+
+std::string Q(const std::string& s) { return pg::QuoteIdent(s); }
+
+void ExecSql(pg::Connection& conn, const std::string& sql) {
+  Status s = conn.Run(sql);
+  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
+}
+
+// Per (ledger, table) entries of a digest.
+struct Entries {
+  dump::DigestSummary summary;
+  std::map<std::pair<Ledger, std::string>, std::pair<uint64_t, Digest128>> e;
+  std::vector<Digest128> combined;
+};
+
+Result<Entries> DigestEntries(const std::string& conninfo, const std::string& schema, const std::string& profile,
+                              std::optional<LedgerRange> range = std::nullopt, int jobs = 1, uint32_t chunk = 0) {
+  auto spec = dump::LoadProfileSpec(profile);
+  if (!spec.ok()) return spec.status();
+  dump::DigestOptions o;
+  o.range = range;
+  o.jobs = jobs;
+  o.chunk_ledgers = chunk;
+  Entries out;
+  std::vector<std::string> names;
+  NullReporter rep;
+  auto r = dump::DigestSchema(
+      conninfo, schema, *spec, o,
+      [&](const Chunk& c) {
+        for (Ledger l = c.range.from;; ++l) {
+          out.combined.push_back(c.combined[l - c.range.from]);
+          for (size_t t = 0; t < c.tables; ++t) {
+            // table names come from the summary later; keyed by index for now
+            out.e[{l, std::to_string(t)}] = {c.counts[c.Index(l, t)], c.digests[c.Index(l, t)]};
+          }
+          if (l == c.range.to) break;
+        }
+        return Status::Ok();
+      },
+      rep);
+  if (!r.ok()) return r.status();
+  out.summary = *r;
+  decltype(out.e) named;
+  for (auto& [k, v] : out.e) named[{k.first, out.summary.tables[std::stoul(k.second)].table}] = v;
+  out.e = std::move(named);
+  return out;
+}
+
+// A schema with one table "t"(ledger_sequence int, <cols>) for encoding cases (profile auto).
+std::string EncodingSchema(const std::string& cols, const std::string& values) {
+  auto conn = Connect();
+  std::string s = UniqueName("enc");
+  EXPECT_TRUE(conn->Run(fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.t (ledger_sequence int, {1}); "
+                                    "INSERT INTO {0}.t VALUES {2}",
+                                    Q(s), cols, values))
+                  .ok());
+  return s;
+}
+
+Digest128 LedgerDigest(const std::string& schema, Ledger l = 1, const std::string& conninfo = TestConninfo()) {
+  auto e = DigestEntries(conninfo, schema, "auto", LedgerRange{1, 3});
+  EXPECT_TRUE(e.ok()) << e.status().message();
+  if (!e.ok()) return {};
+  return e->e.at({l, "t"}).second;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding
+
+TEST(Encoding, NullEmptyAndTextNullDiffer) {
+  Digest128 a = LedgerDigest(EncodingSchema("v text", "(1, NULL)"));
+  Digest128 b = LedgerDigest(EncodingSchema("v text", "(1, '')"));
+  Digest128 c = LedgerDigest(EncodingSchema("v text", "(1, 'NULL')"));
+  Digest128 d = LedgerDigest(EncodingSchema("v text", "(1, '\\N')"));
+  EXPECT_NE(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(b, c);
+  EXPECT_NE(a, d);
+  EXPECT_EQ(a, LedgerDigest(EncodingSchema("v text", "(1, NULL)")));
+}
+
+TEST(Encoding, FieldBoundariesAreUnambiguous) {
+  EXPECT_NE(LedgerDigest(EncodingSchema("a text, b text", "(1, 'a3', 'b')")),
+            LedgerDigest(EncodingSchema("a text, b text", "(1, 'a', '3b')")));
+  // Two rows vs one row with the same bytes spread differently.
+  EXPECT_NE(LedgerDigest(EncodingSchema("a text", "(1, 'ab'), (1, 'c')")),
+            LedgerDigest(EncodingSchema("a text", "(1, 'a'), (1, 'bc')")));
+}
+
+TEST(Encoding, NegativeZeroDiffersFromZero) {
+  EXPECT_NE(LedgerDigest(EncodingSchema("f float8", "(1, '-0')")),
+            LedgerDigest(EncodingSchema("f float8", "(1, '0')")));
+}
+
+TEST(Encoding, NaNEqualsNaN) {
+  EXPECT_EQ(LedgerDigest(EncodingSchema("f float8, n numeric", "(1, 'NaN', 'NaN')")),
+            LedgerDigest(EncodingSchema("f float8, n numeric", "(1, 'NaN', 'NaN')")));
+  EXPECT_NE(LedgerDigest(EncodingSchema("f float8", "(1, 'NaN')")),
+            LedgerDigest(EncodingSchema("f float8", "(1, 'Infinity')")));
+}
+
+TEST(Encoding, NumericScaleIsSignificant) {
+  EXPECT_NE(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")), LedgerDigest(EncodingSchema("n numeric", "(1, 1.00)")));
+  EXPECT_EQ(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")), LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")));
+  // Rows equal in value but not in scale sort deterministically: the order does not matter.
+  EXPECT_EQ(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0), (1, 1.00)")),
+            LedgerDigest(EncodingSchema("n numeric", "(1, 1.00), (1, 1.0)")));
+}
+
+TEST(Encoding, TimestampsIndependentOfSessionTimeZoneAndDateStyle) {
+  std::string s = EncodingSchema("ts timestamptz, t timestamp, d date, i interval",
+                                 "(1, '2020-01-02 03:04:05.123456+00', '2020-01-02 03:04:05', '2020-01-02', '1 day 2 hours')");
+  Digest128 base = LedgerDigest(s);
+  for (const char* opts : {"-c TimeZone=Asia/Tokyo -c DateStyle=German", "-c TimeZone=America/New_York -c DateStyle=SQL,MDY",
+                           "-c IntervalStyle=iso_8601 -c extra_float_digits=0"}) {
+    EXPECT_EQ(base, LedgerDigest(s, 1, TestConninfo() + fmt::format(" options='{}'", opts))) << opts;
+  }
+}
+
+TEST(Encoding, JsonbCanonicalJsonAsStored) {
+  EXPECT_EQ(LedgerDigest(EncodingSchema("j jsonb", "(1, '{\"b\": 1, \"a\": 2}')")),
+            LedgerDigest(EncodingSchema("j jsonb", "(1, '{\"a\":2,\"b\":1}')")));
+  EXPECT_NE(LedgerDigest(EncodingSchema("j json", "(1, '{\"b\": 1, \"a\": 2}')")),
+            LedgerDigest(EncodingSchema("j json", "(1, '{\"a\":2,\"b\":1}')")));
+}
+
+TEST(Encoding, PhysicalOrderDoesNotMatterAndEmptyLedgersAreEntries) {
+  std::string a = EncodingSchema("v text", "(1, 'x'), (1, 'y'), (3, 'z')");
+  std::string b = EncodingSchema("v text", "(3, 'z'), (1, 'y'), (1, 'x')");
+  auto ea = DigestEntries(TestConninfo(), a, "auto", LedgerRange{1, 3});
+  auto eb = DigestEntries(TestConninfo(), b, "auto", LedgerRange{1, 3});
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  EXPECT_EQ(ea->summary.root, eb->summary.root);
+  EXPECT_EQ(ea->e.at({2, "t"}).first, 0u);  // ledger 2: an entry with count 0
+  EXPECT_EQ(ea->e.at({2, "t"}).second, dump::EmptyDigest());
+  EXPECT_EQ(ea->e.at({1, "t"}).first, 2u);
+}
+
+TEST(Encoding, UnescapeCopyField) {
+  EXPECT_EQ(dump::UnescapeCopyField("\\N"), std::nullopt);
+  EXPECT_EQ(*dump::UnescapeCopyField("a\\tb\\\\c\\n"), "a\tb\\c\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Horizon dumps
+
+const std::vector<std::string>& LoadableDumps() {
+  static const std::vector<std::string> files = {
+      "kahuna-horizon.sql",           "paths_strict_send-horizon.sql",     "pathed_payment-horizon.sql",
+      "ingest_asset_stats-horizon.sql", "operation_fee_stats_1-horizon.sql", "operation_fee_stats_2-horizon.sql",
+      "operation_fee_stats_3-horizon.sql", "failed_transactions-horizon.sql", "base-horizon.sql",
+      "account_merge-horizon.sql"};
+  return files;
+}
+
+std::string ScenarioDir() {
+  for (const char* d : {"/work/shared/horizon-scenarios", "../shared/horizon-scenarios"})
+    if (std::filesystem::exists(std::string(d) + "/kahuna-horizon.sql")) return d;
+  return "";
+}
+
+// Loads a Horizon dump into a fresh database (schema public); returns its conninfo.
+std::string LoadDump(const std::string& file) {
+  std::string db = UniqueName("hz");
+  EXPECT_TRUE(testing::TestServer().CreateDatabase(db).ok());
+  std::string conninfo = testing::TestServer().conninfo(db);
+  std::string cmd = fmt::format("psql -X -q -v ON_ERROR_STOP=1 -d \"{}\" -f {}/{} >/dev/null 2>&1", conninfo,
+                                ScenarioDir(), file);
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return conninfo;
+}
+
+bool HasColumn(pg::Connection& c, const std::string& table, const std::string& column) {
+  auto r = c.Exec("SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND "
+                  "column_name = $2",
+                  {table, column});
+  return r.ok() && r->size() > 0;
+}
+
+// Renumbers the surrogate ids of a loaded dump consistently: accounts +1000, assets reversed
+// (1000 - id, which turns every trade around: base/counter swapped to keep Horizon's CHECK),
+// claimable balances and liquidity pools +500.
+void Renumber(const std::string& conninfo) {
+  auto c = Connect(conninfo);
+  auto fks = c->Exec("SELECT conrelid::regclass::text, conname FROM pg_constraint WHERE contype = 'f'");
+  ASSERT_TRUE(fks.ok());
+  for (int i = 0; i < fks->size(); ++i)
+    ExecSql(*c, fmt::format("ALTER TABLE {} DROP CONSTRAINT {}", fks->Get(i, 0), Q(std::string(fks->Get(i, 1)))));
+  ExecSql(*c, "UPDATE history_accounts SET id = id + 1000");
+  for (const char* t : {"history_effects", "history_operation_participants", "history_transaction_participants"})
+    if (HasColumn(*c, t, "history_account_id"))
+      ExecSql(*c, fmt::format("UPDATE {} SET history_account_id = history_account_id + 1000", t));
+  ExecSql(*c, "UPDATE history_trades SET base_account_id = base_account_id + 1000, counter_account_id = counter_account_id + 1000");
+  ExecSql(*c, "UPDATE history_assets SET id = 1000 - id");
+  std::vector<std::string> set = {"base_asset_id = 1000 - counter_asset_id", "counter_asset_id = 1000 - base_asset_id"};
+  for (const char* p : {"account_id", "amount", "offer_id", "liquidity_pool_id"})
+    if (HasColumn(*c, "history_trades", std::string("base_") + p))
+      set.push_back(fmt::format("base_{0} = counter_{0}, counter_{0} = base_{0}", p));
+  set.push_back("price_n = price_d, price_d = price_n, base_is_seller = NOT base_is_seller");
+  if (HasColumn(*c, "history_trades", "base_is_exact")) set.push_back("base_is_exact = NOT base_is_exact");
+  ExecSql(*c, fmt::format("UPDATE history_trades SET {}", fmt::join(set, ", ")));
+  if (HasColumn(*c, "history_claimable_balances", "id")) {
+    ExecSql(*c, "UPDATE history_claimable_balances SET id = id + 500");
+    ExecSql(*c, "UPDATE history_operation_claimable_balances SET history_claimable_balance_id = history_claimable_balance_id + 500");
+    ExecSql(*c, "UPDATE history_transaction_claimable_balances SET history_claimable_balance_id = history_claimable_balance_id + 500");
+  }
+  if (HasColumn(*c, "history_liquidity_pools", "id")) {
+    ExecSql(*c, "UPDATE history_liquidity_pools SET id = id + 500");
+    ExecSql(*c, "UPDATE history_operation_liquidity_pools SET history_liquidity_pool_id = history_liquidity_pool_id + 500");
+    ExecSql(*c, "UPDATE history_transaction_liquidity_pools SET history_liquidity_pool_id = history_liquidity_pool_id + 500");
+    if (HasColumn(*c, "history_trades", "base_liquidity_pool_id"))
+      ExecSql(*c, "UPDATE history_trades SET base_liquidity_pool_id = base_liquidity_pool_id + 500, "
+              "counter_liquidity_pool_id = counter_liquidity_pool_id + 500");
+  }
+  // Physical order too: rewrite the tables in reverse.
+  ExecSql(*c, "CREATE TEMP TABLE e AS SELECT * FROM history_effects ORDER BY history_operation_id DESC; "
+          "DELETE FROM history_effects; INSERT INTO history_effects SELECT * FROM e");
+}
+
+Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff::DiffOptions o = {}) {
+  NullReporter rep;
+  return diff::DiffSources(a, b, dump::HorizonProfileSpec(), o, rep);
+}
+diff::Source Db(const std::string& conninfo, const std::string& schema = "public") {
+  return diff::Source::Schema(conninfo, schema);
+}
+
+TEST(Horizon, EveryLoadableDumpRenumberedIsIdentical) {
+  ASSERT_FALSE(ScenarioDir().empty());
+  for (const auto& file : LoadableDumps()) {
+    SCOPED_TRACE(file);
+    std::string a = LoadDump(file), b = LoadDump(file);
+    Renumber(b);
+    auto r = Diff(Db(a), Db(b));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+    EXPECT_GT(r->ledgers_compared, 0u);
+    EXPECT_EQ(r->left_root, r->right_root);
+    EXPECT_EQ(r->rows_compared_left, r->rows_compared_right);
+  }
+}
+
+TEST(Horizon, BrokenDumpDoesNotLoad) {
+  std::string db = UniqueName("bad");
+  ASSERT_TRUE(testing::TestServer().CreateDatabase(db).ok());
+  std::string cmd = fmt::format("psql -X -q -v ON_ERROR_STOP=1 -d \"{}\" -f {}/offer_ids-horizon.sql >/dev/null 2>&1",
+                                testing::TestServer().conninfo(db), ScenarioDir());
+  EXPECT_NE(std::system(cmd.c_str()), 0);
+}
+
+TEST(Horizon, TradeOrientationFlipIsNotADifferenceButAValueChangeIs) {
+  std::string a = LoadDump("kahuna-horizon.sql"), b = LoadDump("kahuna-horizon.sql");
+  Renumber(b);
+  auto c = Connect(b);
+  ExecSql(*c, "UPDATE history_trades SET price_n = price_n + 1 WHERE history_operation_id = 81604382721 AND \"order\" = 1");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(19));
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].table, "history_trades");
+  ASSERT_EQ(r->rows[0].changed.size(), 1u);
+}
+
+// No misses: each modification at a chosen ledger is reported at exactly that ledger and table.
+struct Miss {
+  const char* name;
+  const char* sql;
+  Ledger ledger;
+  const char* table;
+  int only_left, only_right, changed;
+};
+
+class NoMisses : public ::testing::TestWithParam<Miss> {};
+
+std::string& KahunaLeft() {
+  static std::string conninfo = LoadDump("kahuna-horizon.sql");
+  return conninfo;
+}
+
+TEST_P(NoMisses, ReportedAtExactlyThatLedgerAndTable) {
+  const Miss& m = GetParam();
+  std::string b = LoadDump("kahuna-horizon.sql");
+  auto c = Connect(b);
+  ExecSql(*c, m.sql);
+  auto r = Diff(Db(KahunaLeft()), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  ASSERT_TRUE(r->first_divergent_ledger.has_value());
+  EXPECT_EQ(*r->first_divergent_ledger, m.ledger) << diff::RenderDiffText(*r);
+  ASSERT_EQ(r->divergent_tables.size(), 1u) << diff::RenderDiffText(*r);
+  EXPECT_EQ(r->divergent_tables[0].table, m.table);
+  ASSERT_EQ(r->rows.size(), 1u);
+  EXPECT_EQ(r->rows[0].only_left_total, static_cast<uint64_t>(m.only_left)) << diff::RenderDiffText(*r);
+  EXPECT_EQ(r->rows[0].only_right_total, static_cast<uint64_t>(m.only_right)) << diff::RenderDiffText(*r);
+  EXPECT_EQ(r->rows[0].changed_total, static_cast<uint64_t>(m.changed)) << diff::RenderDiffText(*r);
+  auto j = diff::DiffReportToJson(*r);
+  EXPECT_EQ(j["first_divergent_ledger"], m.ledger);
+  EXPECT_EQ(j["divergent_tables"][0], m.table);
+}
+
+// Ledger 5 of kahuna: operation 21474840577 (5 << 32 | 1 << 12 | 1).
+INSTANTIATE_TEST_SUITE_P(
+    Kahuna, NoMisses,
+    ::testing::Values(
+        Miss{"change", "UPDATE history_operations SET type = type + 100 WHERE id = 21474840577", 5, "history_operations", 0, 0, 1},
+        Miss{"delete", "DELETE FROM history_effects WHERE history_operation_id = 21474844673 AND \"order\" = 1", 5,
+             "history_effects", 1, 0, 0},
+        Miss{"insert",
+             "INSERT INTO history_effects (history_account_id, history_operation_id, \"order\", type, details) "
+             "SELECT history_account_id, history_operation_id, 99, type, details FROM history_effects "
+             "WHERE history_operation_id = 21474844673 AND \"order\" = 1",
+             5, "history_effects", 0, 1, 0},
+        Miss{"duplicate_participant",
+             "DROP INDEX hist_op_p_id; "
+             "INSERT INTO history_operation_participants SELECT * FROM history_operation_participants "
+             "WHERE history_operation_id = 21474840577 LIMIT 1",
+             5, "history_operation_participants", 0, 1, 0},
+        Miss{"duplicate_claimable_balance_join",
+             "DROP INDEX index_history_operation_claimable_balances_on_ids; "
+             "INSERT INTO history_operation_claimable_balances SELECT * FROM history_operation_claimable_balances "
+             "WHERE history_operation_id = 12884905985",
+             3, "history_operation_claimable_balances", 0, 1, 0},
+        Miss{"ledger_deleted", "DELETE FROM history_ledgers WHERE sequence = 7", 7, "history_ledgers", 1, 0, 0}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(NoMisses, TwoChangesReportTheLowerLedgerFirstAndAllListsBoth) {
+  std::string b = LoadDump("kahuna-horizon.sql");
+  auto c = Connect(b);
+  ExecSql(*c, "UPDATE history_ledgers SET total_coins = total_coins + 1 WHERE sequence IN (40, 12, 13)");
+  diff::DiffOptions o;
+  o.all = true;
+  auto r = Diff(Db(KahunaLeft()), Db(b), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(12));
+  EXPECT_EQ(r->divergent_ledgers, 3u);
+  std::string text = diff::RenderDiffText(*r);
+  EXPECT_NE(text.find("history_ledgers: 12-13, 40"), std::string::npos) << text;
+  EXPECT_NE(text.find("total_coins"), std::string::npos) << text;
+}
+
+TEST(Diff, RowDiffIsAMultiset) {
+  diff::TableRowDiff out;
+  using R = diff::RowValues;
+  std::vector<R> l = {R{"1", "a"}, R{"1", "a"}, R{"2", "b"}};
+  std::vector<R> r = {R{"1", "a"}, R{"2", "c"}};
+  diff::DiffRows(l, r, {0}, {"k", "v"}, 20, out);
+  EXPECT_EQ(out.only_left_total, 1u);
+  EXPECT_EQ(out.only_right_total, 0u);
+  ASSERT_EQ(out.changed_total, 1u);
+  EXPECT_EQ(out.changed[0].changes[0].column, "v");
+  EXPECT_EQ(*out.changed[0].changes[0].left, "b");
+}
+
+TEST(Diff, SourceSyntax) {
+  auto m = diff::ParseSource("file:/x/y", "");
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->kind, diff::Source::Kind::kManifest);
+  EXPECT_EQ(diff::ParseSource("a.ldm", "")->kind, diff::Source::Kind::kManifest);
+  auto u = diff::ParseSource("postgresql://u@h/db#my schema", "");
+  ASSERT_TRUE(u.ok());
+  EXPECT_EQ(u->schema, "my schema");
+  EXPECT_EQ(u->conninfo, "postgresql://u@h/db");
+  auto k = diff::ParseSource("host=/tmp dbname=b::public", "");
+  EXPECT_EQ(k->conninfo, "host=/tmp dbname=b");
+  EXPECT_EQ(diff::ParseSource("s1", "host=x")->schema, "s1");
+  EXPECT_FALSE(diff::ParseSource("s1", "").ok());
+}
+
+TEST(Diff, MissingSchemaIsAClearUsageError) {
+  auto r = Diff(Db(TestConninfo(), "no_such_schema"), Db(TestConninfo(), "public"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().kind(), Status::Kind::kUsage);
+  EXPECT_NE(r.status().message().find("no_such_schema"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Manifests
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (UniqueName("ldm") + "_" + name)).string();
+}
+
+TEST(Manifest, RoundTripAndSchemaVsManifestEqualsSchemaVsSchema) {
+  for (auto detail : {dump::ManifestDetail::kCompact, dump::ManifestDetail::kFull}) {
+    std::string path = TempPath("m.ldm");
+    NullReporter rep;
+    auto s = dump::DigestToManifest(KahunaLeft(), "public", dump::HorizonProfileSpec(), {}, path, detail, rep);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    auto back = dump::ReadManifestSummary(path);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->root, s->root);
+    EXPECT_EQ(back->rows, s->rows);
+    EXPECT_EQ(back->range, s->range);
+    // identical vs the schema and vs itself
+    auto r = Diff(diff::Source::Manifest(path), Db(KahunaLeft()));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+    EXPECT_EQ(r->left_root, r->right_root);
+    // a change: same first ledger and tables as schema vs schema
+    std::string b = LoadDump("kahuna-horizon.sql");
+    ExecSql(*Connect(b), "UPDATE history_effects SET type = type + 1 WHERE history_operation_id = 21474844673");
+    auto rs = Diff(Db(KahunaLeft()), Db(b));
+    auto rm = Diff(diff::Source::Manifest(path), Db(b));
+    ASSERT_TRUE(rs.ok() && rm.ok());
+    EXPECT_EQ(rs->first_divergent_ledger, rm->first_divergent_ledger);
+    ASSERT_EQ(rm->divergent_tables.size(), 1u);
+    EXPECT_EQ(rm->divergent_tables[0].table, "history_effects");
+    EXPECT_FALSE(rm->rows[0].left_available);
+    EXPECT_GT(rm->rows[0].only_right_total, 0u);
+    std::filesystem::remove(path);
+  }
+}
+
+TEST(Manifest, CompactSizeAndSubRange) {
+  std::string path = TempPath("c.ldm");
+  NullReporter rep;
+  auto s = dump::DigestToManifest(KahunaLeft(), "public", dump::HorizonProfileSpec(), {}, path,
+                                  dump::ManifestDetail::kCompact, rep);
+  ASSERT_TRUE(s.ok());
+  diff::DiffOptions o;
+  o.range = LedgerRange{10, 20};
+  auto r = Diff(diff::Source::Manifest(path), Db(KahunaLeft()), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->identical);
+  EXPECT_EQ(r->ledgers_compared, 11u);
+  o.range = LedgerRange{50, 70};
+  auto bad = Diff(diff::Source::Manifest(path), Db(KahunaLeft()), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("outside"), std::string::npos);
+}
+
+std::string ReadFile(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void WriteFile(const std::string& p, const std::string& s) {
+  std::ofstream out(p, std::ios::binary);
+  out << s;
+}
+
+TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
+  std::string path = TempPath("good.ldm");
+  NullReporter rep;
+  ASSERT_TRUE(dump::DigestToManifest(KahunaLeft(), "public", dump::HorizonProfileSpec(), {}, path,
+                                     dump::ManifestDetail::kCompact, rep)
+                  .ok());
+  std::string good = ReadFile(path);
+  std::string corrupt = good;
+  corrupt[corrupt.size() - 200] ^= 0x40;
+  std::string truncated = good.substr(0, good.size() / 2 + 37);
+  std::string foreign = good;
+  foreign[8] = 9;
+  std::string notone = "hello world, not a manifest at all";
+  for (auto& [name, bytes, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"corrupt", corrupt, "corrupted"}, {"truncated", truncated, "truncated"},
+           {"foreign", foreign, "version 9"}, {"notone", notone, "not a ledgerdiff manifest"}}) {
+    std::string p = TempPath(name + ".ldm");
+    WriteFile(p, bytes);
+    auto r = dump::ReadManifestSummary(p);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
+    EXPECT_EQ(r.status().exit_code(), ExitCode::kError);
+    auto d = Diff(diff::Source::Manifest(p), Db(KahunaLeft()));
+    EXPECT_FALSE(d.ok()) << name;
+    auto cli = testing::RunCli({"diff", "--db", KahunaLeft(), "file:" + p, "public"});
+    EXPECT_EQ(cli.exit_code, 2) << name << cli.err;
+    EXPECT_EQ(std::count(cli.err.begin(), cli.err.end(), '\n'), 1) << cli.err;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Determinism and our own schema
+
+TEST(Digest, JobsOneEqualsJobsFour) {
+  auto a = DigestEntries(KahunaLeft(), "public", "horizon", std::nullopt, 1, 0);
+  auto b = DigestEntries(KahunaLeft(), "public", "horizon", std::nullopt, 4, 3);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->summary.root, b->summary.root);
+  EXPECT_EQ(a->e, b->e);
+  EXPECT_EQ(a->combined, b->combined);
+}
+
+TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {
+  auto conn = Connect();
+  std::string serial = UniqueName("serial"), parallel = UniqueName("parallel");
+  for (const auto& s : {serial, parallel}) {
+    ExecSql(*conn, "CREATE SCHEMA " + Q(s));
+    ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, s).ok());
+  }
+  const LedgerRange range{1, 400};
+  fixtures::IngestJobOptions opts;
+  auto r = fixtures::IngestJob(*conn, serial, range, opts);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto jobs = SplitJobs(range, 37);
+  std::mt19937 rng(7);
+  std::shuffle(jobs.begin(), jobs.end(), rng);
+  for (const auto& j : jobs) {
+    auto rj = fixtures::IngestJob(*conn, parallel, j, opts);
+    ASSERT_TRUE(rj.ok()) << rj.status().message();
+  }
+  diff::DiffOptions o;
+  o.jobs = 3;
+  auto d = Diff(Db(TestConninfo(), serial), Db(TestConninfo(), parallel), o);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_TRUE(d->identical) << diff::RenderDiffText(*d);
+  EXPECT_EQ(d->ledgers_compared, 400u);
+  EXPECT_GT(d->rows_compared_left, 1000u);
+
+  // A bug injected into one job is found at its ledger.
+  std::string buggy = UniqueName("buggy");
+  ExecSql(*conn, "CREATE SCHEMA " + Q(buggy));
+  ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, buggy).ok());
+  auto pick = conn->Exec(fmt::format("SELECT (min(history_operation_id) >> 32)::int FROM {} "
+                                     "WHERE history_operation_id >= (200::bigint << 32)",
+                                     pg::Qualified(serial, "history_operation_participants")));
+  ASSERT_TRUE(pick.ok() && !pick->IsNull(0, 0));
+  const Ledger target = static_cast<Ledger>(pick->GetInt(0, 0));
+  fixtures::IngestJobOptions bug = opts;
+  bug.bug = {fixtures::BugKind::kDuplicateRow, target};
+  auto rb = fixtures::IngestJob(*conn, buggy, range, bug);
+  ASSERT_TRUE(rb.ok()) << rb.status().message();
+  auto db = Diff(Db(TestConninfo(), serial), Db(TestConninfo(), buggy));
+  ASSERT_TRUE(db.ok());
+  EXPECT_EQ(db->first_divergent_ledger, std::optional<Ledger>(target)) << diff::RenderDiffText(*db);
+  ASSERT_EQ(db->rows.size(), 1u);
+  EXPECT_EQ(db->rows[0].only_right_total, 1u) << diff::RenderDiffText(*db);
+
+  // Manifest size for our 9-table schema.
+  std::string path = TempPath("own.ldm");
+  NullReporter rep;
+  auto s = dump::DigestToManifest(TestConninfo(), serial, dump::HorizonProfileSpec(), {}, path,
+                                  dump::ManifestDetail::kCompact, rep);
+  ASSERT_TRUE(s.ok());
+  double bpl = static_cast<double>(s->manifest_bytes) / static_cast<double>(s->range.size());
+  std::printf("compact manifest: %.1f bytes/ledger (%zu tables)\n", bpl, s->tables.size());
+  EXPECT_LE(bpl, 64.0 + 2000.0 / 400);  // header amortised over 400 ledgers
+
+  // Canonical dumps of the two schemas are byte-identical.
+  std::string d1 = TempPath("d1"), d2 = TempPath("d2");
+  dump::DumpOptions dopt;
+  dopt.out = d1;
+  ASSERT_TRUE(dump::DumpSchema(TestConninfo(), serial, dump::HorizonProfileSpec(), dopt, rep).ok());
+  dopt.out = d2;
+  ASSERT_TRUE(dump::DumpSchema(TestConninfo(), parallel, dump::HorizonProfileSpec(), dopt, rep).ok());
+  for (const auto& e : std::filesystem::directory_iterator(d1)) {
+    std::string other = (std::filesystem::path(d2) / e.path().filename()).string();
+    EXPECT_EQ(ReadFile(e.path().string()), ReadFile(other)) << e.path();
+  }
+}
+
+TEST(Digest, UserProfileFromJson) {
+  auto conn = Connect();
+  std::string s = UniqueName("user");
+  ExecSql(*conn, fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.accts (id int, addr text); "
+                         "CREATE TABLE {0}.moves (seq int, acct int, note text, created_at timestamptz DEFAULT now()); "
+                         "INSERT INTO {0}.accts VALUES (1, 'GA'), (2, 'GB'); INSERT INTO {0}.moves VALUES (5, 1, 'x'), (6, 2, 'y')",
+                         Q(s)));
+  std::string path = TempPath("profile.json");
+  WriteFile(path, R"({"name": "mine", "tables": [{"table": "moves", "ledger": {"column": "seq"}, "key": ["acct"],
+                     "resolve": [{"column": "acct", "lookup": "accts", "id": "id", "natural": ["addr"]}]}]})");
+  auto spec = dump::LoadProfileSpec(path);
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  auto conn2 = Connect();
+  auto p = dump::ResolveProfile(*conn2, s, *spec);
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->tables.size(), 1u);
+  EXPECT_EQ(p->tables[0].columns[1].name, "acct.addr");
+  EXPECT_EQ(p->ExcludedColumns(), std::vector<std::string>{"moves.created_at"});
+  EXPECT_EQ(p->lookup_tables, std::vector<std::string>{"accts"});
+  WriteFile(path, "{nope");
+  EXPECT_EQ(dump::LoadProfileSpec(path).status().kind(), Status::Kind::kUsage);
+}
+
+// ---------------------------------------------------------------------------------------------
+// CLI
+
+TEST(Cli, DigestDiffAndExitCodes) {
+  std::string b = LoadDump("kahuna-horizon.sql");
+  std::string path = TempPath("cli.ldm");
+  auto d = testing::RunCli({"digest", "--db", KahunaLeft(), "--schema", "public", "--out", path, "--jobs", "2"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find("root "), std::string::npos);
+  EXPECT_NE(d.out.find("excluded columns: history_ledgers.created_at"), std::string::npos) << d.out;
+  auto same = testing::RunCli({"diff", "--db", KahunaLeft(), "public", b + "::public"});
+  EXPECT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(same.out.rfind("identical: 61 ledgers", 0), 0u) << same.out;
+  auto vs_manifest = testing::RunCli({"diff", path, b + "::public", "--format", "json"});
+  EXPECT_EQ(vs_manifest.exit_code, 0) << vs_manifest.err;
+  auto j = nlohmann::json::parse(vs_manifest.out);
+  EXPECT_EQ(j["identical"], true);
+  EXPECT_TRUE(j["first_divergent_ledger"].is_null());
+  ExecSql(*Connect(b), "UPDATE history_transactions SET memo = 'x' WHERE ledger_sequence = 33");
+  auto differ = testing::RunCli({"diff", "--db", KahunaLeft(), "public", b + "::public", "--format", "json", "--all"});
+  EXPECT_EQ(differ.exit_code, 1) << differ.err;
+  auto jd = nlohmann::json::parse(differ.out);
+  EXPECT_EQ(jd["first_divergent_ledger"], 33);
+  EXPECT_EQ(jd["divergent_tables"][0], "history_transactions");
+  EXPECT_TRUE(jd.contains("all_divergent"));
+  auto missing = testing::RunCli({"digest", "--db", KahunaLeft(), "--schema", "nope"});
+  EXPECT_EQ(missing.exit_code, 2);
+  auto dumped = testing::RunCli({"dump", "--db", KahunaLeft(), "--schema", "public", "--range", "1:3"});
+  EXPECT_EQ(dumped.exit_code, 0) << dumped.err;
+  EXPECT_NE(dumped.out.find("\"table\":\"history_ledgers\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ledgerdiff

@@ -1,0 +1,125 @@
+#pragma once
+// Comparing two sides (schemas or manifests): first divergent ledger, divergent tables, and the
+// row-level diff of that ledger.
+//
+// Each side is read once for its per-ledger digests (both sides concurrently); only the first
+// divergent ledger's rows are read again, from the sides that are schemas. Computing is separate
+// from rendering: DiffSources returns a DiffReport; RenderDiffText / DiffReportToJson render it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+#include "dump/profile.h"
+
+namespace ledgerdiff::diff {
+
+// One side of a comparison.
+struct Source {
+  enum class Kind { kSchema, kManifest };
+  Kind kind = Kind::kSchema;
+  std::string conninfo;       // kSchema
+  std::string schema;         // kSchema
+  std::string manifest_path;  // kManifest
+  // "schema \"s\"", "schema \"s\" in host=... (password redacted)", "manifest PATH".
+  std::string Describe() const;
+  static Source Schema(std::string conninfo, std::string schema);
+  static Source Manifest(std::string path);
+};
+
+// Parses a side given on the command line:
+//   file:PATH, or an existing PATH ending in .ldm  -> a manifest file
+//   postgresql://...#SCHEMA (or postgres://)       -> SCHEMA in that database
+//   CONNINFO::SCHEMA (e.g. "host=/tmp dbname=b::public") -> SCHEMA in that database
+//   SCHEMA                                         -> SCHEMA in `default_conninfo` (--db)
+// REQUIRES for the last form: default_conninfo is not empty (the caller resolved --db).
+Result<Source> ParseSource(const std::string& text, const std::string& default_conninfo);
+// True when the text names a side that needs no --db (manifest or explicit database).
+bool SourceNeedsDefaultDatabase(const std::string& text);
+
+struct DiffOptions {
+  std::optional<LedgerRange> range;  // default: the manifest's range, else the union of schemas'
+  uint32_t max_rows = 20;            // per table and kind of row difference
+  bool all = false;                  // keep every divergent ledger per table (intervals)
+  int jobs = 1;                      // digest connections per schema side
+};
+
+using RowValues = std::vector<std::optional<std::string>>;  // std::nullopt is SQL NULL
+
+struct ColumnChange {
+  std::string column;
+  std::optional<std::string> left, right;
+};
+
+struct ChangedRow {
+  RowValues key;  // values of the table's natural key columns
+  std::vector<ColumnChange> changes;
+};
+
+// Row-level diff of one table at the first divergent ledger (multiset semantics: a row twice on
+// one side and once on the other is one extra row).
+struct TableRowDiff {
+  std::string table;
+  std::vector<std::string> columns;  // canonical columns (values in RowValues follow them)
+  std::vector<std::string> key;
+  bool left_available = true;   // false: the side is a manifest, its rows cannot be shown
+  bool right_available = true;
+  std::vector<RowValues> only_left, only_right;  // at most max_rows each
+  std::vector<ChangedRow> changed;               // at most max_rows
+  uint64_t only_left_total = 0, only_right_total = 0, changed_total = 0;
+};
+
+struct TableAtLedger {
+  std::string table;
+  uint64_t left_rows = 0, right_rows = 0;
+};
+
+struct TableComparison {
+  std::string table;
+  uint64_t left_rows = 0, right_rows = 0;  // over the compared range
+  uint64_t divergent_ledgers = 0;
+  std::vector<LedgerRange> divergent;      // every divergent ledger as intervals (with `all`)
+  std::string left_root, right_root;       // "" when not available (compact manifest sub-range)
+};
+
+struct DiffReport {
+  std::string left, right;  // descriptions
+  LedgerRange range;
+  std::string profile;
+  bool identical = false;
+  std::optional<Ledger> first_divergent_ledger;
+  std::vector<TableAtLedger> divergent_tables;  // at the first divergent ledger
+  std::vector<TableRowDiff> rows;               // row diffs of those tables
+  uint64_t ledgers_compared = 0;
+  uint64_t rows_compared_left = 0, rows_compared_right = 0;
+  std::vector<TableComparison> tables;          // every compared table
+  std::vector<std::string> excluded_columns;    // "table.column"
+  std::vector<std::string> lookup_tables, uncompared_tables;
+  std::vector<std::string> schema_differences;  // tables/columns present on one side only
+  std::vector<std::string> notes;
+  std::string left_root, right_root;            // "" when not available
+  bool all = false;
+  uint64_t divergent_ledgers = 0;               // ledgers where any table differs
+};
+
+// Compares `left` and `right` under profile `spec`. Errors (exit 2): unreachable database,
+// missing schema, unreadable / corrupt manifest, range outside a manifest.
+Result<DiffReport> DiffSources(const Source& left, const Source& right, const dump::ProfileSpec& spec,
+                               const DiffOptions& options, Reporter& reporter);
+
+// Multiset row diff of one ledger's canonical rows (both in canonical order), matched on `key`
+// (indexes into the columns). Exposed for tests.
+void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& right, const std::vector<size_t>& key,
+              const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out);
+
+// Renderers. The JSON object is stable and documented in diff/README.md.
+nlohmann::json DiffReportToJson(const DiffReport& report);
+std::string RenderDiffText(const DiffReport& report);
+
+}  // namespace ledgerdiff::diff

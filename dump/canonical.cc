@@ -1,0 +1,199 @@
+#include "dump/canonical.h"
+
+#include <fmt/format.h>
+
+namespace ledgerdiff::dump {
+
+namespace {
+
+uint8_t TagOf(ColumnClass cls) { return static_cast<uint8_t>(cls) + 1; }  // never 0 (NULL)
+
+std::vector<std::string> SortKeys(const CanonicalColumn& c) {
+  std::string e = "(" + c.expr + ")";
+  switch (c.cls) {
+    case ColumnClass::kInt:
+    case ColumnClass::kBool:
+    case ColumnClass::kDateTime:
+    case ColumnClass::kBytea:
+      return {e};
+    case ColumnClass::kFloat:
+    case ColumnClass::kNumeric:
+      return {e, e + "::text COLLATE \"C\""};
+    case ColumnClass::kText:
+      return {e + "::text COLLATE \"C\""};
+    default:
+      return {e + "::text COLLATE \"C\""};
+  }
+}
+
+}  // namespace
+
+std::string Digest128::Hex() const {
+  std::string s;
+  s.reserve(32);
+  for (uint8_t b : bytes) s += fmt::format("{:02x}", b);
+  return s;
+}
+
+uint32_t Digest128::Tag() const {
+  return (uint32_t{bytes[0]} << 24) | (uint32_t{bytes[1]} << 16) | (uint32_t{bytes[2]} << 8) | bytes[3];
+}
+
+const Digest128& EmptyDigest() {
+  static const Digest128 empty = [] {
+    LedgerHasher h;
+    return h.Finish();
+  }();
+  return empty;
+}
+
+std::string LedgerExpr(const ResolvedTable& table) {
+  std::string col = "t." + pg::QuoteIdent(table.ledger.column);
+  return table.ledger.kind == LedgerKind::kToid ? "(" + col + " >> 32)" : col;
+}
+
+std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range) {
+  std::string col = "t." + pg::QuoteIdent(table.ledger.column);
+  if (table.ledger.kind == LedgerKind::kToid)
+    return fmt::format("{0} >= ({1}::bigint << 32) AND {0} < ({2}::bigint << 32)", col, range.from,
+                       uint64_t{range.to} + 1);
+  return fmt::format("{0} >= {1} AND {0} <= {2}", col, range.from, range.to);
+}
+
+std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  std::string ledger = LedgerExpr(table);
+  std::string sql = "SELECT " + ledger;
+  for (const auto& c : table.columns) sql += ", " + c.expr;
+  sql += " FROM " + pg::Qualified(schema, table.name) + " t";
+  for (const auto& j : table.joins)
+    sql += fmt::format(" LEFT JOIN {} {} ON {}.{} = {}", pg::Qualified(schema, j.lookup_table), j.alias, j.alias,
+                       pg::QuoteIdent(j.lookup_id), j.on_expr);
+  if (!table.lateral.empty()) sql += " " + table.lateral;
+  sql += " WHERE " + RangePredicate(table, range);
+  std::vector<std::string> order = {ledger};
+  auto add = [&](const CanonicalColumn& c) {
+    for (auto& k : SortKeys(c)) order.push_back(std::move(k));
+  };
+  for (const auto& k : table.key)
+    for (const auto& c : table.columns)
+      if (c.name == k) add(c);
+  for (const auto& c : table.columns) {
+    bool is_key = false;
+    for (const auto& k : table.key) is_key = is_key || k == c.name;
+    if (!is_key) add(c);
+  }
+  sql += fmt::format(" ORDER BY {}", fmt::join(order, ", "));
+  return sql;
+}
+
+std::string CanonicalCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  return "COPY (" + CanonicalSelect(table, schema, range) + ") TO STDOUT";
+}
+
+LedgerHasher::LedgerHasher() : state_(XXH3_createState()) {
+  buffer_.reserve(1 << 16);
+  Reset();
+}
+LedgerHasher::~LedgerHasher() { XXH3_freeState(state_); }
+
+void LedgerHasher::Reset() {
+  XXH3_128bits_reset(state_);
+  buffer_.clear();
+}
+
+void LedgerHasher::Flush() {
+  if (buffer_.empty()) return;
+  XXH3_128bits_update(state_, buffer_.data(), buffer_.size());
+  buffer_.clear();
+}
+
+void AppendEncodedField(std::string& out, std::string_view v, ColumnClass cls) {
+  if (v == "\\N") {
+    out.push_back('\0');
+    return;
+  }
+  out.push_back(static_cast<char>(TagOf(cls)));
+  uint64_t n = v.size();
+  do {
+    uint8_t b = n & 0x7f;
+    n >>= 7;
+    if (n) b |= 0x80;
+    out.push_back(static_cast<char>(b));
+  } while (n);
+  out.append(v);
+}
+
+void LedgerHasher::AddRow(const std::string_view* fields, const ColumnClass* classes, size_t n) {
+  for (size_t i = 0; i < n; ++i) AppendEncodedField(buffer_, fields[i], classes[i]);
+  if (buffer_.size() >= (1 << 15)) Flush();
+}
+
+Digest128 LedgerHasher::Finish() {
+  Flush();
+  XXH128_hash_t h = XXH3_128bits_digest(state_);
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  Digest128 d;
+  std::copy(std::begin(c.digest), std::end(c.digest), d.bytes.begin());
+  return d;
+}
+
+std::optional<std::string> UnescapeCopyField(std::string_view f) {
+  if (f == "\\N") return std::nullopt;
+  std::string out;
+  out.reserve(f.size());
+  for (size_t i = 0; i < f.size(); ++i) {
+    char c = f[i];
+    if (c != '\\' || i + 1 == f.size()) {
+      out.push_back(c);
+      continue;
+    }
+    char n = f[++i];
+    switch (n) {
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case 'v': out.push_back('\v'); break;
+      default:
+        if (n >= '0' && n <= '7') {  // octal \ooo
+          int v = 0, k = 0;
+          while (k < 3 && i < f.size() && f[i] >= '0' && f[i] <= '7') v = v * 8 + (f[i++] - '0'), ++k;
+          --i;
+          out.push_back(static_cast<char>(v));
+        } else {
+          out.push_back(n);
+        }
+    }
+  }
+  return out;
+}
+
+void SplitFields(std::string_view line, std::vector<std::string_view>& out) {
+  out.clear();
+  size_t start = 0;
+  for (;;) {
+    size_t tab = line.find('\t', start);
+    if (tab == std::string_view::npos) {
+      out.push_back(line.substr(start));
+      return;
+    }
+    out.push_back(line.substr(start, tab - start));
+    start = tab + 1;
+  }
+}
+
+bool ParseLedgerField(std::string_view f, Ledger& out) {
+  if (f.empty() || f.size() > 10) return false;
+  uint64_t v = 0;
+  for (char c : f) {
+    if (c < '0' || c > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (v > 0xffffffffu) return false;
+  out = static_cast<Ledger>(v);
+  return true;
+}
+
+}  // namespace ledgerdiff::dump

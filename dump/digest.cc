@@ -1,0 +1,436 @@
+#include "dump/digest.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "core/pg.h"
+
+namespace ledgerdiff::dump {
+
+namespace {
+
+constexpr const char* kBeginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+
+void PutU32(std::string& s, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutU64(std::string& s, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutStr(std::string& s, const std::string& v) {
+  PutU64(s, v.size());
+  s += v;
+}
+
+std::string HexBytes(const unsigned char* p, size_t n) {
+  std::string s;
+  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
+  return s;
+}
+
+// Applies a restriction (another side's tables and columns) to a resolved profile.
+ResolvedProfile Restrict(const ResolvedProfile& p, const ResolvedProfile& to) {
+  ResolvedProfile out = p;
+  out.tables.clear();
+  for (const auto& t : p.tables) {
+    const ResolvedTable* other = to.Find(t.name);
+    if (!other) continue;
+    std::vector<std::string> names;
+    for (const auto& c : other->columns) names.push_back(c.name);
+    out.tables.push_back(RestrictColumns(t, names));
+  }
+  return out;
+}
+
+// Chooses the chunk size: about 50k rows per chunk (all tables), 1..5000 ledgers.
+Result<uint32_t> ChunkSize(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
+                           const LedgerRange& range, const DigestOptions& options) {
+  if (options.chunk_ledgers > 0) return options.chunk_ledgers;
+  std::vector<std::string> names;
+  for (const auto& t : profile.tables) names.push_back(pg::QuoteLiteral(t.name));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec(fmt::format("SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), 0)::bigint FROM pg_class c "
+                                            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 "
+                                            "AND c.relname IN ({})",
+                                            fmt::join(names, ", ")),
+                                {schema}));
+  double total = static_cast<double>(rows.GetInt(0, 0));
+  double per_ledger = std::max(1.0, total / static_cast<double>(range.size()));
+  double chunk = 50000.0 / per_ledger;
+  // Enough chunks to keep every worker busy.
+  double fair = static_cast<double>(range.size()) / (options.jobs * 4.0);
+  chunk = std::min(chunk, std::max(1.0, fair));
+  return static_cast<uint32_t>(std::clamp(chunk, 1.0, 5000.0));
+}
+
+struct Prepared {
+  std::unique_ptr<pg::Connection> coordinator;
+  std::string snapshot;
+  ResolvedProfile profile;
+  LedgerRange range;
+  uint32_t chunk = 1;
+};
+
+Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
+                         const DigestOptions& options, bool snapshot) {
+  if (options.jobs < 1) return Status::Usage("--jobs must be at least 1");
+  Prepared p;
+  LD_ASSIGN_OR_RETURN(p.coordinator, pg::Connection::Open(conninfo, "ledgerdiff digest"));
+  if (snapshot) {
+    LD_RETURN_IF_ERROR(p.coordinator->Run(kBeginSnapshot));
+    LD_ASSIGN_OR_RETURN(pg::Rows snap, p.coordinator->Exec("SELECT pg_export_snapshot()"));
+    p.snapshot = std::string(snap.Get(0, 0));
+  }
+  LD_ASSIGN_OR_RETURN(p.profile, ResolveProfile(*p.coordinator, schema, spec));
+  if (options.restrict_to) p.profile = Restrict(p.profile, *options.restrict_to);
+  if (options.range) {
+    p.range = *options.range;
+  } else {
+    LD_ASSIGN_OR_RETURN(p.range, DetectRange(*p.coordinator, schema, p.profile));
+  }
+  LD_ASSIGN_OR_RETURN(p.chunk, ChunkSize(*p.coordinator, schema, p.profile, p.range, options));
+  return p;
+}
+
+// Computes one chunk on a worker connection.
+Status ComputeChunk(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
+                    const std::vector<std::vector<ColumnClass>>& classes, const LedgerRange& range,
+                    const std::atomic<bool>& stop, Chunk& out) {
+  const size_t T = profile.tables.size();
+  out.range = range;
+  out.tables = T;
+  out.full = true;
+  out.counts.assign(range.size() * T, 0);
+  out.digests.assign(range.size() * T, EmptyDigest());
+  out.combined.resize(range.size());
+  LedgerHasher hasher;
+  std::vector<std::string_view> fields;
+  for (size_t t = 0; t < T; ++t) {
+    const ResolvedTable& table = profile.tables[t];
+    const size_t ncols = table.columns.size();
+    bool open = false;
+    Ledger current = 0;
+    uint64_t count = 0;
+    auto close = [&] {
+      if (!open) return;
+      size_t i = out.Index(current, t);
+      out.counts[i] = count;
+      out.digests[i] = hasher.Finish();
+      open = false;
+    };
+    Status s = conn.CopyOut(CanonicalCopy(table, schema, range), [&](std::string_view line) -> Status {
+      if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
+      SplitFields(line, fields);
+      Ledger l = 0;
+      if (fields.size() != ncols + 1 || !ParseLedgerField(fields[0], l) || !range.contains(l) ||
+          (open && l < current))
+        return Status::Runtimef("table {}: canonical query returned an unexpected row near ledger {}", table.name,
+                                current);
+      if (!open || l != current) {
+        close();
+        current = l;
+        count = 0;
+        hasher.Reset();
+        open = true;
+      }
+      hasher.AddRow(fields.data() + 1, classes[t].data(), ncols);
+      ++count;
+      return Status::Ok();
+    });
+    if (!s.ok()) return s.With("table " + table.name);
+    close();
+  }
+  for (Ledger l = range.from;; ++l) {
+    size_t i = out.Index(l, 0);
+    out.combined[l - range.from] = CombinedDigest(l, &out.counts[i], &out.digests[i], T);
+    if (l == range.to) break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Digest128 CombinedDigest(Ledger ledger, const uint64_t* counts, const Digest128* digests, size_t tables) {
+  std::string buf;
+  buf.reserve(4 + tables * 24);
+  PutU32(buf, ledger);
+  for (size_t t = 0; t < tables; ++t) {
+    PutU64(buf, counts[t]);
+    buf.append(reinterpret_cast<const char*>(digests[t].bytes.data()), 16);
+  }
+  XXH128_hash_t h = XXH3_128bits(buf.data(), buf.size());
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, h);
+  Digest128 d;
+  std::memcpy(d.bytes.data(), c.digest, 16);
+  return d;
+}
+
+RootBuilder::RootBuilder(const ResolvedProfile& profile) : profile_(profile) {
+  for (size_t i = 0; i < profile.tables.size(); ++i) {
+    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
+    ctx_.push_back(ctx);
+  }
+}
+
+RootBuilder::~RootBuilder() {
+  for (void* c : ctx_) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(c));
+}
+
+void RootBuilder::Add(const Chunk& chunk) {
+  std::string buf;
+  for (size_t t = 0; t < chunk.tables; ++t) {
+    buf.clear();
+    for (Ledger l = chunk.range.from;; ++l) {
+      size_t i = chunk.Index(l, t);
+      PutU32(buf, l);
+      PutU64(buf, chunk.counts[i]);
+      buf.append(reinterpret_cast<const char*>(chunk.digests[i].bytes.data()), 16);
+      if (l == chunk.range.to) break;
+    }
+    EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_[t]), buf.data(), buf.size());
+  }
+}
+
+void RootBuilder::Finish(const LedgerRange& range, std::vector<std::string>& table_roots, std::string& root) {
+  std::string all = "ledgerdiff-root-v1";
+  all.push_back('\0');
+  PutU32(all, range.from);
+  PutU32(all, range.to);
+  PutStr(all, profile_.name);
+  table_roots.clear();
+  for (size_t t = 0; t < ctx_.size(); ++t) {
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_[t]), md, &n);
+    table_roots.push_back(HexBytes(md, n));
+    const ResolvedTable& table = profile_.tables[t];
+    PutStr(all, table.name);
+    PutU64(all, table.columns.size());
+    for (const auto& c : table.columns) {
+      PutStr(all, c.name);
+      PutStr(all, ColumnClassName(c.cls));
+    }
+    all.append(reinterpret_cast<const char*>(md), n);
+  }
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(all.data(), all.size(), md, &n, EVP_sha256(), nullptr);
+  root = HexBytes(md, n);
+}
+
+Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile) {
+  int64_t lo = -1, hi = -1;
+  auto scan = [&](const ResolvedTable& t) -> Status {
+    std::string col = pg::QuoteIdent(t.ledger.column);
+    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT min({0})::bigint, max({0})::bigint FROM {1}", col,
+                                                          pg::Qualified(schema, t.name))));
+    if (r.IsNull(0, 0)) return Status::Ok();
+    int64_t a = r.GetInt(0, 0), b = r.GetInt(0, 1);
+    if (t.ledger.kind == LedgerKind::kToid) a >>= 32, b >>= 32;
+    if (lo < 0 || a < lo) lo = a;
+    if (hi < 0 || b > hi) hi = b;
+    return Status::Ok();
+  };
+  if (const ResolvedTable* ledgers = profile.Find("history_ledgers")) LD_RETURN_IF_ERROR(scan(*ledgers));
+  if (lo < 0)
+    for (const auto& t : profile.tables) LD_RETURN_IF_ERROR(scan(t));
+  if (lo < 0) return Status::Usagef("schema \"{}\" holds no ledgers: give --range", schema);
+  if (lo < 1) lo = 1;
+  if (hi > 0x7fffffff || hi < lo) return Status::Usagef("schema \"{}\": ledger numbers out of range ({}..{})", schema, lo, hi);
+  return LedgerRange{static_cast<Ledger>(lo), static_cast<Ledger>(hi)};
+}
+
+Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
+                                   const DigestOptions& options, const ChunkSink& sink, Reporter& reporter) {
+  auto start = std::chrono::steady_clock::now();
+  LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
+  const ResolvedProfile& profile = prep.profile;
+  const LedgerRange range = prep.range;
+  std::vector<LedgerRange> chunks = SplitJobs(range, prep.chunk);
+  std::vector<std::vector<ColumnClass>> classes;
+  for (const auto& t : profile.tables) {
+    classes.emplace_back();
+    for (const auto& c : t.columns) classes.back().push_back(c.cls);
+  }
+  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(chunks.size())));
+  const size_t lookahead = static_cast<size_t>(jobs) * 2 + 1;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<size_t, Chunk> ready;
+  size_t next_take = 0, next_emit = 0;
+  std::atomic<bool> stop{false};
+  Status first_error;
+  auto fail = [&](const Status& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = s;
+    stop = true;
+    cv.notify_all();
+  };
+
+  // Open and attach every worker before the work starts (the snapshot must be imported while
+  // the coordinator's transaction is alive, which it is until the end).
+  std::vector<std::unique_ptr<pg::Connection>> conns;
+  for (int w = 0; w < jobs; ++w) {
+    LD_ASSIGN_OR_RETURN(auto c, pg::Connection::Open(conninfo, fmt::format("ledgerdiff digest w{}", w + 1)));
+    LD_RETURN_IF_ERROR(c->Run(kBeginSnapshot));
+    LD_RETURN_IF_ERROR(c->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(prep.snapshot)));
+    LD_RETURN_IF_ERROR(c->Run("SET LOCAL work_mem = '32MB'"));
+    conns.push_back(std::move(c));
+  }
+
+  std::vector<std::thread> threads;
+  for (int w = 0; w < jobs; ++w) {
+    threads.emplace_back([&, w] {
+      for (;;) {
+        size_t idx;
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return stop || next_take >= chunks.size() || next_take < next_emit + lookahead; });
+          if (stop || next_take >= chunks.size()) return;
+          idx = next_take++;
+        }
+        Chunk chunk;
+        Status s = ComputeChunk(*conns[w], schema, profile, classes, chunks[idx], stop, chunk);
+        if (!s.ok()) {
+          fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[idx].str())));
+          return;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        ready.emplace(idx, std::move(chunk));
+        cv.notify_all();
+      }
+    });
+  }
+
+  DigestSummary summary;
+  summary.source = fmt::format("schema \"{}\"", schema);
+  summary.range = range;
+  summary.profile = profile;
+  for (const auto& t : profile.tables) summary.tables.push_back({t.name, 0, 0, ""});
+  RootBuilder roots(summary.profile);
+  uint64_t ledgers_done = 0;
+  while (true) {
+    Chunk chunk;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stop || next_emit >= chunks.size() || ready.count(next_emit); });
+      if (stop || next_emit >= chunks.size()) break;
+      chunk = std::move(ready[next_emit]);
+      ready.erase(next_emit);
+      ++next_emit;
+      cv.notify_all();
+    }
+    roots.Add(chunk);
+    for (size_t i = 0; i < chunk.counts.size(); ++i) {
+      auto& ts = summary.tables[i % chunk.tables];
+      ts.rows += chunk.counts[i];
+      if (chunk.counts[i]) ++ts.ledgers_with_rows;
+      summary.rows += chunk.counts[i];
+    }
+    if (sink) {
+      Status s = sink(chunk);
+      if (!s.ok()) {
+        fail(s);
+        break;
+      }
+    }
+    ledgers_done += chunk.range.size();
+    Progress p;
+    p.phase = options.phase;
+    p.done = ledgers_done;
+    p.total = range.size();
+    double el = SecondsSince(start);
+    p.rate_per_s = el > 0 ? static_cast<double>(ledgers_done) / el : 0;
+    p.eta_s = p.rate_per_s > 0 ? static_cast<double>(range.size() - ledgers_done) / p.rate_per_s : -1;
+    reporter.Update(p);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    cv.notify_all();
+  }
+  for (auto& t : threads) t.join();
+  if (!first_error.ok()) return first_error;
+  for (auto& c : conns) (void)c->Run("COMMIT");
+  (void)prep.coordinator->Run("COMMIT");
+  std::vector<std::string> table_roots;
+  roots.Finish(range, table_roots, summary.root);
+  for (size_t t = 0; t < table_roots.size(); ++t) summary.tables[t].root = table_roots[t];
+  summary.seconds = SecondsSince(start);
+  return summary;
+}
+
+Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo, const std::string& schema,
+                                                     const ProfileSpec& spec, const DigestOptions& options) {
+  LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/false));
+  std::vector<std::string> out;
+  for (const auto& r : SplitJobs(prep.range, prep.chunk))
+    for (const auto& t : prep.profile.tables) out.push_back(CanonicalCopy(t, schema, r));
+  return out;
+}
+
+std::string RenderDigestText(const DigestSummary& s) {
+  std::string out = fmt::format("digest of {}, ledgers {} ({} ledgers), profile {}\n", s.source, s.range.str(),
+                                FormatCount(s.range.size()), s.profile.name);
+  size_t w = 5;
+  for (const auto& t : s.tables) w = std::max(w, t.table.size());
+  out += fmt::format("  {:<{}}  {:>12}  {:>12}  {}\n", "table", w, "rows", "ledgers", "root (sha-256)");
+  for (const auto& t : s.tables)
+    out += fmt::format("  {:<{}}  {:>12}  {:>12}  {}\n", t.table, w, FormatCount(t.rows),
+                       FormatCount(t.ledgers_with_rows), t.root);
+  out += fmt::format("root {}  ({} rows in {})\n", s.root, FormatCount(s.rows), FormatDuration(s.seconds));
+  auto excluded = s.profile.ExcludedColumns();
+  out += fmt::format("excluded columns: {}\n", excluded.empty() ? "none" : fmt::format("{}", fmt::join(excluded, ", ")));
+  if (!s.profile.lookup_tables.empty())
+    out += fmt::format("lookup tables (resolved, not compared): {}\n", fmt::join(s.profile.lookup_tables, ", "));
+  if (!s.profile.uncompared_tables.empty())
+    out += fmt::format("tables without a ledger mapping (not compared): {}\n",
+                       fmt::join(s.profile.uncompared_tables, ", "));
+  if (!s.manifest_path.empty())
+    out += fmt::format("manifest {} ({} detail): {} bytes, {:.1f} bytes/ledger; 50M ledgers would weigh {:.2f} GB\n",
+                       s.manifest_path, s.manifest_detail, FormatCount(s.manifest_bytes),
+                       static_cast<double>(s.manifest_bytes) / static_cast<double>(s.range.size()),
+                       static_cast<double>(s.manifest_bytes) / static_cast<double>(s.range.size()) * 50e6 / 1e9);
+  return out;
+}
+
+nlohmann::json DigestSummaryToJson(const DigestSummary& s) {
+  nlohmann::json j;
+  j["source"] = s.source;
+  j["range"] = {{"from", s.range.from}, {"to", s.range.to}};
+  j["ledgers"] = s.range.size();
+  j["profile"] = s.profile.name;
+  j["rows"] = s.rows;
+  j["root"] = s.root;
+  j["seconds"] = s.seconds;
+  j["tables"] = nlohmann::json::array();
+  for (const auto& t : s.tables)
+    j["tables"].push_back({{"table", t.table}, {"rows", t.rows}, {"ledgers_with_rows", t.ledgers_with_rows}, {"root", t.root}});
+  j["excluded_columns"] = s.profile.ExcludedColumns();
+  j["lookup_tables"] = s.profile.lookup_tables;
+  j["uncompared_tables"] = s.profile.uncompared_tables;
+  if (!s.manifest_path.empty()) {
+    double bpl = static_cast<double>(s.manifest_bytes) / static_cast<double>(s.range.size());
+    j["manifest"] = {{"path", s.manifest_path},
+                     {"detail", s.manifest_detail},
+                     {"bytes", s.manifest_bytes},
+                     {"bytes_per_ledger", bpl},
+                     {"bytes_for_50m_ledgers", bpl * 50e6}};
+  }
+  return j;
+}
+
+}  // namespace ledgerdiff::dump

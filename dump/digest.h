@@ -1,0 +1,120 @@
+#pragma once
+// Per-table, per-ledger digests of a schema, streamed in chunks of consecutive ledgers.
+//
+// For every compared table and every ledger of the range: the row count and the XXH3-128 of the
+// ledger's canonical rows in canonical order (dump/canonical.h). A ledger with no rows in a table
+// is an entry too (count 0, EmptyDigest()). Per ledger, a combined digest: XXH3-128 over
+// (ledger u32 LE, then per table in profile order: count u64 LE, digest 16 bytes).
+// Roots: per table SHA-256 over its ordered entries (ledger u32 LE, count u64 LE, digest); the
+// overall root SHA-256 over ("ledgerdiff-root-v1", range, profile name, then per table: name,
+// column names and classes, table root).
+//
+// Consistency: one coordinator transaction (REPEATABLE READ READ ONLY) exports a snapshot; the
+// N worker connections import it, so the digest is of one instant even while the schema is being
+// written. Strictly read-only: no temp tables, no writes (works on a hot standby).
+// Memory: rows are never kept; at most `jobs * 2 + 1` chunks of entries are alive at once.
+// Determinism: the entries do not depend on jobs or chunk size.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+#include "dump/canonical.h"
+#include "dump/profile.h"
+
+namespace ledgerdiff::dump {
+
+// Entries of consecutive ledgers. Index of (ledger L, table t): (L - range.from) * tables + t.
+// INVARIANT: counts.size() == range.size() * tables; combined.size() == range.size();
+//            full: digests has counts.size() entries (tags empty, derived);
+//            !full (compact manifest): tags has counts.size() entries, digests empty.
+struct Chunk {
+  LedgerRange range;
+  size_t tables = 0;
+  bool full = true;
+  std::vector<uint64_t> counts;
+  std::vector<Digest128> digests;
+  std::vector<uint32_t> tags;
+  std::vector<Digest128> combined;
+
+  size_t Index(Ledger l, size_t t) const { return size_t(l - range.from) * tables + t; }
+  uint32_t Tag(Ledger l, size_t t) const { return full ? digests[Index(l, t)].Tag() : tags[Index(l, t)]; }
+};
+
+// Combined digest of one ledger. REQUIRES: counts and digests hold `tables` entries.
+Digest128 CombinedDigest(Ledger ledger, const uint64_t* counts, const Digest128* digests, size_t tables);
+
+// Consumes chunks in ledger order. A non-ok Status stops the digest and is returned.
+using ChunkSink = std::function<Status(const Chunk&)>;
+
+// Accumulates table roots and the overall root from full chunks in ledger order.
+class RootBuilder {
+ public:
+  explicit RootBuilder(const ResolvedProfile& profile);
+  ~RootBuilder();
+  RootBuilder(const RootBuilder&) = delete;
+  RootBuilder& operator=(const RootBuilder&) = delete;
+  // REQUIRES: chunk.full, chunks consecutive.
+  void Add(const Chunk& chunk);
+  // Table roots (hex, profile order) and the overall root (hex). Call once.
+  void Finish(const LedgerRange& range, std::vector<std::string>& table_roots, std::string& root);
+
+ private:
+  const ResolvedProfile& profile_;
+  std::vector<void*> ctx_;  // EVP_MD_CTX*
+};
+
+struct DigestOptions {
+  std::optional<LedgerRange> range;  // default: the range present in the schema
+  int jobs = 1;                      // worker connections, >= 1
+  uint32_t chunk_ledgers = 0;        // 0: sized from table statistics (about 50k rows a chunk)
+  // Diff: compare only these tables and columns (another side's list). Tables absent here are
+  // skipped; columns absent here are dropped.
+  std::optional<ResolvedProfile> restrict_to;
+  std::string phase = "digest";      // progress label
+};
+
+struct TableSummary {
+  std::string table;
+  uint64_t rows = 0;
+  uint64_t ledgers_with_rows = 0;
+  std::string root;  // hex SHA-256
+};
+
+struct DigestSummary {
+  std::string source;  // "schema \"s\"" or "manifest PATH"
+  LedgerRange range;
+  ResolvedProfile profile;
+  std::vector<TableSummary> tables;  // profile order
+  std::string root;                  // hex SHA-256
+  uint64_t rows = 0;
+  double seconds = 0;
+  // Manifest written (DigestToManifest): its size.
+  std::string manifest_path;
+  uint64_t manifest_bytes = 0;
+  std::string manifest_detail;
+};
+
+// The range present in `schema`: min..max ledger of history_ledgers when the profile has it
+// and it is not empty, else over all compared tables. Usage error when everything is empty.
+Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile);
+
+// Digests `schema` of the database at `conninfo`, calling `sink` (may be empty) with every chunk
+// in ledger order. Errors: unreachable database, missing schema, no profile table (Usage).
+Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
+                                   const DigestOptions& options, const ChunkSink& sink, Reporter& reporter);
+
+// The COPY statements DigestSchema would run (one line per chunk and table), for benchmarks.
+Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo, const std::string& schema,
+                                                     const ProfileSpec& spec, const DigestOptions& options);
+
+// Renders a summary: per table rows, ledgers with rows, root; overall root; exclusions.
+std::string RenderDigestText(const DigestSummary& summary);
+nlohmann::json DigestSummaryToJson(const DigestSummary& summary);
+
+}  // namespace ledgerdiff::dump

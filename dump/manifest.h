@@ -1,0 +1,99 @@
+#pragma once
+// Manifest files (.ldm): a digest stored for later comparison.
+//
+// Layout (integers little-endian):
+//   magic "LDGRDIFF" (8 bytes) | u32 format version (1) | u32 header length | header JSON
+//   entries, one per ledger of the range, in order:
+//     compact: combined digest (16 bytes), then per table: LEB128 row count, and when the count
+//              is not 0 a 4-byte tag (the first bytes of the table's 128-bit digest, big-endian)
+//     full:    per table: LEB128 row count, and when the count is not 0 the 16-byte digest
+//   u32 trailer length | trailer JSON (table roots, overall root, rows per table)
+//   SHA-256 of every byte before it (32 bytes)
+// The header JSON holds: format, tool version, source, detail, range, the resolved profile (per
+// table: ledger mapping, canonical columns with classes, key, excluded columns), lookup and
+// uncompared tables. Roots are in the trailer because the writer streams.
+// Detection strength of a compact manifest stays 128-bit per ledger (combined digest) and 256-bit
+// per table over the range (roots); the 32-bit tags only localise which table differs.
+//
+// A truncated, corrupted or foreign-version file is a Usage error naming the file and the problem.
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "dump/digest.h"
+
+namespace ledgerdiff::dump {
+
+enum class ManifestDetail { kCompact, kFull };
+const char* ManifestDetailName(ManifestDetail d);
+
+constexpr uint32_t kManifestVersion = 1;
+
+struct ManifestHeader {
+  std::string tool_version;
+  std::string source;
+  ManifestDetail detail = ManifestDetail::kCompact;
+  LedgerRange range;
+  ResolvedProfile profile;
+};
+
+// Streaming writer. Writes PATH.tmp and renames it to PATH on Finish.
+class ManifestWriter {
+ public:
+  static Result<std::unique_ptr<ManifestWriter>> Create(const std::string& path, const ManifestHeader& header);
+  ~ManifestWriter();
+  // REQUIRES: chunks consecutive from header.range.from, full, with the header's tables.
+  Status Add(const Chunk& chunk);
+  // Writes the trailer (roots from `summary`) and the checksum; returns the file size.
+  Result<uint64_t> Finish(const DigestSummary& summary);
+
+ private:
+  ManifestWriter() = default;
+  Status Write(const void* data, size_t n);
+  std::string path_, tmp_;
+  ManifestHeader header_;
+  FILE* f_ = nullptr;
+  void* sha_ = nullptr;  // EVP_MD_CTX*
+  std::string buf_;
+  Ledger next_ = 0;
+};
+
+// Streaming reader; verifies the checksum when the last entry has been read.
+class ManifestReader {
+ public:
+  static Result<std::unique_ptr<ManifestReader>> Open(const std::string& path);
+  ~ManifestReader();
+  const ManifestHeader& header() const { return header_; }
+  // Reads up to `max_ledgers` next entries into `out` (compact: !full). Returns false after the
+  // last entry, once the trailer and the checksum are verified.
+  Result<bool> Next(Chunk& out, uint32_t max_ledgers = 4096);
+  // After Next returned false: the stored summary (rows per table, roots).
+  const DigestSummary& summary() const { return summary_; }
+
+ private:
+  ManifestReader() = default;
+  Status Fill(size_t need);
+  Result<uint64_t> ReadVarint();
+  Status ReadBytes(void* out, size_t n);
+  Status Finish();
+  std::string path_;
+  FILE* f_ = nullptr;
+  void* sha_ = nullptr;
+  std::string buf_;
+  size_t pos_ = 0;
+  ManifestHeader header_;
+  DigestSummary summary_;
+  Ledger next_ = 0;
+  bool done_ = false;
+};
+
+// Digests a schema into a manifest file (`path`). The summary carries the manifest's size.
+Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::string& schema,
+                                       const ProfileSpec& spec, const DigestOptions& options,
+                                       const std::string& path, ManifestDetail detail, Reporter& reporter);
+
+// Reads a whole manifest and verifies it; returns its summary.
+Result<DigestSummary> ReadManifestSummary(const std::string& path);
+
+}  // namespace ledgerdiff::dump

@@ -1,0 +1,427 @@
+#include "dump/profile.h"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace ledgerdiff::dump {
+
+namespace {
+
+struct ClassName {
+  ColumnClass cls;
+  const char* name;
+};
+constexpr ClassName kClassNames[] = {
+    {ColumnClass::kInt, "int"},         {ColumnClass::kNumeric, "numeric"},   {ColumnClass::kFloat, "float"},
+    {ColumnClass::kText, "text"},       {ColumnClass::kBool, "bool"},         {ColumnClass::kDateTime, "datetime"},
+    {ColumnClass::kInterval, "interval"}, {ColumnClass::kJson, "json"},       {ColumnClass::kJsonb, "jsonb"},
+    {ColumnClass::kBytea, "bytea"},     {ColumnClass::kArray, "array"},       {ColumnClass::kOther, "other"},
+};
+
+const std::vector<std::string> kDefaultExclude = {"created_at", "updated_at", "importer_version"};
+
+ResolveRule Accounts(const std::string& column) { return {column, "history_accounts", "id", {"address"}}; }
+ResolveRule Assets(const std::string& column) {
+  return {column, "history_assets", "id", {"asset_type", "asset_code", "asset_issuer"}};
+}
+ResolveRule Pools(const std::string& column) {
+  return {column, "history_liquidity_pools", "id", {"liquidity_pool_id"}};
+}
+ResolveRule Balances(const std::string& column) {
+  return {column, "history_claimable_balances", "id", {"claimable_balance_id"}};
+}
+
+// Resolution rules Horizon's surrogate-id columns get wherever they appear.
+std::vector<ResolveRule> HorizonResolves() {
+  return {Accounts("history_account_id"), Accounts("base_account_id"), Accounts("counter_account_id"),
+          Assets("base_asset_id"),        Assets("counter_asset_id"),  Pools("base_liquidity_pool_id"),
+          Pools("counter_liquidity_pool_id"), Pools("history_liquidity_pool_id"),
+          Balances("history_claimable_balance_id")};
+}
+
+TableRule Rule(std::string table, std::string ledger_col, LedgerKind kind, std::vector<std::string> key,
+               std::vector<std::string> exclude = {}) {
+  TableRule r;
+  r.table = std::move(table);
+  r.ledger = {std::move(ledger_col), kind};
+  r.key = std::move(key);
+  r.exclude = std::move(exclude);
+  r.resolve = HorizonResolves();
+  return r;
+}
+
+struct LiveColumn {
+  std::string name;
+  std::string type;
+  char category;
+};
+
+ColumnClass ClassOf(const LiveColumn& c) {
+  const std::string& t = c.type;
+  if (t == "int2" || t == "int4" || t == "int8" || t == "oid") return ColumnClass::kInt;
+  if (t == "float4" || t == "float8") return ColumnClass::kFloat;
+  if (t == "numeric" || t == "money") return ColumnClass::kNumeric;
+  if (t == "bool") return ColumnClass::kBool;
+  if (t == "json") return ColumnClass::kJson;
+  if (t == "jsonb") return ColumnClass::kJsonb;
+  if (t == "bytea") return ColumnClass::kBytea;
+  if (t == "interval") return ColumnClass::kInterval;
+  switch (c.category) {
+    case 'S': return ColumnClass::kText;
+    case 'D': return ColumnClass::kDateTime;
+    case 'A': return ColumnClass::kArray;
+    case 'N': return ColumnClass::kNumeric;
+    default: return ColumnClass::kOther;
+  }
+}
+
+std::string Col(const std::string& alias, const std::string& column) { return alias + "." + pg::QuoteIdent(column); }
+
+std::string StripIdSuffix(const std::string& c) {
+  if (c.size() > 3 && c.compare(c.size() - 3, 3, "_id") == 0) return c.substr(0, c.size() - 3);
+  return c;
+}
+
+bool Contains(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+using LiveSchema = std::map<std::string, std::vector<LiveColumn>>;
+
+const LiveColumn* FindColumn(const std::vector<LiveColumn>& cols, const std::string& name) {
+  for (const auto& c : cols)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+bool IsLookupUsable(const LiveSchema& live, const ResolveRule& r) {
+  auto it = live.find(r.lookup_table);
+  if (it == live.end() || !FindColumn(it->second, r.lookup_id)) return false;
+  for (const auto& n : r.natural)
+    if (!FindColumn(it->second, n)) return false;
+  return true;
+}
+
+ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& cols, const TableRule& rule,
+                         const std::vector<std::string>& global_exclude) {
+  ResolvedTable t;
+  t.name = rule.table;
+  t.ledger = rule.ledger;
+  std::map<std::string, std::vector<size_t>> outputs_of;  // raw column -> output indexes
+  std::map<std::string, std::string> join_alias_of;       // raw column -> join alias
+  for (const LiveColumn& c : cols) {
+    if (Contains(global_exclude, c.name) || Contains(rule.exclude, c.name)) {
+      t.excluded.push_back(c.name);
+      continue;
+    }
+    const ResolveRule* rr = nullptr;
+    for (const auto& r : rule.resolve)
+      if (r.column == c.name) rr = &r;
+    if (rr && IsLookupUsable(live, *rr)) {
+      std::string alias = fmt::format("j{}", t.joins.size() + 1);
+      t.joins.push_back({alias, rr->lookup_table, rr->lookup_id, Col("t", c.name)});
+      join_alias_of[c.name] = alias;
+      for (const auto& n : rr->natural) {
+        outputs_of[c.name].push_back(t.columns.size());
+        t.columns.push_back({StripIdSuffix(c.name) + "." + n,
+                             fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
+                                         "{0}::text ELSE {2}::text END",
+                                         Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n)),
+                             ColumnClass::kText});
+      }
+      continue;
+    }
+    if (rr) t.notes.push_back(fmt::format("{}.{}: lookup table {} absent, surrogate ids compared as they are",
+                                          t.name, c.name, rr->lookup_table));
+    outputs_of[c.name].push_back(t.columns.size());
+    std::string expr = Col("t", c.name);
+    if (c.type == "money") expr += "::numeric";  // money's text form depends on lc_monetary
+    t.columns.push_back({c.name, expr, ClassOf(c)});
+  }
+  for (const auto& k : rule.key) {
+    auto it = outputs_of.find(k);
+    if (it == outputs_of.end()) continue;
+    for (size_t i : it->second) t.key.push_back(t.columns[i].name);
+  }
+  if (rule.trade_orientation && join_alias_of.count("base_asset_id") && join_alias_of.count("counter_asset_id")) {
+    const std::string& ja = join_alias_of["base_asset_id"];
+    const std::string& jc = join_alias_of["counter_asset_id"];
+    std::vector<std::string> l, r;
+    for (const char* n : {"asset_type", "asset_code", "asset_issuer"}) {
+      l.push_back(Col(ja, n) + "::text COLLATE \"C\"");
+      r.push_back(Col(jc, n) + "::text COLLATE \"C\"");
+    }
+    t.lateral = fmt::format("CROSS JOIN LATERAL (SELECT COALESCE(({}) > ({}), false) AS flip) o",
+                            fmt::join(l, ", "), fmt::join(r, ", "));
+    // Turning a trade around, as Horizon's trades processor does when base_asset_id >
+    // counter_asset_id: swap every base/counter pair and price_n/price_d, flip base_is_seller and
+    // base_is_exact.
+    std::vector<std::pair<std::string, std::string>> pairs = {
+        {"base_account_id", "counter_account_id"}, {"base_asset_id", "counter_asset_id"},
+        {"base_amount", "counter_amount"},         {"base_offer_id", "counter_offer_id"},
+        {"base_liquidity_pool_id", "counter_liquidity_pool_id"}, {"price_n", "price_d"}};
+    auto original = t.columns;
+    for (const auto& [b, c] : pairs) {
+      auto ib = outputs_of.find(b), ic = outputs_of.find(c);
+      if (ib == outputs_of.end() || ic == outputs_of.end() || ib->second.size() != ic->second.size()) continue;
+      for (size_t i = 0; i < ib->second.size(); ++i) {
+        size_t x = ib->second[i], y = ic->second[i];
+        t.columns[x].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[y].expr, original[x].expr);
+        t.columns[y].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[x].expr, original[y].expr);
+      }
+    }
+    for (const char* flag : {"base_is_seller", "base_is_exact"}) {
+      auto it = outputs_of.find(flag);
+      if (it == outputs_of.end()) continue;
+      for (size_t i : it->second)
+        t.columns[i].expr = fmt::format("CASE WHEN o.flip THEN NOT {0} ELSE {0} END", original[i].expr);
+    }
+    t.notes.push_back(t.name + ": base/counter oriented by natural asset key (type, code, issuer) COLLATE \"C\"");
+  }
+  return t;
+}
+
+std::optional<LedgerMapping> RecognizeLedger(const std::vector<LiveColumn>& cols) {
+  for (const char* n : {"ledger_sequence", "ledger_seq", "ledger", "sequence"}) {
+    const LiveColumn* c = FindColumn(cols, n);
+    if (c && ClassOf(*c) == ColumnClass::kInt) return LedgerMapping{n, LedgerKind::kSequence};
+  }
+  for (const char* n : {"history_operation_id", "history_transaction_id"}) {
+    const LiveColumn* c = FindColumn(cols, n);
+    if (c && ClassOf(*c) == ColumnClass::kInt) return LedgerMapping{n, LedgerKind::kToid};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* ColumnClassName(ColumnClass c) {
+  for (const auto& cn : kClassNames)
+    if (cn.cls == c) return cn.name;
+  return "other";
+}
+
+std::optional<ColumnClass> ParseColumnClass(const std::string& name) {
+  for (const auto& cn : kClassNames)
+    if (name == cn.name) return cn.cls;
+  return std::nullopt;
+}
+
+ProfileSpec HorizonProfileSpec() {
+  ProfileSpec s;
+  s.name = "horizon";
+  s.exclude = kDefaultExclude;
+  s.lookup_tables = {"history_accounts", "history_assets", "history_claimable_balances", "history_liquidity_pools"};
+  using K = LedgerKind;
+  s.tables.push_back(Rule("history_ledgers", "sequence", K::kSequence, {"sequence"}));
+  s.tables.push_back(Rule("history_transactions", "ledger_sequence", K::kSequence, {"id", "application_order"}));
+  s.tables.push_back(Rule("history_operations", "id", K::kToid, {"id"}));
+  s.tables.push_back(Rule("history_effects", "history_operation_id", K::kToid, {"history_operation_id", "order"}));
+  TableRule trades = Rule("history_trades", "history_operation_id", K::kToid, {"history_operation_id", "order"});
+  trades.trade_orientation = true;
+  s.tables.push_back(trades);
+  // Participants' own `id` is a surrogate with no meaning.
+  s.tables.push_back(Rule("history_operation_participants", "history_operation_id", K::kToid,
+                          {"history_operation_id", "history_account_id"}, {"id"}));
+  s.tables.push_back(Rule("history_transaction_participants", "history_transaction_id", K::kToid,
+                          {"history_transaction_id", "history_account_id"}, {"id"}));
+  s.tables.push_back(Rule("history_operation_claimable_balances", "history_operation_id", K::kToid,
+                          {"history_operation_id", "history_claimable_balance_id"}));
+  s.tables.push_back(Rule("history_transaction_claimable_balances", "history_transaction_id", K::kToid,
+                          {"history_transaction_id", "history_claimable_balance_id"}));
+  s.tables.push_back(Rule("history_operation_liquidity_pools", "history_operation_id", K::kToid,
+                          {"history_operation_id", "history_liquidity_pool_id"}));
+  s.tables.push_back(Rule("history_transaction_liquidity_pools", "history_transaction_id", K::kToid,
+                          {"history_transaction_id", "history_liquidity_pool_id"}));
+  return s;
+}
+
+ProfileSpec AutoProfileSpec() {
+  ProfileSpec s = HorizonProfileSpec();
+  s.name = "auto";
+  s.discover = true;
+  return s;
+}
+
+Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::string& origin) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const std::exception& e) {
+    return Status::Usagef("profile {}: not valid JSON: {}", origin, e.what());
+  }
+  try {
+    ProfileSpec s;
+    s.name = j.value("name", origin);
+    s.exclude = j.value("exclude", kDefaultExclude);
+    s.lookup_tables = j.value("lookup_tables", std::vector<std::string>{});
+    s.discover = j.value("discover", false);
+    if (!j.contains("tables") || !j["tables"].is_array())
+      return Status::Usagef("profile {}: \"tables\" (an array) is missing", origin);
+    for (const auto& jt : j["tables"]) {
+      TableRule r;
+      r.table = jt.at("table").get<std::string>();
+      const auto& jl = jt.at("ledger");
+      r.ledger.column = jl.at("column").get<std::string>();
+      std::string kind = jl.value("kind", "sequence");
+      if (kind == "sequence") r.ledger.kind = LedgerKind::kSequence;
+      else if (kind == "toid") r.ledger.kind = LedgerKind::kToid;
+      else return Status::Usagef("profile {}: table {}: ledger kind \"{}\" is not sequence|toid", origin, r.table, kind);
+      r.key = jt.value("key", std::vector<std::string>{});
+      r.exclude = jt.value("exclude", std::vector<std::string>{});
+      r.trade_orientation = jt.value("horizon_trade_orientation", false);
+      for (const auto& jr : jt.value("resolve", nlohmann::json::array())) {
+        ResolveRule rr;
+        rr.column = jr.at("column").get<std::string>();
+        rr.lookup_table = jr.at("lookup").get<std::string>();
+        rr.lookup_id = jr.value("id", "id");
+        rr.natural = jr.at("natural").get<std::vector<std::string>>();
+        if (rr.natural.empty()) return Status::Usagef("profile {}: table {}: resolve {}: \"natural\" is empty", origin, r.table, rr.column);
+        if (!Contains(s.lookup_tables, rr.lookup_table)) s.lookup_tables.push_back(rr.lookup_table);
+        r.resolve.push_back(std::move(rr));
+      }
+      s.tables.push_back(std::move(r));
+    }
+    return s;
+  } catch (const std::exception& e) {
+    return Status::Usagef("profile {}: {}", origin, e.what());
+  }
+}
+
+Result<ProfileSpec> LoadProfileSpec(const std::string& name_or_path) {
+  if (name_or_path.empty() || name_or_path == "horizon") return HorizonProfileSpec();
+  if (name_or_path == "auto") return AutoProfileSpec();
+  std::ifstream in(name_or_path);
+  if (!in) return Status::Usagef("profile \"{}\": not horizon, auto, or a readable JSON file", name_or_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ParseProfileSpecJson(ss.str(), name_or_path);
+}
+
+std::vector<std::string> ResolvedProfile::ExcludedColumns() const {
+  std::vector<std::string> out;
+  for (const auto& t : tables)
+    for (const auto& c : t.excluded) out.push_back(t.name + "." + c);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const ResolvedTable* ResolvedProfile::Find(const std::string& table) const {
+  for (const auto& t : tables)
+    if (t.name == table) return &t;
+  return nullptr;
+}
+
+Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& schema, const ProfileSpec& spec) {
+  LD_ASSIGN_OR_RETURN(pg::Rows ns, conn.Exec("SELECT 1 FROM pg_namespace WHERE nspname = $1", {schema}));
+  if (ns.size() == 0) return Status::Usagef("schema \"{}\" does not exist", schema);
+  LD_ASSIGN_OR_RETURN(
+      pg::Rows rows,
+      conn.Exec("SELECT c.relname, a.attname, ty.typname, ty.typcategory FROM pg_attribute a "
+                "JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "JOIN pg_type ty ON ty.oid = a.atttypid "
+                "WHERE n.nspname = $1 AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND NOT c.relispartition "
+                "AND a.attnum > 0 AND NOT a.attisdropped ORDER BY c.relname, a.attnum",
+                {schema}));
+  LiveSchema live;
+  for (int i = 0; i < rows.size(); ++i) {
+    std::string_view cat = rows.Get(i, 3);
+    live[std::string(rows.Get(i, 0))].push_back(
+        {std::string(rows.Get(i, 1)), std::string(rows.Get(i, 2)), cat.empty() ? 'X' : cat[0]});
+  }
+  ResolvedProfile p;
+  p.name = spec.name;
+  std::set<std::string> used;
+  for (const auto& rule : spec.tables) {
+    auto it = live.find(rule.table);
+    if (it == live.end() || !FindColumn(it->second, rule.ledger.column)) continue;
+    p.tables.push_back(BuildTable(live, it->second, rule, spec.exclude));
+    used.insert(rule.table);
+  }
+  for (const auto& [name, cols] : live) {
+    if (used.count(name)) continue;
+    if (Contains(spec.lookup_tables, name)) {
+      p.lookup_tables.push_back(name);
+      continue;
+    }
+    std::optional<LedgerMapping> m;
+    if (spec.discover) m = RecognizeLedger(cols);
+    if (!m) {
+      p.uncompared_tables.push_back(name);
+      continue;
+    }
+    TableRule r;
+    r.table = name;
+    r.ledger = *m;
+    r.resolve = HorizonResolves();
+    p.tables.push_back(BuildTable(live, cols, r, spec.exclude));
+  }
+  std::sort(p.tables.begin(), p.tables.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (p.tables.empty())
+    return Status::Usagef("schema \"{}\" has none of the tables of profile {} (with their ledger column)", schema,
+                          spec.name);
+  return p;
+}
+
+ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std::string>& names) {
+  ResolvedTable t = table;
+  t.columns.clear();
+  for (const auto& c : table.columns)
+    if (Contains(names, c.name)) t.columns.push_back(c);
+  t.key.clear();
+  for (const auto& k : table.key)
+    if (Contains(names, k)) t.key.push_back(k);
+  return t;
+}
+
+nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile) {
+  nlohmann::json j;
+  j["name"] = profile.name;
+  j["lookup_tables"] = profile.lookup_tables;
+  j["uncompared_tables"] = profile.uncompared_tables;
+  j["tables"] = nlohmann::json::array();
+  for (const auto& t : profile.tables) {
+    nlohmann::json jt;
+    jt["table"] = t.name;
+    jt["ledger"] = {{"column", t.ledger.column}, {"kind", t.ledger.kind == LedgerKind::kToid ? "toid" : "sequence"}};
+    jt["columns"] = nlohmann::json::array();
+    for (const auto& c : t.columns) jt["columns"].push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}});
+    jt["key"] = t.key;
+    jt["excluded"] = t.excluded;
+    j["tables"].push_back(jt);
+  }
+  return j;
+}
+
+Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {
+  try {
+    ResolvedProfile p;
+    p.name = j.at("name").get<std::string>();
+    p.lookup_tables = j.at("lookup_tables").get<std::vector<std::string>>();
+    p.uncompared_tables = j.at("uncompared_tables").get<std::vector<std::string>>();
+    for (const auto& jt : j.at("tables")) {
+      ResolvedTable t;
+      t.name = jt.at("table").get<std::string>();
+      t.ledger.column = jt.at("ledger").at("column").get<std::string>();
+      t.ledger.kind = jt.at("ledger").at("kind").get<std::string>() == "toid" ? LedgerKind::kToid : LedgerKind::kSequence;
+      for (const auto& jc : jt.at("columns")) {
+        auto cls = ParseColumnClass(jc.at("class").get<std::string>());
+        if (!cls) return Status::Usage("unknown column class in manifest header");
+        t.columns.push_back({jc.at("name").get<std::string>(), "", *cls});
+      }
+      t.key = jt.at("key").get<std::vector<std::string>>();
+      t.excluded = jt.at("excluded").get<std::vector<std::string>>();
+      p.tables.push_back(std::move(t));
+    }
+    return p;
+  } catch (const std::exception& e) {
+    return Status::Usagef("manifest header: {}", e.what());
+  }
+}
+
+}  // namespace ledgerdiff::dump

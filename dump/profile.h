@@ -1,0 +1,122 @@
+#pragma once
+// Table profiles: which tables are compared, how a row maps to a ledger, the canonical columns
+// (surrogate ids resolved to natural keys, volatile columns excluded) and a total row order.
+//
+// A ProfileSpec is the rule book (built-in `horizon`, `auto`, or a user JSON file). Resolving a
+// spec against a live schema (ResolveProfile) introspects the columns that are really there and
+// yields a ResolvedProfile: the exact column lists that the digest hashes. The resolved profile
+// is schema-name independent, so it can be stored in a manifest and compared across sides.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/pg.h"
+#include "core/status.h"
+
+namespace ledgerdiff::dump {
+
+// How the text form of a column's values is tagged in the row encoding. Two columns of the same
+// class hash alike (int4 vs int8, varchar vs text): a widened column is not a data change.
+enum class ColumnClass { kInt, kNumeric, kFloat, kText, kBool, kDateTime, kInterval, kJson, kJsonb, kBytea, kArray, kOther };
+const char* ColumnClassName(ColumnClass c);
+std::optional<ColumnClass> ParseColumnClass(const std::string& name);
+
+// How a row maps to its ledger.
+enum class LedgerKind {
+  kSequence,  // the column holds the ledger sequence number
+  kToid,      // the column holds a TOID: ledger = value >> 32
+};
+
+struct LedgerMapping {
+  std::string column;
+  LedgerKind kind = LedgerKind::kSequence;
+};
+
+// A surrogate id column replaced by the natural key of the row it points to.
+struct ResolveRule {
+  std::string column;                // e.g. "history_account_id"
+  std::string lookup_table;          // e.g. "history_accounts"
+  std::string lookup_id = "id";      // the surrogate id column of the lookup table
+  std::vector<std::string> natural;  // e.g. {"address"}; output columns are "<prefix>.<natural>"
+};
+
+// Per-table rules of a spec.
+struct TableRule {
+  std::string table;
+  LedgerMapping ledger;
+  std::vector<std::string> key;      // natural key (raw column names; resolved ones expand)
+  std::vector<std::string> exclude;  // raw columns dropped for this table
+  std::vector<ResolveRule> resolve;
+  bool trade_orientation = false;    // Horizon history_trades base/counter canonical orientation
+};
+
+struct ProfileSpec {
+  std::string name;
+  std::vector<std::string> exclude;  // columns dropped in every table
+  std::vector<TableRule> tables;
+  std::vector<std::string> lookup_tables;  // never compared themselves
+  // `auto`: every other table with a recognizable ledger column is compared too.
+  bool discover = false;
+};
+
+// Built-in specs.
+ProfileSpec HorizonProfileSpec();
+ProfileSpec AutoProfileSpec();
+// "horizon" | "auto" | a path to a JSON profile (format in dump/README.md).
+// Errors (Usage) name the file and the problem.
+Result<ProfileSpec> LoadProfileSpec(const std::string& name_or_path);
+Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::string& origin);
+
+// One canonical output column.
+struct CanonicalColumn {
+  std::string name;   // output name ("history_account.address" for a resolved id)
+  std::string expr;   // SQL over alias t (the table) and the join aliases
+  ColumnClass cls = ColumnClass::kOther;
+  bool operator==(const CanonicalColumn& o) const { return name == o.name && cls == o.cls; }
+};
+
+struct JoinSpec {
+  std::string alias;         // "j1"
+  std::string lookup_table;  // "history_accounts"
+  std::string lookup_id;     // "id"
+  std::string on_expr;       // "t.\"history_account_id\""
+};
+
+// A table as the digest reads it. INVARIANT: key names are names of `columns`.
+struct ResolvedTable {
+  std::string name;
+  LedgerMapping ledger;
+  std::vector<CanonicalColumn> columns;
+  std::vector<std::string> key;       // output column names, order of the natural key
+  std::vector<JoinSpec> joins;
+  std::string lateral;                // optional "CROSS JOIN LATERAL (...) o" (trade orientation)
+  std::vector<std::string> excluded;  // raw column names left out
+  std::vector<std::string> notes;     // e.g. "history_trades: base/counter oriented by asset key"
+};
+
+struct ResolvedProfile {
+  std::string name;
+  std::vector<ResolvedTable> tables;          // compared, sorted by name
+  std::vector<std::string> lookup_tables;     // present lookup tables (not compared)
+  std::vector<std::string> uncompared_tables; // other tables present without a ledger mapping
+  // "table.column" for every excluded column, sorted.
+  std::vector<std::string> ExcludedColumns() const;
+  const ResolvedTable* Find(const std::string& table) const;
+};
+
+// Introspects `schema` (pg_attribute) and applies `spec`. Absent tables and columns are skipped.
+// Errors: the schema does not exist (Usage), no table of the profile is present (Usage).
+Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& schema, const ProfileSpec& spec);
+
+// Keeps only the columns named in `names` (the other side's list); the key shrinks likewise.
+ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std::string>& names);
+
+// JSON form stored in manifests (names, classes, ledger mapping, key, exclusions; no SQL).
+nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile);
+Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j);
+
+}  // namespace ledgerdiff::dump
