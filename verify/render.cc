@@ -1,0 +1,63 @@
+// Text and JSON renderings of a verify report (JUnit, Markdown and HTML: render_ci.cc).
+#include "verify/verify.h"
+
+namespace ledgerdiff::verify {
+
+nlohmann::json VerifyReportToJson(const VerifyReport& r) {
+  nlohmann::json phases = nlohmann::json::array();
+  for (const auto& p : r.phases) phases.push_back({{"name", p.name}, {"seconds", p.seconds}});
+  nlohmann::json diff = diff::DiffReportToJson(r.diff);
+  nlohmann::json j = {
+      {"verdict", r.verdict()},
+      {"identical", r.identical},
+      {"run_id", r.run_id},
+      {"range", {{"from", r.range.from}, {"to", r.range.to}}},
+      {"workers", r.workers},
+      {"job_size", r.job_size},
+      {"schemas", {{"serial", r.serial_schema.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.serial_schema)},
+                   {"parallel", r.parallel_schema},
+                   {"kept", r.schemas_kept}}},
+      {"baseline", r.baseline.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.baseline)},
+      {"phases", phases},
+      {"speedup", r.speedup},
+      {"rows_per_table",
+       {{"serial", r.serial ? nlohmann::json(r.serial->rows_per_table) : nlohmann::json(nullptr)},
+        {"parallel", r.parallel.rows_per_table}}},
+      {"first_divergent_ledger", diff.value("first_divergent_ledger", nlohmann::json(nullptr))},
+      {"divergent_tables", diff.value("divergent_tables", nlohmann::json::array())},
+      {"rows", diff.value("rows", nlohmann::json::array())},
+      {"excluded_columns", diff.value("excluded_columns", nlohmann::json::array())},
+      {"diff", diff},
+      {"parallel_run", IngestReportToJson(r.parallel)},
+  };
+  if (r.serial) j["serial_run"] = IngestReportToJson(*r.serial);
+  if (!r.look_again.empty()) j["look_again"] = r.look_again;
+  if (!r.saved_baseline.empty()) j["saved_baseline"] = r.saved_baseline;
+  if (!r.bug.empty()) j["injected_bug"] = r.bug;
+  if (!r.error.empty()) j["error"] = r.error;
+  return j;
+}
+
+std::string RenderVerifyText(const VerifyReport& r) {
+  std::string out;
+  if (!r.error.empty()) {
+    out += fmt::format("ERROR: {}\n", r.error);
+  } else {
+    out += diff::RenderDiffText(r.diff);
+    if (!out.empty() && out.back() != '\n') out += '\n';
+  }
+  out += fmt::format("verify {}: {} ({} ledgers), {} workers, jobs of {}\n", r.run_id, r.range.str(),
+                     FormatCount(r.range.size()), r.workers, r.job_size);
+  for (const auto& p : r.phases) out += fmt::format("  {:<18} {:>10}\n", p.name, FormatDuration(p.seconds));
+  if (r.speedup > 0) out += fmt::format("  parallel speed-up  {:>9.2f}x\n", r.speedup);
+  if (!r.saved_baseline.empty()) out += fmt::format("  baseline saved to {}\n", r.saved_baseline);
+  if (r.schemas_kept) {
+    out += fmt::format("  schemas kept: {}{}\n", r.serial_schema.empty() ? "" : "\"" + r.serial_schema + "\", ",
+                       "\"" + r.parallel_schema + "\"");
+    if (!r.look_again.empty()) out += fmt::format("  look again: {}\n", r.look_again);
+  }
+  out += fmt::format("verdict: {}\n", r.verdict() == "identical" ? "IDENTICAL" : r.verdict() == "divergent" ? "DIVERGENT" : "ERROR");
+  return out;
+}
+
+}  // namespace ledgerdiff::verify

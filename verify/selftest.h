@@ -1,0 +1,61 @@
+#pragma once
+// The gate's self-test: a gate that never fails proves nothing.
+//
+// Ingests the range serially once, then runs a clean parallel verify and one parallel verify
+// per bug kind (fixtures::BugKind), each against the same serial schema. A bug is caught when
+// verify reports a divergence whose first divergent ledger is exactly the injected ledger.
+// Passes only when every bug is caught at its ledger and the clean run is identical.
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+
+namespace ledgerdiff::verify {
+
+struct SelftestOptions {
+  LedgerRange range{2, 2001};
+  uint32_t workers = 4;
+  uint32_t job_size = 100;
+  uint64_t seed = 1;
+  std::string density = "stellar";
+  std::string table_profile = "horizon";
+  std::string worker_binary;
+};
+
+struct SelftestCase {
+  std::string kind;             // "clean" or a bug kind
+  Ledger ledger = 0;            // injected at (0 for clean)
+  std::optional<Ledger> reported;  // first divergent ledger reported by verify
+  std::vector<std::string> tables;  // divergent tables reported
+  bool caught = false;          // bug: reported == ledger; clean: identical
+  double seconds = 0;
+  std::string error;
+};
+
+struct SelftestReport {
+  LedgerRange range;
+  std::string serial_schema;
+  std::vector<SelftestCase> cases;
+  double seconds = 0;
+  bool passed() const {
+    for (const auto& c : cases)
+      if (!c.caught) return false;
+    return !cases.empty();
+  }
+};
+
+Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOptions& options, Reporter& reporter);
+
+// Picks, for every bug kind, a ledger of `range` whose generated content the bug can act on,
+// spread over the range. Deterministic for (range, seed, density).
+Result<std::vector<std::pair<std::string, Ledger>>> PlanSelftest(const SelftestOptions& options);
+
+std::string RenderSelftestText(const SelftestReport& report);
+nlohmann::json SelftestReportToJson(const SelftestReport& report);
+
+}  // namespace ledgerdiff::verify

@@ -1,0 +1,183 @@
+#include "verify/verify.h"
+
+#include <filesystem>
+
+#include "core/database.h"
+#include "dump/manifest.h"
+#include "dump/profile.h"
+#include "fixtures/ingester.h"
+#include "ledgerdiff/version.h"
+#include "verify/job_table.h"
+
+namespace ledgerdiff::verify {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, bool serial) {
+  IngestOptions io;
+  io.range = o.range;
+  io.schema = schema;
+  io.workers = serial ? 1 : o.workers;
+  // The serial side of an external ingester is the same template over the whole range.
+  io.job_size = serial && !o.ingest_cmd.empty() ? static_cast<uint32_t>(o.range.size()) : o.job_size;
+  io.retries = o.retries;
+  io.retry_backoff_s = o.retry_backoff_s;
+  io.job_timeout_s = o.job_timeout_s;
+  io.seed = o.seed;
+  io.density = o.density;
+  io.ingest_cmd = o.ingest_cmd;
+  io.bug = serial ? "" : o.bug;
+  io.worker_binary = o.worker_binary;
+  return io;
+}
+
+std::string ShellWord(const std::string& s) {
+  bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=") ==
+                                 std::string::npos;
+  if (plain) return s;
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// A baseline must describe the same range, profile and tool version as the run.
+Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump::ProfileSpec& spec) {
+  LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(path));
+  const auto& h = reader->header();
+  if (!(h.range == o.range))
+    return Status::Usagef("--baseline {}: it covers ledgers {}, but this run verifies {}", path, h.range.str(),
+                          o.range.str());
+  if (h.profile.name != spec.name)
+    return Status::Usagef("--baseline {}: it was made with profile \"{}\", but this run uses \"{}\"", path,
+                          h.profile.name, spec.name);
+  if (h.tool_version != kVersion)
+    return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", path,
+                          h.tool_version, kVersion);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateVerifyOptions(const VerifyOptions& o) {
+  IngestOptions probe = SideOptions(o, "probe", false);
+  LD_RETURN_IF_ERROR(ValidateIngestOptions(probe));
+  if (!o.baseline.empty() && !o.save_baseline.empty())
+    return Status::Usage("--baseline and --save-baseline cannot be combined");
+  if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
+    return Status::Usagef("--baseline {}: no such file", o.baseline);
+  if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
+  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
+  return Status::Ok();
+}
+
+Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& o, Reporter& reporter) {
+  LD_RETURN_IF_ERROR(ValidateVerifyOptions(o));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaseline(o.baseline, o, spec));
+
+  VerifyReport r;
+  r.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
+  r.range = o.range;
+  r.workers = o.workers;
+  r.job_size = o.job_size;
+  r.bug = o.bug;
+  r.baseline = o.baseline;
+  r.parallel_schema = "ld_" + r.run_id + "_parallel";
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
+
+  // 1. Serial side (unless a baseline stands in for it).
+  if (o.baseline.empty()) {
+    if (!o.reuse_serial_schema.empty()) {
+      r.serial_schema = o.reuse_serial_schema;
+    } else {
+      r.serial_schema = "ld_" + r.run_id + "_serial";
+      reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.range.str(), r.serial_schema));
+      IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
+      so.run_id = r.run_id + "_s";
+      LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, so, reporter));
+      r.phases.push_back({"serial ingest", serial.wall_s});
+      r.serial = serial;
+      if (!serial.ok) {
+        r.error = "serial ingest failed: " + serial.error;
+        return r;
+      }
+    }
+  }
+
+  // 2. Parallel side.
+  reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {} workers, jobs of {}", o.range.str(),
+                            r.parallel_schema, o.workers, o.job_size));
+  IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
+  po.run_id = r.run_id + "_p";
+  LD_ASSIGN_OR_RETURN(r.parallel, RunIngest(conninfo, po, reporter));
+  r.phases.push_back({"parallel ingest", r.parallel.wall_s});
+  if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
+  if (!r.parallel.ok) {
+    r.error = "parallel ingest failed: " + r.parallel.error;
+    r.schemas_kept = true;
+    return r;
+  }
+
+  // 3. Baseline of the serial side, when asked.
+  if (!o.save_baseline.empty()) {
+    auto t = Clock::now();
+    dump::DigestOptions dopt;
+    dopt.range = o.range;
+    dopt.jobs = o.digest_jobs;
+    dopt.phase = "baseline digest";
+    LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(conninfo, r.serial_schema, spec, dopt, o.save_baseline,
+                                                             dump::ManifestDetail::kCompact, reporter));
+    r.saved_baseline = o.save_baseline;
+    r.phases.push_back({"save baseline", SecondsSince(t)});
+    reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, summary.manifest_bytes));
+  }
+
+  // 4. Digests of both sides and the diff.
+  auto t = Clock::now();
+  diff::Source left = o.baseline.empty() ? diff::Source::Schema(conninfo, r.serial_schema)
+                                         : diff::Source::Manifest(o.baseline);
+  diff::Source right = diff::Source::Schema(conninfo, r.parallel_schema);
+  diff::DiffOptions dopt;
+  dopt.range = o.range;
+  dopt.max_rows = o.max_rows;
+  dopt.jobs = o.digest_jobs;
+  dopt.all = true;
+  LD_ASSIGN_OR_RETURN(r.diff, diff::DiffSources(left, right, spec, dopt, reporter));
+  r.phases.push_back({"digest and diff", SecondsSince(t)});
+  r.identical = r.diff.identical;
+
+  // 5. Clean up after a pass; keep the evidence after a divergence.
+  if (r.identical && !o.keep) {
+    if (o.reuse_serial_schema.empty() && !r.serial_schema.empty())
+      LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.serial_schema));
+    LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.parallel_schema));
+    (void)DeleteRun(*conn, r.run_id + "_s");
+    (void)DeleteRun(*conn, r.run_id + "_p");
+  } else {
+    r.schemas_kept = true;
+    std::string left_arg = o.baseline.empty() ? r.serial_schema : "file:" + o.baseline;
+    r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", o.reconnect_flags,
+                               o.reconnect_flags.empty() ? "" : " ", ShellWord(left_arg), ShellWord(r.parallel_schema),
+                               o.range.str());
+  }
+  return r;
+}
+
+Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
+  if (o.left.empty() || o.right.empty()) return Status::Usage("verify-range needs --left CONNINFO and --right CONNINFO");
+  if (o.jobs < 1) return Status::Usage("--jobs must be at least 1");
+  LD_RETURN_IF_ERROR(ValidateSchemaName(o.left_schema));
+  LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  diff::DiffOptions dopt;
+  dopt.range = o.range;
+  dopt.jobs = o.jobs;
+  dopt.max_rows = o.max_rows;
+  dopt.all = o.all;
+  return diff::DiffSources(diff::Source::Schema(o.left, o.left_schema), diff::Source::Schema(o.right, o.right_schema),
+                           spec, dopt, reporter);
+}
+
+}  // namespace ledgerdiff::verify

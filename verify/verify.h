@@ -1,0 +1,105 @@
+#pragma once
+// verify: serial vs parallel in one command, the CI gate.
+//
+// Creates two fresh tool-owned schemas named after a run id, ingests the range serially into
+// one (or takes a saved baseline manifest instead) and with N workers into the other, digests
+// both, diffs them and returns the verdict. Schemas are dropped after a pass (unless `keep`) and
+// kept after a divergence, with the exact `ledgerdiff diff` command to look again.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+#include "diff/diff.h"
+#include "verify/ingest_run.h"
+
+namespace ledgerdiff::verify {
+
+struct VerifyOptions {
+  LedgerRange range;
+  uint32_t workers = 4;
+  uint32_t job_size = 250;
+  uint32_t retries = 3;
+  double retry_backoff_s = 0.5;
+  double job_timeout_s = 30;
+  uint64_t seed = 1;
+  std::string density = "stellar";    // generator density (ingest's --profile)
+  std::string table_profile = "horizon";  // digest profile: horizon | auto | FILE
+  bool keep = false;                  // keep the schemas after a pass too
+  std::string ingest_cmd;             // external ingester template (both sides)
+  std::string bug;                    // --inject-bug KIND@LEDGER (parallel side only)
+  std::string save_baseline;          // write the serial side's manifest here
+  std::string baseline;               // compare against this manifest; no serial ingest
+  int digest_jobs = 2;                // connections per digest side
+  uint32_t max_rows = 20;
+  std::string worker_binary;          // see IngestOptions
+  // How a user reaches this database again, for the look-again command: e.g.
+  // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
+  std::string reconnect_flags;
+  // Reuse an existing serial schema (self-test runs many parallel sides against one serial).
+  std::string reuse_serial_schema;
+  std::string run_id;  // empty: a new one
+};
+
+Status ValidateVerifyOptions(const VerifyOptions& options);
+
+struct PhaseTiming {
+  std::string name;
+  double seconds = 0;
+};
+
+struct VerifyReport {
+  std::string run_id;
+  LedgerRange range;
+  uint32_t workers = 0;
+  uint32_t job_size = 0;
+  std::string serial_schema;    // empty with a baseline
+  std::string parallel_schema;
+  std::string baseline;         // manifest used instead of a serial ingest
+  std::optional<IngestReport> serial;
+  IngestReport parallel;
+  diff::DiffReport diff;
+  std::vector<PhaseTiming> phases;
+  double speedup = 0;           // serial ingest time / parallel ingest time
+  bool identical = false;
+  bool schemas_kept = false;
+  std::string look_again;       // the exact diff command, when schemas are kept
+  std::string saved_baseline;   // path written by --save-baseline
+  std::string bug;
+  std::string error;            // ingestion failure (then the verdict is "error")
+
+  std::string verdict() const { return !error.empty() ? "error" : identical ? "identical" : "divergent"; }
+};
+
+// Runs a whole verify against the database at `conninfo`. Ingestion failures (jobs out of
+// retries) return a report with `error` set; the caller exits 2.
+Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter);
+
+// verify-range: the read-only cut-over check between two databases. Digests the range on
+// both sides (each from one consistent snapshot, both sides concurrently) and diffs them;
+// writes nothing to either database (works against a read-only hot standby).
+struct VerifyRangeOptions {
+  LedgerRange range;
+  std::string left, right;  // conninfos
+  std::string left_schema = "public", right_schema = "public";
+  std::string table_profile = "horizon";
+  int jobs = 2;
+  uint32_t max_rows = 20;
+  bool all = false;
+};
+Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
+
+// Renderers (verify/render.cc). JSON: documented in verify/README.md.
+nlohmann::json VerifyReportToJson(const VerifyReport& report);
+std::string RenderVerifyText(const VerifyReport& report);
+std::string RenderVerifyJUnit(const VerifyReport& report);
+std::string RenderVerifyMarkdown(const VerifyReport& report);
+// Writes DIR/index.html (self-contained: inline CSS and SVG).
+Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir);
+
+}  // namespace ledgerdiff::verify
