@@ -15,6 +15,7 @@ namespace {
 struct IngestFlags {
   std::string range;
   std::vector<std::string> faults;
+  std::vector<std::string> holds;
   verify::IngestOptions options;
   DatabaseOptions db;
   OutputFormat format = OutputFormat::kText;
@@ -43,6 +44,7 @@ Runner SetupIngest(CLI::App* sub, IngestFlags& f) {
   sub->add_option("--run-id", f.options.run_id, "Use this run id instead of a new one")->group("");
   sub->add_option("--unsafe-commit-every", f.options.unsafe_commit_every, "Negative control")->group("");
   sub->add_option("--fault", f.faults, "Test fault point JOB:ATTEMPT:STAGE:abort|fail")->group("");
+  sub->add_option("--hold", f.holds, "Test hold point JOB:ATTEMPT:STAGE:SECONDS")->group("");
   AddDatabaseFlags(sub, f.db);
   AddFormatFlag(sub, f.format);
   return [&f]() -> int {
@@ -57,6 +59,11 @@ Runner SetupIngest(CLI::App* sub, IngestFlags& f) {
       auto fault = verify::ParseFaultPoint(text);
       if (!fault.ok()) return Fail(fault.status());
       f.options.crash_points.push_back(*fault);
+    }
+    for (const auto& text : f.holds) {
+      auto hold = verify::ParseHoldPoint(text);
+      if (!hold.ok()) return Fail(hold.status());
+      f.options.hold_points.push_back(*hold);
     }
     if (Status s = verify::ValidateIngestOptions(f.options); !s.ok()) return Fail(s);
     auto db = Database::Resolve(f.db);

@@ -79,12 +79,21 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
       // Not fatal: the parent writes nothing there; the child inherits the open descriptor.
     }
   }
+  int err_fd = -1;
+  if (!options.error_file.empty()) {
+    err_fd = open(options.error_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (err_fd < 0) {
+      if (out_fd >= 0) close(out_fd);
+      return Status::Runtimef("cannot open {}: {}", options.error_file, std::strerror(errno));
+    }
+  }
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return Status::Runtimef("pipe: {}", std::strerror(errno));
 
   pid_t pid = fork();
   if (pid < 0) {
     if (out_fd >= 0) close(out_fd);
+    if (err_fd >= 0) close(err_fd);
     return Status::Runtimef("fork: {}", std::strerror(errno));
   }
   if (pid == 0) {
@@ -102,8 +111,9 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
     }
     if (out_fd >= 0) {
       dup2(out_fd, 1);
-      dup2(out_fd, 2);
+      if (err_fd < 0) dup2(out_fd, 2);
     }
+    if (err_fd >= 0) dup2(err_fd, 2);
     if (options.gid && setgid(*options.gid) != 0) fail(errno);
     if (options.uid && setuid(*options.uid) != 0) fail(errno);
     // After the credential change, which would clear it.
@@ -117,6 +127,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
   }
   close(err_pipe[1]);
   if (out_fd >= 0) close(out_fd);
+  if (err_fd >= 0) close(err_fd);
   int child_errno = 0;
   ssize_t n = read(err_pipe[0], &child_errno, sizeof child_errno);
   close(err_pipe[0]);

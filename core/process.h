@@ -23,7 +23,8 @@ struct SpawnOptions {
   std::optional<gid_t> gid;
   bool new_process_group = true;        // setpgid(0, 0)
   int parent_death_signal = 0;          // PR_SET_PDEATHSIG, 0 for none
-  std::string output_file;              // stdout+stderr appended here; empty: inherit
+  std::string output_file;              // stdout (and stderr, unless error_file) appended here; empty: inherit
+  std::string error_file;               // stderr appended here; empty: like stdout
   bool stdin_null = true;
   std::map<std::string, std::string> env;  // added to (or replacing in) the environment
   std::vector<std::string> unset_env_prefixes;  // variables starting with these are removed

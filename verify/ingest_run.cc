@@ -191,6 +191,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     spec.job_timeout_s = options.job_timeout_s;
     spec.heartbeat_s = std::min(1.0, options.job_timeout_s / 4);
     spec.crash_points = options.crash_points;
+    spec.hold_points = options.hold_points;
     LD_RETURN_IF_ERROR(
         CreateOwnedSchema(*conn, spec.schema, spec.run_id, options.replace_schema, options.force).status());
     LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(*conn, spec.schema));

@@ -43,6 +43,7 @@ struct IngestOptions {
   std::string bug;         // --inject-bug KIND@LEDGER
   uint32_t unsafe_commit_every = 0;
   std::vector<RunSpec::CrashPoint> crash_points;
+  std::vector<RunSpec::HoldPoint> hold_points;
   bool force = false;         // allow writing into a schema ledgerdiff did not create
   bool replace_schema = false;  // drop and recreate the (owned) schema first
   std::string run_id;         // empty: a new id

@@ -15,6 +15,9 @@ std::string Str(int64_t v) { return std::to_string(v); }
 nlohmann::json RunSpec::ToJson() const {
   nlohmann::json crash = nlohmann::json::array();
   for (const auto& c : crash_points) crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", c.action}});
+  nlohmann::json hold = nlohmann::json::array();
+  for (const auto& h : hold_points)
+    hold.push_back({{"job", h.job_id}, {"attempt", h.attempt}, {"stage", h.stage}, {"seconds", h.seconds}});
   return {{"run_id", run_id},
           {"schema", schema},
           {"from", range.from},
@@ -30,7 +33,8 @@ nlohmann::json RunSpec::ToJson() const {
           {"retry_backoff_s", retry_backoff_s},
           {"job_timeout_s", job_timeout_s},
           {"heartbeat_s", heartbeat_s},
-          {"crash_points", crash}};
+          {"crash_points", crash},
+          {"hold_points", hold}};
 }
 
 Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
@@ -53,6 +57,9 @@ Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
     for (const auto& c : j.at("crash_points"))
       s.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(),
                                 c.at("stage").get<std::string>(), c.at("action").get<std::string>()});
+    for (const auto& h : j.value("hold_points", nlohmann::json::array()))
+      s.hold_points.push_back({h.at("job").get<uint32_t>(), h.at("attempt").get<uint32_t>(), h.at("stage").get<std::string>(),
+                               h.at("seconds").get<double>()});
     return s;
   } catch (const std::exception& e) {
     return Status::Runtimef("run spec is unreadable: {}", e.what());
@@ -78,6 +85,20 @@ Result<RunSpec::CrashPoint> ParseFaultPoint(const std::string& text) {
   }
 }
 
+Result<RunSpec::HoldPoint> ParseHoldPoint(const std::string& text) {
+  auto bad = [&] { return Status::Usagef("hold point \"{}\": expected JOB:ATTEMPT:STAGE:SECONDS", text); };
+  size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1),
+         c = b == std::string::npos ? b : text.rfind(':');
+  if (c == std::string::npos || c <= b) return bad();
+  try {
+    return RunSpec::HoldPoint{static_cast<uint32_t>(std::stoul(text.substr(0, a))),
+                              static_cast<uint32_t>(std::stoul(text.substr(a + 1, b - a - 1))),
+                              text.substr(b + 1, c - b - 1), std::stod(text.substr(c + 1))};
+  } catch (const std::exception&) {
+    return bad();
+  }
+}
+
 Status EnsureControlSchema(pg::Connection& conn) {
   // Serialize concurrent creators with a transaction-level advisory lock.
   LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
@@ -88,6 +109,8 @@ Status EnsureControlSchema(pg::Connection& conn) {
   if (owner.size() == 1) {
     if (owner.IsNull(0, 0) || owner.Get(0, 0).rfind("ledgerdiff:owned", 0) != 0)
       return Status::Usagef("schema \"{}\" exists and was not created by ledgerdiff; refusing to use it", kControlSchema);
+    // Columns added since the first release of the control schema.
+    LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS stage text", T("jobs"))));
     return tx.Commit();
   }
   std::string sql = fmt::format(R"(
@@ -121,6 +144,7 @@ CREATE TABLE {jobs} (
   finished_at timestamptz,
   error text,
   rows bigint,
+  stage text,
   PRIMARY KEY (run_id, job_id)
 );
 CREATE INDEX ON {jobs} (run_id, state, job_id);
@@ -196,7 +220,8 @@ WITH next AS (
   ORDER BY j.job_id LIMIT 1 FOR UPDATE OF j SKIP LOCKED
 ), claimed AS (
   UPDATE {jobs} j SET state = 'running', attempt = j.attempt + 1, worker = $2, worker_pid = $3,
-    backend_pid = pg_backend_pid(), heartbeat = now(), started_at = now(), finished_at = NULL, error = NULL
+    backend_pid = pg_backend_pid(), heartbeat = now(), started_at = now(), finished_at = NULL, error = NULL,
+    stage = 'claimed'
   FROM next WHERE j.run_id = $1 AND j.job_id = next.job_id
   RETURNING j.job_id, j.range_from, j.range_to, j.attempt
 ), logged AS (
@@ -212,12 +237,13 @@ SELECT job_id, range_from, range_to, attempt FROM claimed)",
                                               static_cast<uint32_t>(rows.GetInt(0, 3))});
 }
 
-Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job) {
+Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job,
+                       const std::string& stage) {
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec(fmt::format("UPDATE {} SET heartbeat = now() WHERE run_id = $1 AND job_id = $2 AND "
-                                            "attempt = $3 AND state = 'running'",
+                      conn.Exec(fmt::format("UPDATE {} SET heartbeat = now(), stage = $4 WHERE run_id = $1 AND "
+                                            "job_id = $2 AND attempt = $3 AND state = 'running'",
                                             T("jobs")),
-                                {run_id, Str(job.job_id), Str(job.attempt)}));
+                                {run_id, Str(job.job_id), Str(job.attempt), stage}));
   return rows.AffectedRows() == 1;
 }
 
@@ -262,7 +288,17 @@ UPDATE {attempts} a SET finished_at = now(), outcome = 'failed', error = $4
 FROM failed WHERE a.run_id = $1 AND a.job_id = failed.job_id AND a.attempt = $3)",
                                 fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
                                 fmt::arg("set", RequeueSet(spec)));
-  return conn.Exec(sql, {spec.run_id, Str(job.job_id), Str(job.attempt), error}).status();
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, Str(job.job_id), Str(job.attempt), error}));
+  if (rows.AffectedRows() == 0) {
+    // The attempt had already been taken from this worker: record that it was fenced off.
+    LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET outcome = 'fenced', error = $4, finished_at = "
+                                             "coalesce(finished_at, now()) WHERE run_id = $1 AND job_id = $2 AND "
+                                             "attempt = $3",
+                                             T("attempts")),
+                                 {spec.run_id, Str(job.job_id), Str(job.attempt), error})
+                           .status());
+  }
+  return Status::Ok();
 }
 
 Result<std::vector<JobRow>> RequeueLost(pg::Connection& conn, const RunSpec& spec,
@@ -299,7 +335,7 @@ SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coale
                    {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
                    std::string(rows.Get(i, 3)), static_cast<uint32_t>(rows.GetInt(i, 4)), std::string(rows.Get(i, 5)),
                    static_cast<int>(rows.GetInt(i, 6)), static_cast<int>(rows.GetInt(i, 7)),
-                   std::string(rows.Get(i, 8)), 0});
+                   std::string(rows.Get(i, 8)), 0, ""});
   }
   return out;
 }
@@ -342,7 +378,7 @@ Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& ru
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), "
                                             "coalesce(worker_pid, 0), coalesce(backend_pid, 0), coalesce(error, ''), "
-                                            "coalesce(rows, 0) FROM {} WHERE run_id = $1 ORDER BY job_id",
+                                            "coalesce(rows, 0), coalesce(stage, '') FROM {} WHERE run_id = $1 ORDER BY job_id",
                                             T("jobs")),
                                 {run_id}));
   std::vector<JobRow> out;
@@ -351,7 +387,7 @@ Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& ru
                    {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
                    std::string(rows.Get(i, 3)), static_cast<uint32_t>(rows.GetInt(i, 4)), std::string(rows.Get(i, 5)),
                    static_cast<int>(rows.GetInt(i, 6)), static_cast<int>(rows.GetInt(i, 7)),
-                   std::string(rows.Get(i, 8)), rows.GetInt(i, 9)});
+                   std::string(rows.Get(i, 8)), rows.GetInt(i, 9), std::string(rows.Get(i, 10))});
   }
   return out;
 }

@@ -59,6 +59,16 @@ struct RunSpec {
     std::string action = "abort";
   };
   std::vector<CrashPoint> crash_points;
+  // Hold points (chaos): at (job, attempt), after `stage`, the worker waits `seconds` inside its
+  // open data transaction, with its stage reported as "hold:<stage>", so that a fault injected
+  // from outside hits a job in the middle.
+  struct HoldPoint {
+    uint32_t job_id;
+    uint32_t attempt;
+    std::string stage;
+    double seconds;
+  };
+  std::vector<HoldPoint> hold_points;
 
   nlohmann::json ToJson() const;
   static Result<RunSpec> FromJson(const nlohmann::json& j);
@@ -66,6 +76,8 @@ struct RunSpec {
 
 // Parses "JOB:ATTEMPT:STAGE:ACTION" (e.g. "3:1:history_effects:abort", "2:1:start:fail").
 Result<RunSpec::CrashPoint> ParseFaultPoint(const std::string& text);
+// Parses "JOB:ATTEMPT:STAGE:SECONDS" (e.g. "3:1:history_operations:2.5").
+Result<RunSpec::HoldPoint> ParseHoldPoint(const std::string& text);
 
 struct ClaimedJob {
   uint32_t job_id;
@@ -83,6 +95,7 @@ struct JobRow {
   int backend_pid;
   std::string error;
   int64_t rows;
+  std::string stage;  // last stage the worker reported ("hold:<table>" while held)
 };
 
 struct AttemptRow {
@@ -110,8 +123,10 @@ Status DeleteRun(pg::Connection& conn, const std::string& run_id);
 // Claims the next job for `worker` (nullopt: none claimable now).
 Result<std::optional<ClaimedJob>> ClaimJob(pg::Connection& conn, const std::string& run_id,
                                            const std::string& worker, int worker_pid);
-// Refreshes the heartbeat; false when the attempt is no longer ours.
-Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job);
+// Refreshes the heartbeat (and the stage the worker reports); false when the attempt is no
+// longer ours.
+Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job,
+                       const std::string& stage);
 // The fenced "done" update; call inside the job's data transaction. Error if fenced off.
 Status FinishJob(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job, int64_t rows);
 // Records a failed attempt by its own worker (fenced): requeue with backoff or fail.

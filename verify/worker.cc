@@ -33,7 +33,8 @@ std::string ShellQuote(const std::string& s) {
   return out + "'";
 }
 
-// Sends heartbeats for the current job from its own connection while the process lives.
+// Sends heartbeats for the current job from its own connection while the process lives, with
+// the stage the worker reports. A frozen process (SIGSTOP) stops them, as it should.
 class HeartbeatThread {
  public:
   HeartbeatThread(std::unique_ptr<pg::Connection> conn, std::string run_id, double period_s)
@@ -51,20 +52,34 @@ class HeartbeatThread {
   void SetJob(std::optional<ClaimedJob> job) {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = job;
+    stage_ = "claimed";
+  }
+  // Reports `stage`; with `now`, sends it at once (and waits until it is sent).
+  void SetStage(const std::string& stage, bool now = false) {
+    std::unique_lock<std::mutex> lock(mu_);
+    stage_ = stage;
+    if (!now) return;
+    uint64_t want = ++requested_;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return sent_ >= want || stop_; });
   }
 
  private:
   void Loop() {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stop_) {
-      cv_.wait_for(lock, std::chrono::duration<double>(period_));
+      cv_.wait_for(lock, std::chrono::duration<double>(period_), [&] { return stop_ || requested_ > sent_; });
       if (stop_) break;
+      uint64_t serving = requested_;
       if (job_) {
         ClaimedJob job = *job_;
+        std::string stage = stage_;
         lock.unlock();
-        (void)Heartbeat(*conn_, run_id_, job);
+        (void)Heartbeat(*conn_, run_id_, job, stage);
         lock.lock();
       }
+      sent_ = serving;
+      cv_.notify_all();
     }
   }
   std::unique_ptr<pg::Connection> conn_;
@@ -74,6 +89,8 @@ class HeartbeatThread {
   std::condition_variable cv_;
   bool stop_ = false;
   std::optional<ClaimedJob> job_;
+  std::string stage_;
+  uint64_t requested_ = 0, sent_ = 0;
   std::thread thread_;
 };
 
@@ -230,6 +247,13 @@ int RunWorker(const WorkerOptions& o) {
           if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == stage && cp.action == "abort")
             std::abort();
         }
+        for (const auto& hp : spec.hold_points) {
+          if (hp.job_id == job.job_id && hp.attempt == job.attempt && hp.stage == stage) {
+            heartbeat.SetStage("hold:" + stage, /*now=*/true);
+            std::this_thread::sleep_for(std::chrono::duration<double>(hp.seconds));
+          }
+        }
+        heartbeat.SetStage(stage);
       };
       auto stats = fixtures::IngestJob(*conn, spec.schema, job.range, ingest);
       result = stats.status();

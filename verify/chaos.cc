@@ -1,0 +1,618 @@
+#include "verify/chaos.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "core/database.h"
+#include "core/process.h"
+#include "dump/digest.h"
+#include "dump/profile.h"
+#include "fixtures/schema.h"
+#include "verify/ingest_run.h"
+#include "verify/job_table.h"
+
+namespace ledgerdiff::verify {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// splitmix64: a small, well-known deterministic generator (same seed, same schedule everywhere).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint64_t Below(uint64_t n) { return n ? Next() % n : 0; }
+
+ private:
+  uint64_t state_;
+};
+
+bool PerJob(const std::string& kind) { return kind != "orchestrator"; }
+
+// Per-ledger, per-table counts and digests of one schema, in memory (chaos ranges are small).
+struct LedgerDigests {
+  LedgerRange range;
+  std::vector<std::string> tables;
+  std::vector<uint64_t> counts;
+  std::vector<dump::Digest128> digests;
+  size_t Index(Ledger l, size_t t) const { return size_t(l - range.from) * tables.size() + t; }
+};
+
+Result<LedgerDigests> CollectDigests(const std::string& conninfo, const std::string& schema,
+                                     const dump::ProfileSpec& spec, const LedgerRange& range, Reporter& reporter) {
+  LedgerDigests out;
+  out.range = range;
+  dump::DigestOptions options;
+  options.range = range;
+  options.jobs = 2;
+  options.phase = "digest \"" + schema + "\"";
+  LD_ASSIGN_OR_RETURN(auto summary, dump::DigestSchema(conninfo, schema, spec, options,
+                                                       [&](const dump::Chunk& chunk) -> Status {
+                                                         out.counts.insert(out.counts.end(), chunk.counts.begin(),
+                                                                           chunk.counts.end());
+                                                         out.digests.insert(out.digests.end(), chunk.digests.begin(),
+                                                                            chunk.digests.end());
+                                                         return Status::Ok();
+                                                       },
+                                                       reporter));
+  for (const auto& t : summary.profile.tables) out.tables.push_back(t.name);
+  if (out.counts.size() != range.size() * out.tables.size() || out.digests.size() != out.counts.size())
+    return Status::Runtimef("digest of \"{}\" returned {} entries, expected {}", schema, out.counts.size(),
+                            range.size() * out.tables.size());
+  return out;
+}
+
+// Classifies every ledger where `round` differs from `base`.
+std::map<std::string, std::vector<LedgerRange>> Classify(const LedgerDigests& base, const LedgerDigests& round) {
+  std::map<std::string, std::vector<Ledger>> ledgers;
+  std::optional<size_t> ledgers_table;
+  for (size_t t = 0; t < base.tables.size(); ++t)
+    if (base.tables[t] == "history_ledgers") ledgers_table = t;
+  for (Ledger l = base.range.from; l <= base.range.to; ++l) {
+    bool more = false, fewer = false, differs = false;
+    uint64_t base_rows = 0, round_rows = 0;
+    for (size_t t = 0; t < base.tables.size(); ++t) {
+      size_t i = base.Index(l, t);
+      uint64_t b = base.counts[i], r = round.counts[i];
+      base_rows += b;
+      round_rows += r;
+      more |= r > b;
+      fewer |= r < b;
+      differs |= !(base.digests[i] == round.digests[i]);
+    }
+    bool lost = ledgers_table ? (base.counts[base.Index(l, *ledgers_table)] > 0 &&
+                                 round.counts[base.Index(l, *ledgers_table)] == 0)
+                              : (base_rows > 0 && round_rows == 0);
+    if (lost) {
+      ledgers["lost"].push_back(l);
+    } else if (more) {
+      ledgers["duplicated"].push_back(l);
+    } else if (fewer) {
+      ledgers["partial"].push_back(l);
+    } else if (differs) {
+      ledgers["divergent"].push_back(l);
+    }
+    if (l == base.range.to) break;
+  }
+  std::map<std::string, std::vector<LedgerRange>> out;
+  for (auto& [cls, ls] : ledgers) out[cls] = ToIntervals(ls);
+  return out;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string IntervalsText(const std::vector<LedgerRange>& intervals) {
+  std::string s;
+  for (const auto& r : intervals) {
+    if (!s.empty()) s += ", ";
+    s += r.from == r.to ? std::to_string(r.from) : fmt::format("{}-{}", r.from, r.to);
+  }
+  return s;
+}
+
+void MergeIntervals(std::vector<LedgerRange>& into, const std::vector<LedgerRange>& more) {
+  std::vector<Ledger> all;
+  for (const std::vector<LedgerRange>* v : {static_cast<const std::vector<LedgerRange>*>(&into), &more})
+    for (const auto& r : *v)
+      for (uint64_t l = r.from; l <= r.to; ++l) all.push_back(static_cast<Ledger>(l));
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  into = ToIntervals(all);
+}
+
+// One round: an orchestrator process under the nemesis.
+class Round {
+ public:
+  Round(const std::string& conninfo, const ChaosOptions& o, const RoundPlan& plan, const std::string& chaos_id,
+        const std::string& tmp_dir, Reporter& reporter)
+      : conninfo_(conninfo), o_(o), plan_(plan), tmp_(tmp_dir), reporter_(reporter) {
+    r_.round = plan.round;
+    r_.run_id = fmt::format("{}_r{}", chaos_id, plan.round);
+    r_.schema = fmt::format("ld_{}_r{}", chaos_id, plan.round);
+    for (const auto& f : plan.faults) r_.faults.push_back({f, false, ""});
+  }
+
+  Result<ChaosRound> Run() {
+    auto started = Clock::now();
+    LD_ASSIGN_OR_RETURN(conn_, pg::Connection::Open(conninfo_, "ledgerdiff chaos nemesis"));
+    LD_RETURN_IF_ERROR(StartOrchestrator(/*resume=*/false));
+    std::map<uint32_t, uint32_t> done_at_kill;  // job -> attempt, when the orchestrator was killed
+    for (;;) {
+      int ws = 0;
+      if (waitpid(orchestrator_, &ws, WNOHANG) == orchestrator_) {
+        exit_ = DecodeWaitStatus(ws);
+        break;
+      }
+      auto jobs = ListJobs(*conn_, r_.run_id);
+      if (jobs.ok() && !jobs->empty()) {
+        InjectPerJob(*jobs);
+        if (OrchestratorDue(*jobs)) {
+          for (const auto& j : *jobs)
+            if (j.state == "done") done_at_kill[j.job_id] = j.attempt;
+          LD_RETURN_IF_ERROR(KillAndResumeOrchestrator());
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+
+    // The last orchestrator's report (stdout, JSON).
+    std::string out = Slurp(out_file_);
+    auto j = nlohmann::json::parse(out, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) {
+      r_.ingest_ok = false;
+      r_.ingest_error = fmt::format("orchestrator ended ({}) without a report: {}", exit_.str(), LastLine(err_file_));
+    } else {
+      r_.ingest_ok = j.value("ok", false);
+      r_.ingest_error = j.value("error", "");
+    }
+
+    // Job history.
+    LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn_, r_.run_id));
+    LD_ASSIGN_OR_RETURN(auto attempts, ListAttempts(*conn_, r_.run_id));
+    r_.jobs = static_cast<uint32_t>(jobs.size());
+    r_.attempts = static_cast<uint32_t>(attempts.size());
+    for (const auto& job : jobs) {
+      if (job.attempt > 1) ++r_.retried_jobs;
+      if (job.attempt > 1 && job.state == "done") ++r_.recovered_jobs;
+      auto it = done_at_kill.find(job.job_id);
+      if (it != done_at_kill.end() && it->second != job.attempt) ++r_.redone_after_resume;
+    }
+    for (auto& f : r_.faults) {
+      if (f.plan.kind != "crash") continue;
+      for (const auto& a : attempts) {
+        if (a.job_id == f.plan.job && a.attempt == 1 && a.outcome == "lost") {
+          f.injected = true;
+          f.detail = fmt::format("worker {} aborted inside job {} attempt 1 after {} ({})", a.worker, a.job_id,
+                                 f.plan.stage, a.error);
+        }
+      }
+    }
+    r_.seconds = SecondsSince(started);
+    return r_;
+  }
+
+ private:
+  std::string LastLine(const std::string& path) {
+    std::string text = Slurp(path), last;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) last = line;
+    return last;
+  }
+
+  Status StartOrchestrator(bool resume) {
+    std::vector<std::string> argv = {o_.worker_binary, "ingest"};
+    if (resume) {
+      argv.insert(argv.end(), {"--resume", r_.run_id});
+    } else {
+      argv.insert(argv.end(), {"--range", o_.range.str(), "--schema", r_.schema, "--workers", std::to_string(o_.workers),
+                               "--job-size", std::to_string(o_.job_size), "--retries", std::to_string(o_.retries),
+                               "--retry-backoff", "0.1", "--job-timeout", fmt::format("{}", o_.job_timeout_s),
+                               "--seed", std::to_string(o_.seed), "--profile", o_.density, "--run-id", r_.run_id});
+      if (o_.unsafe_ingester) argv.insert(argv.end(), {"--unsafe-commit-every", "100"});
+      if (!o_.ingest_cmd.empty()) argv.insert(argv.end(), {"--ingest-cmd", o_.ingest_cmd});
+      for (const auto& f : plan_.faults) {
+        if (f.kind == "crash") argv.insert(argv.end(), {"--fault", fmt::format("{}:1:{}:abort", f.job, f.stage)});
+        if ((f.kind == "kill" || f.kind == "hang" || f.kind == "disconnect") && o_.ingest_cmd.empty())
+          argv.insert(argv.end(), {"--hold", fmt::format("{}:1:{}:{}", f.job, f.stage, o_.hold_s)});
+      }
+    }
+    argv.insert(argv.end(), {"--format", "json"});
+    ++starts_;
+    out_file_ = fmt::format("{}/{}-{}.json", tmp_, r_.run_id, starts_);
+    err_file_ = fmt::format("{}/{}-{}.log", tmp_, r_.run_id, starts_);
+    SpawnOptions so;
+    so.new_process_group = true;
+    so.parent_death_signal = SIGKILL;
+    so.output_file = out_file_;
+    so.error_file = err_file_;
+    so.env["LEDGERDIFF_DB"] = conninfo_;  // never on a command line: it may hold a password
+    LD_ASSIGN_OR_RETURN(orchestrator_, Spawn(argv, so));
+    return Status::Ok();
+  }
+
+  void InjectPerJob(const std::vector<JobRow>& jobs) {
+    for (auto& f : r_.faults) {
+      if (f.injected || !PerJob(f.plan.kind) || f.plan.kind == "crash") continue;
+      for (const auto& j : jobs) {
+        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != 1 || j.worker_pid <= 0) continue;
+        bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
+        if (!in_hold) continue;
+        std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt 1 ({})", j.worker, j.worker_pid,
+                                        j.job_id, j.range.str(), j.stage);
+        if (f.plan.kind == "kill") {
+          kill(-j.worker_pid, SIGKILL);
+          f.detail = "SIGKILL " + where;
+        } else if (f.plan.kind == "hang") {
+          kill(-j.worker_pid, SIGSTOP);
+          f.detail = "SIGSTOP " + where;
+        } else if (f.plan.kind == "disconnect") {
+          auto t = conn_->Exec("SELECT pg_terminate_backend($1)", {std::to_string(j.backend_pid)});
+          f.detail = fmt::format("pg_terminate_backend({}) of {}", j.backend_pid, where);
+          if (!t.ok()) f.detail += ": " + t.status().message();
+        }
+        f.injected = true;
+        reporter_.Note(fmt::format("round {}: {}", r_.round, f.detail));
+      }
+    }
+  }
+
+  bool OrchestratorDue(const std::vector<JobRow>& jobs) {
+    RoundFault* due = nullptr;
+    for (auto& f : r_.faults)
+      if (f.plan.kind == "orchestrator" && !f.injected) {
+        due = &f;
+        break;
+      }
+    if (!due) return false;
+    uint32_t done = 0;
+    std::set<uint32_t> targets;
+    for (const auto& f : r_.faults)
+      if (PerJob(f.plan.kind)) targets.insert(f.plan.job);
+    for (const auto& j : jobs) {
+      if (j.state == "done") ++done;
+      // Never kill the orchestrator while a fault's target attempt is in flight: the fault
+      // would be lost with it.
+      if (targets.count(j.job_id) && j.state == "running" && j.attempt == 1) return false;
+    }
+    if (done < due->plan.after_jobs_done) return false;
+    due->injected = true;
+    due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done; resumed with --resume {}",
+                              orchestrator_, done, jobs.size(), r_.run_id);
+    reporter_.Note(fmt::format("round {}: {}", r_.round, due->detail));
+    return true;
+  }
+
+  Status KillAndResumeOrchestrator() {
+    kill(-orchestrator_, SIGKILL);
+    int ws = 0;
+    waitpid(orchestrator_, &ws, 0);
+    ++r_.orchestrator_restarts;
+    return StartOrchestrator(/*resume=*/true);
+  }
+
+  const std::string& conninfo_;
+  const ChaosOptions& o_;
+  const RoundPlan& plan_;
+  std::string tmp_;
+  Reporter& reporter_;
+  ChaosRound r_;
+  std::unique_ptr<pg::Connection> conn_;
+  pid_t orchestrator_ = -1;
+  int starts_ = 0;
+  std::string out_file_, err_file_;
+  ExitInfo exit_;
+};
+
+}  // namespace
+
+Result<FaultCounts> ParseFaultCounts(const std::string& text) {
+  FaultCounts counts;
+  for (const auto& k : FaultKinds()) counts[k] = 0;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    auto eq = item.find('=');
+    std::string kind = item.substr(0, eq);
+    if (std::find(FaultKinds().begin(), FaultKinds().end(), kind) == FaultKinds().end())
+      return Status::Usagef("--faults: unknown fault kind \"{}\" (kinds: kill, hang, crash, disconnect, orchestrator)",
+                            kind);
+    uint32_t n = 1;
+    if (eq != std::string::npos) {
+      try {
+        size_t used = 0;
+        n = static_cast<uint32_t>(std::stoul(item.substr(eq + 1), &used));
+        if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
+      } catch (const std::exception&) {
+        return Status::Usagef("--faults: \"{}\" is not KIND=COUNT", item);
+      }
+    }
+    counts[kind] = n;
+  }
+  return counts;
+}
+
+Status ValidateChaosOptions(const ChaosOptions& o) {
+  if (o.workers == 0) return Status::Usage("--workers must be at least 1");
+  if (o.job_size == 0) return Status::Usage("--job-size must be at least 1");
+  if (o.rounds == 0) return Status::Usage("--rounds must be at least 1");
+  if (o.job_timeout_s <= 0) return Status::Usage("--job-timeout must be positive");
+  if (!o.ingest_cmd.empty() && o.faults.count("crash") && o.faults.at("crash") > 0)
+    return Status::Usage("--faults crash needs the built-in ingester (a fault point inside its transaction); use "
+                         "kill, hang, disconnect or orchestrator with --ingest-cmd");
+  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
+  return PlanChaos(o).status();
+}
+
+std::string DescribeFault(const PlannedFault& f) {
+  if (f.kind == "orchestrator") return fmt::format("orchestrator after {} jobs done", f.after_jobs_done);
+  if (f.stage.empty()) return fmt::format("{} job {}", f.kind, f.job);
+  return fmt::format("{} job {} after {}", f.kind, f.job, f.stage);
+}
+
+Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
+  const uint32_t jobs = static_cast<uint32_t>((o.range.size() + o.job_size - 1) / o.job_size);
+  uint32_t per_job = 0;
+  for (const auto& [kind, n] : o.faults)
+    if (PerJob(kind)) per_job += n;
+  uint32_t orchestrator = o.faults.count("orchestrator") ? o.faults.at("orchestrator") : 0;
+  // Targets come from the first three quarters of the jobs, so that they are reached before
+  // the run ends and leave room for orchestrator kills after them.
+  uint32_t pool = std::max<uint32_t>(per_job, (jobs * 3 + 3) / 4);
+  if (per_job > 0 && pool > jobs) {
+    return Status::Usagef("{} per-job faults per round need at least {} jobs; the range {} has {} jobs of {}", per_job,
+                          per_job + 1, o.range.str(), jobs, o.job_size);
+  }
+  if (orchestrator > 0 && jobs < orchestrator + 1)
+    return Status::Usagef("{} orchestrator kills per round need at least {} jobs; the range has {}", orchestrator,
+                          orchestrator + 1, jobs);
+  // Stages at which a target attempt is held or crashes: the job has written part of itself.
+  const std::vector<std::string> stages =
+      o.unsafe_ingester ? std::vector<std::string>{"committed"}
+                        : std::vector<std::string>{"history_transactions", "history_operations", "history_effects",
+                                                   "history_trades"};
+  std::vector<RoundPlan> plans;
+  for (uint32_t round = 1; round <= o.rounds; ++round) {
+    Rng rng(o.seed * 0x100000001b3ULL + round);
+    std::vector<uint32_t> candidates;
+    for (uint32_t j = 1; j <= pool; ++j) candidates.push_back(j);
+    for (size_t i = candidates.size(); i > 1; --i) std::swap(candidates[i - 1], candidates[rng.Below(i)]);
+    RoundPlan plan;
+    plan.round = round;
+    size_t next = 0;
+    for (const auto& kind : FaultKinds()) {
+      uint32_t n = o.faults.count(kind) ? o.faults.at(kind) : 0;
+      for (uint32_t i = 0; i < n; ++i) {
+        PlannedFault f;
+        f.kind = kind;
+        if (PerJob(kind)) {
+          f.job = candidates[next++];
+          if (o.ingest_cmd.empty() || kind == "crash") f.stage = stages[rng.Below(stages.size())];
+        } else {
+          f.after_jobs_done = std::clamp<uint32_t>(jobs * (i + 1) / (n + 1), 1, jobs - 1);
+        }
+        plan.faults.push_back(f);
+      }
+    }
+    plans.push_back(std::move(plan));
+  }
+  return plans;
+}
+
+Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter) {
+  LD_RETURN_IF_ERROR(ValidateChaosOptions(options));
+  auto started = Clock::now();
+  ChaosReport report;
+  report.options = options;
+  if (report.options.worker_binary.empty()) report.options.worker_binary = SelfExecutable();
+  const ChaosOptions& o = report.options;
+  LD_ASSIGN_OR_RETURN(report.schedule, PlanChaos(o));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  for (const auto& plan : report.schedule)
+    for (const auto& f : plan.faults) ++report.planned[f.kind];
+  std::string faults;
+  for (const auto& k : FaultKinds())
+    faults += fmt::format("{}{}={}", faults.empty() ? "" : ",", k, o.faults.count(k) ? o.faults.at(k) : 0);
+  report.replay = fmt::format("ledgerdiff chaos --range {} --workers {} --job-size {} --seed {} --rounds {} --faults {}{}",
+                              o.range.str(), o.workers, o.job_size, o.seed, o.rounds, faults,
+                              o.unsafe_ingester ? " --unsafe-ingester" : "");
+  for (const auto& plan : report.schedule) {
+    std::string s;
+    for (const auto& f : plan.faults) s += (s.empty() ? "" : "; ") + DescribeFault(f);
+    reporter.Note(fmt::format("schedule round {}: {}", plan.round, s));
+  }
+
+  const std::string chaos_id = NewRunId();
+  std::string tmp = (std::filesystem::temp_directory_path() / ("ledgerdiff-chaos-" + chaos_id)).string();
+  std::filesystem::create_directories(tmp);
+  int cleanup = RegisterCleanup([tmp] {
+    std::error_code ec;
+    std::filesystem::remove_all(tmp, ec);
+  });
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
+
+  // The serial baseline, once, without faults and with the safe ingester.
+  IngestOptions base;
+  base.range = o.range;
+  base.schema = fmt::format("ld_{}_baseline", chaos_id);
+  base.workers = 1;
+  base.job_size = o.job_size;
+  base.seed = o.seed;
+  base.density = o.density;
+  base.ingest_cmd = o.ingest_cmd;
+  if (!o.ingest_cmd.empty()) base.job_size = static_cast<uint32_t>(o.range.size());
+  base.worker_binary = o.worker_binary;
+  base.run_id = chaos_id + "_base";
+  reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.range.str(), base.schema));
+  auto t = Clock::now();
+  LD_ASSIGN_OR_RETURN(IngestReport base_report, RunIngest(conninfo, base, reporter));
+  if (!base_report.ok) return Status::Runtimef("chaos: the serial baseline failed: {}", base_report.error);
+  LD_ASSIGN_OR_RETURN(LedgerDigests baseline, CollectDigests(conninfo, base.schema, spec, o.range, reporter));
+  report.baseline_s = SecondsSince(t);
+
+  report.valid = true;
+  for (const auto& plan : report.schedule) {
+    reporter.Note(fmt::format("chaos: round {} of {}", plan.round, o.rounds));
+    Round round(conninfo, o, plan, chaos_id, tmp, reporter);
+    LD_ASSIGN_OR_RETURN(ChaosRound r, round.Run());
+    auto digested = CollectDigests(conninfo, r.schema, spec, o.range, reporter);
+    if (digested.ok()) {
+      r.anomalies = Classify(baseline, *digested);
+    } else {
+      r.ingest_ok = false;
+      if (r.ingest_error.empty()) r.ingest_error = digested.status().message();
+    }
+    r.valid = r.ingest_ok && r.anomalies.empty() && r.redone_after_resume == 0;
+    if (r.valid && !o.keep) {
+      LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.schema));
+    } else {
+      r.schema_kept = true;
+    }
+    for (const auto& f : r.faults)
+      if (f.injected) ++report.injected[f.plan.kind];
+    for (const auto& [cls, intervals] : r.anomalies) MergeIntervals(report.anomalies[cls], intervals);
+    report.jobs_retried += r.retried_jobs;
+    report.jobs_recovered += r.recovered_jobs;
+    report.valid = report.valid && r.valid;
+    std::string anomalies;
+    for (const auto& [cls, iv] : r.anomalies) anomalies += fmt::format(" {} {};", cls, IntervalsText(iv));
+    reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round, r.valid ? "valid" : "INVALID",
+                              FormatDuration(r.seconds), anomalies.empty() ? "" : ":" + anomalies));
+    report.rounds.push_back(std::move(r));
+  }
+  if (report.valid && !o.keep) LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, base.schema));
+  std::error_code ec;
+  std::filesystem::remove_all(tmp, ec);
+  UnregisterCleanup(cleanup);
+  report.seconds = SecondsSince(started);
+  return report;
+}
+
+std::string RenderChaosText(const ChaosReport& r) {
+  std::string out;
+  out += fmt::format("chaos {} ({} ledgers), {} workers, jobs of {}, seed {}, {} round{}{}\n", r.options.range.str(),
+                     FormatCount(r.options.range.size()), r.options.workers, r.options.job_size, r.options.seed,
+                     r.rounds.size(), r.rounds.size() == 1 ? "" : "s",
+                     r.options.unsafe_ingester ? ", UNSAFE ingester (negative control)" : "");
+  out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", "round", "jobs", "attempts", "retried",
+                     "recovered", "time", "valid", "faults / anomalies");
+  for (const auto& round : r.rounds) {
+    std::string faults;
+    for (const auto& f : round.faults)
+      faults += fmt::format("{}{}{}", faults.empty() ? "" : ", ", DescribeFault(f.plan), f.injected ? "" : " (not injected)");
+    out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", round.round, round.jobs, round.attempts,
+                       round.retried_jobs, round.recovered_jobs, FormatDuration(round.seconds),
+                       round.valid ? "yes" : "NO", faults);
+    for (const auto& [cls, iv] : round.anomalies)
+      out += fmt::format("  {:<6} anomaly {}: ledgers {}\n", "", cls, IntervalsText(iv));
+    if (!round.ingest_ok) out += fmt::format("  {:<6} ingest failed: {}\n", "", round.ingest_error);
+    if (round.redone_after_resume)
+      out += fmt::format("  {:<6} {} finished jobs ran again after the orchestrator was resumed\n", "",
+                         round.redone_after_resume);
+    if (round.schema_kept) out += fmt::format("  {:<6} schema kept: \"{}\"\n", "", round.schema);
+  }
+  // A Jepsen-style verdict.
+  auto kinds = [&](const std::map<std::string, uint32_t>& m) {
+    std::string s;
+    for (const auto& k : FaultKinds()) s += fmt::format(" :{} {}", k, m.count(k) ? m.at(k) : 0);
+    return s;
+  };
+  out += fmt::format("{{:valid? {}\n", r.valid ? "true" : "false");
+  out += fmt::format(" :faults-injected {{{}}}\n", kinds(r.injected).substr(1));
+  out += fmt::format(" :faults-planned  {{{}}}\n", kinds(r.planned).substr(1));
+  out += fmt::format(" :jobs {{:retried {} :recovered {}}}\n", r.jobs_retried, r.jobs_recovered);
+  std::string anomalies;
+  for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
+    auto it = r.anomalies.find(cls);
+    anomalies += fmt::format(" :{} [{}]", cls, it == r.anomalies.end() ? "" : IntervalsText(it->second));
+  }
+  out += fmt::format(" :anomalies {{{}}}\n", anomalies.substr(1));
+  out += fmt::format(" :time {{:baseline \"{}\" :total \"{}\"}}}}\n", FormatDuration(r.baseline_s),
+                     FormatDuration(r.seconds));
+  out += fmt::format("replay: {}\n", r.replay);
+  return out;
+}
+
+nlohmann::json ChaosReportToJson(const ChaosReport& r) {
+  auto intervals = [](const std::vector<LedgerRange>& iv) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : iv) a.push_back({x.from, x.to});
+    return a;
+  };
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const auto& round : r.rounds) {
+    nlohmann::json faults = nlohmann::json::array();
+    for (const auto& f : round.faults) {
+      nlohmann::json jf = {{"kind", f.plan.kind}, {"injected", f.injected}, {"detail", f.detail}};
+      if (f.plan.kind == "orchestrator")
+        jf["after_jobs_done"] = f.plan.after_jobs_done;
+      else
+        jf["job"] = f.plan.job;
+      if (!f.plan.stage.empty()) jf["stage"] = f.plan.stage;
+      faults.push_back(jf);
+    }
+    nlohmann::json anomalies = nlohmann::json::object();
+    for (const auto& [cls, iv] : round.anomalies) anomalies[cls] = intervals(iv);
+    rounds.push_back({{"round", round.round},
+                      {"valid", round.valid},
+                      {"schema", round.schema},
+                      {"schema_kept", round.schema_kept},
+                      {"faults", faults},
+                      {"ingest_ok", round.ingest_ok},
+                      {"ingest_error", round.ingest_error},
+                      {"jobs", round.jobs},
+                      {"attempts", round.attempts},
+                      {"retried_jobs", round.retried_jobs},
+                      {"recovered_jobs", round.recovered_jobs},
+                      {"orchestrator_restarts", round.orchestrator_restarts},
+                      {"redone_after_resume", round.redone_after_resume},
+                      {"anomalies", anomalies},
+                      {"seconds", round.seconds}});
+  }
+  nlohmann::json anomalies = nlohmann::json::object();
+  for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
+    auto it = r.anomalies.find(cls);
+    anomalies[cls] = it == r.anomalies.end() ? nlohmann::json::array() : intervals(it->second);
+  }
+  nlohmann::json injected = nlohmann::json::object(), planned = nlohmann::json::object();
+  for (const auto& k : FaultKinds()) {
+    injected[k] = r.injected.count(k) ? r.injected.at(k) : 0;
+    planned[k] = r.planned.count(k) ? r.planned.at(k) : 0;
+  }
+  return {{"valid", r.valid},
+          {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
+          {"workers", r.options.workers},
+          {"job_size", r.options.job_size},
+          {"seed", r.options.seed},
+          {"unsafe_ingester", r.options.unsafe_ingester},
+          {"faults_planned", planned},
+          {"faults_injected", injected},
+          {"jobs_retried", r.jobs_retried},
+          {"jobs_recovered", r.jobs_recovered},
+          {"anomalies", anomalies},
+          {"rounds", rounds},
+          {"baseline_seconds", r.baseline_s},
+          {"seconds", r.seconds},
+          {"replay", r.replay}};
+}
+
+}  // namespace ledgerdiff::verify

@@ -1,0 +1,116 @@
+#pragma once
+// chaos: fault-injection rounds that prove nothing is lost, duplicated or half-written.
+//
+// Ingests a serial baseline once, then runs R parallel rounds. Each round is a real orchestrator
+// process (`ledgerdiff ingest`) with N worker processes; a nemesis in this process watches the
+// job table (the single source of truth) and injects the round's faults:
+//   kill         SIGKILL a worker's process group in the middle of a job
+//   hang         SIGSTOP a worker's process group and never resume it
+//   crash        the worker aborts inside its open data transaction (a fault point)
+//   disconnect   pg_terminate_backend of the worker's session in the middle of a job
+//   orchestrator SIGKILL the orchestrator, then `ledgerdiff ingest --resume RUN`
+// "In the middle of a job" is made certain with hold points: the target attempt pauses inside
+// its open data transaction after writing part of the job, and reports "hold:<stage>".
+// After each round the schema is digested and compared with the baseline per ledger and table;
+// anomalies are classified per ledger: lost (the ledger is missing), duplicated (more rows than
+// the baseline in some table), partial (fewer rows), divergent (same counts, other content).
+// Determinism: the schedule is a function of (seed, rounds, faults, range, job size) only.
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+
+namespace ledgerdiff::verify {
+
+inline const std::vector<std::string>& FaultKinds() {
+  static const std::vector<std::string> kinds = {"kill", "hang", "crash", "disconnect", "orchestrator"};
+  return kinds;
+}
+
+// Faults per round, by kind.
+using FaultCounts = std::map<std::string, uint32_t>;
+// Parses "kill=K,hang=H,crash=C,disconnect=D,orchestrator=O" (kinds may be omitted: 0).
+Result<FaultCounts> ParseFaultCounts(const std::string& text);
+
+struct ChaosOptions {
+  LedgerRange range;
+  uint32_t workers = 4;
+  uint32_t job_size = 100;
+  uint64_t seed = 1;
+  uint32_t rounds = 3;
+  FaultCounts faults = {{"kill", 1}, {"hang", 1}, {"crash", 1}, {"disconnect", 1}, {"orchestrator", 1}};
+  std::string density = "stellar";
+  std::string table_profile = "horizon";
+  bool unsafe_ingester = false;  // the negative control
+  std::string ingest_cmd;
+  double job_timeout_s = 4;      // hung-worker detection in the rounds
+  double hold_s = 2;             // how long a target attempt pauses mid-job
+  uint32_t retries = 3;
+  bool keep = false;             // keep every round's schema (divergent rounds are always kept)
+  std::string worker_binary;     // the ledgerdiff executable (orchestrators and workers)
+};
+
+Status ValidateChaosOptions(const ChaosOptions& options);
+
+struct PlannedFault {
+  std::string kind;
+  uint32_t job = 0;              // target job (per-job kinds)
+  std::string stage;             // where the target attempt is held / crashes
+  uint32_t after_jobs_done = 0;  // orchestrator: kill once this many jobs are done
+};
+
+struct RoundPlan {
+  uint32_t round = 0;
+  std::vector<PlannedFault> faults;
+};
+
+// The whole schedule, drawn from the seed.
+Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& options);
+std::string DescribeFault(const PlannedFault& fault);
+
+struct RoundFault {
+  PlannedFault plan;
+  bool injected = false;
+  std::string detail;  // what was done ("SIGKILL worker w2 (pid 123) during job 4 attempt 1")
+};
+
+struct ChaosRound {
+  uint32_t round = 0;
+  std::string run_id, schema;
+  std::vector<RoundFault> faults;
+  bool ingest_ok = false;
+  std::string ingest_error;
+  uint32_t jobs = 0, attempts = 0, retried_jobs = 0, recovered_jobs = 0;
+  uint32_t orchestrator_restarts = 0;
+  uint32_t redone_after_resume = 0;  // jobs done before an orchestrator kill that ran again
+  std::map<std::string, std::vector<LedgerRange>> anomalies;  // class -> ledger intervals
+  bool valid = false;
+  bool schema_kept = false;
+  double seconds = 0;
+};
+
+struct ChaosReport {
+  ChaosOptions options;
+  std::vector<RoundPlan> schedule;
+  std::vector<ChaosRound> rounds;
+  std::map<std::string, uint32_t> planned, injected;             // per fault kind
+  std::map<std::string, std::vector<LedgerRange>> anomalies;     // per class, over all rounds
+  uint32_t jobs_retried = 0, jobs_recovered = 0;
+  double baseline_s = 0, seconds = 0;
+  bool valid = false;
+  std::string replay;  // the command line that replays this schedule
+};
+
+// Runs the whole chaos session against the database at `conninfo`.
+Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter);
+
+std::string RenderChaosText(const ChaosReport& report);
+nlohmann::json ChaosReportToJson(const ChaosReport& report);
+
+}  // namespace ledgerdiff::verify
