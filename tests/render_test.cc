@@ -1,0 +1,582 @@
+// JUnit, Markdown and HTML reports of verify (verify/render_ci.cc), from hand-built reports:
+// identical, divergent (with hostile values), error, baseline, zero-attempt and huge runs.
+//
+// LEDGERDIFF_RENDER_SAMPLE_DIR=DIR makes SampleReportForBrowser write the divergent sample
+// report to DIR/index.html (ci/check_report_browser.sh screenshots it when no CLI report exists).
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/harness.h"
+#include "verify/verify.h"
+
+namespace ledgerdiff::verify {
+namespace {
+
+namespace fs = std::filesystem;
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
+
+std::string ReadFile(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("ledgerdiff-render-test-" + std::to_string(getpid())) / name;
+  fs::remove_all(p);
+  return p;
+}
+
+// A minimal XML well-formedness check: balanced and properly nested elements, quoted attributes,
+// no raw '<' or '&' outside markup and entities. Returns "" or what is wrong.
+std::string CheckWellFormed(const std::string& x) {
+  auto entity_ok = [](const std::string& s, size_t at) {
+    size_t semi = s.find(';', at);
+    if (semi == std::string::npos || semi - at > 8) return false;
+    std::string e = s.substr(at + 1, semi - at - 1);
+    return e == "amp" || e == "lt" || e == "gt" || e == "quot" || e == "apos" || (e.size() > 1 && e[0] == '#');
+  };
+  std::vector<std::string> stack;
+  size_t i = 0;
+  while (i < x.size()) {
+    if (x[i] == '&') {
+      if (!entity_ok(x, i)) return "bad entity at " + x.substr(i, 12);
+      ++i;
+      continue;
+    }
+    if (x[i] != '<') {
+      ++i;
+      continue;
+    }
+    size_t end = x.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    std::string tag = x.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (!tag.empty() && tag[0] == '?') continue;
+    if (tag.find('<') != std::string::npos) return "'<' inside a tag: " + tag;
+    bool closing = !tag.empty() && tag[0] == '/';
+    bool self = !tag.empty() && tag.back() == '/';
+    std::string body = closing ? tag.substr(1) : self ? tag.substr(0, tag.size() - 1) : tag;
+    std::string name = body.substr(0, body.find_first_of(" \t\n"));
+    if (name.empty()) return "empty tag name: <" + tag + ">";
+    std::string attrs = body.substr(name.size());
+    size_t quotes = 0;
+    for (char a : attrs) quotes += a == '"';
+    if (quotes % 2) return "unbalanced quotes in <" + name + ">";
+    for (size_t k = attrs.find('&'); k != std::string::npos; k = attrs.find('&', k + 1))
+      if (!entity_ok(attrs, k)) return "bad entity in an attribute of <" + name + ">";
+    if (closing) {
+      if (stack.empty() || stack.back() != name) return "mismatched </" + name + ">";
+      stack.pop_back();
+    } else if (!self) {
+      stack.push_back(name);
+    }
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  return "";
+}
+
+// An attempt row field by field (robust to fields added to AttemptRow later).
+AttemptRow Attempt(uint32_t job, uint32_t attempt, const std::string& worker, double start, double end,
+                   const std::string& outcome, const std::string& error, LedgerRange range) {
+  AttemptRow a{};
+  a.job_id = job;
+  a.attempt = attempt;
+  a.worker = worker;
+  a.start_s = start;
+  a.end_s = end;
+  a.outcome = outcome;
+  a.error = error;
+  a.range = range;
+  return a;
+}
+
+// A realistic parallel run of 2:401 with 3 workers and jobs of 25 ledgers: worker w2 dies in
+// job 6 and is replaced by w2.1, job 9 fails once and succeeds on its retry, job 12's first
+// attempt is fenced off.
+std::vector<AttemptRow> SampleTimeline(double* wall) {
+  std::vector<AttemptRow> tl;
+  double free_at[4] = {0, 0.05, 0.08, 0.11};
+  std::string name[4] = {"", "w1", "w2", "w3"};
+  uint32_t job = 0;
+  for (Ledger from = 2; from <= 401; from += 25) {
+    ++job;
+    LedgerRange range{from, std::min<Ledger>(from + 24, 401)};
+    int lane = 1;
+    for (int l = 2; l <= 3; ++l)
+      if (free_at[l] < free_at[lane]) lane = l;
+    double start = free_at[lane];
+    double dur = 0.42 + 0.03 * static_cast<double>((job * 7) % 5);
+    uint32_t attempt = 1;
+    auto add = [&](const std::string& outcome, double d, const std::string& err) {
+      tl.push_back(Attempt(job, attempt, name[lane], start, start + d, outcome, err, range));
+      start += d;
+      ++attempt;
+    };
+    if (job == 6) {
+      add("lost", 0.3, "worker w2 died (killed by signal 9)");
+      name[2] = "w2.1";
+      start += 0.2;
+    } else if (job == 9) {
+      add("failed", 0.15, "history_effects: connection reset <by peer> & \"retried\"");
+      start += 0.25;
+    } else if (job == 12) {
+      add("fenced", 0.2, "attempt fenced off: job handed to another worker");
+    }
+    add("done", dur, "");
+    free_at[lane] = start + 0.01;
+  }
+  *wall = 0;
+  for (const auto& a : tl) *wall = std::max(*wall, a.end_s);
+  *wall += 0.05;
+  return tl;
+}
+
+IngestReport SampleRun(const std::string& schema, uint32_t workers, std::vector<AttemptRow> timeline, double wall) {
+  IngestReport run;
+  run.run_id = "r7f3_p";
+  run.schema = schema;
+  run.range = {2, 401};
+  run.workers = workers;
+  run.job_size = 25;
+  run.jobs = 16;
+  run.ok = true;
+  run.wall_s = wall;
+  run.ledgers = 400;
+  run.rows_per_table = {{"history_ledgers", 400},        {"history_transactions", 3210},
+                        {"history_operations", 8155},    {"history_effects", 12044},
+                        {"history_trades", 610},         {"history_operation_participants", 9120}};
+  for (const auto& [t, n] : run.rows_per_table) run.rows += n;
+  run.attempts = static_cast<uint32_t>(timeline.size());
+  run.retried_jobs = 3;
+  run.workers_replaced = 1;
+  run.timeline = std::move(timeline);
+  return run;
+}
+
+VerifyReport BaseReport() {
+  VerifyReport r;
+  r.run_id = "r7f3";
+  r.range = {2, 401};
+  r.workers = 3;
+  r.job_size = 25;
+  r.serial_schema = "ld_r7f3_serial";
+  r.parallel_schema = "ld_r7f3_parallel";
+  double wall = 0;
+  std::vector<AttemptRow> tl = SampleTimeline(&wall);
+  r.parallel = SampleRun(r.parallel_schema, 3, tl, wall);
+  std::vector<AttemptRow> serial_tl;
+  double t = 0;
+  uint32_t job = 0;
+  for (Ledger from = 2; from <= 401; from += 25, t += 0.31) {
+    serial_tl.push_back(Attempt(++job, 1, "w1", t, t + 0.3, "done", "", {from, std::min<Ledger>(from + 24, 401)}));
+  }
+  r.serial = SampleRun(r.serial_schema, 1, serial_tl, t + 0.05);
+  r.serial->run_id = "r7f3_s";
+  r.serial->retried_jobs = 0;
+  r.serial->workers_replaced = 0;
+  r.phases = {{"serial ingest", r.serial->wall_s}, {"parallel ingest", r.parallel.wall_s}, {"digest and diff", 0.84}};
+  r.speedup = r.serial->wall_s / r.parallel.wall_s;
+  r.diff.left = "schema \"ld_r7f3_serial\"";
+  r.diff.right = "schema \"ld_r7f3_parallel\"";
+  r.diff.range = r.range;
+  r.diff.profile = "horizon";
+  r.diff.ledgers_compared = 400;
+  r.diff.excluded_columns = {"history_accounts.id", "history_operation_participants.history_account_id"};
+  for (const auto& [table, n] : r.parallel.rows_per_table) {
+    diff::TableComparison c;
+    c.table = table;
+    c.left_rows = n;
+    c.right_rows = n;
+    c.left_root = c.right_root = "9f2c" + table;
+    r.diff.tables.push_back(c);
+    r.diff.rows_compared_left += n;
+    r.diff.rows_compared_right += n;
+  }
+  r.diff.identical = true;
+  r.identical = true;
+  return r;
+}
+
+VerifyReport IdenticalReport() { return BaseReport(); }
+
+// Divergent at ledger 200 in history_effects (one row dropped, one changed) with hostile values.
+VerifyReport DivergentReport() {
+  VerifyReport r = BaseReport();
+  r.bug = "drop-row@200";
+  r.identical = false;
+  r.schemas_kept = true;
+  r.look_again = "ledgerdiff diff --keep-db /tmp/ld-db ld_r7f3_serial ld_r7f3_parallel --range 2:401";
+  r.diff.identical = false;
+  r.diff.first_divergent_ledger = 200;
+  r.diff.divergent_ledgers = 1;
+  r.diff.all = true;
+  for (auto& t : r.diff.tables) {
+    if (t.table != "history_effects") continue;
+    t.right_rows = t.left_rows - 1;
+    t.divergent_ledgers = 1;
+    t.divergent = {{200, 200}};
+    t.right_root = "0bad";
+  }
+  r.diff.divergent_tables = {{"history_effects", 31, 30}};
+  diff::TableRowDiff rd;
+  rd.table = "history_effects";
+  rd.columns = {"history_operation_id", "order", "account", "type", "details"};
+  rd.key = {"history_operation_id", "order"};
+  rd.only_left = {{"858993463297", "2", "GBXQ...ZP4T", "2", "<script>alert(1)</script>"}};
+  rd.only_left_total = 1;
+  rd.changed = {{{"858993463298", "1"}, {{"details", std::string("{\"amount\":\"10\"}"), std::string("a<b&\"c\"")},
+                                         {"account", std::nullopt, std::string("GA\x01X")}}}};
+  rd.changed_total = 1;
+  r.diff.rows = {rd};
+  return r;
+}
+
+VerifyReport ErrorReport() {
+  VerifyReport r = BaseReport();
+  r.identical = false;
+  r.diff = {};
+  r.phases.pop_back();
+  r.error = "parallel ingest failed: job 9 [202:226] failed after 4 attempts: <deadlock> & more";
+  r.parallel.ok = false;
+  JobRow failed{};
+  failed.job_id = 9;
+  failed.range = {202, 226};
+  failed.state = "failed";
+  failed.attempt = 4;
+  failed.worker = "w3";
+  failed.error = "deadlock detected";
+  r.parallel.failed_jobs = {failed};
+  r.parallel.restart_range = LedgerRange{202, 401};
+  r.schemas_kept = true;
+  return r;
+}
+
+// 8 workers, 5,000 jobs of 100 ledgers, a few failures and their retries.
+VerifyReport HugeReport() {
+  VerifyReport r = IdenticalReport();
+  r.range = {2, 500001};
+  r.job_size = 100;
+  r.workers = 8;
+  r.parallel.timeline.clear();
+  uint32_t job = 0;
+  for (int lane = 1; lane <= 8; ++lane) {
+    double t = 0;
+    for (int k = 0; k < 625; ++k, t += 0.08) {
+      ++job;
+      Ledger from = 2 + (job - 1) * 100;
+      bool fail = job % 97 == 0;
+      r.parallel.timeline.push_back(Attempt(job, 1, "w" + std::to_string(lane), t, t + 0.075,
+                                            fail ? "failed" : "done", fail ? "boom" : "", {from, from + 99}));
+      if (fail) {
+        t += 0.08;
+        r.parallel.timeline.push_back(
+            Attempt(job, 2, "w" + std::to_string(lane), t, t + 0.075, "done", "", {from, from + 99}));
+      }
+    }
+  }
+  r.parallel.wall_s = 52;
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// JUnit
+
+TEST(RenderJUnit, IdenticalHasOnePassingCasePerTable) {
+  std::string x = RenderVerifyJUnit(IdenticalReport());
+  EXPECT_EQ(CheckWellFormed(x), "");
+  EXPECT_NE(x.find("<testsuites "), std::string::npos);
+  EXPECT_NE(x.find("<testsuite name=\"ledgerdiff verify 2:401\" tests=\"6\" failures=\"0\" errors=\"0\""),
+            std::string::npos)
+      << x;
+  EXPECT_EQ(Count(x, "<testcase classname=\"ledgerdiff.verify\" name=\""), 6u);
+  EXPECT_NE(x.find("name=\"history_effects\"/>"), std::string::npos);
+  EXPECT_EQ(Count(x, "<failure"), 0u);
+  EXPECT_EQ(Count(x, "<error"), 0u);
+  for (const char* p : {"run_id\" value=\"r7f3\"", "workers\" value=\"3\"", "job_size\" value=\"25\"",
+                        "schemas\" value=\"ld_r7f3_serial ld_r7f3_parallel\"", "name=\"bug\""})
+    EXPECT_NE(x.find(p), std::string::npos) << p;
+}
+
+TEST(RenderJUnit, DivergentTableFailsWithLedgerCountsAndEscapedRows) {
+  std::string x = RenderVerifyJUnit(DivergentReport());
+  EXPECT_EQ(CheckWellFormed(x), "");
+  EXPECT_NE(x.find("tests=\"6\" failures=\"1\" errors=\"0\""), std::string::npos);
+  EXPECT_EQ(Count(x, "<failure "), 1u);
+  EXPECT_NE(x.find("<failure message=\"history_effects: first divergent ledger 200; serial 12,044 rows, parallel "
+                   "12,043 rows; 1 divergent ledger\""),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("divergent ledgers: 200"), std::string::npos);
+  EXPECT_NE(x.find("at ledger 200: serial 31 rows, parallel 30 rows"), std::string::npos);
+  EXPECT_NE(x.find("- only serial: history_operation_id=&#39;858993463297&#39;"), std::string::npos);
+  EXPECT_NE(x.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(x.find("a&lt;b&amp;&quot;c&quot;"), std::string::npos);
+  EXPECT_EQ(x.find("<script>"), std::string::npos);
+  EXPECT_EQ(x.find("a<b"), std::string::npos);
+  EXPECT_NE(x.find("GA\\x01X"), std::string::npos);  // control characters are made visible
+  EXPECT_EQ(x.find('\x01'), std::string::npos);
+  EXPECT_NE(x.find("name=\"bug\" value=\"drop-row@200\""), std::string::npos);
+  EXPECT_NE(x.find("name=\"first_divergent_ledger\" value=\"200\""), std::string::npos);
+  // The other tables pass.
+  EXPECT_NE(x.find("name=\"history_ledgers\"/>"), std::string::npos);
+}
+
+TEST(RenderJUnit, ErrorIsOneErroredCase) {
+  std::string x = RenderVerifyJUnit(ErrorReport());
+  EXPECT_EQ(CheckWellFormed(x), "");
+  EXPECT_NE(x.find("tests=\"1\" failures=\"0\" errors=\"1\""), std::string::npos) << x;
+  EXPECT_EQ(Count(x, "<testcase "), 1u);
+  EXPECT_NE(x.find("<error message=\"parallel ingest failed: job 9 [202:226] failed after 4 attempts: &lt;deadlock&gt; "
+                   "&amp; more\""),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("parallel restart range: 202:401"), std::string::npos);
+}
+
+TEST(RenderJUnit, IsDeterministicAndValidPerXmllint) {
+  VerifyReport r = DivergentReport();
+  std::string x = RenderVerifyJUnit(r);
+  EXPECT_EQ(x, RenderVerifyJUnit(r));
+  if (std::system("command -v xmllint >/dev/null 2>&1") != 0) GTEST_SKIP() << "xmllint not installed";
+  fs::path dir = TempDir("junit");
+  fs::create_directories(dir);
+  for (const auto& [name, report] : std::vector<std::pair<std::string, VerifyReport>>{
+           {"identical", IdenticalReport()}, {"divergent", r}, {"error", ErrorReport()}}) {
+    fs::path file = dir / (name + ".xml");
+    std::ofstream(file) << RenderVerifyJUnit(report);
+    EXPECT_EQ(std::system(("xmllint --noout " + file.string()).c_str()), 0) << name;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Markdown
+
+TEST(RenderMarkdown, IdenticalHasVerdictFactsAndTable) {
+  std::string m = RenderVerifyMarkdown(IdenticalReport());
+  EXPECT_NE(m.find("## \xe2\x9c\x85 ledgerdiff verify: identical"), std::string::npos) << m;
+  EXPECT_NE(m.find("- range: `2:401` (400 ledgers)"), std::string::npos);
+  EXPECT_NE(m.find("- workers: 3, jobs of 25 ledgers"), std::string::npos);
+  EXPECT_NE(m.find("| parallel ingest |"), std::string::npos);
+  EXPECT_NE(m.find("| **parallel speed-up** |"), std::string::npos);
+  EXPECT_NE(m.find("| table | serial rows | parallel rows | divergent ledgers | status |"), std::string::npos);
+  EXPECT_NE(m.find("| `history_effects` | 12,044 | 12,044 | 0 | \xe2\x9c\x85 identical |"), std::string::npos) << m;
+  EXPECT_EQ(m.find("Look again"), std::string::npos);
+}
+
+TEST(RenderMarkdown, DivergentHasFirstLedgerRowDiffAndLookAgain) {
+  std::string m = RenderVerifyMarkdown(DivergentReport());
+  EXPECT_NE(m.find("## \xe2\x9d\x8c ledgerdiff verify: divergent"), std::string::npos) << m;
+  EXPECT_NE(m.find("**First divergent ledger: 200**"), std::string::npos);
+  EXPECT_NE(m.find("| `history_effects` | 12,044 | 12,043 | 1 | \xe2\x9d\x8c divergent |"), std::string::npos) << m;
+  EXPECT_NE(m.find("Divergent tables at ledger 200: `history_effects`"), std::string::npos);
+  EXPECT_NE(m.find("```diff\n- only serial: "), std::string::npos);
+  EXPECT_NE(m.find("~ changed (history_operation_id='858993463298', order='1'): details: "), std::string::npos);
+  EXPECT_NE(m.find("```sh\nledgerdiff diff --keep-db /tmp/ld-db ld_r7f3_serial ld_r7f3_parallel --range 2:401\n```"),
+            std::string::npos);
+  // Hostile values only inside code blocks, where Markdown shows them literally.
+  size_t at = m.find("<script>alert(1)</script>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(m.rfind("```diff", at), at);
+}
+
+TEST(RenderMarkdown, ErrorAndBaseline) {
+  std::string m = RenderVerifyMarkdown(ErrorReport());
+  EXPECT_NE(m.find("## \xe2\x9a\xa0\xef\xb8\x8f ledgerdiff verify: error"), std::string::npos) << m;
+  EXPECT_NE(m.find("&lt;deadlock&gt; &amp; more"), std::string::npos) << m;
+  EXPECT_NE(m.find("\xe2\x80\x94 not compared"), std::string::npos);
+  EXPECT_NE(m.find("parallel restart range: `202:401`"), std::string::npos);
+
+  VerifyReport b = IdenticalReport();
+  b.serial.reset();
+  b.serial_schema.clear();
+  b.baseline = "/tmp/base.ldm";
+  b.speedup = 0;
+  std::string mb = RenderVerifyMarkdown(b);
+  EXPECT_NE(mb.find("| table | baseline rows | parallel rows |"), std::string::npos) << mb;
+  EXPECT_EQ(mb.find("speed-up"), std::string::npos);
+}
+
+TEST(RenderMarkdown, PipesInTableNamesDoNotBreakTheTable) {
+  VerifyReport r = IdenticalReport();
+  r.diff.tables[0].table = "odd|name`x";
+  std::string m = RenderVerifyMarkdown(r);
+  EXPECT_NE(m.find("| ``odd\\|name`x`` |"), std::string::npos) << m;
+}
+
+// ---------------------------------------------------------------------------------------------
+// HTML
+
+struct Html {
+  Status status;
+  std::string text;
+};
+
+Html WriteHtml(const VerifyReport& r, const std::string& name) {
+  fs::path dir = TempDir(name) / "nested" / "report";
+  Html h{WriteVerifyHtml(r, dir.string()), ""};
+  if (h.status.ok()) h.text = ReadFile(dir / "index.html");
+  return h;
+}
+
+// The first <svg> of class `cls` (the parallel run's timeline comes before the serial one).
+std::string Svg(const std::string& html, const std::string& cls) {
+  size_t at = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"" + cls + "\"");
+  if (at == std::string::npos) return "";
+  return html.substr(at, html.find("</svg>", at) + 6 - at);
+}
+
+void ExpectSelfContained(const std::string& h) {
+  EXPECT_EQ(h.find("<script"), std::string::npos);
+  EXPECT_EQ(h.find("<link"), std::string::npos);
+  EXPECT_EQ(h.find(" src="), std::string::npos);
+  EXPECT_EQ(h.find(" href="), std::string::npos);
+  EXPECT_EQ(h.find("url("), std::string::npos);
+  EXPECT_EQ(h.find("@import"), std::string::npos);
+  EXPECT_EQ(Count(h, "http://") + Count(h, "https://"), Count(h, "xmlns=\"http://www.w3.org/2000/svg\""));
+}
+
+TEST(RenderHtml, DivergentReportHasEverySection) {
+  VerifyReport r = DivergentReport();
+  Html h = WriteHtml(r, "divergent");
+  ASSERT_TRUE(h.status.ok()) << h.status.message();
+  const std::string& t = h.text;
+  ExpectSelfContained(t);
+  EXPECT_NE(t.find("<div class=\"banner divergent\""), std::string::npos);
+  EXPECT_NE(t.find("First divergent ledger <b>200</b>"), std::string::npos);
+  EXPECT_NE(t.find("<h2>Tables</h2>"), std::string::npos);
+  EXPECT_NE(t.find("<h2>Divergence</h2>"), std::string::npos);
+  EXPECT_NE(t.find("<h2>Look again</h2>"), std::string::npos);
+  EXPECT_NE(t.find("ledgerdiff diff --keep-db /tmp/ld-db ld_r7f3_serial ld_r7f3_parallel --range 2:401"),
+            std::string::npos);
+  // Row diff: the only-serial row (escaped) and the changed row as old -> new.
+  EXPECT_NE(t.find("&lt;script&gt;alert(1)&lt;/script&gt;"), std::string::npos);
+  EXPECT_EQ(t.find("<script>alert(1)</script>"), std::string::npos);
+  EXPECT_NE(t.find("<del>{&quot;amount&quot;:&quot;10&quot;}</del> \xe2\x86\x92 <ins>a&lt;b&amp;&quot;c&quot;</ins>"),
+            std::string::npos);
+  EXPECT_NE(t.find("<del><span class=\"null\">NULL</span></del>"), std::string::npos);
+  EXPECT_EQ(t.find('\x01'), std::string::npos);
+  // Timeline: one lane per worker slot (w2 and its replacement w2.1 share lane 2), one bar per
+  // attempt, with the tooltip of each attempt; failures are escaped in tooltips.
+  const std::string timeline = Svg(t, "timeline");
+  EXPECT_EQ(Count(timeline, "<g class=\"lane\""), 3u);
+  EXPECT_NE(timeline.find("data-lane=\"w2\""), std::string::npos);
+  EXPECT_EQ(timeline.find("data-lane=\"w2.1\""), std::string::npos);
+  EXPECT_EQ(Count(timeline, "<rect class=\"att "), r.parallel.timeline.size());
+  EXPECT_NE(t.find("+1 replaced"), std::string::npos);
+  EXPECT_EQ(Count(t, "<rect class=\"att "), r.parallel.timeline.size() + r.serial->timeline.size());
+  EXPECT_NE(t.find("<title>job 6 [127:151] attempt 1, 0.3s, lost"), std::string::npos) << t;
+  EXPECT_NE(t.find("<title>job 9 [202:226] attempt 2, "), std::string::npos);
+  EXPECT_NE(t.find("connection reset &lt;by peer&gt; &amp; &quot;retried&quot;"), std::string::npos);
+  EXPECT_NE(t.find("class=\"att failed retried\""), std::string::npos);
+  EXPECT_NE(t.find("class=\"att fenced retried\""), std::string::npos);
+  EXPECT_NE(t.find("fill=\"#cf222e\""), std::string::npos);  // failed is red
+  EXPECT_NE(t.find("fill=\"#f0883e\""), std::string::npos);  // lost is orange
+  EXPECT_NE(t.find("fill=\"#8250df\""), std::string::npos);  // fenced is purple
+  EXPECT_NE(t.find("seconds since run start"), std::string::npos);
+  // Throughput chart with its axes.
+  EXPECT_NE(t.find("class=\"throughput\""), std::string::npos);
+  EXPECT_NE(t.find("ledgers/s</text>"), std::string::npos);
+  EXPECT_NE(t.find("parallel average "), std::string::npos);
+  EXPECT_NE(t.find("serial average "), std::string::npos);
+  // Well-formed markup (the HTML is written as XHTML-compatible markup apart from the doctype).
+  EXPECT_EQ(CheckWellFormed(t.substr(t.find("<html"))), "");
+}
+
+TEST(RenderHtml, IdenticalIsGreenAndDeterministic) {
+  VerifyReport r = IdenticalReport();
+  Html a = WriteHtml(r, "identical-a");
+  Html b = WriteHtml(r, "identical-b");
+  ASSERT_TRUE(a.status.ok()) << a.status.message();
+  ASSERT_TRUE(b.status.ok());
+  EXPECT_EQ(a.text, b.text);
+  EXPECT_NE(a.text.find("<div class=\"banner identical\""), std::string::npos);
+  EXPECT_EQ(a.text.find("<h2>Divergence</h2>"), std::string::npos);
+  EXPECT_NE(a.text.find("12,044"), std::string::npos);
+  ExpectSelfContained(a.text);
+}
+
+TEST(RenderHtml, ErrorBaselineAndZeroAttemptReports) {
+  Html e = WriteHtml(ErrorReport(), "error");
+  ASSERT_TRUE(e.status.ok()) << e.status.message();
+  EXPECT_NE(e.text.find("<div class=\"banner error\""), std::string::npos);
+  EXPECT_NE(e.text.find("&lt;deadlock&gt; &amp; more"), std::string::npos);
+  EXPECT_NE(e.text.find("Restart range: <code>202:401</code>"), std::string::npos);
+  EXPECT_NE(e.text.find("not compared"), std::string::npos);
+
+  VerifyReport b = IdenticalReport();
+  b.serial.reset();
+  b.serial_schema.clear();
+  b.baseline = "/tmp/<base>.ldm";
+  b.speedup = 0;
+  b.phases.erase(b.phases.begin());
+  Html hb = WriteHtml(b, "baseline");
+  ASSERT_TRUE(hb.status.ok());
+  EXPECT_NE(hb.text.find("baseline rows"), std::string::npos);
+  EXPECT_NE(hb.text.find("/tmp/&lt;base&gt;.ldm"), std::string::npos);
+  EXPECT_EQ(hb.text.find("serial average"), std::string::npos);
+  EXPECT_EQ(Count(Svg(hb.text, "timeline"), "<g class=\"lane\""), 3u);
+
+  VerifyReport z;  // nothing happened at all
+  z.run_id = "empty";
+  z.error = "parallel ingest failed: no worker started";
+  Html hz = WriteHtml(z, "zero");
+  ASSERT_TRUE(hz.status.ok()) << hz.status.message();
+  EXPECT_NE(hz.text.find("No job attempts were recorded"), std::string::npos);
+  EXPECT_NE(hz.text.find("No table was compared"), std::string::npos);
+  EXPECT_EQ(Count(hz.text, "<svg"), 0u);
+  EXPECT_FALSE(RenderVerifyJUnit(z).empty());
+  EXPECT_FALSE(RenderVerifyMarkdown(z).empty());
+}
+
+TEST(RenderHtml, HugeTimelineStaysSmall) {
+  VerifyReport r = HugeReport();
+  ASSERT_GT(r.parallel.timeline.size(), 5000u);
+  Html h = WriteHtml(r, "huge");
+  ASSERT_TRUE(h.status.ok());
+  EXPECT_LT(h.text.size(), 1'000'000u) << "report of " << h.text.size() << " bytes";
+  EXPECT_EQ(Count(Svg(h.text, "timeline"), "<g class=\"lane\""), 8u);
+  EXPECT_NE(h.text.find("class=\"att done merged\""), std::string::npos);
+  EXPECT_NE(h.text.find("class=\"att failed retried\""), std::string::npos);  // failures stay individual
+  EXPECT_NE(h.text.find("closer than a pixel"), std::string::npos);
+}
+
+TEST(RenderHtml, UnwritableDirectoryIsAnError) {
+  fs::path dir = TempDir("file");
+  fs::create_directories(dir.parent_path());
+  std::ofstream(dir) << "not a directory";
+  Status s = WriteVerifyHtml(IdenticalReport(), dir.string());
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(dir.string()), std::string::npos) << s.message();
+}
+
+// Writes the divergent sample to $LEDGERDIFF_RENDER_SAMPLE_DIR (for the browser check).
+TEST(RenderHtml, SampleReportForBrowser) {
+  const char* dir = std::getenv("LEDGERDIFF_RENDER_SAMPLE_DIR");
+  if (dir == nullptr || *dir == 0) GTEST_SKIP() << "LEDGERDIFF_RENDER_SAMPLE_DIR not set";
+  Status s = WriteVerifyHtml(DivergentReport(), dir);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::ofstream(fs::path(dir) / "junit.xml") << RenderVerifyJUnit(DivergentReport());
+  std::ofstream(fs::path(dir) / "summary.md") << RenderVerifyMarkdown(DivergentReport());
+  // The other variants beside it, to look at too.
+  for (const auto& [name, report] : std::vector<std::pair<std::string, VerifyReport>>{
+           {"identical", IdenticalReport()}, {"error", ErrorReport()}, {"huge", HugeReport()}})
+    ASSERT_TRUE(WriteVerifyHtml(report, (fs::path(dir) / name).string()).ok()) << name;
+}
+
+}  // namespace
+}  // namespace ledgerdiff::verify
