@@ -5,7 +5,7 @@
 #
 # REPORT_DIR: an existing report (a directory with index.html, from `ledgerdiff verify --report`).
 # Without it the script makes one: with the real tool when it has `verify --report`
-#   build/ledgerdiff verify --range 2:401 --workers 3 --job-size 25 --inject-bug drop-row@200 --report DIR
+#   build/ledgerdiff verify --range 2:401 --workers 3 --job-size 25 --inject-bug drop-row@201 --report DIR
 # (a divergent run, exit code 1 expected; LEDGERDIFF_CHECK_BUG=KIND@LEDGER picks another bug: a bug
 # that cannot apply makes the run fail, and the error report is screenshotted instead), else with
 # the sample report of the render test (LEDGERDIFF_RENDER_SAMPLE_DIR, tests/render_test.cc).
@@ -15,7 +15,7 @@
 # diff and both charts should be readable. Chromium: `apt-get install -y chromium`, or
 # LEDGERDIFF_BOOTSTRAP_BROWSER=1 ci/bootstrap. Environment: BUILD_DIR (default build),
 # CHROMIUM (default: chromium, chromium-browser or google-chrome, whichever exists), WINDOW_SIZE
-# (default 1400,2000).
+# (default 1400,2700).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -40,7 +40,7 @@ trap cleanup EXIT
 if [[ -z "$REPORT_DIR" ]]; then
   REPORT_DIR="$WORK/report"
   made=""
-  BUG="${LEDGERDIFF_CHECK_BUG:-drop-row@200}"
+  BUG="${LEDGERDIFF_CHECK_BUG:-drop-row@201}"
   if [[ -x "$BUILD_DIR/ledgerdiff" ]] && "$BUILD_DIR/ledgerdiff" verify --help 2>/dev/null | grep -q -- '--report'; then
     echo "check_report_browser: running the real tool: ledgerdiff verify ... --report $REPORT_DIR" >&2
     set +e
@@ -78,7 +78,7 @@ fi
 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
   --disable-background-networking --disable-component-update --disable-sync \
   --user-data-dir="$WORK/profile" --hide-scrollbars \
-  --screenshot="$OUT" --window-size="${WINDOW_SIZE:-1400,2000}" "file://$INDEX" >"$WORK/chromium.log" 2>&1 ||
+  --screenshot="$OUT" --window-size="${WINDOW_SIZE:-1400,2700}" "file://$INDEX" >"$WORK/chromium.log" 2>&1 ||
   die "chromium failed; see $WORK/chromium.log"
 
 [[ -s "$OUT" ]] || die "no screenshot written; see $WORK/chromium.log"

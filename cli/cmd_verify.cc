@@ -37,7 +37,8 @@ struct VerifyFlags {
 
 Runner SetupVerify(CLI::App* sub, VerifyFlags& f) {
   auto& o = f.options;
-  sub->add_option("--range", f.range, "Ledgers FROM:TO (inclusive)")->required();
+  sub->add_option("--range", f.range, "Ledgers FROM:TO (inclusive)");
+  sub->add_option("--resume", o.resume_run, "Continue an interrupted verify run (its run id) from the job table");
   sub->add_option("--workers", o.workers, "Worker processes of the parallel side")->capture_default_str();
   sub->add_option("--job-size", o.job_size, "Ledgers per job")->capture_default_str();
   sub->add_option("--retries", o.retries, "Retries of a failed job")->capture_default_str();
@@ -64,10 +65,15 @@ Runner SetupVerify(CLI::App* sub, VerifyFlags& f) {
   AddDatabaseFlags(sub, f.db);
   AddFormatFlag(sub, f.format);
   return [&f]() -> int {
-    auto range = ParseLedgerRange(f.range);
-    if (!range.ok()) return Fail(range.status());
-    f.options.range = *range;
-    if (Status s = verify::ValidateVerifyOptions(f.options); !s.ok()) return Fail(s);
+    if (f.options.resume_run.empty() || !f.range.empty()) {
+      if (f.range.empty()) return Fail(Status::Usage("--range FROM:TO is required"));
+      auto range = ParseLedgerRange(f.range);
+      if (!range.ok()) return Fail(range.status());
+      f.options.range = *range;
+    }
+    if (f.options.resume_run.empty()) {
+      if (Status s = verify::ValidateVerifyOptions(f.options); !s.ok()) return Fail(s);
+    }
     auto db = Database::Resolve(f.db);
     if (!db.ok()) return Fail(db.status());
     f.options.reconnect_flags = ReconnectFlags(**db);

@@ -130,6 +130,10 @@ Status ValidateIngestOptions(const IngestOptions& o) {
     LD_ASSIGN_OR_RETURN(auto bug, fixtures::ParseBugInjection(o.bug));
     if (!o.range.contains(bug.ledger))
       return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", o.bug, bug.ledger, o.range.str());
+    if (o.ingest_cmd.empty()) {
+      LD_ASSIGN_OR_RETURN(fixtures::Density density, fixtures::ParseDensity(o.density));
+      LD_RETURN_IF_ERROR(fixtures::CheckBugApplies({o.seed, density}, bug));
+    }
   }
   if (!o.ingest_cmd.empty()) {
     std::map<std::string, std::string> probe = {{"from", ""}, {"to", ""}, {"schema", ""},

@@ -7,23 +7,6 @@
 
 namespace ledgerdiff::verify {
 
-namespace {
-
-// True when the generated content of `ledger` gives `kind` something to act on.
-bool Applies(fixtures::BugKind kind, const fixtures::LedgerContent& c) {
-  using fixtures::BugKind;
-  switch (kind) {
-    case BugKind::kDuplicateRow: return !c.operation_participants.empty();
-    case BugKind::kDropRow:
-    case BugKind::kStaleSurrogate: return !c.effects.empty();
-    case BugKind::kMutateRow: return !c.operations.empty();
-    case BugKind::kSwapOrder: return c.transactions.size() >= 2;
-    default: return true;
-  }
-}
-
-}  // namespace
-
 Result<std::vector<std::pair<std::string, Ledger>>> PlanSelftest(const SelftestOptions& o) {
   LD_ASSIGN_OR_RETURN(fixtures::Density density, fixtures::ParseDensity(o.density));
   const auto& kinds = fixtures::AllBugKinds();
@@ -36,7 +19,7 @@ Result<std::vector<std::pair<std::string, Ledger>>> PlanSelftest(const SelftestO
     for (uint64_t step = 0; step < o.range.size() && !chosen; ++step) {
       Ledger l = static_cast<Ledger>(o.range.from + (start - o.range.from + step) % o.range.size());
       if (o.range.size() > 1 && (l - o.range.from) % o.job_size == 0) continue;
-      if (Applies(kinds[i], fixtures::GenerateLedger({o.seed, density}, l))) chosen = l;
+      if (fixtures::CheckBugApplies({o.seed, density}, {kinds[i], l}).ok()) chosen = l;
     }
     if (!chosen) {
       return Status::Usagef("selftest: no ledger in {} has content that {} can act on; use a longer --range",

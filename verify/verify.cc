@@ -58,6 +58,11 @@ Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump
   return Status::Ok();
 }
 
+bool RunExists(const std::string& conninfo, const std::string& run_id) {
+  auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify");
+  return conn.ok() && LoadRun(**conn, run_id).ok();
+}
+
 }  // namespace
 
 Status ValidateVerifyOptions(const VerifyOptions& o) {
@@ -72,7 +77,38 @@ Status ValidateVerifyOptions(const VerifyOptions& o) {
   return Status::Ok();
 }
 
-Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& o, Reporter& reporter) {
+namespace {
+
+// Fills a resumed verify's options from its runs in the job table.
+Result<VerifyOptions> ResumeOptions(const std::string& conninfo, const VerifyOptions& given) {
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
+  LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
+  auto serial = LoadRun(*conn, given.resume_run + "_s");
+  auto parallel = LoadRun(*conn, given.resume_run + "_p");
+  if (!serial.ok() && !parallel.ok())
+    return Status::Usagef("--resume {}: no verify run with that id in this database", given.resume_run);
+  const RunSpec& any = serial.ok() ? *serial : *parallel;
+  VerifyOptions o = given;
+  o.run_id = given.resume_run;
+  o.range = any.range;
+  o.seed = any.seed;
+  o.density = any.density;
+  o.ingest_cmd = any.ingest_cmd;
+  if (parallel.ok()) {
+    o.workers = parallel->workers;
+    o.job_size = parallel->job_size;
+    o.bug = parallel->bug;
+  }
+  return o;
+}
+
+}  // namespace
+
+Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter) {
+  VerifyOptions o = options;
+  if (!options.resume_run.empty()) {
+    LD_ASSIGN_OR_RETURN(o, ResumeOptions(conninfo, options));
+  }
   LD_RETURN_IF_ERROR(ValidateVerifyOptions(o));
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
   if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaseline(o.baseline, o, spec));
@@ -96,6 +132,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
       reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.range.str(), r.serial_schema));
       IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
       so.run_id = r.run_id + "_s";
+      if (!o.resume_run.empty() && RunExists(conninfo, so.run_id)) so.resume_run = so.run_id;
       LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, so, reporter));
       r.phases.push_back({"serial ingest", serial.wall_s});
       r.serial = serial;
@@ -111,6 +148,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
                             r.parallel_schema, o.workers, o.job_size));
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
+  if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
   LD_ASSIGN_OR_RETURN(r.parallel, RunIngest(conninfo, po, reporter));
   r.phases.push_back({"parallel ingest", r.parallel.wall_s});
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;

@@ -44,6 +44,9 @@ struct VerifyOptions {
   // Reuse an existing serial schema (self-test runs many parallel sides against one serial).
   std::string reuse_serial_schema;
   std::string run_id;  // empty: a new one
+  // Continue an interrupted verify (its run id): finished ingestion jobs are not redone; the
+  // range, seed and density come from the job table.
+  std::string resume_run;
 };
 
 Status ValidateVerifyOptions(const VerifyOptions& options);
