@@ -1,0 +1,252 @@
+// Crash safety: fencing of stale attempts, resume after an orchestrator kill, and chaos rounds
+// (a valid run with every fault kind, and the unsafe ingester caught). Real processes, real
+// signals, a real PostgreSQL.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/database.h"
+#include "core/process.h"
+#include "fixtures/generator.h"
+#include "fixtures/schema.h"
+#include "tests/harness.h"
+#include "verify/chaos.h"
+#include "verify/ingest_run.h"
+#include "verify/job_table.h"
+#include "verify/worker.h"
+
+namespace ledgerdiff {
+namespace {
+
+using testing::Connect;
+using testing::TestConninfo;
+using testing::UniqueName;
+using namespace std::chrono_literals;
+
+std::map<std::string, uint64_t> GeneratedCounts(LedgerRange range, fixtures::Density density) {
+  std::map<std::string, uint64_t> c;
+  for (Ledger l = range.from; l <= range.to; ++l) {
+    auto content = fixtures::GenerateLedger({1, density}, l);
+    c["history_ledgers"] += 1;
+    c["history_transactions"] += content.transactions.size();
+    c["history_operations"] += content.operations.size();
+    c["history_effects"] += content.effects.size();
+    c["history_trades"] += content.trades.size();
+    c["history_operation_participants"] += content.operation_participants.size();
+    c["history_transaction_participants"] += content.transaction_participants.size();
+  }
+  return c;
+}
+
+pid_t StartWorker(const std::string& run_id, const std::string& name) {
+  SpawnOptions so;
+  so.env[verify::kWorkerDbEnv] = TestConninfo();
+  auto pid = Spawn({testing::LedgerdiffBinary(), "_worker", "--run", run_id, "--worker", name}, so);
+  EXPECT_TRUE(pid.ok()) << pid.status().message();
+  return pid.ok() ? *pid : -1;
+}
+
+// Polls the job table until `pred` holds for the run's jobs (or 30 s pass).
+bool WaitFor(pg::Connection& conn, const std::string& run_id,
+             const std::function<bool(const std::vector<verify::JobRow>&)>& pred) {
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto jobs = verify::ListJobs(conn, run_id);
+    if (jobs.ok() && pred(*jobs)) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(verify::EnsureControlSchema(*conn).ok());
+  verify::RunSpec spec;
+  spec.run_id = UniqueName("fence");
+  spec.schema = UniqueName("fence");
+  spec.range = {2, 41};
+  spec.job_size = 20;
+  spec.workers = 2;
+  spec.density = "flat";
+  spec.job_timeout_s = 60;  // the server must not end the stale session: the fence must hold alone
+  spec.hold_points = {{1, 1, "history_operations", 3.0}};
+  ASSERT_TRUE(CreateOwnedSchema(*conn, spec.schema, spec.run_id, false, false).ok());
+  ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, spec.schema).ok());
+  ASSERT_TRUE(verify::CreateRun(*conn, spec, SplitJobs(spec.range, spec.job_size)).ok());
+
+  // Worker A claims job 1 and pauses inside its data transaction, rows already written.
+  pid_t a = StartWorker(spec.run_id, "A");
+  ASSERT_TRUE(WaitFor(*conn, spec.run_id, [](const auto& jobs) { return jobs[0].stage == "hold:history_operations"; }));
+  // A is declared dead (say its heartbeats were cut off) and job 1 is handed out again.
+  ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.jobs SET state = 'pending' WHERE run_id = $1 AND job_id = 1",
+                         {spec.run_id})
+                  .ok());
+  pid_t b = StartWorker(spec.run_id, "B");
+  for (pid_t p : {a, b}) {
+    int ws = 0;
+    waitpid(p, &ws, 0);
+    EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+  }
+  auto jobs = verify::ListJobs(*conn, spec.run_id);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ((*jobs)[0].state, "done");
+  EXPECT_EQ((*jobs)[0].attempt, 2u);
+  EXPECT_EQ((*jobs)[0].worker, "B");
+  auto attempts = verify::ListAttempts(*conn, spec.run_id);
+  ASSERT_TRUE(attempts.ok());
+  bool fenced = false;
+  for (const auto& at : *attempts)
+    if (at.job_id == 1 && at.attempt == 1) fenced = at.outcome == "fenced";
+  EXPECT_TRUE(fenced) << "attempt 1 of job 1 should have been fenced off";
+  // Exactly one copy of every row: A's writes were rolled back.
+  auto counts = verify::CountRowsInRange(*conn, spec.schema, spec.range);
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(*counts, GeneratedCounts(spec.range, fixtures::Density::kFlat));
+}
+
+TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  std::string schema = UniqueName("resume");
+  std::string run_id = UniqueName("resume_run");
+  SpawnOptions so;
+  so.output_file = "/dev/null";
+  so.env["LEDGERDIFF_DB"] = TestConninfo();
+  auto orchestrator = Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:401", "--schema", schema, "--workers",
+                             "2", "--job-size", "20", "--profile", "flat", "--run-id", run_id, "--hold",
+                             "12:1:history_effects:5"},
+                            so);
+  ASSERT_TRUE(orchestrator.ok()) << orchestrator.status().message();
+  // Kill it once some jobs are done and job 12 is held mid-transaction.
+  ASSERT_TRUE(WaitFor(*conn, run_id, [](const auto& jobs) {
+    int done = 0;
+    for (const auto& j : jobs) done += j.state == "done";
+    return done >= 5 && jobs[11].stage == "hold:history_effects";
+  }));
+  std::map<uint32_t, uint32_t> done_before;
+  auto before = verify::ListJobs(*conn, run_id);
+  ASSERT_TRUE(before.ok());
+  for (const auto& j : before.value()) {
+    if (j.state == "done") done_before[j.job_id] = j.attempt;
+  }
+  kill(-*orchestrator, SIGKILL);
+  waitpid(*orchestrator, nullptr, 0);
+
+  auto r = testing::RunCli({"ingest", "--resume", run_id, "--db", TestConninfo(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto report = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(report["ok"].get<bool>());
+  auto jobs = verify::ListJobs(*conn, run_id);
+  ASSERT_TRUE(jobs.ok());
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.state, "done") << j.job_id;
+    if (done_before.count(j.job_id)) {
+      EXPECT_EQ(j.attempt, done_before[j.job_id]) << "job redone: " << j.job_id;
+    }
+  }
+  EXPECT_GE((*jobs)[11].attempt, 2u);  // the held job's attempt died with the orchestrator
+  auto counts = verify::CountRowsInRange(*conn, schema, {2, 401});
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(*counts, GeneratedCounts({2, 401}, fixtures::Density::kFlat));
+}
+
+TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
+  verify::ChaosOptions o;
+  o.range = {2, 3001};
+  o.rounds = 4;
+  auto a = verify::PlanChaos(o), b = verify::PlanChaos(o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto describe = [](const std::vector<verify::RoundPlan>& plans) {
+    std::string s;
+    for (const auto& p : plans)
+      for (const auto& f : p.faults) s += verify::DescribeFault(f) + ";";
+    return s;
+  };
+  EXPECT_EQ(describe(*a), describe(*b));
+  o.seed = 2;
+  EXPECT_NE(describe(*verify::PlanChaos(o)), describe(*a));
+  // Every kind planned in every round, per-job targets distinct within a round.
+  for (const auto& p : *a) {
+    std::set<uint32_t> targets;
+    std::set<std::string> kinds;
+    for (const auto& f : p.faults) {
+      kinds.insert(f.kind);
+      if (f.kind != "orchestrator") {
+        EXPECT_TRUE(targets.insert(f.job).second);
+      }
+    }
+    EXPECT_EQ(kinds.size(), 5u);
+  }
+  // Too few jobs for the faults is a usage error.
+  o.range = {2, 201};
+  o.job_size = 100;
+  EXPECT_EQ(verify::PlanChaos(o).status().kind(), Status::Kind::kUsage);
+  EXPECT_FALSE(verify::ParseFaultCounts("kill=1,explode=2").ok());
+  EXPECT_EQ(verify::ParseFaultCounts("kill=2,hang=0")->at("kill"), 2u);
+}
+
+TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
+  verify::ChaosOptions o;
+  o.range = {2, 2001};
+  o.workers = 4;
+  o.job_size = 100;
+  o.seed = 11;
+  o.rounds = 1;
+  o.job_timeout_s = 3;
+  o.hold_s = 1.5;
+  o.worker_binary = testing::LedgerdiffBinary();
+  NullReporter reporter;
+  auto r = verify::RunChaos(TestConninfo(), o, reporter);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->valid) << verify::RenderChaosText(*r);
+  for (const auto& kind : verify::FaultKinds()) EXPECT_EQ(r->injected[kind], 1u) << kind;
+  for (const auto& [cls, intervals] : r->anomalies) EXPECT_TRUE(intervals.empty()) << cls;
+  ASSERT_EQ(r->rounds.size(), 1u);
+  const auto& round = r->rounds[0];
+  EXPECT_EQ(round.orchestrator_restarts, 1u);
+  EXPECT_EQ(round.redone_after_resume, 0u);
+  EXPECT_GE(round.recovered_jobs, 4u);  // kill, hang, crash, disconnect each cost an attempt
+  EXPECT_FALSE(round.schema_kept);
+}
+
+TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
+  auto r = testing::RunCli({"chaos", "--range", "2:1201", "--workers", "3", "--job-size", "100", "--seed", "5",
+                            "--rounds", "1", "--faults", "kill=2", "--density", "flat", "--unsafe-ingester", "--db",
+                            TestConninfo(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_EQ(j["faults_injected"]["kill"], 2);
+  ASSERT_FALSE(j["anomalies"]["duplicated"].empty()) << r.out;
+  // The duplicates sit inside the killed jobs: the prefixes they had committed.
+  std::vector<std::pair<Ledger, Ledger>> killed;
+  for (const auto& f : j["rounds"][0]["faults"]) {
+    uint32_t job = f["job"];
+    Ledger from = 2 + (job - 1) * 100;
+    killed.emplace_back(from, from + 99);
+  }
+  for (const auto& iv : j["anomalies"]["duplicated"]) {
+    Ledger a = iv[0], b = iv[1];
+    bool inside = false;
+    for (auto [from, to] : killed) inside |= a >= from && b <= to;
+    EXPECT_TRUE(inside) << a << "-" << b;
+  }
+  EXPECT_TRUE(j["anomalies"]["lost"].empty());
+}
+
+TEST(ChaosCli, BadFaultsAreUsageErrors) {
+  auto r = testing::RunCli({"chaos", "--range", "2:301", "--faults", "meteor=1", "--db", TestConninfo()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("meteor"), std::string::npos) << r.err;
+  r = testing::RunCli({"chaos", "--range", "2:301", "--job-size", "100", "--db", TestConninfo()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("jobs"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ledgerdiff
