@@ -1,5 +1,7 @@
 #include "diff/diff.h"
 
+#include <chrono>
+
 #include <algorithm>
 #include <condition_variable>
 #include <deque>
@@ -234,6 +236,7 @@ void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& 
 
 Result<DiffReport> DiffSources(const Source& left_src, const Source& right_src, const dump::ProfileSpec& spec,
                                const DiffOptions& options, Reporter& reporter) {
+  const auto started = std::chrono::steady_clock::now();
   Side sides[2];
   sides[0].source = left_src;
   sides[1].source = right_src;
@@ -465,6 +468,8 @@ Result<DiffReport> DiffSources(const Source& left_src, const Source& right_src, 
   report.identical = !report.first_divergent_ledger && report.schema_differences.empty();
 
   // 6. Row diff of the first divergent ledger.
+  report.digest_seconds = SecondsSince(started);
+  const auto row_diff_started = std::chrono::steady_clock::now();
   if (report.first_divergent_ledger) {
     Ledger l = *report.first_divergent_ledger;
     for (const auto& dt : report.divergent_tables) {
@@ -492,6 +497,7 @@ Result<DiffReport> DiffSources(const Source& left_src, const Source& right_src, 
       report.rows.push_back(std::move(rd));
     }
   }
+  report.row_diff_seconds = SecondsSince(row_diff_started);
   return report;
 }
 

@@ -106,6 +106,9 @@ struct DiffReport {
   std::string left_root, right_root;            // "" when not available
   bool all = false;
   uint64_t divergent_ledgers = 0;               // ledgers where any table differs
+  // Where the time went: both sides digested and compared (streamed together), then the row
+  // diff of the first divergent ledger (its rows read again).
+  double digest_seconds = 0, row_diff_seconds = 0;
 };
 
 // Compares `left` and `right` under profile `spec`. Errors (exit 2): unreachable database,

@@ -9,6 +9,7 @@
 #include "tests/harness.h"
 #include "verify/ingest_run.h"
 #include "verify/job_table.h"
+#include "verify/worker.h"
 
 namespace ledgerdiff {
 namespace {
@@ -249,6 +250,23 @@ TEST(IngestCli, EmbeddedDefaultPrintsSummaryAndCleansUp) {
   EXPECT_NE(r.out.find("ingested 119 ledgers (2:120) into \"demo\" with 2 workers"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("history_operations"), std::string::npos);
   EXPECT_NE(r.out.find("rows/s"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ledgerdiff
+
+namespace ledgerdiff {
+namespace {
+
+TEST(IngestCommand, PlaceholdersAreShellQuotedAndShellBracesPassThrough) {
+  std::map<std::string, std::string> v = {{"from", "2"},      {"to", "9"},   {"schema", "it's mine"},
+                                          {"db", "host=/x"}, {"worker", "w1"}, {"job", "3"}};
+  auto e = verify::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }", v);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(*e, "run '2' '9' 'it'\\''s mine' ${HOME} {job} awk '{print $1}' { a; }");
+  auto bad = verify::ExpandIngestCommand("run {from} {form}", v);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("{form}"), std::string::npos);
 }
 
 }  // namespace

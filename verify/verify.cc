@@ -44,6 +44,8 @@ std::string ShellWord(const std::string& s) {
 
 // A baseline must describe the same range, profile and tool version as the run.
 Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump::ProfileSpec& spec) {
+  // Read it whole first: a truncated or corrupt baseline fails before anything is ingested.
+  LD_RETURN_IF_ERROR(dump::ReadManifestSummary(path).status());
   LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(path));
   const auto& h = reader->header();
   if (!(h.range == o.range))
@@ -182,8 +184,17 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   dopt.max_rows = o.max_rows;
   dopt.jobs = o.digest_jobs;
   dopt.all = true;
-  LD_ASSIGN_OR_RETURN(r.diff, diff::DiffSources(left, right, spec, dopt, reporter));
-  r.phases.push_back({"digest and diff", SecondsSince(t)});
+  auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
+  if (!diffed.ok()) {
+    // The evidence stays: say where it is, so nothing is left behind unannounced.
+    return diffed.status().With(fmt::format("diff (schemas kept: {}{})",
+                                            r.serial_schema.empty() ? "" : "\"" + r.serial_schema + "\", ",
+                                            "\"" + r.parallel_schema + "\""));
+  }
+  r.diff = std::move(diffed).value();
+  r.phases.push_back({"digests", r.diff.digest_seconds});
+  r.phases.push_back({"diff", r.diff.row_diff_seconds});
+  (void)t;
   r.identical = r.diff.identical;
 
   // 5. Clean up after a pass; keep the evidence after a divergence.

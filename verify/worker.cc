@@ -128,18 +128,31 @@ Result<int64_t> RunExternal(const RunSpec& spec, const WorkerOptions& o, const C
 Result<std::string> ExpandIngestCommand(const std::string& tmpl, const std::map<std::string, std::string>& values) {
   std::string out;
   for (size_t i = 0; i < tmpl.size(); ++i) {
-    if (tmpl[i] != '{') {
+    // "{{" and "}}" are literal braces; "{name}" of a known placeholder is replaced; any other
+    // brace is literal too, so shell code such as ${VAR} or awk '{print}' passes through.
+    if (tmpl.compare(i, 2, "{{") == 0 || tmpl.compare(i, 2, "}}") == 0) {
       out += tmpl[i];
+      ++i;
       continue;
     }
-    size_t close = tmpl.find('}', i);
-    if (close == std::string::npos) return Status::Usagef("--ingest-cmd: unclosed '{{' at position {}", i);
-    std::string key = tmpl.substr(i + 1, close - i - 1);
-    auto it = values.find(key);
-    if (it == values.end())
-      return Status::Usagef("--ingest-cmd: unknown placeholder {{{}}} (known: {{from}} {{to}} {{schema}} {{db}} {{worker}} {{job}})", key);
-    out += ShellQuote(it->second);
-    i = close;
+    if (tmpl[i] == '{' && (i == 0 || tmpl[i - 1] != '$')) {
+      size_t close = tmpl.find('}', i);
+      std::string name = close == std::string::npos ? "" : tmpl.substr(i + 1, close - i - 1);
+      bool word = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
+      if (word) {
+        auto it = values.find(name);
+        if (it == values.end()) {
+          return Status::Usagef(
+              "--ingest-cmd: unknown placeholder {{{}}} (known: {{from}} {{to}} {{schema}} {{db}} {{worker}} {{job}}; "
+              "write {{{{{}}}}} for literal braces)",
+              name, name);
+        }
+        out += ShellQuote(it->second);
+        i = close;
+        continue;
+      }
+    }
+    out += tmpl[i];
   }
   return out;
 }

@@ -33,7 +33,9 @@ struct WorkerOptions {
 int RunWorker(const WorkerOptions& options);
 
 // Expands an --ingest-cmd template: {from} {to} {schema} {db} {worker} {job}, each value
-// shell-quoted. Unknown placeholders are an error.
+// shell-quoted. An unknown {lowercase_word} is an error (a typo of a placeholder); every other
+// brace is literal, so shell code such as ${VAR}, { a; b; } or awk '{print $1}' passes
+// through; "{{" and "}}" write one brace.
 Result<std::string> ExpandIngestCommand(const std::string& tmpl, const std::map<std::string, std::string>& values);
 
 // Environment for an external ingester: DATABASE_URL (the conninfo as given), PGHOST, PGPORT,
