@@ -139,7 +139,7 @@ Sides SideNames(const VerifyReport& r) { return {r.baseline.empty() ? "serial" :
 
 struct TableLine {
   std::string table;
-  std::optional<uint64_t> left_rows, right_rows;
+  int64_t left_rows = -1, right_rows = -1;  // -1: not known on that side
   uint64_t divergent_ledgers = 0;
   std::vector<LedgerRange> divergent;
   std::optional<Ledger> first;               // first divergent ledger of this table
@@ -166,8 +166,8 @@ std::vector<TableLine> TableLines(const VerifyReport& r) {
     for (const auto& t : d.tables) {
       TableLine line;
       line.table = t.table;
-      line.left_rows = t.left_rows;
-      line.right_rows = t.right_rows;
+      line.left_rows = static_cast<int64_t>(t.left_rows);
+      line.right_rows = static_cast<int64_t>(t.right_rows);
       line.divergent_ledgers = t.divergent_ledgers;
       line.divergent = t.divergent;
       line.at_first = at_first(t.table);
@@ -204,10 +204,10 @@ std::vector<TableLine> TableLines(const VerifyReport& r) {
     line.compared = false;
     if (r.serial) {
       auto it = r.serial->rows_per_table.find(t);
-      if (it != r.serial->rows_per_table.end()) line.left_rows = it->second;
+      if (it != r.serial->rows_per_table.end()) line.left_rows = static_cast<int64_t>(it->second);
     }
     auto it = r.parallel.rows_per_table.find(t);
-    if (it != r.parallel.rows_per_table.end()) line.right_rows = it->second;
+    if (it != r.parallel.rows_per_table.end()) line.right_rows = static_cast<int64_t>(it->second);
     out.push_back(std::move(line));
   }
   return out;
@@ -218,7 +218,7 @@ std::string TableStatus(const TableLine& t) {
   return t.differs ? "divergent" : "identical";
 }
 
-std::string CountOrDash(const std::optional<uint64_t>& n) { return n ? FormatCount(*n) : "\xe2\x80\x94"; }
+std::string CountOrDash(int64_t n) { return n >= 0 ? FormatCount(static_cast<uint64_t>(n)) : "\xe2\x80\x94"; }
 
 double TotalSeconds(const VerifyReport& r) {
   double total = 0;
@@ -1173,8 +1173,8 @@ std::string RenderHtml(const VerifyReport& r) {
                      sides.left, sides.right);
     for (const auto& t : tables) {
       std::string delta = "\xe2\x80\x94";
-      if (t.left_rows && t.right_rows) {
-        int64_t d = static_cast<int64_t>(*t.right_rows) - static_cast<int64_t>(*t.left_rows);
+      if (t.left_rows >= 0 && t.right_rows >= 0) {
+        int64_t d = t.right_rows - t.left_rows;
         delta = d == 0 ? "0" : fmt::format("{}{}", d > 0 ? "+" : "\xe2\x88\x92", FormatCount(static_cast<uint64_t>(std::llabs(d))));
       }
       std::string status = TableStatus(t);
