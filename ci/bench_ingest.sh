@@ -25,8 +25,8 @@ r = [list(map(float, l.split())) for l in sys.stdin if l.strip()]
 print(statistics.median(x[0] for x in r), statistics.median(x[1] for x in r), int(r[0][2]), statistics.median(x[3] for x in r))')"
   med_rows[$workers]=$rows_med
   med_ledgers[$workers]=$ledgers_med
-  printf 'workers=%s  rows=%s  median wall %.1f s  %.0f rows/s  %.0f ledgers/s  (runs: %s)\n' "$workers" "$total" "$wall" \
-    "$rows_med" "$ledgers_med" "$(printf '%s; ' "${results[@]}" | awk '{printf "%s", $0}')"
+  printf 'workers=%s  rows=%s  median wall %.1f s  %.0f rows/s  %.0f ledgers/s  (walls: %s)\n' "$workers" "$total" "$wall" \
+    "$rows_med" "$ledgers_med" "$(printf '%s\n' "${results[@]}" | awk '{printf "%.1f s ", $4}')"
 done
 python3 - "${med_rows[1]}" "${med_rows[2]}" "${med_rows[4]}" <<'PY'
 import sys

@@ -122,7 +122,7 @@ Result<std::vector<RowValues>> FetchRows(const std::string& conninfo, const std:
   std::vector<RowValues> rows;
   std::vector<std::string_view> fields;
   Status s = conn->CopyOut(dump::CanonicalCopy(table, schema, {ledger, ledger}), [&](std::string_view line) {
-    dump::SplitFields(line, fields);
+    pg::SplitCopyFields(line, fields);
     RowValues r;
     for (size_t i = 1; i < fields.size(); ++i) r.push_back(dump::UnescapeCopyField(fields[i]));
     rows.push_back(std::move(r));

@@ -70,17 +70,30 @@ std::string CanonicalSelect(const ResolvedTable& table, const std::string& schem
                        pg::QuoteIdent(j.lookup_id), j.on_expr);
   if (!table.lateral.empty()) sql += " " + table.lateral;
   sql += " WHERE " + RangePredicate(table, range);
-  std::vector<std::string> order = {ledger};
+  // The canonical order: ledger, key, then every other column (a total order even for duplicate
+  // keys). Shortcuts that give the same order: when the key starts with the ledger column itself
+  // (sequence, or a TOID whose high bits are the ledger) the ledger sort is implied; when a
+  // unique index covers the key, the other columns never decide. Then PostgreSQL can often read
+  // the rows in index order instead of sorting them.
+  std::vector<std::string> order;
+  const std::string ledger_column = "t." + pg::QuoteIdent(table.ledger.column);
+  bool key_implies_ledger = false;
+  if (!table.key.empty())
+    for (const auto& c : table.columns)
+      if (c.name == table.key.front() && c.expr == ledger_column) key_implies_ledger = true;
+  if (!key_implies_ledger) order.push_back(ledger);
   auto add = [&](const CanonicalColumn& c) {
     for (auto& k : SortKeys(c)) order.push_back(std::move(k));
   };
   for (const auto& k : table.key)
     for (const auto& c : table.columns)
       if (c.name == k) add(c);
-  for (const auto& c : table.columns) {
-    bool is_key = false;
-    for (const auto& k : table.key) is_key = is_key || k == c.name;
-    if (!is_key) add(c);
+  if (!table.unique_key) {
+    for (const auto& c : table.columns) {
+      bool is_key = false;
+      for (const auto& k : table.key) is_key = is_key || k == c.name;
+      if (!is_key) add(c);
+    }
   }
   sql += fmt::format(" ORDER BY {}", fmt::join(order, ", "));
   return sql;
@@ -170,19 +183,6 @@ std::optional<std::string> UnescapeCopyField(std::string_view f) {
   return out;
 }
 
-void SplitFields(std::string_view line, std::vector<std::string_view>& out) {
-  out.clear();
-  size_t start = 0;
-  for (;;) {
-    size_t tab = line.find('\t', start);
-    if (tab == std::string_view::npos) {
-      out.push_back(line.substr(start));
-      return;
-    }
-    out.push_back(line.substr(start, tab - start));
-    start = tab + 1;
-  }
-}
 
 bool ParseLedgerField(std::string_view f, Ledger& out) {
   if (f.empty() || f.size() > 10) return false;

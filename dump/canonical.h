@@ -77,9 +77,6 @@ void AppendEncodedField(std::string& out, std::string_view copy_text, ColumnClas
 // Decodes a COPY text field: std::nullopt for NULL, else the unescaped value.
 std::optional<std::string> UnescapeCopyField(std::string_view field);
 
-// Splits a COPY line into fields (escaped) without allocating beyond `out`'s capacity.
-void SplitFields(std::string_view line, std::vector<std::string_view>& out);
-
 // Parses a non-negative decimal integer field (the ledger column). False when it is not one.
 bool ParseLedgerField(std::string_view field, Ledger& out);
 

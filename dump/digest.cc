@@ -130,7 +130,7 @@ Status ComputeChunk(pg::Connection& conn, const std::string& schema, const Resol
     };
     Status s = conn.CopyOut(CanonicalCopy(table, schema, range), [&](std::string_view line) -> Status {
       if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
-      SplitFields(line, fields);
+      pg::SplitCopyFields(line, fields);
       Ledger l = 0;
       if (fields.size() != ncols + 1 || !ParseLedgerField(fields[0], l) || !range.contains(l) ||
           (open && l < current))

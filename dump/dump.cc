@@ -64,7 +64,7 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
     }
     uint64_t rows = 0;
     Status s = conn->CopyOut(CanonicalCopy(table, schema, summary.range), [&](std::string_view line) -> Status {
-      SplitFields(line, fields);
+      pg::SplitCopyFields(line, fields);
       if (fields.size() != table.columns.size() + 1) return Status::Runtime("unexpected field count");
       line_out.clear();
       if (csv) {

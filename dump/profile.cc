@@ -317,6 +317,37 @@ const ResolvedTable* ResolvedProfile::Find(const std::string& table) const {
   return nullptr;
 }
 
+namespace {
+
+// Sets ResolvedTable::unique_key from the live schema's unique, non-partial, plain-column
+// indexes.
+Status MarkUniqueKeys(pg::Connection& conn, const std::string& schema, ResolvedProfile& p) {
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec("SELECT c.relname, a.attname, i.indexrelid FROM pg_index i "
+                                "JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
+                                "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (i.indkey) "
+                                "WHERE n.nspname = $1 AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL "
+                                "ORDER BY c.relname, i.indexrelid",
+                                {schema}));
+  // table -> index -> columns
+  std::map<std::string, std::map<std::string, std::set<std::string>>> unique;
+  for (int i = 0; i < rows.size(); ++i)
+    unique[std::string(rows.Get(i, 0))][std::string(rows.Get(i, 2))].insert(std::string(rows.Get(i, 1)));
+  for (auto& t : p.tables) {
+    std::set<std::string> plain_key;
+    for (const auto& k : t.key)
+      for (const auto& c : t.columns)
+        if (c.name == k && c.expr == "t." + pg::QuoteIdent(k)) plain_key.insert(k);
+    for (const auto& [index, cols] : unique[t.name]) {
+      bool covered = std::all_of(cols.begin(), cols.end(), [&](const std::string& c) { return plain_key.count(c); });
+      if (covered) t.unique_key = true;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& schema, const ProfileSpec& spec) {
   LD_ASSIGN_OR_RETURN(pg::Rows ns, conn.Exec("SELECT 1 FROM pg_namespace WHERE nspname = $1", {schema}));
   if (ns.size() == 0) return Status::Usagef("schema \"{}\" does not exist", schema);
@@ -362,6 +393,7 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
     p.tables.push_back(BuildTable(live, cols, r, spec.exclude));
   }
   std::sort(p.tables.begin(), p.tables.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  LD_RETURN_IF_ERROR(MarkUniqueKeys(conn, schema, p));
   if (p.tables.empty())
     return Status::Usagef("schema \"{}\" has none of the tables of profile {} (with their ledger column)", schema,
                           spec.name);
@@ -376,6 +408,7 @@ ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std:
   t.key.clear();
   for (const auto& k : table.key)
     if (Contains(names, k)) t.key.push_back(k);
+  t.unique_key = table.unique_key && t.key.size() == table.key.size();
   return t;
 }
 

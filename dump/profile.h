@@ -96,6 +96,10 @@ struct ResolvedTable {
   std::string lateral;                // optional "CROSS JOIN LATERAL (...) o" (trade orientation)
   std::vector<std::string> excluded;  // raw column names left out
   std::vector<std::string> notes;     // e.g. "history_trades: base/counter oriented by asset key"
+  // True when a unique index of the live table covers a subset of the key's plain columns: the
+  // key alone is then a total order, and sorting by the other columns is wasted work. Not part of
+  // the profile's identity (the canonical order is the same either way when keys are unique).
+  bool unique_key = false;
 };
 
 struct ResolvedProfile {

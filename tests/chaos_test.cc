@@ -27,20 +27,6 @@ using testing::TestConninfo;
 using testing::UniqueName;
 using namespace std::chrono_literals;
 
-std::map<std::string, uint64_t> GeneratedCounts(LedgerRange range, fixtures::Density density) {
-  std::map<std::string, uint64_t> c;
-  for (Ledger l = range.from; l <= range.to; ++l) {
-    auto content = fixtures::GenerateLedger({1, density}, l);
-    c["history_ledgers"] += 1;
-    c["history_transactions"] += content.transactions.size();
-    c["history_operations"] += content.operations.size();
-    c["history_effects"] += content.effects.size();
-    c["history_trades"] += content.trades.size();
-    c["history_operation_participants"] += content.operation_participants.size();
-    c["history_transaction_participants"] += content.transaction_participants.size();
-  }
-  return c;
-}
 
 pid_t StartWorker(const std::string& run_id, const std::string& name) {
   SpawnOptions so;
@@ -106,7 +92,7 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   // Exactly one copy of every row: A's writes were rolled back.
   auto counts = verify::CountRowsInRange(*conn, spec.schema, spec.range);
   ASSERT_TRUE(counts.ok());
-  EXPECT_EQ(*counts, GeneratedCounts(spec.range, fixtures::Density::kFlat));
+  EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, spec.range));
 }
 
 TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
@@ -152,7 +138,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
   EXPECT_GE((*jobs)[11].attempt, 2u);  // the held job's attempt died with the orchestrator
   auto counts = verify::CountRowsInRange(*conn, schema, {2, 401});
   ASSERT_TRUE(counts.ok());
-  EXPECT_EQ(*counts, GeneratedCounts({2, 401}, fixtures::Density::kFlat));
+  EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 401}));
 }
 
 TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {

@@ -42,21 +42,6 @@ IngestReport Ingest(const IngestOptions& o) {
   return r.ok() ? *r : IngestReport{};
 }
 
-// Rows the generator produces per table for `range`: what a correct ingest must hold.
-std::map<std::string, uint64_t> GeneratedCounts(LedgerRange range, fixtures::Density density) {
-  std::map<std::string, uint64_t> c;
-  for (Ledger l = range.from; l <= range.to; ++l) {
-    auto content = fixtures::GenerateLedger({1, density}, l);
-    c["history_ledgers"] += 1;
-    c["history_transactions"] += content.transactions.size();
-    c["history_operations"] += content.operations.size();
-    c["history_effects"] += content.effects.size();
-    c["history_trades"] += content.trades.size();
-    c["history_operation_participants"] += content.operation_participants.size();
-    c["history_transaction_participants"] += content.transaction_participants.size();
-  }
-  return c;
-}
 
 // A fingerprint of the natural content of a table (surrogate ids resolved), for equality
 // checks between schemas that do not need the digest room.
@@ -76,13 +61,13 @@ TEST(Ingest, SerialWritesWhatTheGeneratorProduces) {
   EXPECT_TRUE(report.ok);
   EXPECT_EQ(report.ledgers, 300u);
   EXPECT_EQ(report.jobs, 6u);
-  EXPECT_EQ(report.rows_per_table, GeneratedCounts({2, 301}, fixtures::Density::kFlat));
+  EXPECT_EQ(report.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 301}));
   EXPECT_GT(report.rows, 1000u);
 }
 
 TEST(Ingest, ParallelMatchesSerialForAwkwardSplits) {
   const LedgerRange range{2, 152};  // 151 ledgers: job size 10 leaves a last job of one ledger
-  auto expected = GeneratedCounts(range, fixtures::Density::kFlat);
+  auto expected = fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, range);
   std::string serial = UniqueName("ser");
   Ingest(Options(serial, range, 1, 151));
   std::string fingerprint = EffectsFingerprint(serial);
@@ -104,7 +89,7 @@ TEST(Ingest, RangeOfOneLedger) {
   auto report = Ingest(Options(schema, {77, 77}, 4, 250));
   EXPECT_TRUE(report.ok);
   EXPECT_EQ(report.jobs, 1u);
-  EXPECT_EQ(report.rows_per_table, GeneratedCounts({77, 77}, fixtures::Density::kFlat));
+  EXPECT_EQ(report.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {77, 77}));
 }
 
 TEST(Ingest, ParallelWorkersReallyRunInSeparateProcesses) {
@@ -124,7 +109,7 @@ TEST(Ingest, JobThatFailsOnceSucceedsOnRetry) {
   EXPECT_TRUE(report.ok);
   EXPECT_EQ(report.retried_jobs, 1u);
   EXPECT_EQ(report.attempts, 5u);
-  EXPECT_EQ(report.rows_per_table, GeneratedCounts({2, 101}, fixtures::Density::kFlat));
+  EXPECT_EQ(report.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 101}));
   bool saw_failed_attempt = false;
   for (const auto& a : report.timeline)
     if (a.job_id == 2 && a.attempt == 1) saw_failed_attempt = a.outcome == "failed";
@@ -139,7 +124,7 @@ TEST(Ingest, WorkerCrashInsideTransactionLeavesNothingAndIsRetried) {
   EXPECT_TRUE(report.ok);
   EXPECT_GE(report.workers_replaced, 1u);
   EXPECT_EQ(report.retried_jobs, 1u);
-  EXPECT_EQ(report.rows_per_table, GeneratedCounts({2, 101}, fixtures::Density::kFlat));
+  EXPECT_EQ(report.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 101}));
 }
 
 TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
@@ -180,7 +165,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
                   .ok());
   auto resumed = Ingest(resume);
   EXPECT_TRUE(resumed.ok);
-  EXPECT_EQ(resumed.rows_per_table, GeneratedCounts({2, 201}, fixtures::Density::kFlat));
+  EXPECT_EQ(resumed.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 201}));
   auto after = verify::ListJobs(*conn, r->run_id);
   for (auto& j : *after) {
     EXPECT_EQ(j.state, "done");

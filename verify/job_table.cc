@@ -10,6 +10,20 @@ std::string T(const char* table) { return pg::Qualified(kControlSchema, table); 
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
+// Rows of (job_id, range_from, range_to, state, attempt, worker, worker_pid, backend_pid, error,
+// rows, stage), in that column order.
+std::vector<JobRow> JobRows(const pg::Rows& rows) {
+  std::vector<JobRow> out;
+  for (int i = 0; i < rows.size(); ++i) {
+    out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)),
+                   {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
+                   std::string(rows.Get(i, 3)), static_cast<uint32_t>(rows.GetInt(i, 4)), std::string(rows.Get(i, 5)),
+                   static_cast<int>(rows.GetInt(i, 6)), static_cast<int>(rows.GetInt(i, 7)),
+                   std::string(rows.Get(i, 8)), rows.GetInt(i, 9), std::string(rows.Get(i, 10))});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json RunSpec::ToJson() const {
@@ -325,19 +339,11 @@ WITH lost AS (
   FROM requeued r WHERE a.run_id = $1 AND a.job_id = r.job_id AND a.attempt = r.attempt
 )
 SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coalesce(worker_pid, 0),
-       coalesce(backend_pid, 0), why FROM requeued ORDER BY job_id)",
+       coalesce(backend_pid, 0), why, 0, '' FROM requeued ORDER BY job_id)",
                                 fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
                                 fmt::arg("set", RequeueSet(spec)), fmt::arg("timeout", spec.job_timeout_s));
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, dead_worker, why}));
-  std::vector<JobRow> out;
-  for (int i = 0; i < rows.size(); ++i) {
-    out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)),
-                   {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
-                   std::string(rows.Get(i, 3)), static_cast<uint32_t>(rows.GetInt(i, 4)), std::string(rows.Get(i, 5)),
-                   static_cast<int>(rows.GetInt(i, 6)), static_cast<int>(rows.GetInt(i, 7)),
-                   std::string(rows.Get(i, 8)), 0, ""});
-  }
-  return out;
+  return JobRows(rows);
 }
 
 Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why) {
@@ -381,15 +387,7 @@ Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& ru
                                             "coalesce(rows, 0), coalesce(stage, '') FROM {} WHERE run_id = $1 ORDER BY job_id",
                                             T("jobs")),
                                 {run_id}));
-  std::vector<JobRow> out;
-  for (int i = 0; i < rows.size(); ++i) {
-    out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)),
-                   {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
-                   std::string(rows.Get(i, 3)), static_cast<uint32_t>(rows.GetInt(i, 4)), std::string(rows.Get(i, 5)),
-                   static_cast<int>(rows.GetInt(i, 6)), static_cast<int>(rows.GetInt(i, 7)),
-                   std::string(rows.Get(i, 8)), rows.GetInt(i, 9), std::string(rows.Get(i, 10))});
-  }
-  return out;
+  return JobRows(rows);
 }
 
 Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::string& run_id) {

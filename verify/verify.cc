@@ -175,7 +175,6 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   }
 
   // 4. Digests of both sides and the diff.
-  auto t = Clock::now();
   diff::Source left = o.baseline.empty() ? diff::Source::Schema(conninfo, r.serial_schema)
                                          : diff::Source::Manifest(o.baseline);
   diff::Source right = diff::Source::Schema(conninfo, r.parallel_schema);
@@ -194,7 +193,6 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   r.diff = std::move(diffed).value();
   r.phases.push_back({"digests", r.diff.digest_seconds});
   r.phases.push_back({"diff", r.diff.row_diff_seconds});
-  (void)t;
   r.identical = r.diff.identical;
 
   // 5. Clean up after a pass; keep the evidence after a divergence.
