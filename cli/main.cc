@@ -25,6 +25,11 @@ void AddFormatFlag(CLI::App* sub, OutputFormat& format) {
 }
 
 int Fail(const Status& status) {
+  // After Ctrl-C, failures are the interruption's echo: say what happened instead.
+  if (TerminationInProgress()) {
+    fmt::print(stderr, "ledgerdiff: interrupted; stopping workers and the embedded server\n");
+    return 2;
+  }
   fmt::print(stderr, "ledgerdiff: {}\n", status.message());
   return static_cast<int>(status.exit_code());
 }
@@ -57,8 +62,15 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ledgerdiff: {}\n", e.what());
     return 2;
   }
+  int code = 2;
   for (auto& [sub, run] : runners) {
-    if (sub->parsed()) return run();
+    if (sub->parsed()) {
+      code = run();
+      break;
+    }
   }
-  return 2;
+  // After Ctrl-C the command fails as its database goes away; the signal thread is still
+  // stopping servers and removing directories, and ends the process itself (exit 128+signal).
+  AwaitTerminationIfInProgress();
+  return code;
 }

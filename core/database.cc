@@ -31,8 +31,6 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
   } else {
     LD_ASSIGN_OR_RETURN(db->embedded_, EmbeddedPostgres::Start({.dir = options.keep_dir}));
     db->conninfo_ = db->embedded_->conninfo();
-    EmbeddedPostgres* server = db->embedded_.get();
-    db->cleanup_handle_ = RegisterCleanup([server] { (void)server->Stop(); });
     return db;
   }
   if (!options.keep_dir.empty())
@@ -42,9 +40,7 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
   return db;
 }
 
-Database::~Database() {
-  if (cleanup_handle_) UnregisterCleanup(cleanup_handle_);
-}
+Database::~Database() = default;
 
 std::string Database::Describe() const {
   if (embedded_) return fmt::format("embedded PostgreSQL in {}", embedded_->dir());

@@ -39,7 +39,6 @@ class Database {
   Database() = default;
   std::string conninfo_;
   std::unique_ptr<EmbeddedPostgres> embedded_;
-  int cleanup_handle_ = 0;
 };
 
 constexpr const char* kOwnershipMarkPrefix = "ledgerdiff:owned";

@@ -10,8 +10,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <set>
 #include <thread>
 
 #include "core/pg.h"
@@ -24,9 +22,6 @@ namespace ledgerdiff {
 namespace {
 
 constexpr const char* kSuperuser = "ledgerdiff";
-
-std::mutex g_live_mu;
-std::set<EmbeddedPostgres*> g_live;
 
 struct ServerUser {
   std::optional<uid_t> uid;
@@ -120,11 +115,9 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   pg->socket_dir_ = pg->dir_;
   if (pg->socket_dir_.size() + 20 > 107)
     return Status::Usagef("--keep-db {}: path too long for a unix socket (at most 87 characters)", pg->dir_);
-  // Registered from now on, so a Ctrl-C during start-up removes what was made.
-  {
-    std::lock_guard<std::mutex> lock(g_live_mu);
-    g_live.insert(pg.get());
-  }
+  // From now on a Ctrl-C (even during initdb) stops the server and removes what was made.
+  EmbeddedPostgres* self = pg.get();
+  pg->cleanup_ = RegisterCleanup([self] { (void)self->Stop(); });
 
   fs::path data = fs::path(pg->dir_) / "data";
   fs::path log = fs::path(pg->dir_) / "server.log";
@@ -183,12 +176,10 @@ Status EmbeddedPostgres::CreateDatabase(const std::string& name) {
 }
 
 Status EmbeddedPostgres::Stop() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
   if (stopped_) return Status::Ok();
   stopped_ = true;
-  {
-    std::lock_guard<std::mutex> lock(g_live_mu);
-    g_live.erase(this);
-  }
+  if (cleanup_) UnregisterCleanup(cleanup_);
   Status status;
   if (server_pid_ > 0) {
     kill(server_pid_, SIGINT);  // fast shutdown
@@ -214,13 +205,5 @@ Status EmbeddedPostgres::Stop() {
 
 EmbeddedPostgres::~EmbeddedPostgres() { (void)Stop(); }
 
-void EmbeddedPostgres::EmergencyStopAll() {
-  std::vector<EmbeddedPostgres*> live;
-  {
-    std::lock_guard<std::mutex> lock(g_live_mu);
-    live.assign(g_live.begin(), g_live.end());
-  }
-  for (auto* pg : live) (void)pg->Stop();
-}
 
 }  // namespace ledgerdiff

@@ -7,10 +7,12 @@
 // `postgres` user when it exists, else `nobody`, or LEDGERDIFF_PG_USER.
 //
 // Lifetime: Stop() or the destructor stops the server (fast shutdown) and removes the directory
-// unless it is kept. The server also gets SIGINT if this process dies (PR_SET_PDEATHSIG), so a
-// killed tool does not leave a server behind.
+// unless it is kept; so does SIGINT/SIGTERM/SIGHUP from the moment Start() made the directory
+// (a cleanup registered with core/process.h). The server also gets SIGINT if this process dies
+// (PR_SET_PDEATHSIG), so a killed tool does not leave a server behind.
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/status.h"
@@ -41,10 +43,6 @@ class EmbeddedPostgres {
   // Creates a database in this cluster (for tests and two-database checks).
   Status CreateDatabase(const std::string& name);
 
-  // Stops the servers of all live EmbeddedPostgres in this process; async-signal-safe enough
-  // for a SIGINT/SIGTERM handler (kill + waitpid + no allocation).
-  static void EmergencyStopAll();
-
  private:
   EmbeddedPostgres() = default;
   std::string dir_;
@@ -54,6 +52,8 @@ class EmbeddedPostgres {
   int server_pid_ = -1;
   bool keep_ = false;
   bool stopped_ = false;
+  int cleanup_ = 0;  // registered with core/process.h: Ctrl-C stops and removes the cluster
+  std::mutex stop_mu_;  // Stop() may race between the signal thread and main's destructors
 };
 
 // Finds the PostgreSQL server binaries (initdb, postgres): LEDGERDIFF_PG_BINDIR, pg_config

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <thread>
 
@@ -25,6 +27,7 @@ void UnblockTerminationSignals() {
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
+std::atomic<bool> g_terminating{false};
 std::mutex g_cleanup_mu;
 std::map<int, std::function<void()>> g_cleanups;
 int g_next_cleanup = 1;
@@ -166,6 +169,7 @@ void InstallTerminationHandler() {
     int signo = 0;
     while (sigwait(&set, &signo) != 0) {
     }
+    g_terminating = true;
     std::map<int, std::function<void()>> cleanups;
     {
       std::lock_guard<std::mutex> lock(g_cleanup_mu);
@@ -174,6 +178,12 @@ void InstallTerminationHandler() {
     for (auto it = cleanups.rbegin(); it != cleanups.rend(); ++it) it->second();
     _exit(128 + signo);
   }).detach();
+}
+
+bool TerminationInProgress() { return g_terminating; }
+
+void AwaitTerminationIfInProgress() {
+  while (g_terminating) std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 int RegisterCleanup(std::function<void()> cleanup) {

@@ -52,6 +52,11 @@ std::string SelfExecutable();
 // one it runs every registered cleanup (last registered first) and exits 128+signo.
 // Call once from main before starting other threads. Spawn unblocks them in children.
 void InstallTerminationHandler();
+// True once a termination signal is being handled. The process then ends through the handler
+// (after every cleanup ran); AwaitTermination() parks the calling thread until it does, so that
+// main() returning early cannot cut a cleanup short.
+bool TerminationInProgress();
+void AwaitTerminationIfInProgress();
 // Registers a cleanup; returns a handle for UnregisterCleanup. Cleanups must be idempotent.
 int RegisterCleanup(std::function<void()> cleanup);
 void UnregisterCleanup(int handle);

@@ -1,9 +1,17 @@
 // Ingestion orchestration: worker processes, job splitting, retries, failures, bad input.
 // Everything runs real worker processes (build/ledgerdiff _worker) against a real PostgreSQL.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "core/database.h"
 #include "core/ledger_range.h"
+#include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
 #include "tests/harness.h"
@@ -252,6 +260,40 @@ TEST(IngestCommand, PlaceholdersAreShellQuotedAndShellBracesPassThrough) {
   auto bad = verify::ExpandIngestCommand("run {from} {form}", v);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("{form}"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ledgerdiff
+
+namespace ledgerdiff {
+namespace {
+
+TEST(IngestCli, CtrlCStopsWorkersAndRemovesTheEmbeddedServer) {
+  // The embedded cluster lands in TMPDIR: give the run a directory of its own to watch.
+  std::string tmp = "/tmp/" + UniqueName("ld-sigint");
+  std::filesystem::create_directories(tmp);
+  SpawnOptions so;
+  so.output_file = tmp + ".log";
+  so.env = {{"TMPDIR", tmp}, {"LEDGERDIFF_DB", ""}, {"PGHOST", ""}, {"PGDATABASE", ""}, {"PGPORT", ""}};
+  auto pid = Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:20001", "--schema", "big", "--workers", "2"},
+                   so);
+  ASSERT_TRUE(pid.ok()) << pid.status().message();
+  // Wait until the server is up and workers are ingesting.
+  bool running = false;
+  for (int i = 0; i < 300 && !running; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    for (auto& e : std::filesystem::directory_iterator(tmp))
+      running = running || std::filesystem::exists(e.path() / "data" / "postmaster.pid");
+  }
+  ASSERT_TRUE(running);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  kill(*pid, SIGINT);
+  int ws = 0;
+  waitpid(*pid, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 130) << ws;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the embedded cluster was left behind";
+  std::filesystem::remove_all(tmp);
+  std::filesystem::remove(tmp + ".log");
 }
 
 }  // namespace
