@@ -18,14 +18,10 @@ struct ChaosFlags {
 Runner SetupChaos(CLI::App* sub, ChaosFlags& f) {
   auto& o = f.options;
   sub->add_option("--range", f.range, "Ledgers FROM:TO (inclusive)")->required();
-  sub->add_option("--workers", o.workers, "Worker processes per round")->capture_default_str();
-  sub->add_option("--job-size", o.job_size, "Ledgers per job")->capture_default_str();
-  sub->add_option("--seed", o.seed, "Seed of the fault schedule and of the generator")->capture_default_str();
+  AddWorkloadFlags(sub, {o.workers, o.job_size, o.seed, o.density, o.table_profile});
   sub->add_option("--rounds", o.rounds, "Parallel rounds, each with its own faults")->capture_default_str();
   sub->add_option("--faults", f.faults,
                   "Faults per round: kill=K,hang=H,crash=C,disconnect=D,orchestrator=O (default 1 of each)");
-  sub->add_option("--density", o.density, "Generated ledger density: stellar | flat")->capture_default_str();
-  sub->add_option("--profile", o.table_profile, "Digest profile: horizon | auto | FILE.json")->capture_default_str();
   sub->add_option("--job-timeout", o.job_timeout_s, "Seconds without heartbeat before a worker is declared hung")
       ->capture_default_str();
   sub->add_option("--hold", o.hold_s, "Seconds a target job pauses mid-transaction for a fault")->capture_default_str();

@@ -25,6 +25,21 @@ Result<std::optional<LedgerRange>> RangeFlag(const std::string& text) {
   return std::optional<LedgerRange>(r);
 }
 
+// What a schema-reading command needs before its library call: the range flag parsed, the
+// profile loaded, the database resolved (embedded default included).
+struct Prepared {
+  std::optional<LedgerRange> range;
+  dump::ProfileSpec spec;
+  std::unique_ptr<Database> db;
+};
+Result<Prepared> Prepare(const Common& c) {
+  Prepared p;
+  LD_ASSIGN_OR_RETURN(p.range, RangeFlag(c.range));
+  LD_ASSIGN_OR_RETURN(p.spec, dump::LoadProfileSpec(c.profile));
+  LD_ASSIGN_OR_RETURN(p.db, Database::Resolve(c.db));
+  return p;
+}
+
 void AddCommonFlags(CLI::App* sub, Common& c) {
   AddDatabaseFlags(sub, c.db);
   sub->add_option("--range", c.range, "Ledger range FROM:TO (default: the range present)");
@@ -50,26 +65,25 @@ Runner SetupDigest(CLI::App* sub) {
   sub->add_option("--chunk-ledgers", f->chunk, "Ledgers per chunk (default: sized from table statistics)")->group("");
   sub->add_flag("--print-sql", f->print_sql, "Print the canonical COPY statements, one per line (benchmarks)")->group("");
   return [f]() -> int {
-    auto range = RangeFlag(f->c.range);
-    if (!range.ok()) return Fail(range.status());
-    auto spec = dump::LoadProfileSpec(f->c.profile);
-    if (!spec.ok()) return Fail(spec.status());
-    auto db = Database::Resolve(f->c.db);
-    if (!db.ok()) return Fail(db.status());
+    auto prepared = Prepare(f->c);
+    if (!prepared.ok()) return Fail(prepared.status());
+    const auto& range = prepared->range;
+    const auto& spec = prepared->spec;
+    const auto& db = prepared->db;
     dump::DigestOptions opts;
-    opts.range = *range;
+    opts.range = range;
     opts.jobs = f->jobs;
     opts.chunk_ledgers = f->chunk;
     if (f->print_sql) {
-      auto sql = dump::CanonicalStatements((*db)->conninfo(), f->schema, *spec, opts);
+      auto sql = dump::CanonicalStatements(db->conninfo(), f->schema, spec, opts);
       if (!sql.ok()) return Fail(sql.status());
       for (const auto& s : *sql) fmt::print("{}\n", s);
       return 0;
     }
     StderrReporter reporter;
     Result<dump::DigestSummary> summary =
-        f->out.empty() ? dump::DigestSchema((*db)->conninfo(), f->schema, *spec, opts, nullptr, reporter)
-                       : dump::DigestToManifest((*db)->conninfo(), f->schema, *spec, opts, f->out,
+        f->out.empty() ? dump::DigestSchema(db->conninfo(), f->schema, spec, opts, nullptr, reporter)
+                       : dump::DigestToManifest(db->conninfo(), f->schema, spec, opts, f->out,
                                                 f->detail == "full" ? dump::ManifestDetail::kFull
                                                                     : dump::ManifestDetail::kCompact,
                                                 reporter);
@@ -136,18 +150,17 @@ Runner SetupDump(CLI::App* sub) {
   sub->add_option("--format", f->format, "jsonl (default) or csv")->check(CLI::IsMember({"jsonl", "csv"}));
   sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)");
   return [f]() -> int {
-    auto range = RangeFlag(f->c.range);
-    if (!range.ok()) return Fail(range.status());
-    auto spec = dump::LoadProfileSpec(f->c.profile);
-    if (!spec.ok()) return Fail(spec.status());
-    auto db = Database::Resolve(f->c.db);
-    if (!db.ok()) return Fail(db.status());
+    auto prepared = Prepare(f->c);
+    if (!prepared.ok()) return Fail(prepared.status());
+    const auto& range = prepared->range;
+    const auto& spec = prepared->spec;
+    const auto& db = prepared->db;
     dump::DumpOptions opts;
-    opts.range = *range;
+    opts.range = range;
     opts.format = f->format == "csv" ? dump::DumpFormat::kCsv : dump::DumpFormat::kJsonl;
     opts.out = f->out;
     StderrReporter reporter(/*quiet=*/f->out == "-");
-    auto summary = dump::DumpSchema((*db)->conninfo(), f->schema, *spec, opts, reporter);
+    auto summary = dump::DumpSchema(db->conninfo(), f->schema, spec, opts, reporter);
     if (!summary.ok()) return Fail(summary.status());
     if (f->out != "-") {
       for (const auto& [table, rows] : summary->tables) fmt::print("{}: {} rows\n", table, FormatCount(rows));

@@ -39,15 +39,11 @@ Runner SetupVerify(CLI::App* sub, VerifyFlags& f) {
   auto& o = f.options;
   sub->add_option("--range", f.range, "Ledgers FROM:TO (inclusive)");
   sub->add_option("--resume", o.resume_run, "Continue an interrupted verify run (its run id) from the job table");
-  sub->add_option("--workers", o.workers, "Worker processes of the parallel side")->capture_default_str();
-  sub->add_option("--job-size", o.job_size, "Ledgers per job")->capture_default_str();
+  AddWorkloadFlags(sub, {o.workers, o.job_size, o.seed, o.density, o.table_profile});
   sub->add_option("--retries", o.retries, "Retries of a failed job")->capture_default_str();
   sub->add_option("--retry-backoff", o.retry_backoff_s, "First retry delay in seconds")->capture_default_str();
   sub->add_option("--job-timeout", o.job_timeout_s, "Seconds without heartbeat before a worker is declared hung")
       ->capture_default_str();
-  sub->add_option("--seed", o.seed, "Generator seed")->capture_default_str();
-  sub->add_option("--density", o.density, "Generated ledger density: stellar | flat")->capture_default_str();
-  sub->add_option("--profile", o.table_profile, "Digest profile: horizon | auto | FILE.json")->capture_default_str();
   sub->add_option("--jobs", o.digest_jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--keep", o.keep, "Keep both schemas after a pass too");
@@ -144,11 +140,7 @@ struct SelftestFlags {
 Runner SetupSelftest(CLI::App* sub, SelftestFlags& f) {
   auto& o = f.options;
   sub->add_option("--range", f.range, "Ledgers FROM:TO")->capture_default_str();
-  sub->add_option("--workers", o.workers, "Worker processes of the parallel sides")->capture_default_str();
-  sub->add_option("--job-size", o.job_size, "Ledgers per job")->capture_default_str();
-  sub->add_option("--seed", o.seed, "Generator seed")->capture_default_str();
-  sub->add_option("--density", o.density, "Generated ledger density: stellar | flat")->capture_default_str();
-  sub->add_option("--profile", o.table_profile, "Digest profile")->capture_default_str();
+  AddWorkloadFlags(sub, {o.workers, o.job_size, o.seed, o.density, o.table_profile});
   AddDatabaseFlags(sub, f.db);
   AddFormatFlag(sub, f.format);
   return [&f]() -> int {

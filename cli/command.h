@@ -31,6 +31,17 @@ void AddDatabaseFlags(CLI::App* sub, DatabaseOptions& options);
 // --format text|json
 void AddFormatFlag(CLI::App* sub, OutputFormat& format);
 
+// The generated workload and how it is compared, shared by verify, selftest and chaos:
+// --workers, --job-size, --seed, --density (generator) and --profile (digest profile).
+struct WorkloadFlags {
+  uint32_t& workers;
+  uint32_t& job_size;
+  uint64_t& seed;
+  std::string& density;
+  std::string& table_profile;
+};
+void AddWorkloadFlags(CLI::App* sub, const WorkloadFlags& flags);
+
 // Prints "ledgerdiff: <message>" on stderr and returns the status's exit code.
 int Fail(const Status& status);
 

@@ -24,6 +24,14 @@ void AddFormatFlag(CLI::App* sub, OutputFormat& format) {
                                           CLI::ignore_case));
 }
 
+void AddWorkloadFlags(CLI::App* sub, const WorkloadFlags& f) {
+  sub->add_option("--workers", f.workers, "Worker processes of a parallel ingestion")->capture_default_str();
+  sub->add_option("--job-size", f.job_size, "Ledgers per job (the last job may be shorter)")->capture_default_str();
+  sub->add_option("--seed", f.seed, "Seed of the generator (and of chaos's fault schedule)")->capture_default_str();
+  sub->add_option("--density", f.density, "Generated ledger density: stellar | flat")->capture_default_str();
+  sub->add_option("--profile", f.table_profile, "Digest profile: horizon | auto | FILE.json")->capture_default_str();
+}
+
 int Fail(const Status& status) {
   // After Ctrl-C, failures are the interruption's echo: say what happened instead.
   if (TerminationInProgress()) {
