@@ -197,8 +197,15 @@ Status EmbeddedPostgres::Stop() {
     server_pid_ = -1;
   }
   if (!keep_ && !dir_.empty()) {
+    // The server's last processes may still be writing while the tree goes away (seen under
+    // load after Ctrl-C): retry until the directory is really gone.
     std::error_code ec;
-    fs::remove_all(dir_, ec);
+    for (int attempt = 0; attempt < 50; ++attempt) {
+      fs::remove_all(dir_, ec);
+      if (!fs::exists(dir_)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (fs::exists(dir_) && status.ok()) status = Status::Runtimef("could not remove {}: {}", dir_, ec.message());
   }
   return status;
 }

@@ -291,7 +291,9 @@ TEST(IngestCli, CtrlCStopsWorkersAndRemovesTheEmbeddedServer) {
   int ws = 0;
   waitpid(*pid, &ws, 0);
   EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 130) << ws;
-  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the embedded cluster was left behind";
+  std::string left;
+  for (auto& e : std::filesystem::recursive_directory_iterator(tmp)) left += e.path().string() + " ";
+  EXPECT_TRUE(left.empty()) << "the embedded cluster was left behind: " << left.substr(0, 600);
   std::filesystem::remove_all(tmp);
   std::filesystem::remove(tmp + ".log");
 }
