@@ -109,7 +109,7 @@ def parts_mount(container):
     return None
 
 
-def check_policy(path, doc, where, report, shard_counts, merges):
+def check_policy(path, doc, where, report, shard_counts, merges, configmap_keys):
     kind = doc.get("kind")
     for key, value in walk_strings(doc):
         if INLINE_PASSWORD.search(value):
@@ -140,6 +140,12 @@ def check_policy(path, doc, where, report, shard_counts, merges):
         csc = c.get("securityContext") or {}
         if csc.get("allowPrivilegeEscalation") is not False or csc.get("runAsUser") == 0 or csc.get("privileged"):
             report.fail(cw, "securityContext: needs allowPrivilegeEscalation: false, not privileged, not root")
+        declared = {e.get("name") for e in c.get("env") or []}
+        for source in c.get("envFrom") or []:
+            declared |= configmap_keys.get((source.get("configMapRef") or {}).get("name"), set())
+        for ref in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", " ".join(map(str, (c.get("command") or []) + (c.get("args") or [])))):
+            if ref not in declared:  # the kubelet would pass "$(NAME)" on literally
+                report.fail(cw, f"args: $({ref}) names no env var of this container")
         for env in c.get("env") or []:
             name = env.get("name", "")
             if SECRET_NAME.search(name) and not ((env.get("valueFrom") or {}).get("secretKeyRef")):
@@ -174,23 +180,24 @@ def walk_strings(node, key=""):
 def check_k8s(files, policy):
     bundle = json.loads(K8S_SCHEMA.read_text())
     definitions = strict(bundle["definitions"])
-    report, shard_counts, merges, objects = Report(), {}, [], 0
-    for path in files:
-        for doc in load_yaml(path):
-            objects += 1
-            if not isinstance(doc, dict):
-                report.fail(path, "a YAML document that is not an object")
-                continue
-            where = f"{path}: {doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}"
-            name = bundle["kinds"].get(f"{doc.get('apiVersion')} {doc.get('kind')}")
-            if name is None:
-                report.fail(where, f"no schema for apiVersion {doc.get('apiVersion')!r} kind {doc.get('kind')!r} "
-                                   f"(known: {', '.join(bundle['kinds'])})")
-                continue
-            for err_path, message in schema_errors(doc, definitions, name):
-                report.fail(where, f"{err_path}: {message}")
-            if policy:
-                check_policy(path, doc, where, report, shard_counts, merges)
+    report, shard_counts, merges = Report(), {}, []
+    docs = [(path, doc) for path in files for doc in load_yaml(path)]
+    configmap_keys = {(d.get("metadata") or {}).get("name"): set(d.get("data") or {})
+                      for _, d in docs if isinstance(d, dict) and d.get("kind") == "ConfigMap"}
+    for path, doc in docs:
+        if not isinstance(doc, dict):
+            report.fail(path, "a YAML document that is not an object")
+            continue
+        where = f"{path}: {doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}"
+        name = bundle["kinds"].get(f"{doc.get('apiVersion')} {doc.get('kind')}")
+        if name is None:
+            report.fail(where, f"no schema for apiVersion {doc.get('apiVersion')!r} kind {doc.get('kind')!r} "
+                               f"(known: {', '.join(bundle['kinds'])})")
+            continue
+        for err_path, message in schema_errors(doc, definitions, name):
+            report.fail(where, f"{err_path}: {message}")
+        if policy:
+            check_policy(path, doc, where, report, shard_counts, merges, configmap_keys)
     for where, mount, parts in merges:
         producers = shard_counts.get(mount, [])
         if len(producers) != 1:
@@ -202,7 +209,7 @@ def check_k8s(files, policy):
         if parts != want:
             report.fail(where, f"merges {len(parts)} parts {parts[:3]}..., but {producers[0][0]} writes exactly "
                                f"part-0..part-{n - 1}")
-    print(f"validate.py k8s: {objects} objects in {len(files)} files, {report.problems} problems")
+    print(f"validate.py k8s: {len(docs)} objects in {len(files)} files, {report.problems} problems")
     return report.problems
 
 
