@@ -16,6 +16,7 @@ import copy
 import json
 import pathlib
 import re
+import shlex
 import sys
 
 try:
@@ -31,6 +32,44 @@ AWS_BATCH_SCHEMA = SCHEMAS / "aws-batch-2016-08-10-aws-sdk-2.1693.0.json"
 SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|PRIVATE_KEY|ACCESS_KEY", re.I)
 # A password written into a conninfo string: key=value form or a URI user:password@host.
 INLINE_PASSWORD = re.compile(r"password\s*=|postgres(ql)?://[^/@\s:]+:[^/@\s]+@", re.I)
+
+
+# The ledgerdiff command line these files may use (issue 12's contract plus the existing global flags):
+# subcommand words -> allowed flags. A flag outside it is a typo or a contract change to make on purpose.
+GLOBAL_FLAGS = {"--db", "--format", "--profile", "--verbose", "--quiet"}
+CONTRACT = {
+    ("digest",): {"--schema", "--range", "--shards", "--shard", "--out", "--jobs"},
+    ("manifest", "merge"): {"--out"},
+    ("manifest", "show"): set(),
+    ("diff",): {"--range", "--max-rows", "--all"},
+    ("verify-range",): {"--range", "--left", "--right", "--shards", "--shard", "--out"},
+    ("plan",): {"--range", "--schema", "--job-size", "--ingest-cmd"},
+    ("worker",): {"--run"},
+    ("wait",): {"--run", "--timeout"},
+    ("runs",): set(),
+}
+
+
+def contract_problems(words):
+    """REQUIRES: words = the arguments after `ledgerdiff`. Problems with the subcommand or its flags."""
+    words = [str(w) for w in words]
+    for sub, flags in CONTRACT.items():
+        if tuple(words[:len(sub)]) == sub:
+            unknown = sorted({w.split("=")[0] for w in words[len(sub):] if w.startswith("--")} - flags - GLOBAL_FLAGS)
+            return [f"ledgerdiff {' '.join(sub)}: flag {f} is not in the command contract" for f in unknown]
+    return [f"ledgerdiff {words[0] if words else ''}: not a command of the contract"]
+
+
+def invocations(container):
+    """The ledgerdiff argument lists a container runs: its args (image entrypoint ledgerdiff), or
+    each `ledgerdiff ...` line of a /bin/sh -c script."""
+    command = container.get("command")
+    if not command or command == ["ledgerdiff"]:
+        return [container.get("args") or []]
+    if command[:2] == ["/bin/sh", "-c"]:
+        script = " ".join(container.get("args") or []).replace("\\\n", " ")
+        return [shlex.split(m) for m in re.findall(r"\bexec ledgerdiff ([^\n]*)", script)]
+    return []
 
 
 def strict(schema):
@@ -140,6 +179,12 @@ def check_policy(path, doc, where, report, shard_counts, merges, configmap_keys)
         csc = c.get("securityContext") or {}
         if csc.get("allowPrivilegeEscalation") is not False or csc.get("runAsUser") == 0 or csc.get("privileged"):
             report.fail(cw, "securityContext: needs allowPrivilegeEscalation: false, not privileged, not root")
+        calls = invocations(c)
+        if not calls:
+            report.fail(cw, "runs neither ledgerdiff nor `/bin/sh -c` with `exec ledgerdiff ...`")
+        for words in calls:
+            for problem in contract_problems(words):
+                report.fail(cw, problem)
         declared = {e.get("name") for e in c.get("env") or []}
         for source in c.get("envFrom") or []:
             declared |= configmap_keys.get((source.get("configMapRef") or {}).get("name"), set())
@@ -237,6 +282,10 @@ def check_aws_batch(kind, files):
         for env in props.get("environment") or []:
             if SECRET_NAME.search(env.get("name", "")):
                 report.fail(path, f"environment {env.get('name')}: a secret belongs in `secrets` (Secrets Manager)")
+        command = props.get("command")
+        if command is not None:
+            for problem in contract_problems(command):
+                report.fail(path, f"command: {problem}")
         user = str(props.get("user", ""))
         if kind == "register-job-definition" and (not user or user.split(":")[0] in ("0", "root")):
             report.fail(path, "containerProperties.user: must be a non-root uid")

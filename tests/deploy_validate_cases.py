@@ -111,6 +111,14 @@ negative_k8s("a container without resource requests", "cutover/verify-range-shar
              lambda d: container(d)["resources"].pop("requests"), r"resources\.requests: needs cpu and memory")
 negative_k8s("an $(VAR) in args that no env var declares", "digest/digest-shards-job.yaml",
              lambda d: set_(container(d)["args"], 2, "$(SCHEMAS)"), r"\$\(SCHEMAS\) names no env var")
+negative_k8s("a flag outside the command contract", "digest/digest-shards-job.yaml",
+             lambda d: set_(container(d)["args"], 5, "--shard-count"),
+             r"ledgerdiff digest: flag --shard-count is not in the command contract")
+negative_k8s("a contract typo inside the cut-over shell script", "cutover/verify-range-shards-job.yaml",
+             lambda d: set_(container(d)["args"], 0, container(d)["args"][0].replace("--shard \"", "--shardz \"")),
+             r"ledgerdiff verify-range: flag --shardz is not in the command contract")
+negative_k8s("a command that does not exist", "ingest/wait-job.yaml",
+             lambda d: set_(container(d)["args"], 0, "await"), r"ledgerdiff await: not a command of the contract")
 root = mutated_k8s("base/pvc.yaml", lambda d: None)
 shutil.move(root / "examples" / "secret.example.yaml", root / "base" / "secret.yaml")
 expect("k8s rejects: a Secret among the applied manifests", 1, r"a Secret outside deploy/k8s/examples/",
@@ -149,6 +157,9 @@ negative_aws("a secret without valueFrom", "register-job-definition", "job-defin
 negative_aws("the password in the environment", "register-job-definition", "job-definition.json",
              lambda d: d["containerProperties"]["environment"].append({"name": "PGPASSWORD", "value": "hunter2"}),
              r"environment PGPASSWORD: a secret belongs in `secrets`")
+negative_aws("a flag outside the command contract", "submit-job", "submit-workers-array.json",
+             lambda d: set_(d["containerOverrides"], "command", ["worker", "--run-id", "7"]),
+             r"ledgerdiff worker: flag --run-id is not in the command contract")
 negative_aws("a root user", "register-job-definition", "job-definition.json",
              lambda d: set_(d["containerProperties"], "user", "0"), r"must be a non-root uid")
 
