@@ -36,7 +36,7 @@ INLINE_PASSWORD = re.compile(r"password\s*=|postgres(ql)?://[^/@\s:]+:[^/@\s]+@"
 
 # The ledgerdiff command line these files may use (issue 12's contract plus the existing global flags):
 # subcommand words -> allowed flags. A flag outside it is a typo or a contract change to make on purpose.
-GLOBAL_FLAGS = {"--db", "--format", "--profile", "--verbose", "--quiet"}
+GLOBAL_FLAGS = {"--db", "--format", "--profile"}
 CONTRACT = {
     ("digest",): {"--schema", "--range", "--shards", "--shard", "--out", "--jobs"},
     ("manifest", "merge"): {"--out"},

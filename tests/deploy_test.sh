@@ -47,6 +47,7 @@ if [[ $cases_rc -ne 0 ]] && ! grep -q '^FAIL ' "$tmp/cases"; then failed=$((fail
 
 # A stub ledgerdiff that prints its arguments, one [arg] each, for the scripts below.
 mkdir -p "$tmp/bin"
+# shellcheck disable=SC2016  # the stub's own $@
 printf '#!/bin/sh\nfor a in "$@"; do printf "[%%s]" "$a"; done\necho\n' >"$tmp/bin/ledgerdiff"
 chmod +x "$tmp/bin/ledgerdiff"
 # The scripts under test call `python3`: give them the interpreter found above (no version-manager shim).
@@ -67,25 +68,29 @@ with open(f"{sys.argv[3]}/cutover.env", "w") as env:
             env.write(f"export {e['name']}='{run[e['valueFrom']['configMapKeyRef']['key']]}'\n")
     env.write(f"export COMPLETIONS={job['spec']['completions']}\n")
 PY
-# shellcheck disable=SC1091
 cutover_ok=1
 : >"$tmp/out"
-(
-  . "$tmp/cutover.env"
-  for ((k = 0; k < COMPLETIONS; k++)); do
-    PATH=$tmp/bin:$PATH JOB_COMPLETION_INDEX=$k PGPASSWORD=hunter2 sh "$tmp/cutover.sh"
-  done
-) >"$tmp/cutover.out" 2>&1 || cutover_ok=0
-for k in 0 3 4 7; do
-  replica=$((k / 4))
-  want="[verify-range][--range][2:5000001][--left][dbname=horizon user=ledgerdiff sslmode=verify-full host=old-db-replica-$replica.databases.svc][--right][dbname=horizon user=ledgerdiff sslmode=verify-full host=new-db-replica-$replica.databases.svc][--shards][8][--shard][$k][--out][/parts/part-$k.ldm]"
-  grep -qF -- "$want" "$tmp/cutover.out" || { cutover_ok=0; echo "missing for shard $k: $want" >>"$tmp/out"; }
+# shellcheck disable=SC1091  # written just above
+. "$tmp/cutover.env"
+for ((k = 0; k < COMPLETIONS; k++)); do
+  PATH=$tmp/bin:$PATH JOB_COMPLETION_INDEX=$k PGPASSWORD=hunter2 sh "$tmp/cutover.sh" >>"$tmp/cutover.out" 2>&1 || cutover_ok=0
 done
-[[ $(grep -c '^\[verify-range\]' "$tmp/cutover.out") -eq 8 ]] || cutover_ok=0
+read -r -a lefts <<<"$LEFT_REPLICA_HOSTS"
+read -r -a rights <<<"$RIGHT_REPLICA_HOSTS"
+for ((k = 0; k < COMPLETIONS; k++)); do
+  r=$((k / SHARDS_PER_REPLICA))
+  want="[verify-range][--range][$RANGE][--left][$LEFT_CONNINFO host=${lefts[r % ${#lefts[@]}]}][--right][$RIGHT_CONNINFO host=${rights[r % ${#rights[@]}]}][--shards][$COMPLETIONS][--shard][$k][--out][/parts/part-$k.ldm]"
+  grep -qxF -- "$want" "$tmp/cutover.out" || { cutover_ok=0; echo "missing for shard $k: $want" >>"$tmp/out"; }
+done
+# With the committed values: 8 shards, 4 per replica -> shards 0-3 on replica 0, 4-7 on replica 1.
+if ! grep -q "^shard 5 of 8: left old-db-replica-1.databases.svc, right new-db-replica-1" "$tmp/cutover.out"; then
+  cutover_ok=0; echo "shard 5 is not on replica 1" >>"$tmp/out"
+fi
+[[ $(grep -c '^\[verify-range\]' "$tmp/cutover.out") -eq $COMPLETIONS ]] || cutover_ok=0
 grep -q hunter2 "$tmp/cutover.out" && cutover_ok=0
 cat "$tmp/cutover.out" >>"$tmp/out"
-if ((cutover_ok)); then ok "cutover: 8 shards, 4 per replica, each with its own part and no password"
-else bad "cutover: 8 shards, 4 per replica, each with its own part and no password"; fi
+if ((cutover_ok)); then ok "cutover: one verify-range per shard on replica K/SHARDS_PER_REPLICA, own part, no password"
+else bad "cutover: one verify-range per shard on replica K/SHARDS_PER_REPLICA, own part, no password"; fi
 
 echo "== AWS Batch entrypoint (ledgerdiff-batch)"
 expect "batch: {index} becomes the array index" 0 '^\[digest\]\[--out\]\[/parts/part-5\.ldm\]\[a 55 b\]\[\]$' \
