@@ -57,7 +57,7 @@ echo "== cut-over Job: shard -> replica script (run with sh against the ConfigMa
 "$py" - "$deploy/k8s/cutover/verify-range-shards-job.yaml" "$deploy/k8s/base/configmap.yaml" "$tmp" <<'PY'
 import sys, yaml
 job = next(yaml.safe_load_all(open(sys.argv[1])))
-run = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d["metadata"]["name"] == "ledgerdiff-run"][0]["data"]
+maps = {d["metadata"]["name"]: d["data"] for d in yaml.safe_load_all(open(sys.argv[2]))}
 c = job["spec"]["template"]["spec"]["containers"][0]
 assert c["command"] == ["/bin/sh", "-c"], c["command"]
 open(f"{sys.argv[3]}/cutover.sh", "w").write(c["args"][0])
@@ -65,9 +65,12 @@ with open(f"{sys.argv[3]}/cutover.env", "w") as env:
     for e in c["env"]:
         if "value" in e: env.write(f"export {e['name']}='{e['value']}'\n")
         elif "configMapKeyRef" in (e.get("valueFrom") or {}):
-            env.write(f"export {e['name']}='{run[e['valueFrom']['configMapKeyRef']['key']]}'\n")
+            ref = e["valueFrom"]["configMapKeyRef"]
+            env.write(f"export {e['name']}='{maps[ref['name']][ref['key']]}'\n")
     env.write(f"export COMPLETIONS={job['spec']['completions']}\n")
 PY
+extract_rc=$?
+if ((extract_rc != 0)); then echo "FAIL could not extract the cut-over script"; echo "$passed passed, $((failed + 1)) failed"; exit 1; fi
 cutover_ok=1
 : >"$tmp/out"
 # shellcheck disable=SC1091  # written just above
