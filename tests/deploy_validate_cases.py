@@ -16,6 +16,7 @@ import yaml
 src = pathlib.Path(sys.argv[1]).resolve()
 deploy = src / "deploy"
 sys.path.insert(0, str(deploy))
+sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
 import validate  # noqa: E402  (deploy/validate.py)
 
 tmp = pathlib.Path(tempfile.mkdtemp())
