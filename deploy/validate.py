@@ -1,0 +1,398 @@
+#!/usr/bin/env python3
+"""Offline validation of the deployment files in deploy/.
+
+  validate.py k8s [--policy] FILE.yaml...     Kubernetes manifests against the Kubernetes API schema
+  validate.py aws-batch KIND FILE.json...      AWS Batch CLI input (KIND: register-job-definition | submit-job)
+  validate.py containerfile FILE               structure of deploy/Containerfile
+
+Schemas are the vendored files in deploy/schemas/ (see its README for their source); the checking
+is done by the jsonschema package (Debian: python3-jsonschema). Kubernetes objects are checked
+strictly, like `kubectl apply --validate=strict`: an unknown field is an error.
+--policy adds this project's rules: non-root pods, resource requests, the password only through a
+Secret, Indexed Jobs whose completions/parallelism/--shards agree, merges naming exactly their parts.
+Exit 0 valid, 1 invalid (one line per problem: FILE: OBJECT: PATH: MESSAGE), 2 usage/unreadable input.
+"""
+import copy
+import json
+import pathlib
+import re
+import shlex
+import sys
+
+try:
+    import jsonschema
+    import yaml
+except ImportError as e:  # pragma: no cover - reported, not hidden
+    print(f"validate.py: {e.name} is missing: run ci/bootstrap (python3-jsonschema, python3-yaml)", file=sys.stderr)
+    sys.exit(2)
+
+SCHEMAS = pathlib.Path(__file__).resolve().parent / "schemas"
+K8S_SCHEMA = SCHEMAS / "kubernetes-v1.27-kubernetes-models-4.3.1.json"
+AWS_BATCH_SCHEMA = SCHEMAS / "aws-batch-2016-08-10-aws-sdk-2.1693.0.json"
+SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|PRIVATE_KEY|ACCESS_KEY", re.I)
+# A password written into a conninfo string: key=value form or a URI user:password@host.
+INLINE_PASSWORD = re.compile(r"password\s*=|postgres(ql)?://[^/@\s:]+:[^/@\s]+@", re.I)
+
+
+# The ledgerdiff command line these files may use (issue 12's contract plus the existing global flags):
+# subcommand words -> allowed flags. A flag outside it is a typo or a contract change to make on purpose.
+GLOBAL_FLAGS = {"--db", "--format", "--profile"}
+CONTRACT = {
+    ("digest",): {"--schema", "--range", "--shards", "--shard", "--out", "--jobs"},
+    ("manifest", "merge"): {"--out"},
+    ("manifest", "show"): set(),
+    ("diff",): {"--range", "--max-rows", "--all"},
+    ("verify-range",): {"--range", "--left", "--right", "--shards", "--shard", "--out"},
+    ("plan",): {"--range", "--schema", "--job-size", "--ingest-cmd"},
+    ("worker",): {"--run"},
+    ("wait",): {"--run", "--timeout"},
+    ("runs",): set(),
+}
+
+
+def contract_problems(words):
+    """REQUIRES: words = the arguments after `ledgerdiff`. Problems with the subcommand or its flags."""
+    words = [str(w) for w in words]
+    for sub, flags in CONTRACT.items():
+        if tuple(words[:len(sub)]) == sub:
+            unknown = sorted({w.split("=")[0] for w in words[len(sub):] if w.startswith("--")} - flags - GLOBAL_FLAGS)
+            return [f"ledgerdiff {' '.join(sub)}: flag {f} is not in the command contract" for f in unknown]
+    return [f"ledgerdiff {words[0] if words else ''}: not a command of the contract"]
+
+
+def invocations(container):
+    """The ledgerdiff argument lists a container runs: its args (image entrypoint ledgerdiff), or
+    each `ledgerdiff ...` line of a /bin/sh -c script."""
+    command = container.get("command")
+    if not command or command == ["ledgerdiff"]:
+        return [container.get("args") or []]
+    if command[:2] == ["/bin/sh", "-c"]:
+        script = " ".join(container.get("args") or []).replace("\\\n", " ")
+        return [shlex.split(m) for m in re.findall(r"\bexec ledgerdiff ([^\n]*)", script)]
+    return []
+
+
+def strict(schema):
+    """REQUIRES: an OpenAPI-derived schema. Returns a copy in which every object with declared
+    properties admits no others (what kubectl's strict field validation does)."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "properties" in node and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(schema)
+    return schema
+
+
+def schema_errors(instance, definitions, name):
+    """Errors of instance against definitions[name], each as (path, message), most specific first."""
+    validator = jsonschema.Draft7Validator({"$ref": f"#/definitions/{name}", "definitions": definitions})
+    out = []
+    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
+        best = jsonschema.exceptions.best_match([error])
+        path = ".".join(str(p) for p in best.absolute_path) or "(root)"
+        out.append((path, best.message))
+    return out
+
+
+class Report:
+    def __init__(self):
+        self.problems = 0
+
+    def fail(self, where, what):
+        self.problems += 1
+        print(f"{where}: {what}")
+
+
+# ---------------------------------------------------------------- Kubernetes
+
+def load_yaml(path):
+    try:
+        return [d for d in yaml.safe_load_all(pathlib.Path(path).read_text()) if d is not None]
+    except (OSError, yaml.YAMLError) as e:
+        print(f"validate.py: cannot read {path}: {e}".splitlines()[0], file=sys.stderr)
+        sys.exit(2)
+
+
+def pod_spec(doc):
+    return (((doc.get("spec") or {}).get("template") or {}).get("spec")) or {}
+
+
+def containers(doc):
+    spec = pod_spec(doc)
+    return list(spec.get("initContainers") or []) + list(spec.get("containers") or [])
+
+
+def shards_of(container):
+    """The shard count a container passes to ledgerdiff: the --shards argument, or env SHARDS."""
+    args = [str(a) for a in container.get("args") or []]
+    if "--shards" in args and args.index("--shards") + 1 < len(args):
+        return args[args.index("--shards") + 1]
+    for env in container.get("env") or []:
+        if env.get("name") == "SHARDS" and "value" in env:
+            return str(env["value"])
+    return None
+
+
+def parts_mount(container):
+    for m in container.get("volumeMounts") or []:
+        if m.get("mountPath") == "/parts":
+            return m.get("subPath", "")
+    return None
+
+
+def check_policy(path, doc, where, report, shard_counts, merges, configmap_keys):
+    kind = doc.get("kind")
+    for key, value in walk_strings(doc):
+        if INLINE_PASSWORD.search(value):
+            report.fail(where, f"{key}: a password written inline")
+    if kind == "ConfigMap":
+        for key in (doc.get("data") or {}):
+            if SECRET_NAME.search(key):
+                report.fail(where, f"data.{key}: a secret in a ConfigMap (use a Secret)")
+    if kind == "Secret":
+        if "examples" not in pathlib.Path(path).parts:
+            report.fail(where, "a Secret outside deploy/k8s/examples/: create it with kubectl, never commit it")
+        for key, value in {**(doc.get("stringData") or {}), **(doc.get("data") or {})}.items():
+            if not str(value).startswith("REPLACE_"):
+                report.fail(where, f"{key}: an example Secret must hold a REPLACE_... placeholder")
+    if kind != "Job":
+        return
+    spec, pod = doc.get("spec") or {}, pod_spec(doc)
+    sc = pod.get("securityContext") or {}
+    if sc.get("runAsNonRoot") is not True or sc.get("runAsUser", 0) == 0:
+        report.fail(where, "spec.template.spec.securityContext: needs runAsNonRoot: true and a non-zero runAsUser")
+    if pod.get("automountServiceAccountToken") is not False:
+        report.fail(where, "spec.template.spec.automountServiceAccountToken: must be false (no API access needed)")
+    for c in containers(doc):
+        cw = f"{where}: container {c.get('name')}"
+        requests = (c.get("resources") or {}).get("requests") or {}
+        if not {"cpu", "memory"} <= set(requests):
+            report.fail(cw, "resources.requests: needs cpu and memory")
+        csc = c.get("securityContext") or {}
+        if csc.get("allowPrivilegeEscalation") is not False or csc.get("runAsUser") == 0 or csc.get("privileged"):
+            report.fail(cw, "securityContext: needs allowPrivilegeEscalation: false, not privileged, not root")
+        calls = invocations(c)
+        if not calls:
+            report.fail(cw, "runs neither ledgerdiff nor `/bin/sh -c` with `exec ledgerdiff ...`")
+        for words in calls:
+            for problem in contract_problems(words):
+                report.fail(cw, problem)
+        declared = {e.get("name") for e in c.get("env") or []}
+        for source in c.get("envFrom") or []:
+            declared |= configmap_keys.get((source.get("configMapRef") or {}).get("name"), set())
+        for ref in re.findall(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", " ".join(map(str, (c.get("command") or []) + (c.get("args") or [])))):
+            if ref not in declared:  # the kubelet would pass "$(NAME)" on literally
+                report.fail(cw, f"args: $({ref}) names no env var of this container")
+        for env in c.get("env") or []:
+            name = env.get("name", "")
+            if SECRET_NAME.search(name) and not ((env.get("valueFrom") or {}).get("secretKeyRef")):
+                report.fail(cw, f"env {name}: a secret must come from a Secret (valueFrom.secretKeyRef)")
+    if spec.get("completionMode") == "Indexed":
+        shards = {shards_of(c) for c in pod.get("containers") or []} - {None}
+        n = spec.get("completions")
+        if shards != {str(n)} or spec.get("parallelism") != n:
+            report.fail(where, f"Indexed Job: completions {n}, parallelism {spec.get('parallelism')} "
+                               f"and --shards {sorted(shards) or 'missing'} must agree")
+        else:
+            for c in pod.get("containers") or []:
+                shard_counts.setdefault(parts_mount(c), []).append((where, int(n)))
+    for c in containers(doc):
+        args = [str(a) for a in c.get("args") or []]
+        if args[:2] == ["manifest", "merge"]:
+            parts = [a for a in args[2:] if a.startswith("/parts/part-")]
+            merges.append((f"{where}: container {c.get('name')}", parts_mount(c), parts))
+
+
+def walk_strings(node, key=""):
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from walk_strings(v, f"{key}.{k}" if key else str(k))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from walk_strings(v, f"{key}[{i}]")
+    elif isinstance(node, str):
+        yield key, node
+
+
+def check_k8s(files, policy):
+    bundle = json.loads(K8S_SCHEMA.read_text())
+    definitions = strict(bundle["definitions"])
+    report, shard_counts, merges = Report(), {}, []
+    docs = [(path, doc) for path in files for doc in load_yaml(path)]
+    configmap_keys = {(d.get("metadata") or {}).get("name"): set(d.get("data") or {})
+                      for _, d in docs if isinstance(d, dict) and d.get("kind") == "ConfigMap"}
+    for path, doc in docs:
+        if not isinstance(doc, dict):
+            report.fail(path, "a YAML document that is not an object")
+            continue
+        where = f"{path}: {doc.get('kind')}/{(doc.get('metadata') or {}).get('name')}"
+        name = bundle["kinds"].get(f"{doc.get('apiVersion')} {doc.get('kind')}")
+        if name is None:
+            report.fail(where, f"no schema for apiVersion {doc.get('apiVersion')!r} kind {doc.get('kind')!r} "
+                               f"(known: {', '.join(bundle['kinds'])})")
+            continue
+        for err_path, message in schema_errors(doc, definitions, name):
+            report.fail(where, f"{err_path}: {message}")
+        if policy:
+            check_policy(path, doc, where, report, shard_counts, merges, configmap_keys)
+    for where, mount, parts in merges:
+        producers = shard_counts.get(mount, [])
+        if len(producers) != 1:
+            report.fail(where, f"merge of /parts (subPath {mount!r}) needs exactly one Indexed Job writing there, "
+                               f"found {len(producers)}")
+            continue
+        n = producers[0][1]
+        want = [f"/parts/part-{k}.ldm" for k in range(n)]
+        if parts != want:
+            report.fail(where, f"merges {len(parts)} parts {parts[:3]}..., but {producers[0][0]} writes exactly "
+                               f"part-0..part-{n - 1}")
+    print(f"validate.py k8s: {len(docs)} objects in {len(files)} files, {report.problems} problems")
+    return report.problems
+
+
+# ---------------------------------------------------------------- AWS Batch
+
+def check_aws_batch(kind, files):
+    bundle = json.loads(AWS_BATCH_SCHEMA.read_text())
+    if kind not in bundle["requests"]:
+        print(f"validate.py: unknown AWS Batch request {kind!r} (known: {', '.join(bundle['requests'])})",
+              file=sys.stderr)
+        sys.exit(2)
+    report = Report()
+    for path in files:
+        try:
+            doc = json.loads(pathlib.Path(path).read_text())
+        except (OSError, ValueError) as e:
+            print(f"validate.py: cannot read {path}: {e}", file=sys.stderr)
+            sys.exit(2)
+        for err_path, message in schema_errors(doc, bundle["definitions"], bundle["requests"][kind]):
+            report.fail(path, f"{err_path}: {message}")
+        for key, value in walk_strings(doc):
+            if INLINE_PASSWORD.search(value):
+                report.fail(path, f"{key}: a password written inline")
+        props = doc.get("containerProperties") or doc.get("containerOverrides") or {}
+        for env in props.get("environment") or []:
+            if SECRET_NAME.search(env.get("name", "")):
+                report.fail(path, f"environment {env.get('name')}: a secret belongs in `secrets` (Secrets Manager)")
+        command = props.get("command")
+        if command is not None:
+            for problem in contract_problems(command):
+                report.fail(path, f"command: {problem}")
+        user = str(props.get("user", ""))
+        if kind == "register-job-definition" and (not user or user.split(":")[0] in ("0", "root")):
+            report.fail(path, "containerProperties.user: must be a non-root uid")
+    print(f"validate.py aws-batch {kind}: {len(files)} files, {report.problems} problems")
+    return report.problems
+
+
+# ---------------------------------------------------------------- Containerfile
+
+def containerfile_stages(text):
+    """[(base, name, [(INSTRUCTION, rest)])] with continuation lines joined and comments dropped."""
+    lines, current = [], ""
+    for raw in text.splitlines():
+        if not current and (not raw.strip() or raw.lstrip().startswith("#")):
+            continue
+        if current and raw.lstrip().startswith("#"):
+            continue
+        current += raw.rstrip("\\").rstrip() + " " if raw.rstrip().endswith("\\") else raw
+        if not raw.rstrip().endswith("\\"):
+            lines.append(current.strip())
+            current = ""
+    stages = []
+    for line in lines:
+        word, _, rest = line.partition(" ")
+        word = word.upper()
+        if word == "FROM":
+            m = re.fullmatch(r"(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?", rest.strip(), re.I)
+            if not m:
+                raise ValueError(f"unreadable FROM line: {line}")
+            stages.append((m.group(1), m.group(2), []))
+        elif not stages:
+            raise ValueError(f"{word} before the first FROM")
+        else:
+            stages[-1][2].append((word, rest.strip()))
+    return stages
+
+
+def check_containerfile(path):
+    report = Report()
+    try:
+        stages = containerfile_stages(pathlib.Path(path).read_text())
+    except (OSError, ValueError) as e:
+        print(f"validate.py: cannot read {path}: {e}", file=sys.stderr)
+        sys.exit(2)
+    by_name = {name: (base, name, body) for base, name, body in stages if name}
+
+    def chain(stage):
+        """The stage and its ancestors among the file's stages, the stage last."""
+        out = [stage]
+        while out[0][0] in by_name:
+            out.insert(0, by_name[out[0][0]])
+        return out
+
+    def last(stage, word):
+        found = [rest for s in chain(stage) for w, rest in s[2] if w == word]
+        return found[-1] if found else None
+
+    if len(stages) < 2:
+        report.fail(path, "not multi-stage: needs a build stage and a runtime stage")
+    for base, name, _ in stages:
+        if base not in by_name and not re.fullmatch(r"debian:12(-slim)?|debian:bookworm(-slim)?", base):
+            report.fail(path, f"FROM {base}: bases must be Debian 12 (debian:12, debian:12-slim)")
+    build = [s for s in stages if s[0] not in by_name and not s[0].endswith("-slim")]
+    if not build or not any(w == "RUN" and "ci/bootstrap" in r and "cmake" in r for w, r in build[0][2]):
+        report.fail(path, "the build stage (FROM debian:12) must RUN ci/bootstrap and cmake")
+    final = stages[-1] if stages else None
+    runtime = [s for s in stages if chain(s)[0][0].endswith("-slim")]
+    if final and not chain(final)[0][0].endswith("-slim"):
+        report.fail(path, f"the final stage must derive from debian:12-slim, not {chain(final)[0][0]}")
+    if final and last(final, "ENTRYPOINT") != '["ledgerdiff"]':
+        report.fail(path, f"the final stage's ENTRYPOINT is {last(final, 'ENTRYPOINT')}, want [\"ledgerdiff\"]")
+    for stage in runtime:
+        label = f"{path}: stage {stage[1] or stage[0]}"
+        user = last(stage, "USER")
+        if user is None or user.split(":")[0] in ("root", "0"):
+            report.fail(label, f"USER is {user or 'unset (root)'}: a runtime stage must run as a non-root user")
+        entry = last(stage, "ENTRYPOINT")
+        if entry is not None and not entry.startswith("["):
+            report.fail(label, "ENTRYPOINT must be exec form (a JSON array)")
+        runs = " ".join(r for s in chain(stage) for w, r in s[2] if w == "RUN")
+        for pkg in ("libpq5", "libfmt9", "libssl3", "libxxhash0", "postgresql-15"):
+            if not re.search(rf"(^|\s){re.escape(pkg)}(\s|$)", runs):
+                report.fail(label, f"runtime package {pkg} is not installed")
+        if not any(w == "COPY" and "--from=" in r and "ledgerdiff" in r for s in chain(stage) for w, r in s[2]):
+            report.fail(label, "the ledgerdiff binary is not copied from the build stage")
+    for base, name, body in stages:
+        for word, rest in body:
+            if word in ("ENV", "ARG", "LABEL") and SECRET_NAME.search(rest):
+                report.fail(path, f"{word} {rest}: no secret in an image (it is readable by anyone with the image)")
+            if INLINE_PASSWORD.search(rest):
+                report.fail(path, f"{word} {rest}: a password written inline")
+    print(f"validate.py containerfile: {len(stages)} stages, {report.problems} problems")
+    return report.problems
+
+
+def main(argv):
+    if len(argv) >= 2 and argv[0] == "k8s":
+        policy = "--policy" in argv[1:]
+        files = [a for a in argv[1:] if a != "--policy"]
+        return 1 if check_k8s(files, policy) else 0
+    if len(argv) >= 3 and argv[0] == "aws-batch":
+        return 1 if check_aws_batch(argv[1], argv[2:]) else 0
+    if len(argv) == 2 and argv[0] == "containerfile":
+        return 1 if check_containerfile(argv[1]) else 0
+    print("validate.py: usage: k8s [--policy] FILE... | aws-batch KIND FILE... | containerfile FILE", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

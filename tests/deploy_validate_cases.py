@@ -1,0 +1,196 @@
+#!/usr/bin/env python3
+"""The validation cases of tests/deploy_test.sh, in one process (deploy/validate.py imported once):
+every file in deploy/ must pass, and each deliberately broken copy must be rejected with its reason.
+Usage: deploy_validate_cases.py SOURCE_DIR   Prints ok/FAIL per case; exit 1 if any case failed."""
+import contextlib
+import io
+import json
+import pathlib
+import re
+import shutil
+import sys
+import tempfile
+
+import yaml
+
+src = pathlib.Path(sys.argv[1]).resolve()
+deploy = src / "deploy"
+sys.path.insert(0, str(deploy))
+sys.dont_write_bytecode = True  # leave no __pycache__ in the source tree
+import validate  # noqa: E402  (deploy/validate.py)
+
+tmp = pathlib.Path(tempfile.mkdtemp())
+failed = passed = 0
+
+
+def run(args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        try:
+            rc = validate.main([str(a) for a in args])
+        except SystemExit as e:
+            rc = e.code
+    return rc, out.getvalue()
+
+
+def expect(name, code, pattern, args):
+    global failed, passed
+    rc, out = run(args)
+    if rc == code and re.search(pattern, out, re.M):
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: exit {rc} (want {code}), output should match {pattern!r}")
+        print("\n".join("     | " + line for line in out.splitlines()[:20]))
+
+
+def k8s_files(root):
+    return sorted(root.rglob("*.yaml"))
+
+
+# ------------------------------------------------------------------ Kubernetes
+def pod(docs): return docs[0]["spec"]["template"]["spec"]
+def container(docs): return pod(docs)["containers"][0]
+
+
+def mutated_k8s(rel, edit):
+    root = tmp / "k8s"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(deploy / "k8s", root)
+    path = root / rel
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    edit(docs)
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return root
+
+
+def negative_k8s(name, rel, edit, pattern):
+    expect(f"k8s rejects: {name}", 1, pattern, ["k8s", "--policy", *k8s_files(mutated_k8s(rel, edit))])
+
+
+def set_(obj, key, value): obj[key] = value
+
+
+print("== Kubernetes manifests")
+expect("k8s: every manifest is valid (strict schema + policy)", 0, r" 0 problems",
+       ["k8s", "--policy", *k8s_files(deploy / "k8s")])
+expect("k8s: a YAML round trip of the manifests is still valid", 0, r" 0 problems",
+       ["k8s", "--policy", *k8s_files(mutated_k8s("digest/digest-shards-job.yaml", lambda d: None))])
+negative_k8s("completionMode not in the enum", "digest/digest-shards-job.yaml",
+             lambda d: set_(d[0]["spec"], "completionMode", "Indexd"), r"completionMode: 'Indexd' is not one of")
+negative_k8s("parallelism that is not an integer", "digest/digest-shards-job.yaml",
+             lambda d: set_(d[0]["spec"], "parallelism", "four"), r"parallelism: 'four' is not of type 'integer'")
+negative_k8s("a misspelled field (strict)", "ingest/workers-job.yaml",
+             lambda d: set_(d[0]["spec"], "parralelism", 8), r"Additional properties are not allowed \('parralelism'")
+negative_k8s("a Job without a pod template", "ingest/plan-job.yaml",
+             lambda d: d[0]["spec"].pop("template"), r"'template' is a required property")
+negative_k8s("a resource request that is not a quantity", "digest/merge-diff-job.yaml",
+             lambda d: set_(container(d)["resources"]["requests"], "cpu", [1]), r"requests\.cpu")
+negative_k8s("a kind with no schema", "base/pvc.yaml",
+             lambda d: d[0].update(apiVersion="apps/v1", kind="Deployment"),
+             r"no schema for apiVersion 'apps/v1' kind 'Deployment'")
+negative_k8s("completions that disagree with --shards", "digest/digest-shards-job.yaml",
+             lambda d: d[0]["spec"].update(completions=5, parallelism=5),
+             r"completions 5, parallelism 5 and --shards \['4'\] must agree")
+negative_k8s("a merge that misses a part", "digest/merge-diff-job.yaml",
+             lambda d: pod(d)["initContainers"][0]["args"].remove("/parts/part-3.ldm"),
+             r"merges 3 parts .* writes exactly part-0..part-3")
+negative_k8s("a merge of the other Job's volume", "cutover/merge-job.yaml",
+             lambda d: set_(pod(d)["initContainers"][0]["volumeMounts"][0], "subPath", "digest"),
+             r"merges 8 parts .* writes exactly part-0..part-3")
+negative_k8s("a password as a literal env value", "ingest/workers-job.yaml",
+             lambda d: set_(container(d)["env"], 1, {"name": "PGPASSWORD", "value": "hunter2"}),
+             r"env PGPASSWORD: a secret must come from a Secret")
+negative_k8s("a password inside a conninfo", "base/configmap.yaml",
+             lambda d: set_(d[1]["data"], "LEFT_CONNINFO", d[1]["data"]["LEFT_CONNINFO"] + " password=hunter2"),
+             r"LEFT_CONNINFO: a password written inline")
+negative_k8s("a pod that may run as root", "ingest/wait-job.yaml",
+             lambda d: set_(pod(d)["securityContext"], "runAsUser", 0),
+             r"needs runAsNonRoot: true and a non-zero runAsUser")
+negative_k8s("a container without resource requests", "cutover/verify-range-shards-job.yaml",
+             lambda d: container(d)["resources"].pop("requests"), r"resources\.requests: needs cpu and memory")
+negative_k8s("an $(VAR) in args that no env var declares", "digest/digest-shards-job.yaml",
+             lambda d: set_(container(d)["args"], 2, "$(SCHEMAS)"), r"\$\(SCHEMAS\) names no env var")
+negative_k8s("a flag outside the command contract", "digest/digest-shards-job.yaml",
+             lambda d: set_(container(d)["args"], 5, "--shard-count"),
+             r"ledgerdiff digest: flag --shard-count is not in the command contract")
+negative_k8s("a contract typo inside the cut-over shell script", "cutover/verify-range-shards-job.yaml",
+             lambda d: set_(container(d)["args"], 0, container(d)["args"][0].replace("--shard \"", "--shardz \"")),
+             r"ledgerdiff verify-range: flag --shardz is not in the command contract")
+negative_k8s("a command that does not exist", "ingest/wait-job.yaml",
+             lambda d: set_(container(d)["args"], 0, "await"), r"ledgerdiff await: not a command of the contract")
+root = mutated_k8s("base/pvc.yaml", lambda d: None)
+shutil.move(root / "examples" / "secret.example.yaml", root / "base" / "secret.yaml")
+expect("k8s rejects: a Secret among the applied manifests", 1, r"a Secret outside deploy/k8s/examples/",
+       ["k8s", "--policy", *k8s_files(root)])
+
+# ------------------------------------------------------------------ AWS Batch
+print("== AWS Batch JSON")
+aws = deploy / "aws-batch"
+expect("aws: the job definition is a valid RegisterJobDefinition input", 0, r" 0 problems",
+       ["aws-batch", "register-job-definition", aws / "job-definition.json"])
+expect("aws: the submissions are valid SubmitJob inputs", 0, r"4 files, 0 problems",
+       ["aws-batch", "submit-job", *sorted(aws.glob("submit-*.json"))])
+
+
+def negative_aws(name, kind, file, edit, pattern):
+    doc = json.loads((aws / file).read_text())
+    edit(doc)
+    (tmp / "aws.json").write_text(json.dumps(doc))
+    expect(f"aws rejects: {name}", 1, pattern, ["aws-batch", kind, tmp / "aws.json"])
+
+
+negative_aws("an array size given as a string", "submit-job", "submit-digest-array.json",
+             lambda d: set_(d["arrayProperties"], "size", "8"), r"size: '8' is not of type 'integer'")
+negative_aws("an array of one child", "submit-job", "submit-digest-array.json",
+             lambda d: set_(d["arrayProperties"], "size", 1), r"size: 1 is less than the minimum of 2")
+negative_aws("a submission without a queue", "submit-job", "submit-merge.json",
+             lambda d: d.pop("jobQueue"), r"'jobQueue' is a required property")
+negative_aws("an unknown parameter", "submit-job", "submit-workers-array.json",
+             lambda d: set_(d, "arrayProperty", {"size": 2}), r"Additional properties are not allowed \('arrayProperty'")
+negative_aws("11 attempts", "register-job-definition", "job-definition.json",
+             lambda d: set_(d["retryStrategy"], "attempts", 11), r"attempts: 11 is greater than the maximum of 10")
+negative_aws("a job type that does not exist", "register-job-definition", "job-definition.json",
+             lambda d: set_(d, "type", "containers"), r"type: 'containers' is not one of \['container', 'multinode'\]")
+negative_aws("a secret without valueFrom", "register-job-definition", "job-definition.json",
+             lambda d: d["containerProperties"]["secrets"][0].pop("valueFrom"), r"'valueFrom' is a required property")
+negative_aws("the password in the environment", "register-job-definition", "job-definition.json",
+             lambda d: d["containerProperties"]["environment"].append({"name": "PGPASSWORD", "value": "hunter2"}),
+             r"environment PGPASSWORD: a secret belongs in `secrets`")
+negative_aws("a flag outside the command contract", "submit-job", "submit-workers-array.json",
+             lambda d: set_(d["containerOverrides"], "command", ["worker", "--run-id", "7"]),
+             r"ledgerdiff worker: flag --run-id is not in the command contract")
+negative_aws("a root user", "register-job-definition", "job-definition.json",
+             lambda d: set_(d["containerProperties"], "user", "0"), r"must be a non-root uid")
+
+# ------------------------------------------------------------------ Containerfile
+print("== Containerfile")
+expect("containerfile: multi-stage, Debian 12, non-root, no secrets", 0, r" 0 problems",
+       ["containerfile", deploy / "Containerfile"])
+original = (deploy / "Containerfile").read_text()
+
+
+def negative_containerfile(name, edit, pattern):
+    text = edit(original)
+    assert text != original, f"the edit for {name!r} changed nothing"
+    (tmp / "Containerfile").write_text(text)
+    expect(f"containerfile rejects: {name}", 1, pattern, ["containerfile", tmp / "Containerfile"])
+
+
+negative_containerfile("USER root", lambda t: re.sub(r"(?m)^USER .*", "USER root", t), r"USER is root")
+negative_containerfile("no USER", lambda t: re.sub(r"(?m)^USER .*\n", "", t), r"USER is unset \(root\)")
+negative_containerfile("a shell-form ENTRYPOINT", lambda t: t.replace('ENTRYPOINT ["ledgerdiff"]', "ENTRYPOINT ledgerdiff"),
+                       r"ENTRYPOINT must be exec form")
+negative_containerfile("a password in ENV", lambda t: t.replace("ENV LEDGERDIFF_PG_BINDIR", "ENV PGPASSWORD=hunter2 LEDGERDIFF_PG_BINDIR"),
+                       r"no secret in an image")
+negative_containerfile("a non-Debian base", lambda t: t.replace("FROM debian:12-slim AS runtime-base", "FROM ubuntu:24.04 AS runtime-base"),
+                       r"FROM ubuntu:24.04: bases must be Debian 12")
+negative_containerfile("a missing runtime library", lambda t: t.replace(" libxxhash0 ", " "),
+                       r"runtime package libxxhash0 is not installed")
+negative_containerfile("a single stage", lambda t: t[t.index("FROM debian:12-slim"):],
+                       r"not multi-stage|must RUN ci/bootstrap")
+
+shutil.rmtree(tmp, ignore_errors=True)
+print(f"validation cases: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
