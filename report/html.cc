@@ -86,6 +86,8 @@ figcaption{font-size:12px;color:var(--muted);margin-top:4px}
 footer{margin-top:44px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
 )css";
 
+// The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
+// the retry outline and the replacement marker.
 std::string Legend(const IngestReport& run) {
   std::set<std::string> seen;
   for (const auto& a : run.timeline) seen.insert(a.outcome);
@@ -103,6 +105,7 @@ std::string Legend(const IngestReport& run) {
   return s;
 }
 
+// A row value in a table cell: NULL and the empty string marked, long values cut.
 std::string HtmlValue(const std::optional<std::string>& v) {
   if (!v) return "<span class=\"null\">NULL</span>";
   if (v->empty()) return "<span class=\"null\">''</span>";
