@@ -1,6 +1,7 @@
 // chaos: fault-injection rounds over parallel ingestion, with a Jepsen-style verdict.
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "report/chaos_text_json.h"
 #include "verify/chaos.h"
 
 namespace ledgerdiff::cli {
@@ -48,9 +49,9 @@ Runner SetupChaos(CLI::App* sub, ChaosFlags& f) {
     auto report = verify::RunChaos((*db)->conninfo(), f.options, reporter);
     if (!report.ok()) return Fail(report.status());
     if (f.format == OutputFormat::kJson)
-      fmt::print("{}\n", verify::ChaosReportToJson(*report).dump(2));
+      fmt::print("{}\n", report::ChaosReportToJson(*report).dump(2));
     else
-      fmt::print("{}", verify::RenderChaosText(*report));
+      fmt::print("{}", report::RenderChaosText(*report));
     return report->valid ? 0 : 1;
   };
 }

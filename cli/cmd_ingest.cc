@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "report/ingest_text_json.h"
 #include "verify/ingest_run.h"
 #include "verify/worker.h"
 
@@ -72,9 +73,9 @@ Runner SetupIngest(CLI::App* sub, IngestFlags& f) {
     auto report = verify::RunIngest((*db)->conninfo(), f.options, reporter);
     if (!report.ok()) return Fail(report.status());
     if (f.format == OutputFormat::kJson) {
-      fmt::print("{}\n", verify::IngestReportToJson(*report).dump(2));
+      fmt::print("{}\n", report::IngestReportToJson(*report).dump(2));
     } else {
-      fmt::print("{}", verify::RenderIngestText(*report));
+      fmt::print("{}", report::RenderIngestText(*report));
       if ((*db)->embedded() && !(*db)->embedded_server()->kept())
         fmt::print("  (the embedded database is removed on exit; --keep-db DIR keeps it)\n");
     }

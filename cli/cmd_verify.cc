@@ -3,6 +3,11 @@
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "report/html.h"
+#include "report/junit.h"
+#include "report/markdown.h"
+#include "report/selftest_text_json.h"
+#include "report/verify_text_json.h"
 #include "verify/selftest.h"
 #include "verify/verify.h"
 
@@ -77,15 +82,15 @@ Runner SetupVerify(CLI::App* sub, VerifyFlags& f) {
     auto report = verify::RunVerify((*db)->conninfo(), f.options, reporter);
     if (!report.ok()) return Fail(report.status());
     if (!f.junit.empty())
-      if (Status s = WriteFile(f.junit, verify::RenderVerifyJUnit(*report)); !s.ok()) return Fail(s);
+      if (Status s = WriteFile(f.junit, report::RenderVerifyJUnit(*report)); !s.ok()) return Fail(s);
     if (!f.markdown.empty())
-      if (Status s = WriteFile(f.markdown, verify::RenderVerifyMarkdown(*report)); !s.ok()) return Fail(s);
+      if (Status s = WriteFile(f.markdown, report::RenderVerifyMarkdown(*report)); !s.ok()) return Fail(s);
     if (!f.report_dir.empty())
-      if (Status s = verify::WriteVerifyHtml(*report, f.report_dir); !s.ok()) return Fail(s);
+      if (Status s = report::WriteVerifyHtml(*report, f.report_dir); !s.ok()) return Fail(s);
     if (f.format == OutputFormat::kJson) {
-      fmt::print("{}\n", verify::VerifyReportToJson(*report).dump(2));
+      fmt::print("{}\n", report::VerifyReportToJson(*report).dump(2));
     } else {
-      fmt::print("{}", verify::RenderVerifyText(*report));
+      fmt::print("{}", report::RenderVerifyText(*report));
       if (report->schemas_kept && (*db)->embedded() && !(*db)->embedded_server()->kept())
         fmt::print("  (the embedded database is removed on exit: rerun with --keep-db DIR to keep the schemas)\n");
     }
@@ -156,9 +161,9 @@ Runner SetupSelftest(CLI::App* sub, SelftestFlags& f) {
     auto report = verify::RunSelftest((*db)->conninfo(), f.options, reporter);
     if (!report.ok()) return Fail(report.status());
     if (f.format == OutputFormat::kJson)
-      fmt::print("{}\n", verify::SelftestReportToJson(*report).dump(2));
+      fmt::print("{}\n", report::SelftestReportToJson(*report).dump(2));
     else
-      fmt::print("{}", verify::RenderSelftestText(*report));
+      fmt::print("{}", report::RenderSelftestText(*report));
     return report->passed() ? 0 : 1;
   };
 }

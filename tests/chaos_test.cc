@@ -13,6 +13,7 @@
 #include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
+#include "report/chaos_text_json.h"
 #include "tests/harness.h"
 #include "verify/chaos.h"
 #include "verify/ingest_run.h"
@@ -189,7 +190,7 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   NullReporter reporter;
   auto r = verify::RunChaos(TestConninfo(), o, reporter);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(r->valid) << verify::RenderChaosText(*r);
+  EXPECT_TRUE(r->valid) << report::RenderChaosText(*r);
   for (const auto& kind : verify::FaultKinds()) EXPECT_EQ(r->injected[kind], 1u) << kind;
   for (const auto& [cls, intervals] : r->anomalies) EXPECT_TRUE(intervals.empty()) << cls;
   ASSERT_EQ(r->rounds.size(), 1u);

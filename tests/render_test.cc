@@ -1,4 +1,4 @@
-// JUnit, Markdown and HTML reports of verify (verify/render_ci.cc), from hand-built reports:
+// JUnit, Markdown and HTML reports of verify (report/), from hand-built reports:
 // identical, divergent (with hostile values), error, baseline, zero-attempt and huge runs.
 //
 // LEDGERDIFF_RENDER_SAMPLE_DIR=DIR makes SampleReportForBrowser write the divergent sample
@@ -7,12 +7,17 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "report/html.h"
+#include "report/junit.h"
+#include "report/markdown.h"
+#include "report/svg_chart.h"
 #include "tests/harness.h"
 #include "verify/verify.h"
 
@@ -20,6 +25,9 @@ namespace ledgerdiff::verify {
 namespace {
 
 namespace fs = std::filesystem;
+using report::RenderVerifyJUnit;
+using report::RenderVerifyMarkdown;
+using report::WriteVerifyHtml;
 
 size_t Count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
@@ -35,11 +43,27 @@ std::string ReadFile(const fs::path& p) {
   return ss.str();
 }
 
-fs::path TempDir(const std::string& name) {
-  fs::path p = fs::temp_directory_path() / ("ledgerdiff-render-test-" + std::to_string(getpid())) / name;
-  fs::remove_all(p);
-  return p;
-}
+// A fresh scratch directory, removed with everything in it when the object goes away, so the
+// suite leaves nothing in the temporary directory.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(fs::temp_directory_path() /
+              ("ledgerdiff-render-test-" + std::to_string(getpid()) + "-" + std::to_string(++count_) + "-" + name)) {
+    fs::remove_all(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  static inline int count_ = 0;
+  fs::path path_;
+};
 
 // A minimal XML well-formedness check: balanced and properly nested elements, quoted attributes,
 // no raw '<' or '&' outside markup and entities. Returns "" or what is wrong.
@@ -92,8 +116,9 @@ std::string CheckWellFormed(const std::string& x) {
 
 // An attempt row field by field (robust to fields added to AttemptRow later).
 AttemptRow Attempt(uint32_t job, uint32_t attempt, const std::string& worker, double start, double end,
-                   const std::string& outcome, const std::string& error, LedgerRange range) {
+                   const std::string& outcome, const std::string& error, LedgerRange range, int slot = 0) {
   AttemptRow a{};
+  a.slot = slot;
   a.job_id = job;
   a.attempt = attempt;
   a.worker = worker;
@@ -123,7 +148,7 @@ std::vector<AttemptRow> SampleTimeline(double* wall) {
     double dur = 0.42 + 0.03 * static_cast<double>((job * 7) % 5);
     uint32_t attempt = 1;
     auto add = [&](const std::string& outcome, double d, const std::string& err) {
-      tl.push_back(Attempt(job, attempt, name[lane], start, start + d, outcome, err, range));
+      tl.push_back(Attempt(job, attempt, name[lane], start, start + d, outcome, err, range, lane));
       start += d;
       ++attempt;
     };
@@ -183,7 +208,8 @@ VerifyReport BaseReport() {
   double t = 0;
   uint32_t job = 0;
   for (Ledger from = 2; from <= 401; from += 25, t += 0.31) {
-    serial_tl.push_back(Attempt(++job, 1, "w1", t, t + 0.3, "done", "", {from, std::min<Ledger>(from + 24, 401)}));
+    serial_tl.push_back(
+        Attempt(++job, 1, "w1", t, t + 0.3, "done", "", {from, std::min<Ledger>(from + 24, 401)}, 1));
   }
   r.serial = SampleRun(r.serial_schema, 1, serial_tl, t + 0.05);
   r.serial->run_id = "r7f3_s";
@@ -353,7 +379,8 @@ TEST(RenderJUnit, IsDeterministicAndValidPerXmllint) {
   std::string x = RenderVerifyJUnit(r);
   EXPECT_EQ(x, RenderVerifyJUnit(r));
   // xmllint comes with libxml2-utils, installed by ci/bootstrap.
-  fs::path dir = TempDir("junit");
+  TempDir scratch("junit");
+  const fs::path& dir = scratch.path();
   fs::create_directories(dir);
   for (const auto& [name, report] : std::vector<std::pair<std::string, VerifyReport>>{
            {"identical", IdenticalReport()}, {"divergent", r}, {"error", ErrorReport()}}) {
@@ -427,7 +454,8 @@ struct Html {
 };
 
 Html WriteHtml(const VerifyReport& r, const std::string& name) {
-  fs::path dir = TempDir(name) / "nested" / "report";
+  TempDir scratch(name);
+  fs::path dir = scratch.path() / "nested" / "report";
   Html h{WriteVerifyHtml(r, dir.string()), ""};
   if (h.status.ok()) h.text = ReadFile(dir / "index.html");
   return h;
@@ -555,8 +583,82 @@ TEST(RenderHtml, HugeTimelineStaysSmall) {
   EXPECT_NE(h.text.find("closer than a pixel"), std::string::npos);
 }
 
+// Lanes come from AttemptRow::slot; without one, each worker name gets a lane of its own in the
+// order it first appears, and names are never parsed ("w10" before "w9" here; "w2.1" is not w2).
+TEST(RenderTimeline, LanesFromSlotsElseFromFirstAppearance) {
+  IngestReport run;
+  run.wall_s = 2;
+  run.timeline = {Attempt(1, 1, "w10", 0.0, 0.5, "done", "", {2, 11}), Attempt(2, 1, "w9", 0.1, 0.6, "done", "", {12, 21}),
+                  Attempt(3, 1, "w2", 0.2, 0.4, "lost", "killed", {22, 31}),
+                  Attempt(3, 2, "w2.1", 0.9, 1.4, "done", "", {22, 31})};
+  std::vector<report::TimelineLane> lanes = report::TimelineLanes(run);
+  ASSERT_EQ(lanes.size(), 4u);
+  EXPECT_EQ(lanes[0].name, "w10");
+  EXPECT_EQ(lanes[1].name, "w9");
+  EXPECT_EQ(lanes[2].name, "w2");
+  EXPECT_EQ(lanes[3].name, "w2.1");
+  for (const auto& lane : lanes) EXPECT_TRUE(lane.replacements.empty()) << lane.name;
+
+  // With slots: w2.1 replaces w2 in lane 2; lanes in slot order, whatever the names say.
+  run.timeline[0].slot = 3;
+  run.timeline[1].slot = 1;
+  run.timeline[2].slot = 2;
+  run.timeline[3].slot = 2;
+  lanes = report::TimelineLanes(run);
+  ASSERT_EQ(lanes.size(), 3u);
+  EXPECT_EQ(lanes[0].name, "w9");
+  EXPECT_EQ(lanes[1].name, "w2");
+  EXPECT_EQ(lanes[2].name, "w10");
+  ASSERT_EQ(lanes[1].attempts.size(), 2u);
+  EXPECT_EQ(lanes[1].replacements, (std::map<std::string, double>{{"w2.1", 0.9}}));
+  const std::string svg = report::TimelineSvg(run);
+  EXPECT_EQ(Count(svg, "<g class=\"lane\""), 3u);
+  EXPECT_NE(svg.find("+1 replaced"), std::string::npos);
+}
+
+// The dashed average lines never cross an average label, whichever average is higher and
+// however close they are: no line passes through a label's glyphs (ascent = font size above the
+// baseline, descent 0.3 x font size below it), and the two labels do not overlap.
+TEST(RenderThroughput, AverageLabelsAreClearOfTheAverageLines) {
+  auto attr = [](const std::string& tag, const std::string& name) {
+    size_t at = tag.find(" " + name + "=\"");
+    EXPECT_NE(at, std::string::npos) << name << " in " << tag;
+    at += name.size() + 3;
+    return std::stod(tag.substr(at, tag.find('"', at) - at));
+  };
+  auto tags = [](const std::string& svg, const std::string& start) {
+    std::vector<std::string> out;
+    for (size_t at = svg.find(start); at != std::string::npos; at = svg.find(start, at + 1))
+      out.push_back(svg.substr(at, svg.find('>', at) - at));
+    return out;
+  };
+  // Serial average from far below the parallel one, through equal, to above it.
+  for (double serial_over_parallel : {0.5, 0.8, 0.9, 0.95, 0.98, 1.0, 1.02, 1.05, 1.1, 1.3}) {
+    VerifyReport r = IdenticalReport();
+    r.serial->wall_s = r.parallel.wall_s / serial_over_parallel;
+    const std::string svg = report::ThroughputSvg(r.parallel, r.serial);
+    std::vector<double> lines, baselines;
+    for (const auto& t : tags(svg, "<line class=\"average\"")) lines.push_back(attr(t, "y1"));
+    double font = 0;
+    for (const auto& t : tags(svg, "<text class=\"average\"")) {
+      baselines.push_back(attr(t, "y"));
+      font = attr(t, "font-size");
+    }
+    ASSERT_EQ(lines.size(), 2u) << serial_over_parallel;
+    ASSERT_EQ(baselines.size(), 2u) << serial_over_parallel;
+    for (double b : baselines)
+      for (double y : lines)
+        EXPECT_FALSE(y >= b - font && y <= b + 0.3 * font)
+            << "line at " << y << " crosses the label on " << b << " (serial/parallel " << serial_over_parallel << ")";
+    EXPECT_GE(std::abs(baselines[0] - baselines[1]), 1.3 * font) << serial_over_parallel;
+  }
+  EXPECT_NE(report::ThroughputSvg(IdenticalReport().parallel, IdenticalReport().serial).find("serial average "),
+            std::string::npos);
+}
+
 TEST(RenderHtml, UnwritableDirectoryIsAnError) {
-  fs::path dir = TempDir("file");
+  TempDir scratch("file");
+  fs::path dir = scratch.path() / "file";
   fs::create_directories(dir.parent_path());
   std::ofstream(dir) << "not a directory";
   Status s = WriteVerifyHtml(IdenticalReport(), dir.string());
@@ -568,7 +670,8 @@ TEST(RenderHtml, UnwritableDirectoryIsAnError) {
 // browser check, else a temporary directory) and checks every page is there.
 TEST(RenderHtml, SampleReportForBrowser) {
   const char* env = std::getenv("LEDGERDIFF_RENDER_SAMPLE_DIR");
-  const std::string dir = env && *env ? std::string(env) : TempDir("sample").string();
+  TempDir scratch("sample");
+  const std::string dir = env && *env ? std::string(env) : scratch.path().string();
   Status s = WriteVerifyHtml(DivergentReport(), dir);
   ASSERT_TRUE(s.ok()) << s.message();
   std::ofstream(fs::path(dir) / "junit.xml") << RenderVerifyJUnit(DivergentReport());

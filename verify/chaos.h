@@ -110,7 +110,4 @@ struct ChaosReport {
 // Runs the whole chaos session against the database at `conninfo`.
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter);
 
-std::string RenderChaosText(const ChaosReport& report);
-nlohmann::json ChaosReportToJson(const ChaosReport& report);
-
 }  // namespace ledgerdiff::verify

@@ -97,9 +97,6 @@ struct IngestReport {
 Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter,
                                const OrchestratorHooks& hooks = {});
 
-std::string RenderIngestText(const IngestReport& report);
-nlohmann::json IngestReportToJson(const IngestReport& report);
-
 // Rows per per-ledger history table of our schema within `range`.
 Result<std::map<std::string, uint64_t>> CountRowsInRange(pg::Connection& conn, const std::string& schema,
                                                          const LedgerRange& range);

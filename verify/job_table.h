@@ -107,6 +107,7 @@ struct AttemptRow {
   std::string outcome;  // running | done | failed | lost | fenced | interrupted
   std::string error;
   LedgerRange range;
+  int slot = 0;  // worker lane 1..N; 0: unknown
 };
 
 // Creates the control schema and tables when missing (idempotent, concurrency-safe).

@@ -55,7 +55,4 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
 // spread over the range. Deterministic for (range, seed, density).
 Result<std::vector<std::pair<std::string, Ledger>>> PlanSelftest(const SelftestOptions& options);
 
-std::string RenderSelftestText(const SelftestReport& report);
-nlohmann::json SelftestReportToJson(const SelftestReport& report);
-
 }  // namespace ledgerdiff::verify

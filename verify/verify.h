@@ -97,12 +97,4 @@ struct VerifyRangeOptions {
 };
 Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
 
-// Renderers (verify/render.cc). JSON: documented in verify/README.md.
-nlohmann::json VerifyReportToJson(const VerifyReport& report);
-std::string RenderVerifyText(const VerifyReport& report);
-std::string RenderVerifyJUnit(const VerifyReport& report);
-std::string RenderVerifyMarkdown(const VerifyReport& report);
-// Writes DIR/index.html (self-contained: inline CSS and SVG).
-Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir);
-
 }  // namespace ledgerdiff::verify

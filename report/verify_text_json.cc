@@ -1,7 +1,14 @@
-// Text and JSON renderings of a verify report (JUnit, Markdown and HTML: render_ci.cc).
-#include "verify/verify.h"
+// Text and JSON of a verify report (contracts in verify_text_json.h).
+#include "report/verify_text_json.h"
 
-namespace ledgerdiff::verify {
+#include <fmt/format.h>
+
+#include "core/report.h"
+#include "report/ingest_text_json.h"
+
+namespace ledgerdiff::report {
+
+using verify::VerifyReport;
 
 nlohmann::json VerifyReportToJson(const VerifyReport& r) {
   nlohmann::json phases = nlohmann::json::array();
@@ -60,4 +67,4 @@ std::string RenderVerifyText(const VerifyReport& r) {
   return out;
 }
 
-}  // namespace ledgerdiff::verify
+}  // namespace ledgerdiff::report

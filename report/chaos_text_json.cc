@@ -1,0 +1,121 @@
+// Text and JSON of a chaos session (contract in chaos_text_json.h).
+#include "report/chaos_text_json.h"
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+#include "report/escape.h"
+
+namespace ledgerdiff::report {
+
+using verify::ChaosReport;
+
+std::string RenderChaosText(const ChaosReport& r) {
+  std::string out;
+  out += fmt::format("chaos {} ({} ledgers), {} workers, jobs of {}, seed {}, {} round{}{}\n", r.options.range.str(),
+                     FormatCount(r.options.range.size()), r.options.workers, r.options.job_size, r.options.seed,
+                     r.rounds.size(), r.rounds.size() == 1 ? "" : "s",
+                     r.options.unsafe_ingester ? ", UNSAFE ingester (negative control)" : "");
+  out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", "round", "jobs", "attempts", "retried",
+                     "recovered", "time", "valid", "faults / anomalies");
+  for (const auto& round : r.rounds) {
+    std::string faults;
+    for (const auto& f : round.faults)
+      faults += fmt::format("{}{}{}", faults.empty() ? "" : ", ", verify::DescribeFault(f.plan), f.injected ? "" : " (not injected)");
+    out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", round.round, round.jobs, round.attempts,
+                       round.retried_jobs, round.recovered_jobs, FormatDuration(round.seconds),
+                       round.valid ? "yes" : "NO", faults);
+    for (const auto& [cls, iv] : round.anomalies)
+      out += fmt::format("  {:<6} anomaly {}: ledgers {}\n", "", cls, Intervals(iv));
+    if (!round.ingest_ok) out += fmt::format("  {:<6} ingest failed: {}\n", "", round.ingest_error);
+    if (round.redone_after_resume)
+      out += fmt::format("  {:<6} {} finished jobs ran again after the orchestrator was resumed\n", "",
+                         round.redone_after_resume);
+    if (round.schema_kept) out += fmt::format("  {:<6} schema kept: \"{}\"\n", "", round.schema);
+  }
+  // A Jepsen-style verdict.
+  auto kinds = [&](const std::map<std::string, uint32_t>& m) {
+    std::string s;
+    for (const auto& k : verify::FaultKinds()) s += fmt::format(" :{} {}", k, m.count(k) ? m.at(k) : 0);
+    return s;
+  };
+  out += fmt::format("{{:valid? {}\n", r.valid ? "true" : "false");
+  out += fmt::format(" :faults-injected {{{}}}\n", kinds(r.injected).substr(1));
+  out += fmt::format(" :faults-planned  {{{}}}\n", kinds(r.planned).substr(1));
+  out += fmt::format(" :jobs {{:retried {} :recovered {}}}\n", r.jobs_retried, r.jobs_recovered);
+  std::string anomalies;
+  for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
+    auto it = r.anomalies.find(cls);
+    anomalies += fmt::format(" :{} [{}]", cls, it == r.anomalies.end() ? "" : Intervals(it->second));
+  }
+  out += fmt::format(" :anomalies {{{}}}\n", anomalies.substr(1));
+  out += fmt::format(" :time {{:baseline \"{}\" :total \"{}\"}}}}\n", FormatDuration(r.baseline_s),
+                     FormatDuration(r.seconds));
+  out += fmt::format("replay: {}\n", r.replay);
+  return out;
+}
+
+nlohmann::json ChaosReportToJson(const ChaosReport& r) {
+  auto intervals = [](const std::vector<LedgerRange>& iv) {
+    nlohmann::json a = nlohmann::json::array();
+    for (const auto& x : iv) a.push_back({x.from, x.to});
+    return a;
+  };
+  nlohmann::json rounds = nlohmann::json::array();
+  for (const auto& round : r.rounds) {
+    nlohmann::json faults = nlohmann::json::array();
+    for (const auto& f : round.faults) {
+      nlohmann::json jf = {{"kind", f.plan.kind}, {"injected", f.injected}, {"detail", f.detail}};
+      if (f.plan.kind == "orchestrator")
+        jf["after_jobs_done"] = f.plan.after_jobs_done;
+      else
+        jf["job"] = f.plan.job;
+      if (!f.plan.stage.empty()) jf["stage"] = f.plan.stage;
+      faults.push_back(jf);
+    }
+    nlohmann::json anomalies = nlohmann::json::object();
+    for (const auto& [cls, iv] : round.anomalies) anomalies[cls] = intervals(iv);
+    rounds.push_back({{"round", round.round},
+                      {"valid", round.valid},
+                      {"schema", round.schema},
+                      {"schema_kept", round.schema_kept},
+                      {"faults", faults},
+                      {"ingest_ok", round.ingest_ok},
+                      {"ingest_error", round.ingest_error},
+                      {"jobs", round.jobs},
+                      {"attempts", round.attempts},
+                      {"retried_jobs", round.retried_jobs},
+                      {"recovered_jobs", round.recovered_jobs},
+                      {"orchestrator_restarts", round.orchestrator_restarts},
+                      {"redone_after_resume", round.redone_after_resume},
+                      {"anomalies", anomalies},
+                      {"seconds", round.seconds}});
+  }
+  nlohmann::json anomalies = nlohmann::json::object();
+  for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
+    auto it = r.anomalies.find(cls);
+    anomalies[cls] = it == r.anomalies.end() ? nlohmann::json::array() : intervals(it->second);
+  }
+  nlohmann::json injected = nlohmann::json::object(), planned = nlohmann::json::object();
+  for (const auto& k : verify::FaultKinds()) {
+    injected[k] = r.injected.count(k) ? r.injected.at(k) : 0;
+    planned[k] = r.planned.count(k) ? r.planned.at(k) : 0;
+  }
+  return {{"valid", r.valid},
+          {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
+          {"workers", r.options.workers},
+          {"job_size", r.options.job_size},
+          {"seed", r.options.seed},
+          {"unsafe_ingester", r.options.unsafe_ingester},
+          {"faults_planned", planned},
+          {"faults_injected", injected},
+          {"jobs_retried", r.jobs_retried},
+          {"jobs_recovered", r.jobs_recovered},
+          {"anomalies", anomalies},
+          {"rounds", rounds},
+          {"baseline_seconds", r.baseline_s},
+          {"seconds", r.seconds},
+          {"replay", r.replay}};
+}
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,44 @@
+#pragma once
+// Text hygiene shared by every renderer of report/: making data safe for XML, HTML and text.
+//
+// Every string that comes from data (table and column names, row values, errors, schema names)
+// goes through one of these before it reaches a report. All are pure functions.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ledger_range.h"
+
+namespace ledgerdiff::report {
+
+// Replaces invalid UTF-8 with U+FFFD and C0 control characters (except \t \n \r) and DEL with
+// "\xNN". INVARIANT: the result is valid UTF-8 and valid XML 1.0 character data once escaped.
+std::string Clean(std::string_view s);
+
+// Element content (XML and HTML): Clean, then XmlEscape.
+std::string Esc(std::string_view s);
+
+// Attribute values: Esc, and line breaks and tabs as character references (attribute
+// normalization would eat them).
+std::string Attr(std::string_view s);
+
+// Cuts a value longer than `max_bytes` at a UTF-8 character boundary: "abc… (12,345 bytes)".
+std::string Truncate(const std::string& s, size_t max_bytes);
+
+// A SQL value as the text renderers show it: NULL, or single-quoted ('' inside) with \n, \t, \r
+// visible, truncated to `max_bytes`.
+std::string ShowSql(const std::optional<std::string>& v, size_t max_bytes);
+
+// "1 row", "12,044 rows".
+std::string Plural(uint64_t n, std::string_view one, std::string_view many);
+
+// Ledger intervals as "2, 7-9, 12"; beyond `max_items`: ", … N more intervals".
+std::string Intervals(const std::vector<LedgerRange>& intervals,
+                      size_t max_items = std::numeric_limits<size_t>::max());
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,429 @@
+// The HTML report of a verify run (contract in html.h).
+//
+// Vocabulary follows the text renderers: the left side is "serial" (or "baseline" when a
+// manifest stood in for it), the right side is "parallel"; "first divergent ledger",
+// "divergent tables", "only serial / only parallel / changed" rows, "look again".
+#include "report/html.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+#include "report/escape.h"
+#include "report/svg_chart.h"
+#include "report/verify_view.h"
+
+namespace ledgerdiff::report {
+
+using verify::IngestReport;
+using verify::VerifyReport;
+
+namespace {
+
+constexpr const char* kCss = R"css(
+:root{--ok:#1a7f37;--ok-bg:#dafbe1;--bad:#cf222e;--bad-bg:#ffebe9;--warn:#9a6700;--warn-bg:#fff8c5;
+--fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--accent:#0969da}
+*{box-sizing:border-box}
+body{margin:0;background:#fff;color:var(--fg);font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif}
+main{max-width:1240px;margin:0 auto;padding:20px 32px 56px}
+.brand{display:flex;align-items:baseline;gap:12px;color:var(--muted);font-size:13px;margin-bottom:12px}
+.brand b{color:var(--fg);font-size:16px;letter-spacing:.02em}
+.banner{border-radius:10px;padding:18px 24px;display:flex;align-items:center;gap:22px;color:#fff}
+.banner.identical{background:linear-gradient(90deg,#1a7f37,#2da44e)}
+.banner.divergent{background:linear-gradient(90deg,#b62324,#cf222e)}
+.banner.error{background:linear-gradient(90deg,#9a6700,#bf8700)}
+.banner .word{font-size:30px;font-weight:800;letter-spacing:.06em}
+.banner .what{font-size:15px;opacity:.95;line-height:1.45}
+.banner .what code{background:rgba(255,255,255,.18);color:#fff}
+h2{font-size:17px;margin:34px 0 10px;padding-bottom:6px;border-bottom:1px solid var(--line)}
+h3{font-size:14px;margin:22px 0 8px}
+.facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:10px 28px;margin:18px 0 0;padding:14px 18px;background:var(--soft);border:1px solid var(--line);border-radius:8px}
+.facts div{min-width:0}
+.facts dt{font-size:11px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
+.facts dd{margin:0;font-weight:600;overflow-wrap:anywhere}
+.cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
+@media (max-width:900px){.cols{grid-template-columns:1fr}}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
+th{background:var(--soft);font-weight:600;color:var(--muted);font-size:12px;white-space:nowrap}
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+tr.bad td{background:#fff5f5}
+table.runs td,table.runs th,table.phases td{padding:3px 10px}
+.pill{display:inline-block;padding:0 9px;border-radius:10px;font-size:12px;font-weight:600;white-space:nowrap}
+.pill.identical{background:var(--ok-bg);color:var(--ok)}.pill.divergent{background:var(--bad-bg);color:var(--bad)}
+.pill.none{background:#eaeef2;color:var(--muted)}
+code,pre,.mono{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
+code{background:#eff2f5;padding:1px 5px;border-radius:4px}
+pre{background:var(--soft);border:1px solid var(--line);border-radius:6px;padding:10px 14px;white-space:pre-wrap;overflow-wrap:anywhere;margin:6px 0}
+.phase{display:flex;align-items:center;gap:10px}
+.phase .bar{height:10px;border-radius:3px;background:var(--accent);min-width:2px}
+.muted{color:var(--muted)}
+.scroll{overflow-x:auto;border:1px solid var(--line);border-radius:6px}
+.scroll table td,.scroll table th{border-bottom:1px solid #e6ebf0}
+table.rows td{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px;max-width:420px;overflow-wrap:anywhere}
+table.rows tr.left td{background:var(--bad-bg)}table.rows tr.right td{background:var(--ok-bg)}
+td.mark{font-weight:700;white-space:nowrap;font-family:inherit}
+tr.left td.mark{color:var(--bad)}tr.right td.mark{color:var(--ok)}
+del{background:var(--bad-bg);color:#82071e;text-decoration:line-through;padding:0 3px;border-radius:3px}
+ins{background:var(--ok-bg);color:#116329;text-decoration:none;padding:0 3px;border-radius:3px}
+.null{color:var(--muted);font-style:italic}
+.note{padding:8px 12px;border-left:3px solid var(--line);background:var(--soft);margin:6px 0}
+.legend{display:flex;flex-wrap:wrap;gap:6px 16px;font-size:12px;color:var(--muted);margin:6px 0 2px}
+.legend i{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:5px}
+.legend i.retried{background:#fff;border:2px solid #1f2328}
+figure{margin:6px 0 0}figure svg{width:100%;height:auto;display:block}
+figcaption{font-size:12px;color:var(--muted);margin-top:4px}
+footer{margin-top:44px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
+)css";
+
+// The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
+// the retry outline and the replacement marker.
+std::string Legend(const IngestReport& run) {
+  std::set<std::string> seen;
+  for (const auto& a : run.timeline) seen.insert(a.outcome);
+  std::string s = "<div class=\"legend\">";
+  for (const char* o : kAttemptOutcomes)
+    if (seen.count(o) || std::string_view(o) == "done" || std::string_view(o) == "failed" ||
+        std::string_view(o) == "lost")
+      s += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", OutcomeColor(o), o);
+  for (const auto& o : seen)
+    if (std::find(std::begin(kAttemptOutcomes), std::end(kAttemptOutcomes), o) == std::end(kAttemptOutcomes))
+      s += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", OutcomeColor(o), Esc(o));
+  s += "<span><i class=\"retried\"></i>job needed a retry (\xe2\x86\xbb attempt)</span>";
+  s += "<span><i style=\"background:#9a6700;width:3px\"></i>replacement worker starts</span>";
+  s += "</div>\n";
+  return s;
+}
+
+// A row value in a table cell: NULL and the empty string marked, long values cut.
+std::string HtmlValue(const std::optional<std::string>& v) {
+  if (!v) return "<span class=\"null\">NULL</span>";
+  if (v->empty()) return "<span class=\"null\">''</span>";
+  return Esc(Truncate(*v, 400));
+}
+
+std::string RunStatsTable(const VerifyReport& r) {
+  std::vector<std::pair<std::string, const IngestReport*>> runs;
+  if (r.serial) runs.push_back({"serial", &*r.serial});
+  if (!r.parallel.run_id.empty() || r.parallel.attempts > 0 || !r.parallel.timeline.empty())
+    runs.push_back({"parallel", &r.parallel});
+  if (runs.empty()) return "";
+  std::string s = "<table class=\"runs\"><tr><th></th>";
+  for (const auto& [name, run] : runs) s += "<th class=\"n\">" + Esc(name) + "</th>";
+  s += "</tr>\n";
+  auto row = [&](const std::string& label, auto value) {
+    s += "<tr><td>" + label + "</td>";
+    for (const auto& [name, run] : runs) s += "<td class=\"n\">" + value(*run) + "</td>";
+    s += "</tr>\n";
+  };
+  row("workers", [](const IngestReport& x) { return std::to_string(x.workers); });
+  row("wall time", [](const IngestReport& x) { return Esc(FormatDuration(x.wall_s)); });
+  row("ledgers", [](const IngestReport& x) { return FormatCount(x.ledgers); });
+  row("rows", [](const IngestReport& x) { return FormatCount(x.rows); });
+  row("ledgers/s", [](const IngestReport& x) { return FormatCount(static_cast<uint64_t>(x.ledgers_per_s() + 0.5)); });
+  row("rows/s", [](const IngestReport& x) { return FormatCount(static_cast<uint64_t>(x.rows_per_s() + 0.5)); });
+  row("jobs", [](const IngestReport& x) { return FormatCount(x.jobs); });
+  row("attempts", [](const IngestReport& x) { return FormatCount(x.attempts); });
+  row("retried jobs", [](const IngestReport& x) { return FormatCount(x.retried_jobs); });
+  row("workers replaced", [](const IngestReport& x) { return FormatCount(x.workers_replaced); });
+  row("result", [](const IngestReport& x) {
+    return x.ok ? std::string("<span class=\"pill identical\">ok</span>")
+                : std::string("<span class=\"pill divergent\">failed</span>");
+  });
+  s += "</table>\n";
+  return s;
+}
+
+std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, const Sides& sides) {
+  std::string s;
+  const diff::TableAtLedger* at = nullptr;
+  for (const auto& t : r.diff.divergent_tables)
+    if (t.table == rd.table) at = &t;
+  s += fmt::format("<h3><code>{}</code> at ledger {}", Esc(rd.table), r.diff.first_divergent_ledger.value_or(0));
+  if (at)
+    s += fmt::format(" <span class=\"muted\">&#183; {} {} rows, {} {} rows</span>", sides.left,
+                     FormatCount(at->left_rows), sides.right, FormatCount(at->right_rows));
+  s += "</h3>\n";
+  s += fmt::format("<p class=\"muted\">{} only {}, {} only {}, {} changed{}</p>\n",
+                   Plural(rd.only_left_total, "row", "rows"), sides.left, Plural(rd.only_right_total, "row", "rows"),
+                   sides.right, Plural(rd.changed_total, "row", "rows"),
+                   rd.key.empty() ? "" : fmt::format(" (matched on {})", Esc(fmt::format("{}", fmt::join(rd.key, ", ")))));
+  if (!rd.left_available || !rd.right_available)
+    s += fmt::format("<p class=\"note\">Rows of the {} side are not available: it is a manifest.</p>\n",
+                     !rd.left_available ? sides.left : sides.right);
+  if (!rd.only_left.empty() || !rd.only_right.empty()) {
+    s += "<div class=\"scroll\"><table class=\"rows\"><tr><th></th>";
+    for (const auto& c : rd.columns) s += "<th>" + Esc(c) + "</th>";
+    s += "</tr>\n";
+    auto emit = [&](const std::vector<diff::RowValues>& rows, const char* cls, const std::string& mark) {
+      for (const auto& v : rows) {
+        s += fmt::format("<tr class=\"{}\"><td class=\"mark\">{}</td>", cls, mark);
+        for (size_t i = 0; i < rd.columns.size(); ++i)
+          s += "<td>" + (i < v.size() ? HtmlValue(v[i]) : std::string()) + "</td>";
+        s += "</tr>\n";
+      }
+    };
+    emit(rd.only_left, "left", "\xe2\x88\x92 only " + sides.left);
+    emit(rd.only_right, "right", "+ only " + sides.right);
+    s += "</table></div>\n";
+    if (rd.only_left_total > rd.only_left.size())
+      s += fmt::format("<p class=\"muted\">\xe2\x80\xa6 {} more rows only {}</p>\n",
+                       FormatCount(rd.only_left_total - rd.only_left.size()), sides.left);
+    if (rd.only_right_total > rd.only_right.size())
+      s += fmt::format("<p class=\"muted\">\xe2\x80\xa6 {} more rows only {}</p>\n",
+                       FormatCount(rd.only_right_total - rd.only_right.size()), sides.right);
+  }
+  if (!rd.changed.empty()) {
+    s += fmt::format("<div class=\"scroll\"><table class=\"rows changed\"><tr><th>key</th><th>column</th>"
+                     "<th>{} \xe2\x86\x92 {}</th></tr>\n",
+                     sides.left, sides.right);
+    for (const auto& c : rd.changed) {
+      std::string key;
+      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i)
+        key += (i ? ", " : "") + Esc(rd.key[i]) + "=" + HtmlValue(c.key[i]);
+      size_t n = std::max<size_t>(1, c.changes.size());
+      for (size_t i = 0; i < n; ++i) {
+        s += "<tr>";
+        if (i == 0) s += fmt::format("<td rowspan=\"{}\">{}</td>", n, key);
+        if (i < c.changes.size()) {
+          const auto& ch = c.changes[i];
+          s += "<td>" + Esc(ch.column) + "</td><td><del>" + HtmlValue(ch.left) + "</del> \xe2\x86\x92 <ins>" +
+               HtmlValue(ch.right) + "</ins></td>";
+        } else {
+          s += "<td></td><td></td>";
+        }
+        s += "</tr>\n";
+      }
+    }
+    s += "</table></div>\n";
+    if (rd.changed_total > rd.changed.size())
+      s += fmt::format("<p class=\"muted\">\xe2\x80\xa6 {} more changed rows</p>\n",
+                       FormatCount(rd.changed_total - rd.changed.size()));
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string RenderVerifyHtml(const VerifyReport& r) {
+  const Sides sides = SideNames(r);
+  const std::vector<TableLine> tables = TableLines(r);
+  const std::string verdict = r.verdict();
+  const std::string title = fmt::format("ledgerdiff verify {}: {}", r.range.str(), verdict);
+
+  std::string h;
+  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
+  h += "<title>" + Esc(title) + "</title>\n<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n<main>\n";
+  h += fmt::format("<div class=\"brand\"><b>ledgerdiff</b><span>verify &#183; serial vs parallel ingestion "
+                   "&#183; run <code>{}</code></span></div>\n",
+                   Esc(r.run_id));
+
+  // Verdict banner.
+  std::string what;
+  if (verdict == "identical") {
+    what = fmt::format("The parallel ingestion wrote exactly what the {} one wrote.<br/>{} ledgers ({}) and {} rows "
+                       "compared in {}.",
+                       sides.left, FormatCount(r.diff.ledgers_compared), Esc(r.range.str()),
+                       FormatCount(r.diff.rows_compared_left), Plural(tables.size(), "table", "tables"));
+  } else if (verdict == "divergent") {
+    if (r.diff.first_divergent_ledger) {
+      std::vector<std::string> names;
+      for (const auto& t : r.diff.divergent_tables) names.push_back("<code>" + Esc(t.table) + "</code>");
+      what = fmt::format("First divergent ledger <b>{}</b>{}.<br/>{} of {} ledgers compared differ.",
+                         *r.diff.first_divergent_ledger,
+                         names.empty() ? "" : fmt::format(" in {}", fmt::join(names, ", ")),
+                         FormatCount(r.diff.divergent_ledgers), FormatCount(r.diff.ledgers_compared));
+    } else {
+      what = "The schemas differ; the data of the common ledgers is identical.";
+    }
+  } else {
+    what = "The run did not finish: " + Esc(r.error);
+  }
+  std::string word = verdict == "identical" ? "IDENTICAL" : verdict == "divergent" ? "DIVERGENT" : "ERROR";
+  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
+                   "</div>\n",
+                   verdict, word, what);
+
+  // Run facts.
+  h += "<dl class=\"facts\">\n";
+  auto fact = [&](const std::string& k, const std::string& v_html) {
+    h += "<div><dt>" + k + "</dt><dd>" + v_html + "</dd></div>\n";
+  };
+  fact("range", fmt::format("{} <span class=\"muted\">({} ledgers)</span>", Esc(r.range.str()),
+                            FormatCount(r.range.size())));
+  fact("workers", fmt::format("{} <span class=\"muted\">&#183; jobs of {} ledgers</span>", r.workers,
+                              FormatCount(r.job_size)));
+  if (r.speedup > 0) fact("parallel speed-up", fmt::format("{:.2f}x", r.speedup));
+  fact("total time", Esc(FormatDuration(TotalSeconds(r))));
+  if (!r.baseline.empty()) fact("baseline", "<code>" + Esc(r.baseline) + "</code>");
+  if (!r.serial_schema.empty()) fact("serial schema", "<code>" + Esc(r.serial_schema) + "</code>");
+  if (!r.parallel_schema.empty()) fact("parallel schema", "<code>" + Esc(r.parallel_schema) + "</code>");
+  fact("schemas", r.schemas_kept ? "kept" : "dropped after the pass");
+  if (!r.bug.empty()) fact("injected bug", "<code>" + Esc(r.bug) + "</code>");
+  if (!r.saved_baseline.empty()) fact("baseline saved to", "<code>" + Esc(r.saved_baseline) + "</code>");
+  if (!r.diff.profile.empty()) fact("table profile", Esc(r.diff.profile));
+  h += "</dl>\n";
+
+  // Error details.
+  if (!r.error.empty()) {
+    h += "<h2>Error</h2>\n<pre>" + Esc(r.error) + "</pre>\n";
+    auto failed = [&](const std::string& side, const IngestReport& run) {
+      if (run.failed_jobs.empty() && !run.restart_range) return;
+      h += "<h3>Failed jobs of the " + side + " run</h3>\n<table><tr><th class=\"n\">job</th><th>range</th>"
+           "<th class=\"n\">attempts</th><th>last error</th></tr>\n";
+      for (const auto& j : run.failed_jobs)
+        h += fmt::format("<tr><td class=\"n\">{}</td><td class=\"mono\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+                         j.job_id, Esc(j.range.str()), j.attempt, Esc(j.error));
+      h += "</table>\n";
+      if (run.restart_range)
+        h += fmt::format("<p>Restart range: <code>{}</code></p>\n", Esc(run.restart_range->str()));
+    };
+    if (r.serial) failed("serial", *r.serial);
+    failed("parallel", r.parallel);
+  }
+
+  // Timings and runs.
+  h += "<div class=\"cols\">\n<div>\n<h2>Phases</h2>\n";
+  if (r.phases.empty()) {
+    h += "<p class=\"muted\">No phase finished.</p>\n";
+  } else {
+    double longest = 0;
+    for (const auto& p : r.phases) longest = std::max(longest, p.seconds);
+    h += "<table class=\"phases\">\n";
+    for (const auto& p : r.phases) {
+      double pct = longest > 0 ? 100.0 * p.seconds / longest : 0;
+      h += fmt::format("<tr><td>{}</td><td class=\"n\">{}</td><td style=\"width:55%\"><div class=\"phase\">"
+                       "<div class=\"bar\" style=\"width:{:.1f}%\"></div></div></td></tr>\n",
+                       Esc(p.name), Esc(FormatDuration(p.seconds)), pct);
+    }
+    if (r.speedup > 0)
+      h += fmt::format("<tr><td><b>parallel speed-up</b></td><td class=\"n\"><b>{:.2f}x</b></td><td></td></tr>\n",
+                       r.speedup);
+    h += "</table>\n";
+  }
+  h += "</div>\n<div>\n<h2>Ingestion runs</h2>\n" + RunStatsTable(r) + "</div>\n</div>\n";
+
+  // Per-table comparison.
+  h += "<h2>Tables</h2>\n";
+  if (tables.empty()) {
+    h += "<p class=\"muted\">No table was compared.</p>\n";
+  } else {
+    h += fmt::format("<table class=\"tables\"><tr><th>table</th><th class=\"n\">{} rows</th><th class=\"n\">{} rows"
+                     "</th><th class=\"n\">&#916; rows</th><th class=\"n\">divergent ledgers</th><th>first divergent"
+                     "</th><th>status</th></tr>\n",
+                     sides.left, sides.right);
+    for (const auto& t : tables) {
+      std::string delta = "\xe2\x80\x94";
+      if (t.left_rows >= 0 && t.right_rows >= 0) {
+        int64_t d = t.right_rows - t.left_rows;
+        delta = d == 0 ? "0" : fmt::format("{}{}", d > 0 ? "+" : "\xe2\x88\x92", FormatCount(static_cast<uint64_t>(std::llabs(d))));
+      }
+      std::string status = TableStatus(t);
+      h += fmt::format("<tr class=\"{}\"><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td><td><span "
+                       "class=\"pill {}\">{}</span></td></tr>\n",
+                       t.differs ? "bad" : "ok", Esc(t.table), CountOrDash(t.left_rows), CountOrDash(t.right_rows),
+                       delta, t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
+                       t.first ? std::to_string(*t.first) : "", status == "not compared" ? "none" : status, status);
+    }
+    h += "</table>\n";
+    if (!r.diff.excluded_columns.empty())
+      h += fmt::format("<p class=\"muted\">Columns left out of the comparison by the table profile: {}</p>\n",
+                       Esc(fmt::format("{}", fmt::join(r.diff.excluded_columns, ", "))));
+  }
+
+  // Divergence.
+  if (verdict == "divergent") {
+    h += "<h2>Divergence</h2>\n";
+    for (const auto& d : r.diff.schema_differences) h += "<p class=\"note\">schema difference: " + Esc(d) + "</p>\n";
+    if (r.diff.first_divergent_ledger) {
+      h += fmt::format("<p>First divergent ledger <b>{}</b>: {} of {} ledgers compared differ.</p>\n",
+                       *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
+                       FormatCount(r.diff.ledgers_compared));
+      if (!r.diff.left.empty() || !r.diff.right.empty())
+        h += fmt::format("<p class=\"muted\">{}: {}<br/>{}: {}</p>\n", sides.left, Esc(r.diff.left), sides.right,
+                         Esc(r.diff.right));
+    }
+    bool any_intervals = false;
+    for (const auto& t : tables) any_intervals |= !t.divergent.empty();
+    if (any_intervals) {
+      h += "<table><tr><th>table</th><th>divergent ledgers</th></tr>\n";
+      for (const auto& t : tables)
+        if (!t.divergent.empty())
+          h += fmt::format("<tr><td><code>{}</code></td><td class=\"mono\">{}</td></tr>\n", Esc(t.table),
+                           Esc(Intervals(t.divergent, 40)));
+      h += "</table>\n";
+    }
+    for (const auto& rd : r.diff.rows) h += RowDiffHtml(r, rd, sides);
+  }
+  for (const auto& n : r.diff.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
+  if (!r.look_again.empty()) {
+    h += "<h2>Look again</h2>\n<p class=\"muted\">The schemas were kept; this compares them again:</p>\n";
+    h += "<pre class=\"look-again\">" + Esc(r.look_again) + "</pre>\n";
+  }
+
+  // Timeline and throughput of the parallel run.
+  h += "<h2>Parallel run timeline</h2>\n";
+  if (r.parallel.timeline.empty()) {
+    h += "<p class=\"muted\">No job attempts were recorded for the parallel run.</p>\n";
+  } else {
+    const size_t lanes = TimelineLanes(r.parallel).size();
+    h += Legend(r.parallel);
+    h += "<figure>\n" + TimelineSvg(r.parallel);
+    h += fmt::format("<figcaption>{} on {} over {}; {}, {}. Hover a bar for its job, ledger range, attempt, "
+                     "duration and outcome.{}</figcaption>\n</figure>\n",
+                     Plural(r.parallel.timeline.size(), "attempt", "attempts"),
+                     Plural(lanes, "worker lane", "worker lanes"), Esc(FormatDuration(TimeSpan(r.parallel))),
+                     Plural(r.parallel.retried_jobs, "job retried", "jobs retried"),
+                     Plural(r.parallel.workers_replaced, "worker replaced", "workers replaced"),
+                     r.parallel.timeline.size() > kDetailedAttempts
+                         ? " Done attempts closer than a pixel are drawn as one bar."
+                         : "");
+    h += "<h2>Throughput</h2>\n<figure>\n" + ThroughputSvg(r.parallel, r.serial);
+    h += "<figcaption>Ledgers per second of the parallel run: the ledgers of each done attempt, spread over its "
+         "duration, per time bucket.</figcaption>\n</figure>\n";
+  }
+  if (r.serial && !r.serial->timeline.empty()) {
+    h += "<details><summary>Serial run timeline</summary>\n" + Legend(*r.serial) + "<figure>\n" +
+         TimelineSvg(*r.serial) + "</figure>\n</details>\n";
+  }
+
+  h += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
+                   Esc(r.run_id), Esc(title), verdict == "identical" ? 0 : verdict == "divergent" ? 1 : 2);
+  h += "</main>\n</body>\n</html>\n";
+  return h;
+}
+
+Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::Runtimef("create report directory {}: {}", dir, ec.message());
+  if (!fs::is_directory(dir, ec)) return Status::Runtimef("report directory {} is not a directory", dir);
+  const fs::path path = fs::path(dir) / "index.html";
+  const fs::path tmp = fs::path(dir) / ".index.html.tmp";
+  const std::string html = RenderVerifyHtml(report);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::Runtimef("write {}: cannot open", tmp.string());
+    out.write(html.data(), static_cast<std::streamsize>(html.size()));
+    out.close();
+    if (!out) return Status::Runtimef("write {}: I/O error", tmp.string());
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::Runtimef("write {}: {}", path.string(), ec.message());
+  return Status::Ok();
+}
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,25 @@
+#pragma once
+// The HTML report of a verify run (`verify --report DIR`): one self-contained page (inline CSS
+// and SVG; no script, no external resource) with the verdict banner, run facts, phase times,
+// the ingestion runs side by side, the per-table comparison, the divergence with its row diff,
+// the look-again command, and the parallel run's timeline and throughput charts (svg_chart.h).
+//
+// INVARIANT: RenderVerifyHtml is a pure function of the report (same report, same bytes); every
+// data string is escaped, so the markup is well-formed (XHTML-compatible apart from the doctype).
+
+#include <string>
+
+#include "core/status.h"
+#include "verify/verify.h"
+
+namespace ledgerdiff::report {
+
+std::string RenderVerifyHtml(const verify::VerifyReport& report);
+
+// Writes RenderVerifyHtml to DIR/index.html, creating DIR (and its parents) if needed. The page
+// is written to a temporary file in DIR and renamed: DIR/index.html is never half-written.
+// Errors: Runtime, naming the path, when DIR cannot be created or is not a directory, or the
+// file cannot be written.
+Status WriteVerifyHtml(const verify::VerifyReport& report, const std::string& dir);
+
+}  // namespace ledgerdiff::report

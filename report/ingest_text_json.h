@@ -1,0 +1,22 @@
+#pragma once
+// Text and JSON of an ingestion report (`ingest`, `ingest --format json`, and the serial and
+// parallel runs inside a verify report).
+//
+// Text: what was ingested (or why it failed, with the failed jobs), rows per table, rates and
+// retry counts. JSON: ok, run_id, schema, range, workers, job_size, jobs, ledgers,
+// rows_per_table, rows, wall_s, ledgers_per_s, rows_per_s, attempts, retried_jobs,
+// workers_replaced, failed_jobs, timeline (every attempt), restart_range and error when set.
+// INVARIANT: pure functions of the report.
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "verify/ingest_run.h"
+
+namespace ledgerdiff::report {
+
+std::string RenderIngestText(const verify::IngestReport& report);
+nlohmann::json IngestReportToJson(const verify::IngestReport& report);
+
+}  // namespace ledgerdiff::report

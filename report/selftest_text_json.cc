@@ -1,0 +1,45 @@
+// Text and JSON of the self-test (contract in selftest_text_json.h).
+#include "report/selftest_text_json.h"
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+
+namespace ledgerdiff::report {
+
+using verify::SelftestReport;
+
+std::string RenderSelftestText(const SelftestReport& r) {
+  std::string out = fmt::format("selftest over {} ({} ledgers)\n", r.range.str(), FormatCount(r.range.size()));
+  out += fmt::format("  {:<16} {:>8} {:>10}  {:<7} {}\n", "kind", "ledger", "reported", "caught", "tables");
+  for (const auto& c : r.cases) {
+    std::string tables;
+    for (const auto& t : c.tables) tables += (tables.empty() ? "" : ",") + t;
+    out += fmt::format("  {:<16} {:>8} {:>10}  {:<7} {}\n", c.kind, c.ledger ? std::to_string(c.ledger) : "-",
+                       c.reported ? std::to_string(*c.reported) : "-",
+                       c.caught ? "yes" : "NO", c.error.empty() ? tables : "error: " + c.error);
+  }
+  out += fmt::format("selftest {} in {}\n", r.passed() ? "PASSED: every bug caught at its ledger, clean run identical"
+                                                       : "FAILED",
+                     FormatDuration(r.seconds));
+  return out;
+}
+
+nlohmann::json SelftestReportToJson(const SelftestReport& r) {
+  nlohmann::json cases = nlohmann::json::array();
+  for (const auto& c : r.cases) {
+    cases.push_back({{"kind", c.kind},
+                     {"ledger", c.ledger ? nlohmann::json(c.ledger) : nlohmann::json(nullptr)},
+                     {"reported_ledger", c.reported ? nlohmann::json(*c.reported) : nlohmann::json(nullptr)},
+                     {"divergent_tables", c.tables},
+                     {"caught", c.caught},
+                     {"seconds", c.seconds},
+                     {"error", c.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.error)}});
+  }
+  return {{"passed", r.passed()},
+          {"range", {{"from", r.range.from}, {"to", r.range.to}}},
+          {"cases", cases},
+          {"seconds", r.seconds}};
+}
+
+}  // namespace ledgerdiff::report

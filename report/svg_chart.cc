@@ -1,0 +1,402 @@
+// The timeline and throughput charts of an ingestion run (contracts in svg_chart.h).
+#include "report/svg_chart.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "report/escape.h"
+
+namespace ledgerdiff::report {
+
+using verify::AttemptRow;
+using verify::IngestReport;
+
+const char* OutcomeColor(const std::string& outcome) {
+  if (outcome == "done") return "#2da44e";
+  if (outcome == "failed") return "#cf222e";
+  if (outcome == "lost") return "#f0883e";
+  if (outcome == "fenced") return "#8250df";
+  if (outcome == "interrupted") return "#8c959f";
+  if (outcome == "running") return "#0969da";
+  return "#57606a";
+}
+
+namespace {
+
+// Compact, deterministic SVG coordinates.
+std::string N(double v) {
+  std::string s = fmt::format("{:.1f}", v);
+  if (s.size() > 2 && s.compare(s.size() - 2, 2, ".0") == 0) s.resize(s.size() - 2);
+  if (s == "-0") s = "0";
+  return s;
+}
+
+// A "nice" tick step (1, 2 or 5 times a power of ten) giving about `target` ticks over `span`.
+double NiceStep(double span, int target) {
+  if (span <= 0) return 1;
+  double raw = span / target;
+  double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw * 0.999) return m * mag;
+  return 10 * mag;
+}
+
+std::string TickLabel(double v, double step) {
+  int decimals = step >= 1 ? 0 : std::min(3, static_cast<int>(std::ceil(-std::log10(step) - 1e-9)));
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::string RateLabel(double v) {
+  if (v >= 1e6) return fmt::format("{:.1f}M", v / 1e6);
+  if (v >= 1e4) return fmt::format("{:.0f}k", v / 1e3);
+  if (v >= 1e3) return fmt::format("{:.1f}k", v / 1e3);
+  if (v >= 10 || v == 0) return fmt::format("{:.0f}", v);
+  return fmt::format("{:.1f}", v);
+}
+
+double EndOf(const AttemptRow& a, double tmax) { return a.end_s >= 0 ? a.end_s : tmax; }
+
+}  // namespace
+
+double TimeSpan(const IngestReport& run) {
+  double t = run.wall_s;
+  for (const auto& a : run.timeline) t = std::max({t, a.start_s, a.end_s});
+  return t > 0 ? t : 1;
+}
+
+namespace {
+
+constexpr double kSvgWidth = 1180;
+constexpr double kPlotLeft = 92;
+constexpr double kPlotRight = 18;
+
+struct XAxis {
+  double tmax;
+  double scale;  // px per second
+  double X(double t) const { return kPlotLeft + t * scale; }
+};
+
+// Vertical grid and second ticks along the bottom of a plot spanning [top, bottom].
+std::string TimeAxis(const XAxis& ax, double top, double bottom) {
+  std::string s;
+  double step = NiceStep(ax.tmax, 10);
+  s += fmt::format("<g class=\"axis\" font-size=\"11\" fill=\"#59636e\">\n");
+  for (int i = 0;; ++i) {
+    double t = i * step;
+    if (t > ax.tmax * 1.0001) break;
+    double x = ax.X(t);
+    s += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#d1d9e0\" stroke-width=\"1\"/>"
+        "<line x1=\"{0}\" y1=\"{2}\" x2=\"{0}\" y2=\"{3}\" stroke=\"#59636e\"/>"
+        "<text x=\"{0}\" y=\"{4}\" text-anchor=\"middle\">{5}</text>\n",
+        N(x), N(top), N(bottom), N(bottom + 5), N(bottom + 18), TickLabel(t, step));
+  }
+  s += fmt::format("<line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#59636e\"/>\n", N(kPlotLeft), N(bottom),
+                   N(ax.X(ax.tmax)), N(bottom));
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">seconds since run start</text>\n</g>\n",
+                   N(ax.X(ax.tmax)), N(bottom + 34));
+  return s;
+}
+
+std::string AttemptTitle(const AttemptRow& a, double tmax) {
+  double end = EndOf(a, tmax);
+  std::string t = fmt::format("job {} [{}] attempt {}, {:.1f}s, {}", a.job_id, a.range.str(), a.attempt,
+                              std::max(0.0, end - a.start_s), a.outcome);
+  t += fmt::format("\nworker {}, {:.1f}s \xe2\x86\x92 {}", a.worker, a.start_s,
+                   a.end_s >= 0 ? fmt::format("{:.1f}s", a.end_s) : std::string("still running"));
+  if (!a.error.empty()) t += "\n" + Truncate(a.error, 300);
+  return t;
+}
+
+// The timeline of one ingestion run: one lane per worker slot, one bar per attempt.
+
+// Average-line labels: font size, and the clearance kept between a label's glyphs and any line.
+constexpr double kLabelFont = 11;
+constexpr double kLineClearance = 2;
+
+struct AverageLine {
+  double y;
+  const char* color;
+  std::string label;
+};
+
+// Vertical extent of a label's glyphs drawn on `baseline`: ascenders above, descenders below.
+std::pair<double, double> LabelExtent(double baseline) { return {baseline - kLabelFont, baseline + 0.3 * kLabelFont}; }
+
+// The baseline for the label of the average line at `y`: above the line if that is clear, else
+// below, else further away, step by step. Clear: no average line within kLineClearance of the
+// glyphs, no overlap with a label already placed, inside the chart above the time axis.
+double PlaceAverageLabel(double y, const std::vector<AverageLine>& lines, const std::vector<double>& placed,
+                         double bottom) {
+  auto clear = [&](double baseline) {
+    auto [lo, hi] = LabelExtent(baseline);
+    if (lo < 0 || hi > bottom - 1) return false;
+    for (const auto& l : lines)
+      if (l.y >= lo - kLineClearance && l.y <= hi + kLineClearance) return false;
+    for (double other : placed) {
+      auto [olo, ohi] = LabelExtent(other);
+      if (lo < ohi + 1 && olo < hi + 1) return false;
+    }
+    return true;
+  };
+  const double above = y - kLineClearance - 0.3 * kLabelFont - 0.7;  // descenders clear of the line
+  const double below = y + kLineClearance + kLabelFont + 1;           // ascenders clear of the line
+  const double step = 1.3 * kLabelFont + 2;
+  for (int k = 0; k < 16; ++k) {
+    if (clear(above - k * step)) return above - k * step;
+    if (clear(below + k * step)) return below + k * step;
+  }
+  return above;  // unreachable for the two averages drawn; keeps the old place
+}
+
+}  // namespace
+
+std::vector<TimelineLane> TimelineLanes(const IngestReport& run) {
+  // Lane key: {0, slot} for a known slot, {1, n} for the n-th distinct worker name without one.
+  std::map<std::pair<int, int>, TimelineLane> by_key;
+  std::map<std::string, int> unslotted;
+  for (const auto& a : run.timeline) {
+    std::pair<int, int> key{0, a.slot};
+    if (a.slot <= 0) key = {1, unslotted.emplace(a.worker, static_cast<int>(unslotted.size())).first->second};
+    TimelineLane& lane = by_key[key];
+    lane.slot = std::max(a.slot, 0);
+    lane.attempts.push_back(&a);
+  }
+  std::vector<TimelineLane> lanes;
+  lanes.reserve(by_key.size());
+  for (auto& [key, lane] : by_key) {
+    std::stable_sort(lane.attempts.begin(), lane.attempts.end(), [](const AttemptRow* x, const AttemptRow* y) {
+      return std::tie(x->start_s, x->job_id, x->attempt) < std::tie(y->start_s, y->job_id, y->attempt);
+    });
+    lane.name = lane.attempts.front()->worker;
+    for (const AttemptRow* a : lane.attempts) {
+      if (a->worker == lane.name) continue;
+      auto [it, fresh] = lane.replacements.emplace(a->worker, a->start_s);
+      if (!fresh) it->second = std::min(it->second, a->start_s);
+    }
+    lanes.push_back(std::move(lane));
+  }
+  return lanes;
+}
+
+std::string TimelineSvg(const IngestReport& run) {
+  const auto& tl = run.timeline;
+  const double tmax = TimeSpan(run);
+  const XAxis ax{tmax, (kSvgWidth - kPlotLeft - kPlotRight) / tmax};
+
+  const std::vector<TimelineLane> lanes = TimelineLanes(run);
+  // Jobs that needed more than one attempt (by attempt number or by attempt rows).
+  std::map<uint32_t, uint32_t> rows_per_job;
+  for (const auto& a : tl) ++rows_per_job[a.job_id];
+  auto retried = [&](const AttemptRow& a) {
+    auto it = rows_per_job.find(a.job_id);
+    return a.attempt > 1 || (it != rows_per_job.end() && it->second > 1);
+  };
+
+  const double lane_h = lanes.size() > 24 ? 16 : lanes.size() > 12 ? 22 : 30;
+  const double bar_h = lane_h - (lane_h >= 30 ? 10 : 4);
+  const double top = 10;
+  const double bottom = top + lane_h * static_cast<double>(lanes.size());
+  const double height = bottom + 44;
+  const bool detailed = tl.size() <= kDetailedAttempts;
+
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
+      "role=\"img\" aria-label=\"timeline of {} attempts on {} worker lanes\" "
+      "font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\">\n",
+      N(kSvgWidth), N(height), N(kSvgWidth), N(height), tl.size(), lanes.size());
+  s += TimeAxis(ax, top, bottom);
+
+  size_t lane_index = 0;
+  for (const TimelineLane& lane : lanes) {
+    const auto& attempts = lane.attempts;
+    double y0 = top + lane_h * static_cast<double>(lane_index);
+    double yb = y0 + (lane_h - bar_h) / 2;
+    s += fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", Attr(lane.name));
+    if (lane_index % 2 == 1)
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f8fa\" opacity=\"0.7\"/>\n",
+                       N(kPlotLeft), N(y0), N(kSvgWidth - kPlotLeft - kPlotRight), N(lane_h));
+    // Lane label: the slot, and its replacement workers when any.
+    const auto& reps = lane.replacements;
+    std::string label = Truncate(lane.name, 14);
+    if (reps.empty()) {
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\" font-weight=\"600\" "
+                       "fill=\"#1f2328\">{}</text>\n",
+                       N(kPlotLeft - 10), N(y0 + lane_h / 2 + 4), Esc(label));
+    } else {
+      std::string more = fmt::format("+{} replaced", reps.size());
+      s += fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\" font-size=\"12\" font-weight=\"600\" "
+                       "fill=\"#1f2328\">{2}<tspan x=\"{0}\" dy=\"{3}\" font-size=\"9\" font-weight=\"400\" "
+                       "fill=\"#9a6700\">{4}</tspan></text>\n",
+                       N(kPlotLeft - 10), N(y0 + lane_h / 2 - (lane_h >= 22 ? 1 : 0)), Esc(label),
+                       lane_h >= 22 ? "10" : "8", Esc(more));
+    }
+
+    // Bars.
+    size_t i = 0;
+    while (i < attempts.size()) {
+      const AttemptRow& a = *attempts[i];
+      double x = ax.X(a.start_s);
+      double w = std::max(1.0, ax.X(EndOf(a, tmax)) - x);
+      if (!detailed && a.outcome == "done" && !retried(a)) {
+        // Merge a run of done attempts closer than a pixel.
+        size_t j = i + 1;
+        double xe = x + w;
+        double t_end = EndOf(a, tmax);
+        uint32_t jmin = a.job_id, jmax = a.job_id;
+        while (j < attempts.size()) {
+          const AttemptRow& b = *attempts[j];
+          if (b.outcome != "done" || retried(b) || ax.X(b.start_s) > xe + 1.0) break;
+          xe = std::max(xe, std::max(ax.X(b.start_s) + 1.0, ax.X(EndOf(b, tmax))));
+          t_end = std::max(t_end, EndOf(b, tmax));
+          jmin = std::min(jmin, b.job_id);
+          jmax = std::max(jmax, b.job_id);
+          ++j;
+        }
+        if (j > i + 1) {
+          s += fmt::format(
+              "<rect class=\"att done merged\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+              "<title>{} done attempts, jobs {} to {}, {:.1f}s to {:.1f}s</title></rect>\n",
+              N(x), N(yb), N(xe - x), N(bar_h), OutcomeColor("done"), j - i, jmin, jmax, a.start_s, t_end);
+          i = j;
+          continue;
+        }
+      }
+      bool re = retried(a);
+      if (a.outcome != "done") w = std::max(w, 3.0);  // keep every failure visible
+      // Thin bars keep their colour; wider ones of retried jobs get an outline.
+      std::string stroke = re && w >= 6 ? " stroke=\"#1f2328\" stroke-width=\"1.5\"" : "";
+      std::string extra = a.end_s < 0 ? " fill-opacity=\"0.55\"" : "";
+      s += fmt::format("<rect class=\"att {}{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\"{}{}>",
+                       Attr(a.outcome), re ? " retried" : "", N(x), N(yb), N(w), N(bar_h), OutcomeColor(a.outcome),
+                       stroke, extra);
+      s += "<title>" + Esc(AttemptTitle(a, tmax)) + "</title></rect>\n";
+      if (detailed && bar_h >= 14) {
+        std::string text;
+        std::string retry = a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "";
+        if (w >= 130) text = fmt::format("job {} [{}]{}", a.job_id, a.range.str(), retry);
+        else if (w >= 64) text = fmt::format("job {}{}", a.job_id, a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "");
+        else if (w >= 40) text = fmt::format("{}{}", a.job_id, a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "");
+        else if (w >= 18) text = fmt::format("{}", a.job_id);
+        if (!text.empty())
+          s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" font-weight=\"600\" fill=\"#fff\" "
+                           "pointer-events=\"none\">{}</text>\n",
+                           N(x + 4), N(yb + bar_h / 2 + 3.5), Esc(text));
+      }
+      ++i;
+    }
+    // Where a replacement worker took over the lane.
+    for (const auto& [name, start] : reps) {
+      double x = ax.X(start);
+      s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#9a6700\" stroke-width=\"1.5\" "
+                       "stroke-dasharray=\"3 2\"><title>{3} replaces a dead or frozen worker at {4:.1f}s</title>"
+                       "</line>\n",
+                       N(x - 1), N(y0 + 1), N(y0 + lane_h - 1), Esc(name), start);
+    }
+    s += "</g>\n";
+    ++lane_index;
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+// Ledgers per second over time, from the done attempts: each done attempt's ledgers are spread
+// over its duration and summed per time bucket.
+std::string ThroughputSvg(const IngestReport& run, const std::optional<IngestReport>& serial) {
+  const double tmax = TimeSpan(run);
+  const XAxis ax{tmax, (kSvgWidth - kPlotLeft - kPlotRight) / tmax};
+  constexpr int kBuckets = 60;
+  const double bw = tmax / kBuckets;
+  std::vector<double> ledgers(kBuckets, 0);
+  uint64_t done_ledgers = 0;
+  for (const auto& a : run.timeline) {
+    if (a.outcome != "done" || a.end_s < 0) continue;
+    double n = static_cast<double>(a.range.size());
+    done_ledgers += a.range.size();
+    double s0 = std::max(0.0, a.start_s), s1 = std::max(s0, a.end_s);
+    if (s1 - s0 < 1e-9) {
+      int b = std::clamp(static_cast<int>(s1 / bw), 0, kBuckets - 1);
+      ledgers[b] += n;
+      continue;
+    }
+    int b0 = std::clamp(static_cast<int>(s0 / bw), 0, kBuckets - 1);
+    int b1 = std::clamp(static_cast<int>(s1 / bw), 0, kBuckets - 1);
+    for (int b = b0; b <= b1; ++b) {
+      double lo = std::max(s0, b * bw), hi = std::min(s1, (b + 1) * bw);
+      if (hi > lo) ledgers[b] += n * (hi - lo) / (s1 - s0);
+    }
+  }
+  std::vector<double> rate(kBuckets);
+  double peak = 0;
+  for (int b = 0; b < kBuckets; ++b) {
+    rate[b] = ledgers[b] / bw;
+    peak = std::max(peak, rate[b]);
+  }
+  double avg = run.wall_s > 0 ? static_cast<double>(done_ledgers) / run.wall_s : 0;
+  double serial_avg = serial && serial->ok ? serial->ledgers_per_s() : 0;
+  double ymax_raw = std::max({peak, avg, serial_avg, 1.0}) * 1.08;
+  double ystep = NiceStep(ymax_raw, 4);
+  double ymax = std::ceil(ymax_raw / ystep) * ystep;
+
+  const double top = 14, plot_h = 190, bottom = top + plot_h, height = bottom + 44;
+  auto Y = [&](double v) { return bottom - v / ymax * plot_h; };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"throughput\" viewBox=\"0 0 {} {}\" width=\"{}\" "
+      "height=\"{}\" role=\"img\" aria-label=\"ledgers per second over time\" "
+      "font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\">\n",
+      N(kSvgWidth), N(height), N(kSvgWidth), N(height));
+  // Y axis.
+  s += "<g class=\"yaxis\" font-size=\"11\" fill=\"#59636e\">\n";
+  for (double v = 0; v <= ymax * 1.0001; v += ystep) {
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#eaeef2\"/>"
+                     "<text x=\"{3}\" y=\"{4}\" text-anchor=\"end\">{5}</text>\n",
+                     N(kPlotLeft), N(Y(v)), N(ax.X(tmax)), N(kPlotLeft - 8), N(Y(v) + 4), RateLabel(v));
+  }
+  s += fmt::format("<text transform=\"translate(16 {}) rotate(-90)\" text-anchor=\"middle\">ledgers/s</text>\n",
+                   N((top + bottom) / 2));
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#59636e\"/>\n</g>\n", N(kPlotLeft),
+                   N(top), N(bottom));
+  s += TimeAxis(ax, top, bottom);
+  // The rate as a step area.
+  std::string path = fmt::format("M{} {}", N(ax.X(0)), N(bottom));
+  for (int b = 0; b < kBuckets; ++b)
+    path += fmt::format(" L{} {} L{} {}", N(ax.X(b * bw)), N(Y(rate[b])), N(ax.X((b + 1) * bw)), N(Y(rate[b])));
+  path += fmt::format(" L{} {} Z", N(ax.X(tmax)), N(bottom));
+  s += fmt::format("<path class=\"rate\" d=\"{}\" fill=\"#0969da\" fill-opacity=\"0.18\" stroke=\"#0969da\" "
+                   "stroke-width=\"1.6\" stroke-linejoin=\"round\"/>\n",
+                   path);
+  for (int b = 0; b < kBuckets; ++b)
+    if (rate[b] > 0)
+      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"transparent\"><title>{:.1f}s to "
+                       "{:.1f}s: {} ledgers/s</title></rect>\n",
+                       N(ax.X(b * bw)), N(Y(rate[b])), N(ax.X((b + 1) * bw) - ax.X(b * bw)), N(bottom - Y(rate[b])),
+                       b * bw, (b + 1) * bw, RateLabel(rate[b]));
+  // The averages: lines first, then each label where it crosses no line and no earlier label.
+  std::vector<AverageLine> averages;
+  if (avg > 0) averages.push_back({Y(avg), "#0550ae", fmt::format("parallel average {} ledgers/s", RateLabel(avg))});
+  if (serial_avg > 0)
+    averages.push_back(
+        {Y(serial_avg), "#6e7781", fmt::format("serial average {} ledgers/s", RateLabel(serial_avg))});
+  for (const auto& line : averages)
+    s += fmt::format("<line class=\"average\" x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"{3}\" "
+                     "stroke-width=\"1.3\" stroke-dasharray=\"6 4\"/>\n",
+                     N(kPlotLeft), N(line.y), N(ax.X(tmax)), line.color);
+  std::vector<double> placed;
+  for (const auto& line : averages) {
+    double baseline = PlaceAverageLabel(line.y, averages, placed, bottom);
+    placed.push_back(baseline);
+    s += fmt::format("<text class=\"average\" x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"{}\" "
+                     "font-weight=\"600\" fill=\"{}\" stroke=\"#fff\" stroke-width=\"3\" paint-order=\"stroke\">"
+                     "{}</text>\n",
+                     N(ax.X(tmax) - 4), N(baseline), N(kLabelFont), line.color, Esc(line.label));
+  }
+  s += "</svg>\n";
+  return s;
+}
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,60 @@
+#pragma once
+// SVG charts of an ingestion run, drawn into the HTML report: the timeline (one lane per worker
+// slot, one bar per job attempt) and the throughput (ledgers per second over time).
+//
+// INVARIANT: pure functions of the run: coordinates are printed with one decimal, so the same
+// run draws the same bytes. Every data string (worker names, errors) is escaped.
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "verify/ingest_run.h"
+#include "verify/job_table.h"
+
+namespace ledgerdiff::report {
+
+// The attempt outcomes the job table records, in legend order.
+inline constexpr const char* kAttemptOutcomes[] = {"done", "failed", "lost", "fenced", "interrupted", "running"};
+
+// Fill colour of an attempt outcome (done green, failed red, lost orange, fenced purple,
+// interrupted grey, running blue; anything else dark grey).
+const char* OutcomeColor(const std::string& outcome);
+
+// Above this many attempts the timeline merges neighbouring done attempts of a lane that are
+// closer than a pixel (failed, lost, fenced and interrupted ones always stay individual).
+inline constexpr size_t kDetailedAttempts = 1500;
+
+// Seconds the run's charts span: the wall time or the latest attempt start or end; > 0.
+double TimeSpan(const verify::IngestReport& run);
+
+// One lane of the timeline: a worker slot, the worker that held it first and the replacement
+// workers that took it over after a death or a freeze.
+struct TimelineLane {
+  int slot = 0;         // AttemptRow::slot; 0 when the rows carry no slot
+  std::string name;     // the lane's first worker (the earliest attempt)
+  std::vector<const verify::AttemptRow*> attempts;  // by start time, then job, then attempt
+  std::map<std::string, double> replacements;       // other worker of the lane -> its first start
+};
+
+// The lanes of a run. Attempts with slot N > 0 share lane N (lanes in slot order); an attempt
+// with slot 0 (unknown) gets the lane of its worker name, one lane per distinct name in order of
+// first appearance in run.timeline, after the slotted lanes. Worker names are never parsed.
+// INVARIANT: every attempt of run.timeline is in exactly one lane; pointers point into `run`.
+std::vector<TimelineLane> TimelineLanes(const verify::IngestReport& run);
+
+// <svg class="timeline">: one <g class="lane" data-lane="NAME"> per TimelineLanes entry, one
+// <rect class="att OUTCOME[ retried]"> per attempt (or per merged run of done attempts, see
+// kDetailedAttempts) with a <title> tooltip, a dashed marker where a replacement takes over.
+std::string TimelineSvg(const verify::IngestReport& run);
+
+// <svg class="throughput">: the done attempts' ledgers spread over their durations, in 60 time
+// buckets, as a step area; dashed lines at the parallel average (done ledgers / wall time) and,
+// when `serial` finished, the serial average.
+// INVARIANT: no dashed average line crosses an average label: each label sits above or below
+// its line, clear of every average line and of the other label.
+std::string ThroughputSvg(const verify::IngestReport& run, const std::optional<verify::IngestReport>& serial);
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,147 @@
+// The per-table view every format shows (contracts in verify_view.h).
+#include "report/verify_view.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+#include "report/escape.h"
+
+namespace ledgerdiff::report {
+
+using verify::VerifyReport;
+
+Sides SideNames(const VerifyReport& r) { return {r.baseline.empty() ? "serial" : "baseline", "parallel"}; }
+
+std::vector<TableLine> TableLines(const VerifyReport& r) {
+  const diff::DiffReport& d = r.diff;
+  std::vector<TableLine> out;
+  auto at_first = [&](const std::string& t) -> const diff::TableAtLedger* {
+    for (const auto& x : d.divergent_tables)
+      if (x.table == t) return &x;
+    return nullptr;
+  };
+  auto row_diff = [&](const std::string& t) -> const diff::TableRowDiff* {
+    for (const auto& x : d.rows)
+      if (x.table == t) return &x;
+    return nullptr;
+  };
+  if (!d.tables.empty()) {
+    for (const auto& t : d.tables) {
+      TableLine line;
+      line.table = t.table;
+      line.left_rows = static_cast<int64_t>(t.left_rows);
+      line.right_rows = static_cast<int64_t>(t.right_rows);
+      line.divergent_ledgers = t.divergent_ledgers;
+      line.divergent = t.divergent;
+      line.at_first = at_first(t.table);
+      line.row_diff = row_diff(t.table);
+      if (!t.divergent.empty()) line.first = t.divergent.front().from;
+      else if (line.at_first) line.first = d.first_divergent_ledger;
+      bool roots_differ = !t.left_root.empty() && !t.right_root.empty() && t.left_root != t.right_root;
+      line.differs = !d.identical && (t.divergent_ledgers > 0 || line.at_first != nullptr || roots_differ ||
+                                      t.left_rows != t.right_rows);
+      out.push_back(std::move(line));
+    }
+    // A divergent table the comparison list does not name (defensive; should not happen).
+    for (const auto& x : d.divergent_tables) {
+      if (std::any_of(out.begin(), out.end(), [&](const TableLine& l) { return l.table == x.table; })) continue;
+      TableLine line;
+      line.table = x.table;
+      line.at_first = &x;
+      line.row_diff = row_diff(x.table);
+      line.first = d.first_divergent_ledger;
+      line.divergent_ledgers = 1;
+      line.differs = true;
+      out.push_back(std::move(line));
+    }
+    return out;
+  }
+  // Nothing compared (an ingestion failed): show what each side wrote.
+  std::set<std::string> names;
+  if (r.serial)
+    for (const auto& [t, n] : r.serial->rows_per_table) names.insert(t);
+  for (const auto& [t, n] : r.parallel.rows_per_table) names.insert(t);
+  for (const auto& t : names) {
+    TableLine line;
+    line.table = t;
+    line.compared = false;
+    if (r.serial) {
+      auto it = r.serial->rows_per_table.find(t);
+      if (it != r.serial->rows_per_table.end()) line.left_rows = static_cast<int64_t>(it->second);
+    }
+    auto it = r.parallel.rows_per_table.find(t);
+    if (it != r.parallel.rows_per_table.end()) line.right_rows = static_cast<int64_t>(it->second);
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
+std::string TableStatus(const TableLine& t) {
+  if (!t.compared) return "not compared";
+  return t.differs ? "divergent" : "identical";
+}
+
+std::string CountOrDash(int64_t n) { return n >= 0 ? FormatCount(static_cast<uint64_t>(n)) : "\xe2\x80\x94"; }
+
+double TotalSeconds(const VerifyReport& r) {
+  double total = 0;
+  for (const auto& p : r.phases) total += p.seconds;
+  return total;
+}
+
+// Row diff of one table as plain text lines ("- only serial: ...", "+ only parallel: ...",
+// "~ changed (key): col: old -> new"), at most `max_lines` row lines plus a summary line.
+std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides& sides, size_t max_lines,
+                                      size_t max_value_bytes) {
+  std::vector<std::string> lines;
+  auto row_text = [&](const diff::RowValues& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) {
+      if (i) s += ", ";
+      s += rd.columns[i] + "=" + ShowSql(v[i], max_value_bytes);
+    }
+    return s;
+  };
+  if (!rd.left_available || !rd.right_available)
+    lines.push_back(fmt::format("(rows of the {} side are not available: it is a manifest)",
+                                !rd.left_available ? sides.left : sides.right));
+  uint64_t shown = 0;
+  uint64_t total = rd.only_left_total + rd.only_right_total + rd.changed_total;
+  for (const auto& v : rd.only_left) {
+    if (shown >= max_lines) break;
+    lines.push_back(fmt::format("- only {}: {}", sides.left, row_text(v)));
+    ++shown;
+  }
+  for (const auto& v : rd.only_right) {
+    if (shown >= max_lines) break;
+    lines.push_back(fmt::format("+ only {}: {}", sides.right, row_text(v)));
+    ++shown;
+  }
+  for (const auto& c : rd.changed) {
+    if (shown >= max_lines) break;
+    std::string key;
+    for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) {
+      if (i) key += ", ";
+      key += rd.key[i] + "=" + ShowSql(c.key[i], max_value_bytes);
+    }
+    std::string changes;
+    for (const auto& ch : c.changes) {
+      if (!changes.empty()) changes += "; ";
+      changes += ch.column + ": " + ShowSql(ch.left, max_value_bytes) + " -> " + ShowSql(ch.right, max_value_bytes);
+    }
+    lines.push_back(fmt::format("~ changed ({}): {}", key, changes));
+    ++shown;
+  }
+  total = std::max(total, shown);
+  if (total > shown)
+    lines.push_back(fmt::format("... {} more differing rows ({} only {}, {} only {}, {} changed in all)",
+                                FormatCount(total - shown), FormatCount(rd.only_left_total), sides.left,
+                                FormatCount(rd.only_right_total), sides.right, FormatCount(rd.changed_total)));
+  return lines;
+}
+
+}  // namespace ledgerdiff::report
