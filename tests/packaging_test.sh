@@ -151,6 +151,9 @@ need(gl and any(isinstance(v, dict) and v.get("extends") == ".ledgerdiff" for v 
 for e in errors: print(e, file=sys.stderr)
 sys.exit(1 if errors else 0)
 PY
+# ...and their shell steps do what they claim, run as their runners would (ci_templates_run.py).
+mkdir "$work/ci"
+python3 "$src/tests/ci_templates_run.py" "$src" "$prefix/bin" "$work/ci" || fail "CI templates do not run (see above)"
 
 if ((failures)); then
   echo "packaging_test: $failures failure(s)" >&2
