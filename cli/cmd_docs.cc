@@ -120,7 +120,9 @@ std::string ManPage(const CLI::App& app) {
   out += ".SH EXAMPLES\n";
   ManExamples(out, CommandExamples(""));
   out += ".SH FILES\n.TP\n.I /usr/share/doc/ledgerdiff/\nREADME.md and each folder's README.md: the ingestion "
-         "protocol, the JSON report formats, the CI templates.\n";
+         "protocol, the JSON report formats, how to use the CI templates.\n.TP\n"
+         ".I /usr/share/doc/ledgerdiff/ci/github/action.yml\nThe GitHub Actions composite action.\n.TP\n"
+         ".I /usr/share/doc/ledgerdiff/ci/gitlab/ledgerdiff.gitlab-ci.yml\nThe GitLab CI template.\n";
   out += ".SH SEE ALSO\n.BR psql (1),\n.BR pg_dump (1),\n.BR diff (1)\n";
   return out;
 }

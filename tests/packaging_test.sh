@@ -15,7 +15,8 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 prefix=$work/prefix
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/ledgerdiff share/man/man1/ledgerdiff.1 share/bash-completion/completions/ledgerdiff \
-  share/zsh/vendor-completions/_ledgerdiff share/doc/ledgerdiff/README.md; do
+  share/zsh/vendor-completions/_ledgerdiff share/doc/ledgerdiff/README.md \
+  share/doc/ledgerdiff/ci/github/action.yml share/doc/ledgerdiff/ci/gitlab/ledgerdiff.gitlab-ci.yml; do
   [[ -s "$prefix/$f" ]] || fail "install: $f missing"
 done
 for readme in "$src"/*/README.md "$src"/ci/*/README.md; do
