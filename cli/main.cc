@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "cli/help.h"
 #include "core/process.h"
 #include "ledgerdiff/version.h"
 
@@ -55,19 +56,20 @@ int main(int argc, char** argv) {
   app.footer("Exit codes: 0 identical / success, 1 divergent / anomalies found, 2 usage or runtime error.");
 
   std::vector<std::pair<CLI::App*, Runner>> runners;
-  for (auto family : {IngestCommands, DigestCommands, VerifyCommands, ChaosCommands}) {
+  for (auto family : {IngestCommands, DigestCommands, VerifyCommands, ChaosCommands, DocsCommands}) {
     for (const Command& cmd : family()) {
       CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
       if (cmd.hidden) sub->group("");
       runners.emplace_back(sub, cmd.setup(sub));
     }
   }
+  ApplyHelpConventions(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     // --help and --version exit 0; every usage error exits 2 with one line.
     if (e.get_exit_code() == 0) return app.exit(e);
-    fmt::print(stderr, "ledgerdiff: {}\n", e.what());
+    fmt::print(stderr, "ledgerdiff: {}\n", DescribeParseError(app, e, argc, argv));
     return 2;
   }
   int code = 2;

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs a ledgerdiff .deb on a clean Debian 12 (debootstrap --variant=minbase into a temporary
+# directory, only the package's own Depends, no recommends) and checks that the tool works there:
+# --version, the man page and completions are in place, and a small verify on the embedded
+# PostgreSQL passes. Not part of ci/test (it downloads ~200 MB and takes minutes).
+# Needs root and the Debian archive (DEBIAN_MIRROR, default deb.debian.org).
+# Usage: ci/test_deb.sh [PATH.deb]   (default: the newest build/ledgerdiff_*.deb; make it with
+#        `cmake --build build && (cd build && cpack -G DEB)`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+deb=${1:-$(ls -t build/ledgerdiff_*.deb 2>/dev/null | head -1)}
+[[ -n "$deb" && -f "$deb" ]] || { echo "ci/test_deb.sh: no .deb given and none in build/ (run cpack -G DEB in build/)" >&2; exit 2; }
+[[ $(id -u) -eq 0 ]] || { echo "ci/test_deb.sh: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
+command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null; }
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+root=$(mktemp -d "${TMPDIR:-/tmp}/ledgerdiff-debian12-XXXXXX")
+cleanup() {
+  for m in dev/shm proc; do mountpoint -q "$root/$m" && umount -l "$root/$m"; done
+  rm -rf --one-file-system "$root"
+}
+trap cleanup EXIT
+chmod 0755 "$root"  # it becomes /: the server user must traverse it
+step() { echo "== $*"; }
+
+step "debootstrap bookworm (minbase) into $root"
+debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
+  { tail -20 "$root.debootstrap.log"; rm -f "$root.debootstrap.log"; exit 2; }
+rm -f "$root.debootstrap.log"
+mount -t proc proc "$root/proc"
+mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
+# No daemons in the chroot: postgresql-common's own cluster must not start (ledgerdiff never uses it).
+printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod +x "$root/usr/sbin/policy-rc.d"
+cp "$deb" "$root/tmp/ledgerdiff.deb"
+in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+
+step "apt-get install ./$(basename "$deb") (Depends only)"
+in_root apt-get update -qq
+in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /tmp/ledgerdiff.deb \
+  >"$root/tmp/apt.log" 2>&1 || { tail -30 "$root/tmp/apt.log"; exit 1; }
+in_root dpkg-query -W -f='installed: ${Package} ${Version}\n' ledgerdiff postgresql-15 libpq5 libfmt9 libssl3 libxxhash0
+
+step "ledgerdiff --version"
+in_root ledgerdiff --version
+
+step "man page, completions, docs"
+for f in /usr/share/man/man1/ledgerdiff.1 /usr/share/bash-completion/completions/ledgerdiff \
+  /usr/share/zsh/vendor-completions/_ledgerdiff /usr/share/doc/ledgerdiff/README.md; do
+  in_root test -s "$f" && echo "present: $f"
+done
+in_root bash -c 'source /usr/share/bash-completion/completions/ledgerdiff
+  COMP_WORDS=(ledgerdiff ver); COMP_CWORD=1; _ledgerdiff; echo "bash: ledgerdiff ver<TAB> -> ${COMPREPLY[*]}"'
+
+step "ledgerdiff verify on the embedded server (runs as user postgres)"
+in_root ledgerdiff verify --range 2:201 --workers 2 --job-size 50
+echo "ci/test_deb.sh: OK ($(basename "$deb") installs and runs on a clean Debian 12)"

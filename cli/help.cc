@@ -1,0 +1,299 @@
+#include "cli/help.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace ledgerdiff::cli {
+
+namespace {
+
+// Optimal string alignment distance (Levenshtein plus adjacent transpositions).
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+std::string Join(const std::vector<std::string>& parts, std::string_view separator) {
+  std::string out;
+  for (const auto& p : parts) {
+    if (!out.empty()) out += separator;
+    out += p;
+  }
+  return out;
+}
+
+bool IsVisible(const CLI::App* sub) { return !sub->get_group().empty(); }
+
+std::vector<std::string> VisibleCommandNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App* s) { return IsVisible(s); }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+std::string ExamplesSection(const std::vector<std::string>& examples) {
+  std::string out = "Examples:\n";
+  for (const auto& line : examples) out += line.empty() ? "\n" : "  " + line + "\n";
+  return out;
+}
+
+// The first argument that is not an option: the command (the root takes no option values).
+const char* CommandArgument(int argc, const char* const* argv) {
+  for (int i = 1; i < argc; ++i)
+    if (argv[i][0] != '-') return argv[i];
+  return nullptr;
+}
+
+}  // namespace
+
+std::string SuggestCommand(std::string_view typed, const std::vector<std::string>& candidates) {
+  if (typed.empty()) return "";
+  const std::string* only_prefix_of = nullptr;
+  for (const auto& c : candidates) {
+    if (c.size() > typed.size() && c.compare(0, typed.size(), typed) == 0) {
+      if (only_prefix_of != nullptr) {
+        only_prefix_of = nullptr;
+        break;
+      }
+      only_prefix_of = &c;
+    }
+  }
+  if (only_prefix_of != nullptr && typed.size() >= 3) return *only_prefix_of;
+  const size_t allowed = std::max<size_t>(1, std::min<size_t>(3, typed.size() / 3));
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (const auto& c : candidates) {
+    size_t d = EditDistance(typed, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  if (!best.empty() || typed.size() < 3) return best;
+  for (const auto& c : candidates)
+    if (c.size() > typed.size() && c.compare(0, typed.size(), typed) == 0 && (best.empty() || c.size() < best.size()))
+      best = c;
+  return best;
+}
+
+void FormatEnumOption(CLI::Option* opt, const std::vector<std::string>& choices) {
+  opt->type_name(Join(choices, "|"));
+  // The validators' own descriptions would be appended to the type name: blank them.
+  for (int i = 0;; ++i) {
+    try {
+      opt->get_validator(i)->description("");
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+  }
+}
+
+std::vector<std::string> EnumChoices(const CLI::Option& opt) {
+  const std::string type = opt.get_type_name();
+  std::vector<std::string> choices;
+  size_t open = type.find('{');
+  if (open != std::string::npos) {
+    // CLI11: "TEXT:{jsonl,csv}" (IsMember) or "ENUM:value in {json->1,text->0} OR {1,0}".
+    size_t close = type.find('}', open);
+    if (close == std::string::npos) return {};
+    std::string body = type.substr(open + 1, close - open - 1);
+    // A CheckedTransformer's names come sorted by name: show them in the order of their values
+    // (an enum's declaration order, so the default usually comes first).
+    std::vector<std::pair<std::string, std::string>> items;  // name, value
+    size_t start = 0;
+    while (start <= body.size()) {
+      size_t comma = body.find(',', start);
+      std::string item = body.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      size_t arrow = item.find("->");
+      std::string name = item.substr(0, arrow);
+      if (name.empty() || name.find(' ') != std::string::npos) return {};
+      items.emplace_back(name, arrow == std::string::npos ? "" : item.substr(arrow + 2));
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    std::stable_sort(items.begin(), items.end(), [](const auto& a, const auto& b) {
+      return a.second.size() != b.second.size() ? a.second.size() < b.second.size() : a.second < b.second;
+    });
+    for (auto& [name, value] : items) choices.push_back(name);
+    return choices;
+  }
+  if (type.find('|') == std::string::npos || type.find(' ') != std::string::npos) return {};
+  size_t start = 0;
+  while (true) {
+    size_t bar = type.find('|', start);
+    choices.push_back(type.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    if (bar == std::string::npos) break;
+    start = bar + 1;
+  }
+  return choices;
+}
+
+const std::vector<std::string>& CommandExamples(std::string_view command) {
+  static const std::map<std::string, std::vector<std::string>, std::less<>> examples = {
+      {"ingest",
+       {"# the serial reference, then 4 workers pulling jobs of 250 ledgers, into one kept cluster",
+        "ledgerdiff ingest --range 2:5001 --schema serial --workers 1 --keep-db /tmp/ld",
+        "ledgerdiff ingest --range 2:5001 --schema parallel --workers 4 --job-size 250 --keep-db /tmp/ld",
+        "# your own ingester, one command per job",
+        "ledgerdiff ingest --range 2:5001 --schema horizon --workers 4 --db \"$DB\" \\",
+        "    --ingest-cmd 'stellar-horizon db reingest range {from} {to}'"}},
+      {"digest",
+       {"ledgerdiff digest --schema serial --keep-db /tmp/ld --out serial.ldm",
+        "ledgerdiff digest --schema public --range 2:5001 --db \"$DB\" --jobs 4 --out before.ldm"}},
+      {"diff",
+       {"ledgerdiff diff serial parallel --keep-db /tmp/ld",
+        "ledgerdiff diff before.ldm public --range 2:5001 --db \"$DB\" --format json",
+        "ledgerdiff diff 'postgresql://old/horizon#public' 'postgresql://new/horizon#public' --all"}},
+      {"dump",
+       {"ledgerdiff dump --schema serial --keep-db /tmp/ld --out dump-serial/",
+        "ledgerdiff dump --schema public --db \"$DB\" --format csv --out - | head"}},
+      {"verify",
+       {"# the CI gate: exit 0 identical, 1 divergent (schemas kept, look-again command printed), 2 error",
+        "ledgerdiff verify --range 2:5001 --workers 4 --junit verify.xml --markdown summary.md --report report/",
+        "# save the serial side once, then compare every run against it",
+        "ledgerdiff verify --range 2:5001 --save-baseline base.ldm",
+        "ledgerdiff verify --range 2:5001 --baseline base.ldm",
+        "ledgerdiff verify --range 2:5001 --ingest-cmd 'stellar-horizon db reingest range {from} {to}'"}},
+      {"verify-range",
+       {"# before a cut-over: strictly read-only, works against a hot standby",
+        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\"",
+        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\" --all --format json"}},
+      {"selftest",
+       {"# the gate proves it can fail: every injected bug caught at its ledger",
+        "ledgerdiff selftest", "ledgerdiff selftest --range 2:2001 --workers 4 --format json"}},
+      {"chaos",
+       {"ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --seed 7",
+        "# nightly soak; the printed replay: line reproduces a failure exactly",
+        "ledgerdiff chaos --range 2:5001 --workers 4 --seed \"$(date +%Y%m%d)\" --rounds 25 \\",
+        "    --faults kill=2,hang=1,crash=2,disconnect=1,orchestrator=1 --format json > chaos.json",
+        "# the negative control must fail",
+        "ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --unsafe-ingester --faults kill=2"}},
+      {"",
+       {"ledgerdiff verify --range 2:5001 --workers 4", "ledgerdiff selftest",
+        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\"",
+        "ledgerdiff COMMAND --help"}},
+  };
+  static const std::vector<std::string> none;
+  auto it = examples.find(command);
+  return it == examples.end() ? none : it->second;
+}
+
+const std::vector<HelpEntry>& ExitCodes() {
+  static const std::vector<HelpEntry> codes = {
+      {"0", "identical / success"},
+      {"1", "divergent / anomalies found (the first divergent ledger and its rows are printed)"},
+      {"2", "usage or runtime error: one line on stderr naming the problem; nothing is half-written"},
+      {"128+N", "interrupted by signal N (Ctrl-C: 130) after stopping workers and the embedded server"},
+  };
+  return codes;
+}
+
+const std::vector<HelpEntry>& EnvironmentVariables() {
+  static const std::vector<HelpEntry> vars = {
+      {"LEDGERDIFF_DB", "conninfo used when --db is not given"},
+      {"PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, PGSERVICE, PGSSLMODE, PGOPTIONS",
+       "libpq's variables, used when neither --db nor LEDGERDIFF_DB is set and one of PGHOST, PGPORT, "
+       "PGDATABASE, PGSERVICE is; empty values count as unset. Without any, an embedded throwaway server is "
+       "started"},
+      {"TMPDIR", "where the embedded server's cluster is created (default /tmp)"},
+      {"LEDGERDIFF_PG_BINDIR", "directory holding initdb and postgres for the embedded server (default: the newest "
+                               "/usr/lib/postgresql/*/bin, then PATH)"},
+      {"LEDGERDIFF_PG_USER", "as root, the user the embedded server runs as (default postgres, then nobody)"},
+      {"GITHUB_ACTIONS", "when true, failures are also printed as GitHub annotations (::error ...)"},
+      {"GITHUB_STEP_SUMMARY", "when set, the Markdown summary of a gate is appended to this file"},
+  };
+  return vars;
+}
+
+void ApplyHelpConventions(CLI::App& app) {
+  auto show_enums = [](CLI::App* a) {
+    for (CLI::Option* opt : a->get_options([](const CLI::Option*) { return true; })) {
+      std::vector<std::string> choices = EnumChoices(*opt);
+      if (!choices.empty()) FormatEnumOption(opt, choices);
+    }
+  };
+  std::string exit_codes = "Exit codes:\n";
+  for (const auto& e : ExitCodes()) exit_codes += fmt::format("  {:<6} {}\n", e.name, e.meaning);
+  std::string environment = "Environment:\n";
+  for (const auto& e : EnvironmentVariables()) environment += fmt::format("  {}\n", e.name);
+  environment += "  (man ledgerdiff for what each one does)\n";
+
+  show_enums(&app);
+  app.footer(ExamplesSection(CommandExamples("")) + "\n" + exit_codes + "\n" + environment);
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    show_enums(sub);
+    if (!IsVisible(sub)) continue;
+    const auto& examples = CommandExamples(sub->get_name());
+    sub->footer(examples.empty() ? exit_codes : ExamplesSection(examples) + "\n" + exit_codes);
+  }
+}
+
+std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, const char* const* argv) {
+  const std::vector<std::string> commands = VisibleCommandNames(app);
+  const char* command = CommandArgument(argc, argv);
+  if (command == nullptr) {
+    for (int i = 1; i < argc; ++i) {
+      std::string_view arg = argv[i];
+      if (arg != "--help" && arg != "-h" && arg != "--version")
+        return fmt::format("unknown option {}; a command comes first: {} (ledgerdiff --help)", arg, Join(commands, ", "));
+    }
+    return fmt::format("a command is required: {} (ledgerdiff --help)", Join(commands, ", "));
+  }
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (s->get_name() == command) sub = s;
+  if (sub == nullptr) {
+    std::string suggestion = SuggestCommand(command, commands);
+    return suggestion.empty()
+               ? fmt::format("unknown command '{}'; the commands are: {}", command, Join(commands, ", "))
+               : fmt::format("unknown command '{}'; did you mean {}?", command, suggestion);
+  }
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    std::vector<std::string> flags;
+    for (const CLI::Option* opt : sub->get_options())
+      if (!opt->get_group().empty())
+        for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
+    for (int i = 1; i < argc; ++i) {
+      std::string_view arg = argv[i];
+      if (arg.substr(0, 2) != "--") continue;
+      arg = arg.substr(0, arg.find('='));
+      if (std::find(flags.begin(), flags.end(), arg) != flags.end()) continue;
+      std::string suggestion = SuggestCommand(arg, flags);
+      return suggestion.empty()
+                 ? fmt::format("{}: unknown option {} (ledgerdiff {} --help)", command, arg, command)
+                 : fmt::format("{}: unknown option {}; did you mean {}?", command, arg, suggestion);
+    }
+  }
+  if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
+    // CLI11 says "--format: Check xml value in {...} FAILED": name the choices instead.
+    std::string message = error.what();
+    std::string name = message.substr(0, message.find(':'));
+    const CLI::Option* opt = sub->get_option_no_throw(name);
+    std::vector<std::string> choices = opt ? EnumChoices(*opt) : std::vector<std::string>{};
+    if (!choices.empty()) {
+      std::string given;
+      for (int i = 1; i < argc; ++i) {
+        std::string_view arg = argv[i];
+        if (arg == name && i + 1 < argc) given = argv[i + 1];
+        if (arg.substr(0, name.size() + 1) == name + "=") given = arg.substr(name.size() + 1);
+      }
+      return given.empty() ? fmt::format("{}: {} must be one of {}", command, name, Join(choices, "|"))
+                           : fmt::format("{}: {} must be one of {}, not '{}'", command, name, Join(choices, "|"), given);
+    }
+  }
+  return error.what();
+}
+
+}  // namespace ledgerdiff::cli

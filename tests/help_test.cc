@@ -1,0 +1,166 @@
+// Help conventions (cli/help.h): "did you mean", enum choices, and every command's --help with
+// examples whose flags exist. End-to-end through the built binary where the user sees it.
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "cli/help.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff::testing {
+namespace {
+
+const std::vector<std::string> kCommands = {"ingest", "digest", "diff", "dump", "verify", "verify-range", "selftest",
+                                            "chaos"};
+
+TEST(SuggestCommand, NamesTheCommandATypoMeant) {
+  EXPECT_EQ(cli::SuggestCommand("verfy", kCommands), "verify");
+  EXPECT_EQ(cli::SuggestCommand("verifiy", kCommands), "verify");
+  EXPECT_EQ(cli::SuggestCommand("selftset", kCommands), "selftest");  // adjacent swap counts once
+  EXPECT_EQ(cli::SuggestCommand("verify-rnage", kCommands), "verify-range");
+  EXPECT_EQ(cli::SuggestCommand("dif", kCommands), "diff");
+  EXPECT_EQ(cli::SuggestCommand("chaoss", kCommands), "chaos");
+  EXPECT_EQ(cli::SuggestCommand("Dump", kCommands), "dump");
+}
+
+TEST(SuggestCommand, FallsBackToTheShortestPrefixMatch) {
+  EXPECT_EQ(cli::SuggestCommand("verify-r", kCommands), "verify-range");
+  EXPECT_EQ(cli::SuggestCommand("sel", kCommands), "selftest");
+  EXPECT_EQ(cli::SuggestCommand("ver", kCommands), "verify");  // a prefix of two: the shorter
+}
+
+TEST(SuggestCommand, SuggestsNothingForUnrelatedWords) {
+  EXPECT_EQ(cli::SuggestCommand("xyz", kCommands), "");
+  EXPECT_EQ(cli::SuggestCommand("db", kCommands), "");
+  EXPECT_EQ(cli::SuggestCommand("", kCommands), "");
+  EXPECT_EQ(cli::SuggestCommand("verify", {}), "");
+  EXPECT_EQ(cli::SuggestCommand("report", kCommands), "");
+  EXPECT_EQ(cli::SuggestCommand("reingest", kCommands), "ingest");  // 8 letters allow 2 edits
+}
+
+TEST(SuggestCommand, PrefersTheCloserAndThenTheEarlierCandidate) {
+  EXPECT_EQ(cli::SuggestCommand("--wrkers", {"--range", "--workers", "--seed"}), "--workers");
+  EXPECT_EQ(cli::SuggestCommand("ab", {"ax", "ay"}), "ax");
+  EXPECT_EQ(cli::SuggestCommand("dumb", {"diff", "dump"}), "dump");
+}
+
+enum class Color { kRed, kGreen, kBlue };
+
+TEST(EnumOptions, ShowChoicesInDeclarationOrderAsAlternatives) {
+  CLI::App app;
+  Color color = Color::kRed;
+  std::string kind;
+  CLI::Option* c = app.add_option("--color", color)
+                       ->transform(CLI::CheckedTransformer(
+                           std::map<std::string, Color>{{"red", Color::kRed}, {"green", Color::kGreen}, {"blue", Color::kBlue}}));
+  CLI::Option* k = app.add_option("--kind", kind)->check(CLI::IsMember({"jsonl", "csv"}));
+  CLI::Option* plain = app.add_option("--name", kind, "Name: a | b");
+  EXPECT_EQ(cli::EnumChoices(*c), (std::vector<std::string>{"red", "green", "blue"}));
+  EXPECT_EQ(cli::EnumChoices(*k), (std::vector<std::string>{"jsonl", "csv"}));
+  EXPECT_TRUE(cli::EnumChoices(*plain).empty());
+  cli::FormatEnumOption(c, cli::EnumChoices(*c));
+  EXPECT_EQ(c->get_type_name(), "red|green|blue");
+  EXPECT_EQ(cli::EnumChoices(*c), (std::vector<std::string>{"red", "green", "blue"}));
+  // Parsing is unchanged by the display.
+  app.parse("--color blue", false);
+  EXPECT_EQ(color, Color::kBlue);
+}
+
+// The flags listed in a --help's option and positional sections.
+std::set<std::string> HelpFlags(const std::string& help) {
+  std::set<std::string> flags;
+  std::regex flag(R"(^  (?:-\w,)?(--[\w-]+))");
+  std::istringstream in(help);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (line.rfind("Examples:", 0) == 0) break;
+    if (std::regex_search(line, m, flag)) flags.insert(m[1]);
+  }
+  return flags;
+}
+
+std::vector<std::string> ExampleLines(const std::string& help) {
+  std::vector<std::string> lines;
+  size_t at = help.find("\nExamples:\n");
+  if (at == std::string::npos) return lines;
+  std::istringstream in(help.substr(at + 11));
+  for (std::string line; std::getline(in, line) && !line.empty();) lines.push_back(line);
+  return lines;
+}
+
+TEST(Help, EveryCommandListedByHelpHasExamplesThatUseItsOwnFlags) {
+  CliResult top = RunCli({"--help"});
+  ASSERT_EQ(top.exit_code, 0) << top.err;
+  // The commands come from the binary's own list, so a new command without examples fails here.
+  std::vector<std::string> commands;
+  std::istringstream in(top.out.substr(top.out.find("Subcommands:")));
+  std::regex row(R"(^  ([a-z][a-z-]*)\s)");
+  for (std::string line; std::getline(in, line) && !(line.empty() && !commands.empty());) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) commands.push_back(m[1]);
+  }
+  EXPECT_EQ(commands, kCommands);
+  EXPECT_NE(top.out.find("Examples:"), std::string::npos);
+  EXPECT_NE(top.out.find("Environment:\n  LEDGERDIFF_DB"), std::string::npos) << top.out;
+  for (const auto& command : commands) {
+    SCOPED_TRACE(command);
+    CliResult help = RunCli({command, "--help"});
+    ASSERT_EQ(help.exit_code, 0) << help.err;
+    std::vector<std::string> examples = ExampleLines(help.out);
+    ASSERT_FALSE(examples.empty()) << help.out;
+    std::set<std::string> flags = HelpFlags(help.out);
+    bool runs_itself = false;
+    for (const auto& line : examples) {
+      if (line.find("  #") == 0) continue;
+      if (line.find("  ledgerdiff " + command + " ") == 0 || line == "  ledgerdiff " + command) runs_itself = true;
+      std::regex used(R"((?:^|\s)(--[a-z][\w-]*))");
+      for (std::sregex_iterator it(line.begin(), line.end(), used), end; it != end; ++it)
+        EXPECT_TRUE(flags.count((*it)[1])) << "example uses " << (*it)[1] << " which --help does not list: " << line;
+    }
+    EXPECT_TRUE(runs_itself) << "no example runs `ledgerdiff " << command << "`";
+    EXPECT_NE(help.out.find("Exit codes:"), std::string::npos);
+    EXPECT_EQ(help.out.find("ENUM:"), std::string::npos) << help.out;
+    EXPECT_EQ(help.out.find("value in {"), std::string::npos) << help.out;
+  }
+}
+
+TEST(Help, FormatFlagsShowTheirChoices) {
+  CliResult verify = RunCli({"verify", "--help"});
+  EXPECT_NE(verify.out.find("--format text|json"), std::string::npos) << verify.out;
+  CliResult dump = RunCli({"dump", "--help"});
+  EXPECT_NE(dump.out.find("--format jsonl|csv"), std::string::npos) << dump.out;
+}
+
+TEST(Help, UsageErrorsSayWhatWasMeant) {
+  CliResult typo = RunCli({"verfy", "--range", "2:101"});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_EQ(typo.err, "ledgerdiff: unknown command 'verfy'; did you mean verify?\n");
+  EXPECT_EQ(typo.out, "");
+
+  CliResult unknown = RunCli({"frobnicate"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown command 'frobnicate'; the commands are: ingest, digest"), std::string::npos)
+      << unknown.err;
+
+  CliResult none = RunCli({});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("a command is required: ingest, digest, diff, dump, verify"), std::string::npos) << none.err;
+
+  CliResult flag = RunCli({"verify", "--range", "2:101", "--wrkers", "3"});
+  EXPECT_EQ(flag.exit_code, 2);
+  EXPECT_EQ(flag.err, "ledgerdiff: verify: unknown option --wrkers; did you mean --workers?\n");
+
+  CliResult format = RunCli({"diff", "a", "b", "--format", "xml"});
+  EXPECT_EQ(format.exit_code, 2);
+  EXPECT_EQ(format.err, "ledgerdiff: diff: --format must be one of text|json, not 'xml'\n");
+
+  // The enum display did not change parsing: names are still accepted case-insensitively.
+  CliResult upper = RunCli({"selftest", "--format", "JSON", "--workers", "0"});
+  EXPECT_EQ(upper.exit_code, 2);
+  EXPECT_EQ(upper.err, "ledgerdiff: --workers must be at least 1\n");
+}
+
+}  // namespace
+}  // namespace ledgerdiff::testing
