@@ -15,9 +15,10 @@
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
 #include "tests/harness.h"
-#include "verify/ingest_run.h"
-#include "verify/job_table.h"
-#include "verify/worker.h"
+#include "ingest/ingest_command.h"
+#include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
+#include "ingest/worker.h"
 
 namespace ledgerdiff {
 namespace {
@@ -26,9 +27,9 @@ using testing::Connect;
 using testing::RunCli;
 using testing::TestConninfo;
 using testing::UniqueName;
-using verify::IngestOptions;
-using verify::IngestReport;
-using verify::RunIngest;
+using ingest::IngestOptions;
+using ingest::IngestReport;
+using ingest::RunIngest;
 
 IngestOptions Options(const std::string& schema, LedgerRange range, uint32_t workers, uint32_t job_size,
                       const std::string& density = "flat") {
@@ -152,7 +153,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   EXPECT_NE(r->error.find("102:151"), std::string::npos) << r->error;
   // The run stopped: no job is left running, and the job table says so.
   auto conn = Connect();
-  auto counts = verify::CountJobs(*conn, r->run_id);
+  auto counts = ingest::CountJobs(*conn, r->run_id);
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->running, 0u);
 
@@ -160,7 +161,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   IngestOptions resume;
   resume.resume_run = r->run_id;
   resume.worker_binary = testing::LedgerdiffBinary();
-  auto done_before = verify::ListJobs(*conn, r->run_id);
+  auto done_before = ingest::ListJobs(*conn, r->run_id);
   ASSERT_TRUE(done_before.ok());
   std::map<uint32_t, uint32_t> attempts_before;
   for (auto& j : *done_before) {
@@ -174,7 +175,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   auto resumed = Ingest(resume);
   EXPECT_TRUE(resumed.ok);
   EXPECT_EQ(resumed.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 201}));
-  auto after = verify::ListJobs(*conn, r->run_id);
+  auto after = ingest::ListJobs(*conn, r->run_id);
   for (auto& j : *after) {
     EXPECT_EQ(j.state, "done");
     if (attempts_before.count(j.job_id)) {
@@ -254,10 +255,10 @@ namespace {
 TEST(IngestCommand, PlaceholdersAreShellQuotedAndShellBracesPassThrough) {
   std::map<std::string, std::string> v = {{"from", "2"},      {"to", "9"},   {"schema", "it's mine"},
                                           {"db", "host=/x"}, {"worker", "w1"}, {"job", "3"}};
-  auto e = verify::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }", v);
+  auto e = ingest::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }", v);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(*e, "run '2' '9' 'it'\\''s mine' ${HOME} {job} awk '{print $1}' { a; }");
-  auto bad = verify::ExpandIngestCommand("run {from} {form}", v);
+  auto bad = ingest::ExpandIngestCommand("run {from} {form}", v);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("{form}"), std::string::npos);
 }

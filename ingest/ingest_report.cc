@@ -1,0 +1,60 @@
+#include "ingest/ingest_report.h"
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+
+namespace ledgerdiff::ingest {
+
+std::string RenderIngestText(const IngestReport& r) {
+  std::string out;
+  if (r.ok) {
+    out += fmt::format("ingested {} ledgers ({}) into \"{}\" with {} worker{}, {} jobs of up to {} ledgers, in {}\n",
+                       FormatCount(r.ledgers), r.range.str(), r.schema, r.workers, r.workers == 1 ? "" : "s", r.jobs,
+                       r.job_size, FormatDuration(r.wall_s));
+  } else {
+    out += fmt::format("ingest FAILED for \"{}\" ({}): {}\n", r.schema, r.range.str(), r.error);
+    for (const auto& j : r.failed_jobs)
+      out += fmt::format("  failed job {} [{}] after {} attempts: {}\n", j.job_id, j.range.str(), j.attempt, j.error);
+  }
+  out += fmt::format("  {:<36} {:>12}\n", "table", "rows");
+  for (const auto& [t, n] : r.rows_per_table) out += fmt::format("  {:<36} {:>12}\n", t, FormatCount(n));
+  out += fmt::format("  {:<36} {:>12}\n", "total", FormatCount(r.rows));
+  out += fmt::format("  {:.0f} ledgers/s, {:.0f} rows/s; {} attempts, {} jobs retried, {} workers replaced; run {}\n",
+                     r.ledgers_per_s(), r.rows_per_s(), r.attempts, r.retried_jobs, r.workers_replaced, r.run_id);
+  return out;
+}
+
+nlohmann::json IngestReportToJson(const IngestReport& r) {
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& j : r.failed_jobs)
+    failed.push_back({{"job", j.job_id}, {"from", j.range.from}, {"to", j.range.to}, {"attempts", j.attempt}, {"error", j.error}});
+  nlohmann::json timeline = nlohmann::json::array();
+  for (const auto& a : r.timeline)
+    timeline.push_back({{"job", a.job_id}, {"attempt", a.attempt}, {"worker", a.worker}, {"slot", a.slot}, {"from", a.range.from},
+                        {"to", a.range.to}, {"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", a.outcome},
+                        {"error", a.error}});
+  nlohmann::json j = {{"ok", r.ok},
+                      {"run_id", r.run_id},
+                      {"schema", r.schema},
+                      {"range", {{"from", r.range.from}, {"to", r.range.to}}},
+                      {"workers", r.workers},
+                      {"job_size", r.job_size},
+                      {"jobs", r.jobs},
+                      {"ledgers", r.ledgers},
+                      {"rows_per_table", r.rows_per_table},
+                      {"rows", r.rows},
+                      {"wall_s", r.wall_s},
+                      {"ledgers_per_s", r.ledgers_per_s()},
+                      {"rows_per_s", r.rows_per_s()},
+                      {"attempts", r.attempts},
+                      {"retried_jobs", r.retried_jobs},
+                      {"workers_replaced", r.workers_replaced},
+                      {"failed_jobs", failed},
+                      {"timeline", timeline}};
+  if (r.restart_range) j["restart_range"] = {{"from", r.restart_range->from}, {"to", r.restart_range->to}};
+  if (!r.ok) j["error"] = r.error;
+  return j;
+}
+
+}  // namespace ledgerdiff::ingest
