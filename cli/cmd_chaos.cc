@@ -5,8 +5,6 @@
 
 namespace ledgerdiff::cli {
 
-namespace {
-
 Action SetupChaos(CLI::App* sub) {
   struct Flags {
     std::string range;
@@ -40,13 +38,6 @@ Action SetupChaos(CLI::App* sub) {
     return Outcome{report.valid ? 0 : 1, verify::RenderChaosText(report), verify::ChaosReportToJson(report), ""};
   };
   return a;
-}
-
-}  // namespace
-
-std::vector<Command> ChaosCommands() {
-  return {{"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator", true,
-           true, false, SetupChaos}};
 }
 
 }  // namespace ledgerdiff::cli

@@ -34,6 +34,8 @@ struct Common {
   }
 };
 
+}  // namespace
+
 Action SetupDigest(CLI::App* sub) {
   struct Flags {
     Common c;
@@ -140,19 +142,6 @@ Action SetupDump(CLI::App* sub) {
     return out;
   };
   return a;
-}
-
-}  // namespace
-
-std::vector<Command> DigestCommands() {
-  return {
-      {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", true, true, false,
-       SetupDigest},
-      {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", true, true, false,
-       SetupDiff},
-      {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", true, false, false,
-       SetupDump},
-  };
 }
 
 }  // namespace ledgerdiff::cli

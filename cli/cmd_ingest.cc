@@ -26,6 +26,8 @@ Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
   return out;
 }
 
+}  // namespace
+
 Action SetupIngest(CLI::App* sub) {
   struct Flags {
     std::string range;
@@ -113,18 +115,6 @@ Action SetupWorker(CLI::App* sub) {
     return out;
   };
   return a;
-}
-
-}  // namespace
-
-std::vector<Command> IngestCommands() {
-  return {
-      {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes", true,
-       true, false, SetupIngest},
-      {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)", true, false,
-       true, SetupOrchestrate},
-      {"_worker", "Internal: one worker process of an ingestion run", false, false, true, SetupWorker},
-  };
 }
 
 }  // namespace ledgerdiff::cli

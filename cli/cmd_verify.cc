@@ -27,6 +27,8 @@ std::string ReconnectFlags(Database& db) {
   return db.conninfo().empty() ? "" : "--db '" + pg::RedactConninfo(db.conninfo()) + "'";
 }
 
+}  // namespace
+
 Action SetupVerify(CLI::App* sub) {
   struct Flags {
     std::string range;
@@ -133,18 +135,6 @@ Action SetupSelftest(CLI::App* sub) {
                    ""};
   };
   return a;
-}
-
-}  // namespace
-
-std::vector<Command> VerifyCommands() {
-  return {
-      {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", true, true, false,
-       SetupVerify},
-      {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", false, true, false,
-       SetupVerifyRange},
-      {"selftest", "Prove the gate catches every injected bug at its ledger", true, true, false, SetupSelftest},
-  };
 }
 
 }  // namespace ledgerdiff::cli

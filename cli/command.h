@@ -59,7 +59,7 @@ struct Command {
   bool has_format;      // main adds --format text|json
   bool hidden;          // internal (worker and orchestrator processes)
   // Adds the subcommand's own flags to `sub`; the Action runs it after parsing.
-  std::function<Action(CLI::App* sub)> setup;
+  Action (*setup)(CLI::App* sub);
 };
 
 // The workload: the ingestion plan's flags with its defaults, the same on ingest, verify,
@@ -69,10 +69,16 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan);
 // --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
 
-// Per-family command lists (cmd_*.cc); main.cc concatenates them into the table.
-std::vector<Command> IngestCommands();   // ingest, _worker, _orchestrate
-std::vector<Command> DigestCommands();   // digest, diff, dump
-std::vector<Command> VerifyCommands();   // verify, verify-range, selftest
-std::vector<Command> ChaosCommands();    // chaos
+// The commands' flags and actions, one file per family; main.cc holds the table.
+Action SetupIngest(CLI::App* sub);       // cmd_ingest.cc
+Action SetupOrchestrate(CLI::App* sub);
+Action SetupWorker(CLI::App* sub);
+Action SetupDigest(CLI::App* sub);       // cmd_digest.cc
+Action SetupDiff(CLI::App* sub);
+Action SetupDump(CLI::App* sub);
+Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
+Action SetupVerifyRange(CLI::App* sub);
+Action SetupSelftest(CLI::App* sub);
+Action SetupChaos(CLI::App* sub);        // cmd_chaos.cc
 
 }  // namespace ledgerdiff::cli

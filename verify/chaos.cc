@@ -560,21 +560,13 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     }
     nlohmann::json anomalies = nlohmann::json::object();
     for (const auto& [cls, iv] : round.anomalies) anomalies[cls] = intervals(iv);
-    rounds.push_back({{"round", round.round},
-                      {"valid", round.valid},
-                      {"schema", round.schema},
-                      {"schema_kept", round.schema_kept},
-                      {"faults", faults},
-                      {"ingest_ok", round.ingest_ok},
-                      {"ingest_error", round.ingest_error},
-                      {"jobs", round.jobs},
-                      {"attempts", round.attempts},
-                      {"retried_jobs", round.retried_jobs},
-                      {"recovered_jobs", round.recovered_jobs},
-                      {"orchestrator_restarts", round.orchestrator_restarts},
-                      {"redone_after_resume", round.redone_after_resume},
-                      {"anomalies", anomalies},
-                      {"seconds", round.seconds}});
+    // Grouped by meaning; the object's keys come out sorted either way.
+    rounds.push_back({{"round", round.round}, {"valid", round.valid}, {"seconds", round.seconds},
+                      {"schema", round.schema}, {"schema_kept", round.schema_kept}, {"faults", faults},
+                      {"ingest_ok", round.ingest_ok}, {"ingest_error", round.ingest_error}, {"anomalies", anomalies},
+                      {"jobs", round.jobs}, {"attempts", round.attempts}, {"retried_jobs", round.retried_jobs},
+                      {"recovered_jobs", round.recovered_jobs}, {"orchestrator_restarts", round.orchestrator_restarts},
+                      {"redone_after_resume", round.redone_after_resume}});
   }
   nlohmann::json anomalies = nlohmann::json::object();
   for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
@@ -586,21 +578,12 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     injected[k] = r.injected.count(k) ? r.injected.at(k) : 0;
     planned[k] = r.planned.count(k) ? r.planned.at(k) : 0;
   }
-  return {{"valid", r.valid},
-          {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
-          {"workers", r.options.workers},
-          {"job_size", r.options.job_size},
-          {"seed", r.options.seed},
-          {"unsafe_ingester", r.options.unsafe_ingester},
-          {"faults_planned", planned},
-          {"faults_injected", injected},
-          {"jobs_retried", r.jobs_retried},
-          {"jobs_recovered", r.jobs_recovered},
-          {"anomalies", anomalies},
-          {"rounds", rounds},
-          {"baseline_seconds", r.baseline_s},
-          {"seconds", r.seconds},
-          {"replay", r.replay}};
+  const ChaosOptions& o = r.options;
+  return {{"valid", r.valid}, {"anomalies", anomalies}, {"rounds", rounds}, {"replay", r.replay},
+          {"range", {{"from", o.range.from}, {"to", o.range.to}}}, {"workers", o.workers}, {"job_size", o.job_size},
+          {"seed", o.seed}, {"unsafe_ingester", o.unsafe_ingester}, {"faults_planned", planned},
+          {"faults_injected", injected}, {"jobs_retried", r.jobs_retried}, {"jobs_recovered", r.jobs_recovered},
+          {"baseline_seconds", r.baseline_s}, {"seconds", r.seconds}};
 }
 
 }  // namespace ledgerdiff::verify
