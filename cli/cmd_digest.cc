@@ -1,5 +1,6 @@
 // digest, diff, dump: thin shells over dump/digest.h, dump/manifest.h, diff/diff.h, dump/dump.h.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
@@ -12,41 +13,30 @@ namespace ledgerdiff::cli {
 
 namespace {
 
+// Flags every schema-reading command has: the range (optional) and the digest profile, checked
+// before any database is touched.
 struct Common {
-  DatabaseOptions db;
-  std::string range;
+  std::string range_text;
   std::string profile = "horizon";
-  OutputFormat format = OutputFormat::kText;
-};
-
-Result<std::optional<LedgerRange>> RangeFlag(const std::string& text) {
-  if (text.empty()) return std::optional<LedgerRange>();
-  LD_ASSIGN_OR_RETURN(LedgerRange r, ParseLedgerRange(text));
-  return std::optional<LedgerRange>(r);
-}
-
-// What a schema-reading command needs before its library call: the range flag parsed, the
-// profile loaded, the database resolved (embedded default included).
-struct Prepared {
   std::optional<LedgerRange> range;
   dump::ProfileSpec spec;
-  std::unique_ptr<Database> db;
+
+  void AddFlags(CLI::App* sub) {
+    sub->add_option("--range", range_text, "Ledger range FROM:TO (default: the range present)");
+    AddDigestProfileFlag(sub, profile);
+  }
+  Status Check() {
+    if (!range_text.empty()) {
+      LD_ASSIGN_OR_RETURN(range, ParseLedgerRange(range_text));
+    }
+    LD_ASSIGN_OR_RETURN(spec, dump::LoadProfileSpec(profile));
+    return Status::Ok();
+  }
 };
-Result<Prepared> Prepare(const Common& c) {
-  Prepared p;
-  LD_ASSIGN_OR_RETURN(p.range, RangeFlag(c.range));
-  LD_ASSIGN_OR_RETURN(p.spec, dump::LoadProfileSpec(c.profile));
-  LD_ASSIGN_OR_RETURN(p.db, Database::Resolve(c.db));
-  return p;
-}
 
-void AddCommonFlags(CLI::App* sub, Common& c) {
-  AddDatabaseFlags(sub, c.db);
-  sub->add_option("--range", c.range, "Ledger range FROM:TO (default: the range present)");
-  sub->add_option("--profile", c.profile, "Table profile: horizon (default), auto, or a JSON file (see dump/README.md)");
-}
+}  // namespace
 
-Runner SetupDigest(CLI::App* sub) {
+Action SetupDigest(CLI::App* sub) {
   struct Flags {
     Common c;
     std::string schema, out, detail = "compact";
@@ -55,8 +45,7 @@ Runner SetupDigest(CLI::App* sub) {
     bool print_sql = false;
   };
   auto f = std::make_shared<Flags>();
-  AddCommonFlags(sub, f->c);
-  AddFormatFlag(sub, f->c.format);
+  f->c.AddFlags(sub);
   sub->add_option("--schema", f->schema, "Schema to digest")->required();
   sub->add_option("--out", f->out, "Write a manifest file (.ldm)");
   sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
@@ -64,46 +53,41 @@ Runner SetupDigest(CLI::App* sub) {
   sub->add_option("--jobs", f->jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
   sub->add_option("--chunk-ledgers", f->chunk, "Ledgers per chunk (default: sized from table statistics)")->group("");
   sub->add_flag("--print-sql", f->print_sql, "Print the canonical COPY statements, one per line (benchmarks)")->group("");
-  return [f]() -> int {
-    auto prepared = Prepare(f->c);
-    if (!prepared.ok()) return Fail(prepared.status());
-    const auto& range = prepared->range;
-    const auto& spec = prepared->spec;
-    const auto& db = prepared->db;
+  Action a;
+  a.check = [f] { return f->c.Check(); };
+  a.run = [f](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     dump::DigestOptions opts;
-    opts.range = range;
+    opts.range = f->c.range;
     opts.jobs = f->jobs;
     opts.chunk_ledgers = f->chunk;
+    Outcome out;
     if (f->print_sql) {
-      auto sql = dump::CanonicalStatements(db->conninfo(), f->schema, spec, opts);
-      if (!sql.ok()) return Fail(sql.status());
-      for (const auto& s : *sql) fmt::print("{}\n", s);
-      return 0;
+      LD_ASSIGN_OR_RETURN(auto sql, dump::CanonicalStatements(db->conninfo(), f->schema, f->c.spec, opts));
+      for (const auto& s : sql) out.text += s + "\n";
+      return out;
     }
-    StderrReporter reporter;
-    Result<dump::DigestSummary> summary =
-        f->out.empty() ? dump::DigestSchema(db->conninfo(), f->schema, spec, opts, nullptr, reporter)
-                       : dump::DigestToManifest(db->conninfo(), f->schema, spec, opts, f->out,
-                                                f->detail == "full" ? dump::ManifestDetail::kFull
-                                                                    : dump::ManifestDetail::kCompact,
-                                                reporter);
-    reporter.Done();
-    if (!summary.ok()) return Fail(summary.status());
-    if (f->c.format == OutputFormat::kJson) fmt::print("{}\n", dump::DigestSummaryToJson(*summary).dump(2));
-    else fmt::print("{}", dump::RenderDigestText(*summary));
-    return 0;
+    const auto detail = f->detail == "full" ? dump::ManifestDetail::kFull : dump::ManifestDetail::kCompact;
+    LD_ASSIGN_OR_RETURN(auto summary,
+                        f->out.empty()
+                            ? dump::DigestSchema(db->conninfo(), f->schema, f->c.spec, opts, nullptr, ctx.reporter())
+                            : dump::DigestToManifest(db->conninfo(), f->schema, f->c.spec, opts, f->out, detail,
+                                                     ctx.reporter()));
+    out.json = dump::DigestSummaryToJson(summary);
+    out.text = dump::RenderDigestText(summary);
+    return out;
   };
+  return a;
 }
 
-Runner SetupDiff(CLI::App* sub) {
+Action SetupDiff(CLI::App* sub) {
   struct Flags {
     Common c;
     std::string left, right;
     diff::DiffOptions opts;
   };
   auto f = std::make_shared<Flags>();
-  AddCommonFlags(sub, f->c);
-  AddFormatFlag(sub, f->c.format);
+  f->c.AddFlags(sub);
   sub->add_option("LEFT", f->left,
                   "A schema in --db, a manifest (file:PATH or PATH.ldm), or a schema in another database "
                   "(postgresql://...#SCHEMA or CONNINFO::SCHEMA)")
@@ -112,72 +96,52 @@ Runner SetupDiff(CLI::App* sub) {
   sub->add_option("--max-rows", f->opts.max_rows, "Rows shown per table and kind of difference (default 20)");
   sub->add_flag("--all", f->opts.all, "List every divergent ledger per table as intervals");
   sub->add_option("--jobs", f->opts.jobs, "Connections per schema side")->check(CLI::Range(1, 64));
-  return [f]() -> int {
-    auto range = RangeFlag(f->c.range);
-    if (!range.ok()) return Fail(range.status());
-    f->opts.range = *range;
-    auto spec = dump::LoadProfileSpec(f->c.profile);
-    if (!spec.ok()) return Fail(spec.status());
-    std::unique_ptr<Database> db;
+  Action a;
+  a.check = [f] { return f->c.Check(); };
+  a.run = [f](Context& ctx) -> Result<Outcome> {
+    f->opts.range = f->c.range;
+    // Two manifests, or schemas in named databases, need no --db: no embedded server then.
+    std::string conninfo;
     if (diff::SourceNeedsDefaultDatabase(f->left) || diff::SourceNeedsDefaultDatabase(f->right)) {
-      auto r = Database::Resolve(f->c.db);
-      if (!r.ok()) return Fail(r.status());
-      db = std::move(r).value();
+      LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+      conninfo = db->conninfo();
     }
-    std::string conninfo = db ? db->conninfo() : "";
-    auto left = diff::ParseSource(f->left, conninfo);
-    if (!left.ok()) return Fail(left.status());
-    auto right = diff::ParseSource(f->right, conninfo);
-    if (!right.ok()) return Fail(right.status());
-    StderrReporter reporter;
-    auto report = diff::DiffSources(*left, *right, *spec, f->opts, reporter);
-    reporter.Done();
-    if (!report.ok()) return Fail(report.status());
-    if (f->c.format == OutputFormat::kJson) fmt::print("{}\n", diff::DiffReportToJson(*report).dump(2));
-    else fmt::print("{}", diff::RenderDiffText(*report));
-    return report->identical ? 0 : 1;
+    LD_ASSIGN_OR_RETURN(auto left, diff::ParseSource(f->left, conninfo));
+    LD_ASSIGN_OR_RETURN(auto right, diff::ParseSource(f->right, conninfo));
+    LD_ASSIGN_OR_RETURN(auto report, diff::DiffSources(left, right, f->c.spec, f->opts, ctx.reporter()));
+    return Outcome{report.identical ? 0 : 1, diff::RenderDiffText(report), diff::DiffReportToJson(report), ""};
   };
+  return a;
 }
 
-Runner SetupDump(CLI::App* sub) {
+Action SetupDump(CLI::App* sub) {
   struct Flags {
     Common c;
     std::string schema, format = "jsonl", out = "-";
   };
   auto f = std::make_shared<Flags>();
-  AddCommonFlags(sub, f->c);
+  f->c.AddFlags(sub);
   sub->add_option("--schema", f->schema, "Schema to dump")->required();
   sub->add_option("--format", f->format, "jsonl (default) or csv")->check(CLI::IsMember({"jsonl", "csv"}));
   sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)");
-  return [f]() -> int {
-    auto prepared = Prepare(f->c);
-    if (!prepared.ok()) return Fail(prepared.status());
-    const auto& range = prepared->range;
-    const auto& spec = prepared->spec;
-    const auto& db = prepared->db;
+  Action a;
+  a.check = [f] { return f->c.Check(); };
+  a.quiet = [f] { return f->out == "-"; };  // the rows themselves go to stdout
+  a.run = [f](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     dump::DumpOptions opts;
-    opts.range = range;
+    opts.range = f->c.range;
     opts.format = f->format == "csv" ? dump::DumpFormat::kCsv : dump::DumpFormat::kJsonl;
     opts.out = f->out;
-    StderrReporter reporter(/*quiet=*/f->out == "-");
-    auto summary = dump::DumpSchema(db->conninfo(), f->schema, spec, opts, reporter);
-    if (!summary.ok()) return Fail(summary.status());
+    LD_ASSIGN_OR_RETURN(auto summary, dump::DumpSchema(db->conninfo(), f->schema, f->c.spec, opts, ctx.reporter()));
+    Outcome out;
     if (f->out != "-") {
-      for (const auto& [table, rows] : summary->tables) fmt::print("{}: {} rows\n", table, FormatCount(rows));
-      fmt::print("excluded columns: {}\n", fmt::join(summary->excluded_columns, ", "));
+      for (const auto& [table, rows] : summary.tables) out.text += fmt::format("{}: {} rows\n", table, FormatCount(rows));
+      out.text += fmt::format("excluded columns: {}\n", fmt::join(summary.excluded_columns, ", "));
     }
-    return 0;
+    return out;
   };
-}
-
-}  // namespace
-
-std::vector<Command> DigestCommands() {
-  return {
-      {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", false, SetupDigest},
-      {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", false, SetupDiff},
-      {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", false, SetupDump},
-  };
+  return a;
 }
 
 }  // namespace ledgerdiff::cli

@@ -277,27 +277,25 @@ Status WriteAtomically(const std::string& path, const std::string& content) {
 
 }  // namespace
 
-std::vector<Command> DocsCommands() {
+Action SetupDocs(CLI::App* sub) {
   static DocsFlags flags;
-  return {{"_docs", "Internal: print the man page or a shell completion script (build step)", true,
-           [](CLI::App* sub) -> Runner {
-             sub->add_option("FORMAT", flags.format, "man, bash or zsh")
-                 ->required()
-                 ->check(CLI::IsMember({"man", "bash", "zsh"}));
-             sub->add_option("--out", flags.out, "Write to FILE instead of stdout");
-             return [sub]() -> int {
-               const CLI::App& root = *sub->get_parent();
-               std::string text = flags.format == "man"    ? ManPage(root)
-                                  : flags.format == "bash" ? BashCompletion(root)
-                                                           : ZshCompletion(root);
-               if (flags.out.empty()) {
-                 fmt::print("{}", text);
-                 return 0;
-               }
-               if (Status s = WriteAtomically(flags.out, text); !s.ok()) return Fail(s);
-               return 0;
-             };
-           }}};
+  sub->add_option("FORMAT", flags.format, "man, bash or zsh")->required()->check(CLI::IsMember({"man", "bash", "zsh"}));
+  sub->add_option("--out", flags.out, "Write to FILE instead of stdout");
+  Action action;
+  action.run = [sub](Context&) -> Result<Outcome> {
+    const CLI::App& root = *sub->get_parent();
+    Outcome out;
+    std::string text = flags.format == "man"    ? ManPage(root)
+                       : flags.format == "bash" ? BashCompletion(root)
+                                                : ZshCompletion(root);
+    if (flags.out.empty()) {
+      out.text = std::move(text);
+    } else {
+      LD_RETURN_IF_ERROR(WriteAtomically(flags.out, text));
+    }
+    return out;
+  };
+  return action;
 }
 
 }  // namespace ledgerdiff::cli

@@ -1,111 +1,121 @@
 // ingest: the reference ingester (serial with --workers 1, parallel otherwise), and the hidden
-// _worker subcommand that runs one worker process.
+// processes of a run: _worker (one worker) and _orchestrate (the orchestrator of a registered
+// run, started by chaos with nothing but the run id).
 #include <cstdlib>
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "ingest/orchestrator.h"
+#include "ingest/worker.h"
 #include "report/ingest_text_json.h"
-#include "verify/ingest_run.h"
-#include "verify/worker.h"
 
 namespace ledgerdiff::cli {
 
 namespace {
 
-// Flags shared by ingest, verify and chaos for the ingestion itself.
-struct IngestFlags {
-  std::string range;
-  std::vector<std::string> faults;
-  std::vector<std::string> holds;
-  verify::IngestOptions options;
-  DatabaseOptions db;
-  OutputFormat format = OutputFormat::kText;
-};
-
-Runner SetupIngest(CLI::App* sub, IngestFlags& f) {
-  sub->add_option("--range", f.range, "Ledgers FROM:TO (inclusive)");
-  sub->add_option("--schema", f.options.schema, "Target schema (created and marked as ledgerdiff's)");
-  sub->add_option("--workers", f.options.workers, "Worker processes; 1 is the serial path")->capture_default_str();
-  sub->add_option("--job-size", f.options.job_size, "Ledgers per job (the last job may be shorter)")->capture_default_str();
-  sub->add_option("--retries", f.options.retries, "Retries of a failed job")->capture_default_str();
-  sub->add_option("--retry-backoff", f.options.retry_backoff_s, "First retry delay in seconds, doubled per retry")
-      ->capture_default_str();
-  sub->add_option("--job-timeout", f.options.job_timeout_s,
-                  "Seconds without a heartbeat after which a worker is declared hung, killed and its job requeued")
-      ->capture_default_str();
-  sub->add_option("--seed", f.options.seed, "Generator seed")->capture_default_str();
-  sub->add_option("--profile", f.options.density, "Ledger density: stellar | flat")->capture_default_str();
-  sub->add_option("--ingest-cmd", f.options.ingest_cmd,
-                  "Run this command per job instead of the built-in ingester; placeholders {from} {to} {schema} {db} "
-                  "{worker} {job} (shell-quoted); DATABASE_URL, PG* and PGOPTIONS=search_path are set");
-  sub->add_option("--inject-bug", f.options.bug, "Self-test: misbehave at one ledger, KIND@LEDGER");
-  sub->add_flag("--force", f.options.force, "Write into a schema ledgerdiff did not create");
-  sub->add_flag("--fresh", f.options.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
-  sub->add_option("--resume", f.options.resume_run, "Continue an interrupted run from the job table");
-  sub->add_option("--run-id", f.options.run_id, "Use this run id instead of a new one")->group("");
-  sub->add_option("--unsafe-commit-every", f.options.unsafe_commit_every, "Negative control")->group("");
-  sub->add_option("--fault", f.faults, "Test fault point JOB:ATTEMPT:STAGE:abort|fail")->group("");
-  sub->add_option("--hold", f.holds, "Test hold point JOB:ATTEMPT:STAGE:SECONDS")->group("");
-  AddDatabaseFlags(sub, f.db);
-  AddFormatFlag(sub, f.format);
-  return [&f]() -> int {
-    if (f.options.resume_run.empty()) {
-      if (f.range.empty()) return Fail(Status::Usage("--range FROM:TO is required"));
-      if (f.options.schema.empty()) return Fail(Status::Usage("--schema NAME is required"));
-      auto range = ParseLedgerRange(f.range);
-      if (!range.ok()) return Fail(range.status());
-      f.options.range = *range;
-    }
-    for (const auto& text : f.faults) {
-      auto fault = verify::ParseFaultPoint(text);
-      if (!fault.ok()) return Fail(fault.status());
-      f.options.crash_points.push_back(*fault);
-    }
-    for (const auto& text : f.holds) {
-      auto hold = verify::ParseHoldPoint(text);
-      if (!hold.ok()) return Fail(hold.status());
-      f.options.hold_points.push_back(*hold);
-    }
-    if (Status s = verify::ValidateIngestOptions(f.options); !s.ok()) return Fail(s);
-    auto db = Database::Resolve(f.db);
-    if (!db.ok()) return Fail(db.status());
-    StderrReporter reporter;
-    auto report = verify::RunIngest((*db)->conninfo(), f.options, reporter);
-    if (!report.ok()) return Fail(report.status());
-    if (f.format == OutputFormat::kJson) {
-      fmt::print("{}\n", report::IngestReportToJson(*report).dump(2));
-    } else {
-      fmt::print("{}", report::RenderIngestText(*report));
-      if ((*db)->embedded() && !(*db)->embedded_server()->kept())
-        fmt::print("  (the embedded database is removed on exit; --keep-db DIR keeps it)\n");
-    }
-    if (!report->ok) {
-      fmt::print(stderr, "ledgerdiff: {}\n", report->error);
-      return 2;
-    }
-    return 0;
-  };
+// The report as text, plus a hint when the embedded database goes away with the process.
+Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
+  Outcome out;
+  out.json = report::IngestReportToJson(report);
+  out.text = report::RenderIngestText(report);
+  if (db.embedded() && !db.embedded_server()->kept())
+    out.text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
+  if (!report.ok) {
+    out.error = report.error;
+    out.exit_code = 2;
+  }
+  return out;
 }
 
 }  // namespace
 
-std::vector<Command> IngestCommands() {
-  static IngestFlags ingest;
-  static verify::WorkerOptions worker;
-  return {
-      {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes", false,
-       [](CLI::App* sub) { return SetupIngest(sub, ingest); }},
-      {"_worker", "Internal: one worker process of an ingestion run", true,
-       [](CLI::App* sub) -> Runner {
-         sub->add_option("--run", worker.run_id)->required();
-         sub->add_option("--worker", worker.worker)->required();
-         return []() -> int {
-           const char* db = std::getenv(verify::kWorkerDbEnv);
-           worker.conninfo = db ? db : "";
-           return verify::RunWorker(worker);
-         };
-       }},
+Action SetupIngest(CLI::App* sub) {
+  struct Flags {
+    std::string range;
+    std::string deprecated_profile;
+    std::vector<std::string> faults, holds;
+    ingest::IngestOptions options;
   };
+  auto f = std::make_shared<Flags>();
+  auto& o = f->options;
+  sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)");
+  sub->add_option("--schema", o.schema, "Target schema (created and marked as ledgerdiff's)");
+  AddPlanFlags(sub, o);
+  sub->add_option("--profile", f->deprecated_profile, "Deprecated spelling of --density (one more release)")
+      ->group("");
+  sub->add_option("--ingest-cmd", o.ingest_cmd,
+                  "Run this command per job instead of the built-in ingester; placeholders {from} {to} {schema} {db} "
+                  "{worker} {job} (shell-quoted); DATABASE_URL, PG* and PGOPTIONS=search_path are set");
+  sub->add_option("--inject-bug", o.bug, "Self-test: misbehave at one ledger, KIND@LEDGER");
+  sub->add_flag("--force", o.force, "Write into a schema ledgerdiff did not create");
+  sub->add_flag("--fresh", o.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
+  sub->add_option("--resume", o.resume_run, "Continue an interrupted run from the job table");
+  sub->add_option("--run-id", o.run_id, "Use this run id instead of a new one")->group("");
+  sub->add_option("--unsafe-commit-every", o.unsafe_commit_every, "Negative control")->group("");
+  sub->add_option("--fault", f->faults, "Test fault point JOB:ATTEMPT:STAGE:abort|fail")->group("");
+  sub->add_option("--hold", f->holds, "Test hold point JOB:ATTEMPT:STAGE:SECONDS")->group("");
+  Action a;
+  a.check = [f, sub]() -> Status {
+    auto& o = f->options;
+    if (!f->deprecated_profile.empty()) {
+      fmt::print(stderr, "ledgerdiff: warning: ingest --profile is deprecated (it is the ledger density); use "
+                         "--density\n");
+      if (sub->count("--density") > 0 && f->deprecated_profile != o.density)
+        return Status::Usagef("--profile {} and --density {} disagree; use --density", f->deprecated_profile,
+                              o.density);
+      o.density = f->deprecated_profile;
+    }
+    if (o.resume_run.empty()) {
+      if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
+      if (o.schema.empty()) return Status::Usage("--schema NAME is required");
+      LD_ASSIGN_OR_RETURN(o.range, ParseLedgerRange(f->range));
+    }
+    for (const auto& text : f->faults) {
+      LD_ASSIGN_OR_RETURN(auto fault, ingest::ParseFaultPoint(text));
+      o.crash_points.push_back(fault);
+    }
+    for (const auto& text : f->holds) {
+      LD_ASSIGN_OR_RETURN(auto hold, ingest::ParseHoldPoint(text));
+      o.hold_points.push_back(hold);
+    }
+    return ingest::ValidateIngestOptions(o);
+  };
+  a.run = [f](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), f->options, ctx.reporter()));
+    return IngestOutcome(report, *db);
+  };
+  return a;
+}
+
+Action SetupOrchestrate(CLI::App* sub) {
+  auto options = std::make_shared<ingest::IngestOptions>();
+  sub->add_option("--run", options->resume_run, "The registered run to carry out")->required();
+  Action a;
+  a.run = [options](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), *options, ctx.reporter()));
+    Outcome out = IngestOutcome(report, *db);
+    out.text = out.json.dump(2) + "\n";  // read by the process that started this one
+    return out;
+  };
+  return a;
+}
+
+Action SetupWorker(CLI::App* sub) {
+  auto worker = std::make_shared<ingest::WorkerOptions>();
+  sub->add_option("--run", worker->run_id)->required();
+  sub->add_option("--worker", worker->worker)->required();
+  sub->add_option("--slot", worker->slot, "Lane 1..N recorded with every attempt");
+  Action a;
+  a.run = [worker](Context&) -> Result<Outcome> {
+    const char* db = std::getenv(ingest::kWorkerDbEnv);
+    worker->conninfo = db ? db : "";
+    Outcome out;
+    out.exit_code = ingest::RunWorker(*worker);
+    return out;
+  };
+  return a;
 }
 
 }  // namespace ledgerdiff::cli

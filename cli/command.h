@@ -1,54 +1,85 @@
 #pragma once
-// The CLI is a thin shell: each subcommand parses its flags (CLI11) and calls one library
-// function, then renders the result. One file per subcommand family (cmd_*.cc) defines its
-// entries; main.cc holds the table.
+// The CLI is a thin shell: each subcommand parses its flags (CLI11), checks them, calls one
+// library function and hands back what to print. main.cc holds the table of commands (like
+// ninja's kTools) and does the rest once for all: --db / --keep-db and --format flags, resolving
+// the database, the progress reporter, rendering and the exit code.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "core/database.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "ingest/plan.h"
 
 namespace ledgerdiff::cli {
 
-// Runs a parsed subcommand and returns the process exit code.
-using Runner = std::function<int()>;
+// What main hands a running command.
+class Context {
+ public:
+  Context(const DatabaseOptions& db_options, Reporter& reporter) : db_options_(db_options), reporter_(reporter) {}
+  // The database of --db / LEDGERDIFF_DB / PG* / the embedded default, resolved on first use
+  // (a command that turns out not to need one never starts the embedded server).
+  // REQUIRES: the command is declared with needs_database.
+  Result<Database*> database();
+  Reporter& reporter() { return reporter_; }
+
+ private:
+  const DatabaseOptions& db_options_;
+  Reporter& reporter_;
+  std::unique_ptr<Database> db_;
+};
+
+// What a command hands back; main prints it in the --format asked for, then `error`.
+struct Outcome {
+  int exit_code = 0;          // 0 success / identical, 1 divergent / anomalies, 2 error
+  std::string text;           // --format text (and commands without --format)
+  nlohmann::json json;        // --format json; null: the command has no JSON form
+  std::string error;          // non-empty: "ledgerdiff: <error>" on stderr after the output
+};
+
+struct Action {
+  // Flags -> options and every check that needs no database: a Usage error exits 2 before any
+  // server starts or anything is written. May be empty.
+  std::function<Status()> check;
+  std::function<Result<Outcome>(Context&)> run;
+  // Progress and notes off (the command's own output goes to stdout as it is made).
+  std::function<bool()> quiet;
+};
 
 struct Command {
   const char* name;
   const char* summary;
-  bool hidden;  // internal (worker processes)
-  // Adds the subcommand's flags to `sub`; the returned Runner runs it after parsing.
-  std::function<Runner(CLI::App* sub)> setup;
+  bool needs_database;  // main adds --db / --keep-db; Context::database() resolves them
+  bool has_format;      // main adds --format text|json
+  bool hidden;          // internal (worker and orchestrator processes)
+  // Adds the subcommand's own flags to `sub`; the Action runs it after parsing.
+  Action (*setup)(CLI::App* sub);
 };
 
-// Flags shared by every command that needs a database.
-void AddDatabaseFlags(CLI::App* sub, DatabaseOptions& options);
-// --format text|json
-void AddFormatFlag(CLI::App* sub, OutputFormat& format);
+// The workload: the ingestion plan's flags with its defaults, the same on ingest, verify,
+// selftest and chaos: --workers --job-size --retries --retry-backoff --job-timeout --seed
+// --density.
+void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan);
+// --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
+void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
 
-// The generated workload and how it is compared, shared by verify, selftest and chaos:
-// --workers, --job-size, --seed, --density (generator) and --profile (digest profile).
-struct WorkloadFlags {
-  uint32_t& workers;
-  uint32_t& job_size;
-  uint64_t& seed;
-  std::string& density;
-  std::string& table_profile;
-};
-void AddWorkloadFlags(CLI::App* sub, const WorkloadFlags& flags);
-
-// Prints "ledgerdiff: <message>" on stderr and returns the status's exit code.
-int Fail(const Status& status);
-
-// Per-family command lists (cmd_*.cc).
-std::vector<Command> IngestCommands();   // ingest, db, _worker
-std::vector<Command> DigestCommands();   // digest, diff, dump
-std::vector<Command> VerifyCommands();   // verify, verify-range, selftest
-std::vector<Command> ChaosCommands();    // chaos
+// The commands' flags and actions, one file per family; main.cc holds the table.
+Action SetupIngest(CLI::App* sub);       // cmd_ingest.cc
+Action SetupOrchestrate(CLI::App* sub);
+Action SetupWorker(CLI::App* sub);
+Action SetupDigest(CLI::App* sub);       // cmd_digest.cc
+Action SetupDiff(CLI::App* sub);
+Action SetupDump(CLI::App* sub);
+Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
+Action SetupVerifyRange(CLI::App* sub);
+Action SetupSelftest(CLI::App* sub);
+Action SetupChaos(CLI::App* sub);        // cmd_chaos.cc
+Action SetupDocs(CLI::App* sub);         // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli

@@ -1,5 +1,7 @@
 // ledgerdiff: prove that a parallel ingestion of ledger history wrote exactly what a serial one
-// writes. This file is the table of subcommands; each one lives in a cmd_*.cc file.
+// writes. This file is the table of subcommands and the one path every command takes:
+//   parse flags -> check them (no database yet) -> run (database resolved on first use,
+//   progress on stderr) -> print the outcome as text or JSON -> exit 0 / 1 / 2.
 
 #include <fmt/format.h>
 
@@ -10,29 +12,56 @@
 
 namespace ledgerdiff::cli {
 
-void AddDatabaseFlags(CLI::App* sub, DatabaseOptions& options) {
-  sub->add_option("--db", options.conninfo,
-                  "PostgreSQL conninfo (libpq URI or key=value). Default: $LEDGERDIFF_DB, then the PG* "
-                  "environment, then an embedded throwaway server");
-  sub->add_option("--keep-db", options.keep_dir,
-                  "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
+Result<Database*> Context::database() {
+  if (!db_) {
+    LD_ASSIGN_OR_RETURN(db_, Database::Resolve(db_options_));
+  }
+  return db_.get();
 }
 
-void AddFormatFlag(CLI::App* sub, OutputFormat& format) {
-  sub->add_option("--format", format, "Output format")
-      ->transform(CLI::CheckedTransformer(std::map<std::string, OutputFormat>{{"text", OutputFormat::kText},
-                                                                              {"json", OutputFormat::kJson}},
-                                          CLI::ignore_case));
+void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p) {
+  sub->add_option("--workers", p.workers, "Worker processes of a parallel ingestion (1 is the serial path)")
+      ->capture_default_str();
+  sub->add_option("--job-size", p.job_size, "Ledgers per job (the last job may be shorter)")->capture_default_str();
+  sub->add_option("--retries", p.retries, "Retries of a failed job")->capture_default_str();
+  sub->add_option("--retry-backoff", p.retry_backoff_s, "First retry delay in seconds, doubled per retry")
+      ->capture_default_str();
+  sub->add_option("--job-timeout", p.job_timeout_s,
+                  "Seconds without a heartbeat after which a worker is declared hung, killed and its job requeued")
+      ->capture_default_str();
+  sub->add_option("--seed", p.seed, "Seed of the generator (and of chaos's fault schedule)")->capture_default_str();
+  sub->add_option("--density", p.density, "Generated ledger density: stellar | flat")->capture_default_str();
 }
 
-void AddWorkloadFlags(CLI::App* sub, const WorkloadFlags& f) {
-  sub->add_option("--workers", f.workers, "Worker processes of a parallel ingestion")->capture_default_str();
-  sub->add_option("--job-size", f.job_size, "Ledgers per job (the last job may be shorter)")->capture_default_str();
-  sub->add_option("--seed", f.seed, "Seed of the generator (and of chaos's fault schedule)")->capture_default_str();
-  sub->add_option("--density", f.density, "Generated ledger density: stellar | flat")->capture_default_str();
-  sub->add_option("--profile", f.table_profile, "Digest profile: horizon | auto | FILE.json")->capture_default_str();
+void AddDigestProfileFlag(CLI::App* sub, std::string& profile) {
+  sub->add_option("--profile", profile, "Digest profile: horizon | auto | FILE.json (see dump/README.md)")
+      ->capture_default_str();
 }
 
+namespace {
+
+// The table of commands: name, summary, needs a database, has --format, hidden, setup.
+constexpr Command kCommands[] = {
+    {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes", true, true,
+     false, SetupIngest},
+    {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", true, true, false, SetupDigest},
+    {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", true, true, false, SetupDiff},
+    {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", true, false, false,
+     SetupDump},
+    {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", true, true, false,
+     SetupVerify},
+    {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", false, true, false,
+     SetupVerifyRange},
+    {"selftest", "Prove the gate catches every injected bug at its ledger", true, true, false, SetupSelftest},
+    {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator", true, true,
+     false, SetupChaos},
+    {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)", true, false, true,
+     SetupOrchestrate},
+    {"_worker", "Internal: one worker process of an ingestion run", false, false, true, SetupWorker},
+    {"_docs", "Internal: print the man page or a shell completion script (build step)", false, false, true, SetupDocs},
+};
+
+// Prints "ledgerdiff: <message>" on stderr and returns the status's exit code.
 int Fail(const Status& status) {
   // After Ctrl-C, failures are the interruption's echo: say what happened instead.
   if (TerminationInProgress()) {
@@ -42,6 +71,34 @@ int Fail(const Status& status) {
   fmt::print(stderr, "ledgerdiff: {}\n", status.message());
   return static_cast<int>(status.exit_code());
 }
+
+// One registered subcommand: its table entry, its flags' storage and what main added.
+struct Entry {
+  const Command* command;
+  CLI::App* sub;
+  Action action;
+  DatabaseOptions db;
+  OutputFormat format = OutputFormat::kText;
+};
+
+int Run(Entry& e) {
+  if (e.action.check) {
+    if (Status s = e.action.check(); !s.ok()) return Fail(s);
+  }
+  StderrReporter reporter(/*quiet=*/e.action.quiet && e.action.quiet());
+  Context context(e.db, reporter);
+  Result<Outcome> outcome = e.action.run(context);
+  reporter.Done();
+  if (!outcome.ok()) return Fail(outcome.status());
+  if (e.format == OutputFormat::kJson && !outcome->json.is_null())
+    fmt::print("{}\n", outcome->json.dump(2));
+  else
+    fmt::print("{}", outcome->text);
+  if (!outcome->error.empty()) fmt::print(stderr, "ledgerdiff: {}\n", outcome->error);
+  return outcome->exit_code;
+}
+
+}  // namespace
 
 }  // namespace ledgerdiff::cli
 
@@ -53,15 +110,28 @@ int main(int argc, char** argv) {
   CLI::App app{"ledgerdiff: prove that a parallel ingestion of ledger history wrote exactly what a serial one writes"};
   app.set_version_flag("--version", std::string("ledgerdiff ") + kVersion);
   app.require_subcommand(1);
-  app.footer("Exit codes: 0 identical / success, 1 divergent / anomalies found, 2 usage or runtime error.");
 
-  std::vector<std::pair<CLI::App*, Runner>> runners;
-  for (auto family : {IngestCommands, DigestCommands, VerifyCommands, ChaosCommands, DocsCommands}) {
-    for (const Command& cmd : family()) {
-      CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
-      if (cmd.hidden) sub->group("");
-      runners.emplace_back(sub, cmd.setup(sub));
+  std::vector<std::unique_ptr<Entry>> entries;
+  for (const Command& cmd : kCommands) {
+    auto e = std::make_unique<Entry>();
+    e->command = &cmd;
+    e->sub = app.add_subcommand(cmd.name, cmd.summary);
+    if (cmd.hidden) e->sub->group("");
+    e->action = cmd.setup(e->sub);
+    if (cmd.needs_database) {
+      e->sub->add_option("--db", e->db.conninfo,
+                         "PostgreSQL conninfo (libpq URI or key=value). Default: $LEDGERDIFF_DB, then the PG* "
+                         "environment, then an embedded throwaway server");
+      e->sub->add_option("--keep-db", e->db.keep_dir,
+                         "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
     }
+    if (cmd.has_format) {
+      e->sub->add_option("--format", e->format, "Output format: text | json")
+          ->transform(CLI::CheckedTransformer(
+              std::map<std::string, OutputFormat>{{"text", OutputFormat::kText}, {"json", OutputFormat::kJson}},
+              CLI::ignore_case));
+    }
+    entries.push_back(std::move(e));
   }
   ApplyHelpConventions(app);
   try {
@@ -73,9 +143,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   int code = 2;
-  for (auto& [sub, run] : runners) {
-    if (sub->parsed()) {
-      code = run();
+  for (auto& e : entries) {
+    if (e->sub->parsed()) {
+      code = Run(*e);
       break;
     }
   }

@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "core/text.h"
+
 namespace ledgerdiff {
 
 std::string LedgerRange::str() const { return fmt::format("{}:{}", from, to); }
@@ -57,13 +59,6 @@ std::vector<LedgerRange> ToIntervals(const std::vector<Ledger>& sorted) {
   return out;
 }
 
-std::string FormatIntervals(const std::vector<Ledger>& sorted) {
-  std::string s;
-  for (const auto& r : ToIntervals(sorted)) {
-    if (!s.empty()) s += ", ";
-    s += r.from == r.to ? fmt::format("{}", r.from) : fmt::format("{}-{}", r.from, r.to);
-  }
-  return s;
-}
+std::string FormatIntervals(const std::vector<Ledger>& sorted) { return FormatIntervals(ToIntervals(sorted)); }
 
 }  // namespace ledgerdiff

@@ -55,20 +55,6 @@ class StderrReporter : public Reporter {
   std::chrono::steady_clock::time_point last_draw_{};
 };
 
-// Keeps notes in memory (tests).
-class CollectingReporter : public Reporter {
- public:
-  void Note(std::string_view line) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    notes.emplace_back(line);
-  }
-  void Update(const Progress&) override {}
-  std::vector<std::string> notes;
-
- private:
-  std::mutex mu_;
-};
-
 class NullReporter : public Reporter {
  public:
   void Note(std::string_view) override {}

@@ -25,7 +25,7 @@
 
 namespace ledgerdiff::report {
 
-using verify::IngestReport;
+using ingest::IngestReport;
 using verify::VerifyReport;
 
 namespace {

@@ -7,7 +7,7 @@
 
 namespace ledgerdiff::report {
 
-using verify::IngestReport;
+using ingest::IngestReport;
 
 std::string RenderIngestText(const IngestReport& r) {
   std::string out;
@@ -34,7 +34,7 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
     failed.push_back({{"job", j.job_id}, {"from", j.range.from}, {"to", j.range.to}, {"attempts", j.attempt}, {"error", j.error}});
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& a : r.timeline)
-    timeline.push_back({{"job", a.job_id}, {"attempt", a.attempt}, {"worker", a.worker}, {"from", a.range.from},
+    timeline.push_back({{"job", a.job_id}, {"attempt", a.attempt}, {"worker", a.worker}, {"slot", a.slot}, {"from", a.range.from},
                         {"to", a.range.to}, {"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", a.outcome},
                         {"error", a.error}});
   nlohmann::json j = {{"ok", r.ok},

@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "verify/ingest_run.h"
+#include "ingest/ingest_report.h"
 
 namespace ledgerdiff::report {
 
-std::string RenderIngestText(const verify::IngestReport& report);
-nlohmann::json IngestReportToJson(const verify::IngestReport& report);
+std::string RenderIngestText(const ingest::IngestReport& report);
+nlohmann::json IngestReportToJson(const ingest::IngestReport& report);
 
 }  // namespace ledgerdiff::report

@@ -15,7 +15,7 @@
 
 namespace ledgerdiff::report {
 
-using verify::IngestReport;
+using ingest::IngestReport;
 using verify::VerifyReport;
 
 std::string RenderVerifyJUnit(const VerifyReport& r) {

@@ -13,7 +13,7 @@
 
 namespace ledgerdiff::report {
 
-using verify::IngestReport;
+using ingest::IngestReport;
 using verify::VerifyReport;
 
 namespace {

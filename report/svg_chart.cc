@@ -13,8 +13,8 @@
 
 namespace ledgerdiff::report {
 
-using verify::AttemptRow;
-using verify::IngestReport;
+using ingest::AttemptRow;
+using ingest::IngestReport;
 
 const char* OutcomeColor(const std::string& outcome) {
   if (outcome == "done") return "#2da44e";

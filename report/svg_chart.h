@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "verify/ingest_run.h"
-#include "verify/job_table.h"
+#include "ingest/ingest_report.h"
+#include "ingest/job_table.h"
 
 namespace ledgerdiff::report {
 
@@ -28,14 +28,14 @@ const char* OutcomeColor(const std::string& outcome);
 inline constexpr size_t kDetailedAttempts = 1500;
 
 // Seconds the run's charts span: the wall time or the latest attempt start or end; > 0.
-double TimeSpan(const verify::IngestReport& run);
+double TimeSpan(const ingest::IngestReport& run);
 
 // One lane of the timeline: a worker slot, the worker that held it first and the replacement
 // workers that took it over after a death or a freeze.
 struct TimelineLane {
   int slot = 0;         // AttemptRow::slot; 0 when the rows carry no slot
   std::string name;     // the lane's first worker (the earliest attempt)
-  std::vector<const verify::AttemptRow*> attempts;  // by start time, then job, then attempt
+  std::vector<const ingest::AttemptRow*> attempts;  // by start time, then job, then attempt
   std::map<std::string, double> replacements;       // other worker of the lane -> its first start
 };
 
@@ -43,18 +43,18 @@ struct TimelineLane {
 // with slot 0 (unknown) gets the lane of its worker name, one lane per distinct name in order of
 // first appearance in run.timeline, after the slotted lanes. Worker names are never parsed.
 // INVARIANT: every attempt of run.timeline is in exactly one lane; pointers point into `run`.
-std::vector<TimelineLane> TimelineLanes(const verify::IngestReport& run);
+std::vector<TimelineLane> TimelineLanes(const ingest::IngestReport& run);
 
 // <svg class="timeline">: one <g class="lane" data-lane="NAME"> per TimelineLanes entry, one
 // <rect class="att OUTCOME[ retried]"> per attempt (or per merged run of done attempts, see
 // kDetailedAttempts) with a <title> tooltip, a dashed marker where a replacement takes over.
-std::string TimelineSvg(const verify::IngestReport& run);
+std::string TimelineSvg(const ingest::IngestReport& run);
 
 // <svg class="throughput">: the done attempts' ledgers spread over their durations, in 60 time
 // buckets, as a step area; dashed lines at the parallel average (done ledgers / wall time) and,
 // when `serial` finished, the serial average.
 // INVARIANT: no dashed average line crosses an average label: each label sits above or below
 // its line, clear of every average line and of the other label.
-std::string ThroughputSvg(const verify::IngestReport& run, const std::optional<verify::IngestReport>& serial);
+std::string ThroughputSvg(const ingest::IngestReport& run, const std::optional<ingest::IngestReport>& serial);
 
 }  // namespace ledgerdiff::report

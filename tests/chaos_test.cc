@@ -16,9 +16,10 @@
 #include "report/chaos_text_json.h"
 #include "tests/harness.h"
 #include "verify/chaos.h"
-#include "verify/ingest_run.h"
-#include "verify/job_table.h"
-#include "verify/worker.h"
+#include "ingest/ingest_command.h"
+#include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
+#include "ingest/worker.h"
 
 namespace ledgerdiff {
 namespace {
@@ -31,7 +32,7 @@ using namespace std::chrono_literals;
 
 pid_t StartWorker(const std::string& run_id, const std::string& name) {
   SpawnOptions so;
-  so.env[verify::kWorkerDbEnv] = TestConninfo();
+  so.env[ingest::kWorkerDbEnv] = TestConninfo();
   auto pid = Spawn({testing::LedgerdiffBinary(), "_worker", "--run", run_id, "--worker", name}, so);
   EXPECT_TRUE(pid.ok()) << pid.status().message();
   return pid.ok() ? *pid : -1;
@@ -39,10 +40,10 @@ pid_t StartWorker(const std::string& run_id, const std::string& name) {
 
 // Polls the job table until `pred` holds for the run's jobs (or 30 s pass).
 bool WaitFor(pg::Connection& conn, const std::string& run_id,
-             const std::function<bool(const std::vector<verify::JobRow>&)>& pred) {
+             const std::function<bool(const std::vector<ingest::JobRow>&)>& pred) {
   auto deadline = std::chrono::steady_clock::now() + 30s;
   while (std::chrono::steady_clock::now() < deadline) {
-    auto jobs = verify::ListJobs(conn, run_id);
+    auto jobs = ingest::ListJobs(conn, run_id);
     if (jobs.ok() && pred(*jobs)) return true;
     std::this_thread::sleep_for(20ms);
   }
@@ -52,8 +53,8 @@ bool WaitFor(pg::Connection& conn, const std::string& run_id,
 TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   auto conn = Connect();
   ASSERT_TRUE(conn);
-  ASSERT_TRUE(verify::EnsureControlSchema(*conn).ok());
-  verify::RunSpec spec;
+  ASSERT_TRUE(ingest::EnsureControlSchema(*conn).ok());
+  ingest::RunSpec spec;
   spec.run_id = UniqueName("fence");
   spec.schema = UniqueName("fence");
   spec.range = {2, 41};
@@ -64,7 +65,7 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   spec.hold_points = {{1, 1, "history_operations", 3.0}};
   ASSERT_TRUE(CreateOwnedSchema(*conn, spec.schema, spec.run_id, false, false).ok());
   ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, spec.schema).ok());
-  ASSERT_TRUE(verify::CreateRun(*conn, spec, SplitJobs(spec.range, spec.job_size)).ok());
+  ASSERT_TRUE(ingest::CreateRun(*conn, spec, SplitJobs(spec.range, spec.job_size)).ok());
 
   // Worker A claims job 1 and pauses inside its data transaction, rows already written.
   pid_t a = StartWorker(spec.run_id, "A");
@@ -79,19 +80,19 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
     waitpid(p, &ws, 0);
     EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
   }
-  auto jobs = verify::ListJobs(*conn, spec.run_id);
+  auto jobs = ingest::ListJobs(*conn, spec.run_id);
   ASSERT_TRUE(jobs.ok());
   EXPECT_EQ((*jobs)[0].state, "done");
   EXPECT_EQ((*jobs)[0].attempt, 2u);
   EXPECT_EQ((*jobs)[0].worker, "B");
-  auto attempts = verify::ListAttempts(*conn, spec.run_id);
+  auto attempts = ingest::ListAttempts(*conn, spec.run_id);
   ASSERT_TRUE(attempts.ok());
   bool fenced = false;
   for (const auto& at : *attempts)
     if (at.job_id == 1 && at.attempt == 1) fenced = at.outcome == "fenced";
   EXPECT_TRUE(fenced) << "attempt 1 of job 1 should have been fenced off";
   // Exactly one copy of every row: A's writes were rolled back.
-  auto counts = verify::CountRowsInRange(*conn, spec.schema, spec.range);
+  auto counts = ingest::CountRowsInRange(*conn, spec.schema, spec.range);
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, spec.range));
 }
@@ -105,7 +106,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
   so.output_file = "/dev/null";
   so.env["LEDGERDIFF_DB"] = TestConninfo();
   auto orchestrator = Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:401", "--schema", schema, "--workers",
-                             "2", "--job-size", "20", "--profile", "flat", "--run-id", run_id, "--hold",
+                             "2", "--job-size", "20", "--density", "flat", "--run-id", run_id, "--hold",
                              "12:1:history_effects:5"},
                             so);
   ASSERT_TRUE(orchestrator.ok()) << orchestrator.status().message();
@@ -116,7 +117,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
     return done >= 5 && jobs[11].stage == "hold:history_effects";
   }));
   std::map<uint32_t, uint32_t> done_before;
-  auto before = verify::ListJobs(*conn, run_id);
+  auto before = ingest::ListJobs(*conn, run_id);
   ASSERT_TRUE(before.ok());
   for (const auto& j : before.value()) {
     if (j.state == "done") done_before[j.job_id] = j.attempt;
@@ -128,7 +129,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto report = nlohmann::json::parse(r.out);
   EXPECT_TRUE(report["ok"].get<bool>());
-  auto jobs = verify::ListJobs(*conn, run_id);
+  auto jobs = ingest::ListJobs(*conn, run_id);
   ASSERT_TRUE(jobs.ok());
   for (const auto& j : *jobs) {
     EXPECT_EQ(j.state, "done") << j.job_id;
@@ -137,7 +138,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
     }
   }
   EXPECT_GE((*jobs)[11].attempt, 2u);  // the held job's attempt died with the orchestrator
-  auto counts = verify::CountRowsInRange(*conn, schema, {2, 401});
+  auto counts = ingest::CountRowsInRange(*conn, schema, {2, 401});
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 401}));
 }

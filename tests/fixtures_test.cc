@@ -462,7 +462,7 @@ TEST(Ingest, FailingBeforeCommitLeavesNothing) {
   ASSERT_TRUE(conn);
   const std::string schema = NewHistorySchema(*conn);
   IngestJobOptions options;
-  options.before_commit = [](pg::Connection&) { return Status::Runtime("fenced out"); };
+  options.before_commit = [](pg::Connection&, const fixtures::JobStats&) { return Status::Runtime("fenced out"); };
   auto r = IngestJob(*conn, schema, {1000, 1100}, options);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("fenced out"), std::string::npos);
@@ -621,7 +621,7 @@ TEST(Unsafe, CommitsPrefixesAndDuplicatesOnRerunWithoutClearing) {
   unsafe.on_stage = [&](const std::string& stage) {
     if (stage == "committed") stages.push_back(stage);
   };
-  unsafe.before_commit = [&](pg::Connection&) {
+  unsafe.before_commit = [&](pg::Connection&, const fixtures::JobStats&) {
     ++commits;
     return Status::Runtime("worker lost the job");
   };

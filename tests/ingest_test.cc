@@ -10,14 +10,16 @@
 #include <gtest/gtest.h>
 
 #include "core/database.h"
+#include "core/history_tables.h"
 #include "core/ledger_range.h"
 #include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
 #include "tests/harness.h"
-#include "verify/ingest_run.h"
-#include "verify/job_table.h"
-#include "verify/worker.h"
+#include "ingest/ingest_command.h"
+#include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
+#include "ingest/worker.h"
 
 namespace ledgerdiff {
 namespace {
@@ -26,9 +28,9 @@ using testing::Connect;
 using testing::RunCli;
 using testing::TestConninfo;
 using testing::UniqueName;
-using verify::IngestOptions;
-using verify::IngestReport;
-using verify::RunIngest;
+using ingest::IngestOptions;
+using ingest::IngestReport;
+using ingest::RunIngest;
 
 IngestOptions Options(const std::string& schema, LedgerRange range, uint32_t workers, uint32_t job_size,
                       const std::string& density = "flat") {
@@ -135,6 +137,57 @@ TEST(Ingest, WorkerCrashInsideTransactionLeavesNothingAndIsRetried) {
   EXPECT_EQ(report.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 101}));
 }
 
+TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
+  std::string schema = UniqueName("slots");
+  // One lane: w1 dies inside job 2, its replacement w1.1 does the rest in the same lane.
+  auto o = Options(schema, {2, 61}, 1, 10);
+  o.crash_points = {{2, 1, "history_effects", "abort"}};
+  auto report = Ingest(o);
+  ASSERT_TRUE(report.ok);
+  ASSERT_GE(report.workers_replaced, 1u);
+  bool saw_replacement = false;
+  for (const auto& a : report.timeline) {
+    EXPECT_EQ(a.slot, 1) << a.worker;
+    // Names are "w<slot>" or "w<slot>.<generation>": the slot stored agrees with the name.
+    EXPECT_EQ(a.worker.substr(0, a.worker.find('.')), "w" + std::to_string(a.slot)) << a.worker;
+    saw_replacement |= a.worker.find('.') != std::string::npos;
+  }
+  EXPECT_TRUE(saw_replacement);
+  auto conn = Connect();
+  auto jobs = ingest::ListJobs(*conn, report.run_id);
+  ASSERT_TRUE(jobs.ok());
+  int64_t committed = 0;
+  for (const auto& j : *jobs) {
+    EXPECT_EQ(j.state, "done");
+    EXPECT_GT(j.rows, 0) << "job " << j.job_id;
+    committed += j.rows;
+  }
+  EXPECT_EQ(static_cast<uint64_t>(committed), report.rows);
+}
+
+TEST(HistoryTables, LedgerRangePredicateHoldsAtTheTopOfTheLedgerSpace) {
+  auto conn = Connect();
+  std::string schema = UniqueName("top");
+  ASSERT_TRUE(conn->Run(fmt::format("CREATE SCHEMA {0}; CREATE TABLE {1} (history_operation_id bigint); "
+                                    "INSERT INTO {1} VALUES ({2}), ({3}), ({4})",
+                                    pg::QuoteIdent(schema), pg::Qualified(schema, "history_effects"),
+                                    Toid(2147483647, 1, 1), Toid(2147483646, 1048575, 4095), Toid(5, 1, 1)))
+                  .ok());
+  auto count = [&](LedgerRange r) {
+    auto rows = conn->Exec(fmt::format("SELECT count(*) FROM {} WHERE {}", pg::Qualified(schema, "history_effects"),
+                                       LedgerRangePredicate(*FindHistoryTable("history_effects"), r)));
+    EXPECT_TRUE(rows.ok()) << rows.status().message();
+    return rows.ok() ? rows->GetInt(0, 0) : -1;
+  };
+  EXPECT_EQ(count({2147483647, 2147483647}), 1);
+  EXPECT_EQ(count({2147483646, 2147483647}), 2);
+  EXPECT_EQ(count({2147483646, 2147483646}), 1);  // the last TOID of a ledger is inside it
+  EXPECT_EQ(count({1, 2147483647}), 3);
+  EXPECT_EQ(count({6, 2147483645}), 0);
+  EXPECT_FALSE(FindHistoryTable("history_accounts").has_value());  // a lookup table has no ledger
+  ASSERT_TRUE(conn->Run("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE").ok());
+}
+
 TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   std::string schema = UniqueName("fail");
   auto o = Options(schema, {2, 201}, 2, 50);
@@ -152,7 +205,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   EXPECT_NE(r->error.find("102:151"), std::string::npos) << r->error;
   // The run stopped: no job is left running, and the job table says so.
   auto conn = Connect();
-  auto counts = verify::CountJobs(*conn, r->run_id);
+  auto counts = ingest::CountJobs(*conn, r->run_id);
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(counts->running, 0u);
 
@@ -160,7 +213,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   IngestOptions resume;
   resume.resume_run = r->run_id;
   resume.worker_binary = testing::LedgerdiffBinary();
-  auto done_before = verify::ListJobs(*conn, r->run_id);
+  auto done_before = ingest::ListJobs(*conn, r->run_id);
   ASSERT_TRUE(done_before.ok());
   std::map<uint32_t, uint32_t> attempts_before;
   for (auto& j : *done_before) {
@@ -174,7 +227,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   auto resumed = Ingest(resume);
   EXPECT_TRUE(resumed.ok);
   EXPECT_EQ(resumed.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 201}));
-  auto after = verify::ListJobs(*conn, r->run_id);
+  auto after = ingest::ListJobs(*conn, r->run_id);
   for (auto& j : *after) {
     EXPECT_EQ(j.state, "done");
     if (attempts_before.count(j.job_id)) {
@@ -198,7 +251,7 @@ TEST(IngestCli, BadInputIsOneLineAndExit2) {
       {{"ingest", "--range", "2:10", "--schema", "x", "--workers", "0", db}, "--workers"},
       {{"ingest", "--range", "2:10", "--schema", "x", "--db", "host=/nonexistent port=9 user=u password=topsecret"},
        "cannot connect"},
-      {{"ingest", "--range", "2:10", "--schema", "x", "--profile", "lumpy", db}, "lumpy"},
+      {{"ingest", "--range", "2:10", "--schema", "x", "--density", "lumpy", db}, "lumpy"},
       {{"ingest", "--range", "2:10", db}, "--schema"},
   };
   for (const auto& c : cases) {
@@ -236,6 +289,45 @@ TEST(IngestCli, SchemaNameThatNeedsQuotingWorks) {
   EXPECT_EQ(j["rows_per_table"]["history_ledgers"], 59);
 }
 
+TEST(IngestCli, DensityFlagAndItsDeprecatedSpelling) {
+  std::string schema = UniqueName("dens");
+  auto r = RunCli({"ingest", "--range", "2:30", "--schema", schema, "--workers", "2", "--job-size", "10", "--density",
+                   "flat", "--db", TestConninfo(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("deprecated"), std::string::npos) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rows_per_table"], nlohmann::json(fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 30})));
+
+  // The old spelling still works for one release, with a warning on stderr.
+  std::string old_schema = UniqueName("dens_old");
+  r = RunCli({"ingest", "--range", "2:30", "--schema", old_schema, "--workers", "2", "--job-size", "10", "--profile",
+              "flat", "--db", TestConninfo(), "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("--profile is deprecated"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--density"), std::string::npos) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["rows_per_table"], nlohmann::json(fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 30})));
+
+  // --help shows the new spelling only.
+  r = RunCli({"ingest", "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--density"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--profile"), std::string::npos) << r.out;
+}
+
+TEST(IngestCli, EveryWorkloadCommandShowsTheSameDefaults) {
+  const ingest::IngestPlan plan;
+  const std::vector<std::string> defaults = {
+      fmt::format("--workers UINT={}", plan.workers), fmt::format("--job-size UINT={}", plan.job_size),
+      fmt::format("--retries UINT={}", plan.retries), fmt::format("--seed UINT={}", plan.seed),
+      fmt::format("--density TEXT={}", plan.density)};
+  for (const char* command : {"ingest", "verify", "selftest", "chaos"}) {
+    auto r = RunCli({command, "--help"});
+    ASSERT_EQ(r.exit_code, 0) << command;
+    for (const auto& d : defaults) EXPECT_NE(r.out.find(d), std::string::npos) << command << ": " << d;
+  }
+}
+
 TEST(IngestCli, EmbeddedDefaultPrintsSummaryAndCleansUp) {
   auto r = RunCli({"ingest", "--range", "2:120", "--schema", "demo", "--workers", "2", "--job-size", "25"},
                   {"LEDGERDIFF_DB=", "PGHOST=", "PGDATABASE=", "PGPORT=", "PGSERVICE="});
@@ -254,10 +346,10 @@ namespace {
 TEST(IngestCommand, PlaceholdersAreShellQuotedAndShellBracesPassThrough) {
   std::map<std::string, std::string> v = {{"from", "2"},      {"to", "9"},   {"schema", "it's mine"},
                                           {"db", "host=/x"}, {"worker", "w1"}, {"job", "3"}};
-  auto e = verify::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }", v);
+  auto e = ingest::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }", v);
   ASSERT_TRUE(e.ok()) << e.status().message();
   EXPECT_EQ(*e, "run '2' '9' 'it'\\''s mine' ${HOME} {job} awk '{print $1}' { a; }");
-  auto bad = verify::ExpandIngestCommand("run {from} {form}", v);
+  auto bad = ingest::ExpandIngestCommand("run {from} {form}", v);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("{form}"), std::string::npos);
 }

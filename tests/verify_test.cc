@@ -86,7 +86,7 @@ void IngestInto(const std::string &conninfo, const std::string &schema,
                 const std::string &range, const std::string &density = "flat") {
   auto r =
       RunCli({"ingest", "--db", conninfo, "--schema", schema, "--range", range,
-              "--workers", "2", "--job-size", "50", "--profile", density});
+              "--workers", "2", "--job-size", "50", "--density", density});
   ASSERT_EQ(r.exit_code, 0) << r.err;
 }
 

@@ -14,15 +14,20 @@
 
 #include "core/database.h"
 #include "core/process.h"
-#include "dump/digest.h"
+#include "core/history_tables.h"
+#include "core/text.h"
+#include "diff/diff.h"
 #include "dump/profile.h"
-#include "fixtures/schema.h"
-#include "verify/ingest_run.h"
-#include "verify/job_table.h"
+#include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
 
 namespace ledgerdiff::verify {
 
 namespace {
+
+using ingest::JobRow;
+using ingest::ListAttempts;
+using ingest::ListJobs;
 
 using Clock = std::chrono::steady_clock;
 
@@ -44,73 +49,67 @@ class Rng {
 
 bool PerJob(const std::string& kind) { return kind != "orchestrator"; }
 
-// Per-ledger, per-table counts and digests of one schema, in memory (chaos ranges are small).
-struct LedgerDigests {
-  LedgerRange range;
-  std::vector<std::string> tables;
-  std::vector<uint64_t> counts;
-  std::vector<dump::Digest128> digests;
-  size_t Index(Ledger l, size_t t) const { return size_t(l - range.from) * tables.size() + t; }
-};
+using Anomalies = std::map<std::string, std::vector<LedgerRange>>;
 
-Result<LedgerDigests> CollectDigests(const std::string& conninfo, const std::string& schema,
-                                     const dump::ProfileSpec& spec, const LedgerRange& range, Reporter& reporter) {
-  LedgerDigests out;
-  out.range = range;
-  dump::DigestOptions options;
-  options.range = range;
-  options.jobs = 2;
-  options.phase = "digest \"" + schema + "\"";
-  LD_ASSIGN_OR_RETURN(auto summary, dump::DigestSchema(conninfo, schema, spec, options,
-                                                       [&](const dump::Chunk& chunk) -> Status {
-                                                         out.counts.insert(out.counts.end(), chunk.counts.begin(),
-                                                                           chunk.counts.end());
-                                                         out.digests.insert(out.digests.end(), chunk.digests.begin(),
-                                                                            chunk.digests.end());
-                                                         return Status::Ok();
-                                                       },
-                                                       reporter));
-  for (const auto& t : summary.profile.tables) out.tables.push_back(t.name);
-  if (out.counts.size() != range.size() * out.tables.size() || out.digests.size() != out.counts.size())
-    return Status::Runtimef("digest of \"{}\" returned {} entries, expected {}", schema, out.counts.size(),
-                            range.size() * out.tables.size());
+// Rows per ledger of `table` in `schema` at the ledgers of `intervals` (absent: 0 rows).
+Result<std::map<Ledger, uint64_t>> RowsPerLedger(pg::Connection& conn, const std::string& schema,
+                                                 const HistoryTable& table, const std::vector<LedgerRange>& intervals) {
+  std::string where;
+  for (const auto& iv : intervals) where += (where.empty() ? "" : " OR ") + LedgerRangePredicate(table, iv);
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec(fmt::format("SELECT {0}, count(*) FROM {1} WHERE {2} GROUP BY 1",
+                                            LedgerExpression(table.ledger_column, table.kind),
+                                            pg::Qualified(schema, table.name), where)));
+  std::map<Ledger, uint64_t> out;
+  for (int i = 0; i < rows.size(); ++i)
+    out[static_cast<Ledger>(rows.GetInt(i, 0))] = static_cast<uint64_t>(rows.GetInt(i, 1));
   return out;
 }
 
-// Classifies every ledger where `round` differs from `base`.
-std::map<std::string, std::vector<LedgerRange>> Classify(const LedgerDigests& base, const LedgerDigests& round) {
-  std::map<std::string, std::vector<Ledger>> ledgers;
-  std::optional<size_t> ledgers_table;
-  for (size_t t = 0; t < base.tables.size(); ++t)
-    if (base.tables[t] == "history_ledgers") ledgers_table = t;
-  for (Ledger l = base.range.from; l <= base.range.to; ++l) {
-    bool more = false, fewer = false, differs = false;
-    uint64_t base_rows = 0, round_rows = 0;
-    for (size_t t = 0; t < base.tables.size(); ++t) {
-      size_t i = base.Index(l, t);
-      uint64_t b = base.counts[i], r = round.counts[i];
-      base_rows += b;
-      round_rows += r;
-      more |= r > b;
-      fewer |= r < b;
-      differs |= !(base.digests[i] == round.digests[i]);
+// Compares a round's schema with the baseline through diff/ (every divergent ledger of every
+// table) and classifies each divergent ledger by its row counts on both sides.
+Result<Anomalies> Classify(const std::string& conninfo, const std::string& baseline, const std::string& schema,
+                           const dump::ProfileSpec& spec, const LedgerRange& range, Reporter& reporter) {
+  diff::DiffOptions options;
+  options.range = range;
+  options.all = true;
+  options.max_rows = 1;
+  options.jobs = 2;
+  LD_ASSIGN_OR_RETURN(diff::DiffReport report, diff::DiffSources(diff::Source::Schema(conninfo, baseline),
+                                                                 diff::Source::Schema(conninfo, schema), spec, options,
+                                                                 reporter));
+  if (report.identical) return Anomalies{};
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
+  // Per divergent ledger: did some table gain or lose rows, and is the ledger row gone?
+  struct Counts {
+    bool more = false, fewer = false, lost = false;
+  };
+  std::map<Ledger, Counts> ledgers;
+  for (const auto& t : report.tables) {
+    if (t.divergent.empty()) continue;
+    for (const auto& iv : t.divergent)
+      for (uint64_t l = iv.from; l <= iv.to; ++l) ledgers[static_cast<Ledger>(l)];
+    const std::optional<HistoryTable> mapping = FindHistoryTable(t.table);
+    if (!mapping) continue;  // a table of no known ledger mapping: its ledgers stay "divergent"
+    LD_ASSIGN_OR_RETURN(auto base_rows, RowsPerLedger(*conn, baseline, *mapping, t.divergent));
+    LD_ASSIGN_OR_RETURN(auto round_rows, RowsPerLedger(*conn, schema, *mapping, t.divergent));
+    for (const auto& iv : t.divergent) {
+      for (uint64_t l = iv.from; l <= iv.to; ++l) {
+        const Ledger ledger = static_cast<Ledger>(l);
+        const uint64_t b = base_rows.count(ledger) ? base_rows.at(ledger) : 0;
+        const uint64_t r = round_rows.count(ledger) ? round_rows.at(ledger) : 0;
+        Counts& c = ledgers[ledger];
+        c.more |= r > b;
+        c.fewer |= r < b;
+        c.lost |= t.table == "history_ledgers" && b > 0 && r == 0;
+      }
     }
-    bool lost = ledgers_table ? (base.counts[base.Index(l, *ledgers_table)] > 0 &&
-                                 round.counts[base.Index(l, *ledgers_table)] == 0)
-                              : (base_rows > 0 && round_rows == 0);
-    if (lost) {
-      ledgers["lost"].push_back(l);
-    } else if (more) {
-      ledgers["duplicated"].push_back(l);
-    } else if (fewer) {
-      ledgers["partial"].push_back(l);
-    } else if (differs) {
-      ledgers["divergent"].push_back(l);
-    }
-    if (l == base.range.to) break;
   }
-  std::map<std::string, std::vector<LedgerRange>> out;
-  for (auto& [cls, ls] : ledgers) out[cls] = ToIntervals(ls);
+  std::map<std::string, std::vector<Ledger>> by_class;
+  for (const auto& [l, c] : ledgers)
+    by_class[c.lost ? "lost" : c.more ? "duplicated" : c.fewer ? "partial" : "divergent"].push_back(l);
+  Anomalies out;
+  for (auto& [cls, ls] : by_class) out[cls] = ToIntervals(ls);
   return out;
 }
 
@@ -119,15 +118,6 @@ std::string Slurp(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string IntervalsText(const std::vector<LedgerRange>& intervals) {
-  std::string s;
-  for (const auto& r : intervals) {
-    if (!s.empty()) s += ", ";
-    s += r.from == r.to ? std::to_string(r.from) : fmt::format("{}-{}", r.from, r.to);
-  }
-  return s;
 }
 
 void MergeIntervals(std::vector<LedgerRange>& into, const std::vector<LedgerRange>& more) {
@@ -155,7 +145,8 @@ class Round {
   Result<ChaosRound> Run() {
     auto started = Clock::now();
     LD_ASSIGN_OR_RETURN(conn_, pg::Connection::Open(conninfo_, "ledgerdiff chaos nemesis"));
-    LD_RETURN_IF_ERROR(StartOrchestrator(/*resume=*/false));
+    LD_RETURN_IF_ERROR(RegisterRound());
+    LD_RETURN_IF_ERROR(StartOrchestrator());
     std::map<uint32_t, uint32_t> done_at_kill;  // job -> attempt, when the orchestrator was killed
     for (;;) {
       int ws = 0;
@@ -220,24 +211,25 @@ class Round {
     return last;
   }
 
-  Status StartOrchestrator(bool resume) {
-    std::vector<std::string> argv = {o_.worker_binary, "ingest"};
-    if (resume) {
-      argv.insert(argv.end(), {"--resume", r_.run_id});
-    } else {
-      argv.insert(argv.end(), {"--range", o_.range.str(), "--schema", r_.schema, "--workers", std::to_string(o_.workers),
-                               "--job-size", std::to_string(o_.job_size), "--retries", std::to_string(o_.retries),
-                               "--retry-backoff", "0.1", "--job-timeout", fmt::format("{}", o_.job_timeout_s),
-                               "--seed", std::to_string(o_.seed), "--profile", o_.density, "--run-id", r_.run_id});
-      if (o_.unsafe_ingester) argv.insert(argv.end(), {"--unsafe-commit-every", "100"});
-      if (!o_.ingest_cmd.empty()) argv.insert(argv.end(), {"--ingest-cmd", o_.ingest_cmd});
-      for (const auto& f : plan_.faults) {
-        if (f.kind == "crash") argv.insert(argv.end(), {"--fault", fmt::format("{}:1:{}:abort", f.job, f.stage)});
-        if ((f.kind == "kill" || f.kind == "hang" || f.kind == "disconnect") && o_.ingest_cmd.empty())
-          argv.insert(argv.end(), {"--hold", fmt::format("{}:1:{}:{}", f.job, f.stage, o_.hold_s)});
-      }
+  // The round's plan, registered in the job table before any orchestrator starts.
+  Status RegisterRound() {
+    ingest::IngestOptions io;
+    static_cast<ingest::IngestPlan&>(io) = o_;
+    io.schema = r_.schema;
+    io.run_id = r_.run_id;
+    io.unsafe_commit_every = o_.unsafe_ingester ? 100 : 0;
+    for (const auto& f : plan_.faults) {
+      if (f.kind == "crash") io.crash_points.push_back({f.job, 1, f.stage, "abort"});
+      if ((f.kind == "kill" || f.kind == "hang" || f.kind == "disconnect") && o_.ingest_cmd.empty())
+        io.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
     }
-    argv.insert(argv.end(), {"--format", "json"});
+    return ingest::RegisterRun(*conn_, io).status();
+  }
+
+  // Starts (or, after a kill, restarts) the orchestrator of the registered run: the run id is
+  // all it needs, the plan is in the job table.
+  Status StartOrchestrator() {
+    const std::vector<std::string> argv = {o_.worker_binary, "_orchestrate", "--run", r_.run_id};
     ++starts_;
     out_file_ = fmt::format("{}/{}-{}.json", tmp_, r_.run_id, starts_);
     err_file_ = fmt::format("{}/{}-{}.log", tmp_, r_.run_id, starts_);
@@ -297,7 +289,7 @@ class Round {
     }
     if (done < due->plan.after_jobs_done) return false;
     due->injected = true;
-    due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done; resumed with --resume {}",
+    due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done; restarted on run {}",
                               orchestrator_, done, jobs.size(), r_.run_id);
     reporter_.Note(fmt::format("round {}: {}", r_.round, due->detail));
     return true;
@@ -308,7 +300,7 @@ class Round {
     int ws = 0;
     waitpid(orchestrator_, &ws, 0);
     ++r_.orchestrator_restarts;
-    return StartOrchestrator(/*resume=*/true);
+    return StartOrchestrator();
   }
 
   const std::string& conninfo_;
@@ -352,10 +344,8 @@ Result<FaultCounts> ParseFaultCounts(const std::string& text) {
 }
 
 Status ValidateChaosOptions(const ChaosOptions& o) {
-  if (o.workers == 0) return Status::Usage("--workers must be at least 1");
-  if (o.job_size == 0) return Status::Usage("--job-size must be at least 1");
+  LD_RETURN_IF_ERROR(o.Validate(/*check_schema=*/false));
   if (o.rounds == 0) return Status::Usage("--rounds must be at least 1");
-  if (o.job_timeout_s <= 0) return Status::Usage("--job-timeout must be positive");
   if (!o.ingest_cmd.empty() && o.faults.count("crash") && o.faults.at("crash") > 0)
     return Status::Usage("--faults crash needs the built-in ingester (a fault point inside its transaction); use "
                          "kill, hang, disconnect or orchestrator with --ingest-cmd");
@@ -451,22 +441,20 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
 
   // The serial baseline, once, without faults and with the safe ingester.
-  IngestOptions base;
-  base.range = o.range;
+  ingest::IngestOptions base;
+  static_cast<ingest::IngestPlan&>(base) = o;
   base.schema = fmt::format("ld_{}_baseline", chaos_id);
   base.workers = 1;
-  base.job_size = o.job_size;
-  base.seed = o.seed;
-  base.density = o.density;
-  base.ingest_cmd = o.ingest_cmd;
+  base.unsafe_commit_every = 0;
+  base.crash_points.clear();
+  base.hold_points.clear();
   if (!o.ingest_cmd.empty()) base.job_size = static_cast<uint32_t>(o.range.size());
   base.worker_binary = o.worker_binary;
   base.run_id = chaos_id + "_base";
   reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.range.str(), base.schema));
   auto t = Clock::now();
-  LD_ASSIGN_OR_RETURN(IngestReport base_report, RunIngest(conninfo, base, reporter));
+  LD_ASSIGN_OR_RETURN(ingest::IngestReport base_report, ingest::RunIngest(conninfo, base, reporter));
   if (!base_report.ok) return Status::Runtimef("chaos: the serial baseline failed: {}", base_report.error);
-  LD_ASSIGN_OR_RETURN(LedgerDigests baseline, CollectDigests(conninfo, base.schema, spec, o.range, reporter));
   report.baseline_s = SecondsSince(t);
 
   report.valid = true;
@@ -474,12 +462,12 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     reporter.Note(fmt::format("chaos: round {} of {}", plan.round, o.rounds));
     Round round(conninfo, o, plan, chaos_id, tmp, reporter);
     LD_ASSIGN_OR_RETURN(ChaosRound r, round.Run());
-    auto digested = CollectDigests(conninfo, r.schema, spec, o.range, reporter);
-    if (digested.ok()) {
-      r.anomalies = Classify(baseline, *digested);
+    auto classified = Classify(conninfo, base.schema, r.schema, spec, o.range, reporter);
+    if (classified.ok()) {
+      r.anomalies = std::move(classified).value();
     } else {
       r.ingest_ok = false;
-      if (r.ingest_error.empty()) r.ingest_error = digested.status().message();
+      if (r.ingest_error.empty()) r.ingest_error = classified.status().message();
     }
     r.valid = r.ingest_ok && r.anomalies.empty() && r.redone_after_resume == 0;
     if (r.valid && !o.keep) {
@@ -494,7 +482,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     report.jobs_recovered += r.recovered_jobs;
     report.valid = report.valid && r.valid;
     std::string anomalies;
-    for (const auto& [cls, iv] : r.anomalies) anomalies += fmt::format(" {} {};", cls, IntervalsText(iv));
+    for (const auto& [cls, iv] : r.anomalies) anomalies += fmt::format(" {} {};", cls, FormatIntervals(iv));
     reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round, r.valid ? "valid" : "INVALID",
                               FormatDuration(r.seconds), anomalies.empty() ? "" : ":" + anomalies));
     report.rounds.push_back(std::move(r));
@@ -506,5 +494,6 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   report.seconds = SecondsSince(started);
   return report;
 }
+
 
 }  // namespace ledgerdiff::verify

@@ -1,19 +1,21 @@
 #pragma once
 // chaos: fault-injection rounds that prove nothing is lost, duplicated or half-written.
 //
-// Ingests a serial baseline once, then runs R parallel rounds. Each round is a real orchestrator
-// process (`ledgerdiff ingest`) with N worker processes; a nemesis in this process watches the
-// job table (the single source of truth) and injects the round's faults:
+// Ingests a serial baseline once, then runs R parallel rounds. Each round registers its plan in
+// the job table and starts a real orchestrator process on it (`ledgerdiff _orchestrate --run
+// RUN`: nothing but the run id on its command line) with N worker processes; a nemesis in this
+// process watches the job table (the single source of truth) and injects the round's faults:
 //   kill         SIGKILL a worker's process group in the middle of a job
 //   hang         SIGSTOP a worker's process group and never resume it
 //   crash        the worker aborts inside its open data transaction (a fault point)
 //   disconnect   pg_terminate_backend of the worker's session in the middle of a job
-//   orchestrator SIGKILL the orchestrator, then `ledgerdiff ingest --resume RUN`
+//   orchestrator SIGKILL the orchestrator, then start `ledgerdiff _orchestrate --run RUN` again
 // "In the middle of a job" is made certain with hold points: the target attempt pauses inside
 // its open data transaction after writing part of the job, and reports "hold:<stage>".
-// After each round the schema is digested and compared with the baseline per ledger and table;
-// anomalies are classified per ledger: lost (the ledger is missing), duplicated (more rows than
-// the baseline in some table), partial (fewer rows), divergent (same counts, other content).
+// After each round the schema is compared with the baseline by diff/ (every divergent ledger of
+// every table); each divergent ledger is then classified by its row counts on both sides:
+// lost (the ledger row is missing), duplicated (more rows than the baseline in some table),
+// partial (fewer rows), divergent (same counts, other content).
 // Determinism: the schedule is a function of (seed, rounds, faults, range, job size) only.
 
 #include <map>
@@ -25,6 +27,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
 
@@ -38,20 +41,20 @@ using FaultCounts = std::map<std::string, uint32_t>;
 // Parses "kill=K,hang=H,crash=C,disconnect=D,orchestrator=O" (kinds may be omitted: 0).
 Result<FaultCounts> ParseFaultCounts(const std::string& text);
 
-struct ChaosOptions {
-  LedgerRange range;
-  uint32_t workers = 4;
-  uint32_t job_size = 100;
-  uint64_t seed = 1;
+// The plan is every round's (and, with one worker, the baseline's); the seed also draws the
+// fault schedule. Chaos keeps the plan's defaults but two, on purpose: a job timeout of 4 s
+// (a frozen worker is found within its round, not 30 s later) and a retry backoff of 0.1 s
+// (each fault costs one retry; rounds stay short).
+struct ChaosOptions : ingest::IngestPlan {
+  ChaosOptions() {
+    job_timeout_s = 4;
+    retry_backoff_s = 0.1;
+  }
   uint32_t rounds = 3;
   FaultCounts faults = {{"kill", 1}, {"hang", 1}, {"crash", 1}, {"disconnect", 1}, {"orchestrator", 1}};
-  std::string density = "stellar";
   std::string table_profile = "horizon";
-  bool unsafe_ingester = false;  // the negative control
-  std::string ingest_cmd;
-  double job_timeout_s = 4;      // hung-worker detection in the rounds
+  bool unsafe_ingester = false;  // the negative control (rounds commit every 100 ledgers)
   double hold_s = 2;             // how long a target attempt pauses mid-job
-  uint32_t retries = 3;
   bool keep = false;             // keep every round's schema (divergent rounds are always kept)
   std::string worker_binary;     // the ledgerdiff executable (orchestrators and workers)
 };

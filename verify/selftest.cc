@@ -41,15 +41,13 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
   std::string run = NewRunId();
   report.serial_schema = "ld_" + run + "_selftest_serial";
   IngestOptions serial;
-  serial.range = o.range;
+  static_cast<ingest::IngestPlan&>(serial) = o;
   serial.schema = report.serial_schema;
   serial.workers = 1;
-  serial.job_size = o.job_size;
-  serial.seed = o.seed;
-  serial.density = o.density;
+  serial.bug.clear();
   serial.worker_binary = o.worker_binary;
   reporter.Note(fmt::format("selftest: serial ingest of {} into \"{}\"", o.range.str(), report.serial_schema));
-  LD_ASSIGN_OR_RETURN(IngestReport serial_report, RunIngest(conninfo, serial, reporter));
+  LD_ASSIGN_OR_RETURN(IngestReport serial_report, ingest::RunIngest(conninfo, serial, reporter));
   if (!serial_report.ok) return Status::Runtimef("selftest: serial ingest failed: {}", serial_report.error);
 
   plan.insert(plan.begin(), {"clean", 0});
@@ -59,17 +57,13 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     c.kind = kind;
     c.ledger = ledger;
     VerifyOptions v;
-    v.range = o.range;
-    v.workers = o.workers;
-    v.job_size = o.job_size;
-    v.seed = o.seed;
-    v.density = o.density;
+    static_cast<ingest::IngestPlan&>(v) = o;
     v.table_profile = o.table_profile;
     v.worker_binary = o.worker_binary;
     v.reuse_serial_schema = report.serial_schema;
     v.max_rows = 5;
     v.run_id = fmt::format("{}_{}", run, ++n);
-    if (kind != "clean") v.bug = fmt::format("{}@{}", kind, ledger);
+    v.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
     auto t = std::chrono::steady_clock::now();
     auto r = RunVerify(conninfo, v, reporter);
     c.seconds = SecondsSince(t);

@@ -6,6 +6,7 @@
 // verify reports a divergence whose first divergent ledger is exactly the injected ledger.
 // Passes only when every bug is caught at its ledger and the clean run is identical.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,15 +15,14 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
 
-struct SelftestOptions {
-  LedgerRange range{2, 2001};
-  uint32_t workers = 4;
-  uint32_t job_size = 100;
-  uint64_t seed = 1;
-  std::string density = "stellar";
+// The plan of every case's parallel side (bugs are the self-test's own); the serial side runs
+// it with one worker.
+struct SelftestOptions : ingest::IngestPlan {
+  SelftestOptions() { range = {2, 2001}; }
   std::string table_profile = "horizon";
   std::string worker_binary;
 };

@@ -7,7 +7,8 @@
 #include "dump/profile.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
-#include "verify/job_table.h"
+#include "core/text.h"
+#include "ingest/job_table.h"
 
 namespace ledgerdiff::verify {
 
@@ -17,29 +18,14 @@ using Clock = std::chrono::steady_clock;
 
 IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, bool serial) {
   IngestOptions io;
-  io.range = o.range;
+  static_cast<ingest::IngestPlan&>(io) = o;
   io.schema = schema;
   io.workers = serial ? 1 : o.workers;
   // The serial side of an external ingester is the same template over the whole range.
   io.job_size = serial && !o.ingest_cmd.empty() ? static_cast<uint32_t>(o.range.size()) : o.job_size;
-  io.retries = o.retries;
-  io.retry_backoff_s = o.retry_backoff_s;
-  io.job_timeout_s = o.job_timeout_s;
-  io.seed = o.seed;
-  io.density = o.density;
-  io.ingest_cmd = o.ingest_cmd;
   io.bug = serial ? "" : o.bug;
   io.worker_binary = o.worker_binary;
   return io;
-}
-
-std::string ShellWord(const std::string& s) {
-  bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=") ==
-                                 std::string::npos;
-  if (plain) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
 }
 
 // A baseline must describe the same range, profile and tool version as the run.
@@ -62,14 +48,14 @@ Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump
 
 bool RunExists(const std::string& conninfo, const std::string& run_id) {
   auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify");
-  return conn.ok() && LoadRun(**conn, run_id).ok();
+  return conn.ok() && ingest::LoadRun(**conn, run_id).ok();
 }
 
 }  // namespace
 
 Status ValidateVerifyOptions(const VerifyOptions& o) {
   IngestOptions probe = SideOptions(o, "probe", false);
-  LD_RETURN_IF_ERROR(ValidateIngestOptions(probe));
+  LD_RETURN_IF_ERROR(ingest::ValidateIngestOptions(probe));
   if (!o.baseline.empty() && !o.save_baseline.empty())
     return Status::Usage("--baseline and --save-baseline cannot be combined");
   if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
@@ -84,12 +70,12 @@ namespace {
 // Fills a resumed verify's options from its runs in the job table.
 Result<VerifyOptions> ResumeOptions(const std::string& conninfo, const VerifyOptions& given) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
-  LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
-  auto serial = LoadRun(*conn, given.resume_run + "_s");
-  auto parallel = LoadRun(*conn, given.resume_run + "_p");
+  LD_RETURN_IF_ERROR(ingest::EnsureControlSchema(*conn));
+  auto serial = ingest::LoadRun(*conn, given.resume_run + "_s");
+  auto parallel = ingest::LoadRun(*conn, given.resume_run + "_p");
   if (!serial.ok() && !parallel.ok())
     return Status::Usagef("--resume {}: no verify run with that id in this database", given.resume_run);
-  const RunSpec& any = serial.ok() ? *serial : *parallel;
+  const ingest::RunSpec& any = serial.ok() ? *serial : *parallel;
   VerifyOptions o = given;
   o.run_id = given.resume_run;
   o.range = any.range;
@@ -135,7 +121,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
       IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
       so.run_id = r.run_id + "_s";
       if (!o.resume_run.empty() && RunExists(conninfo, so.run_id)) so.resume_run = so.run_id;
-      LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, so, reporter));
+      LD_ASSIGN_OR_RETURN(IngestReport serial, ingest::RunIngest(conninfo, so, reporter));
       r.phases.push_back({"serial ingest", serial.wall_s});
       r.serial = serial;
       if (!serial.ok) {
@@ -151,7 +137,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
-  LD_ASSIGN_OR_RETURN(r.parallel, RunIngest(conninfo, po, reporter));
+  LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
   r.phases.push_back({"parallel ingest", r.parallel.wall_s});
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
   if (!r.parallel.ok) {
@@ -200,13 +186,14 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
     if (o.reuse_serial_schema.empty() && !r.serial_schema.empty())
       LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.serial_schema));
     LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.parallel_schema));
-    (void)DeleteRun(*conn, r.run_id + "_s");
-    (void)DeleteRun(*conn, r.run_id + "_p");
+    (void)ingest::DeleteRun(*conn, r.run_id + "_s");
+    (void)ingest::DeleteRun(*conn, r.run_id + "_p");
   } else {
     r.schemas_kept = true;
     std::string left_arg = o.baseline.empty() ? r.serial_schema : "file:" + o.baseline;
     r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", o.reconnect_flags,
-                               o.reconnect_flags.empty() ? "" : " ", ShellWord(left_arg), ShellWord(r.parallel_schema),
+                               o.reconnect_flags.empty() ? "" : " ", ShellQuote(left_arg, ShellQuoting::kWhenNeeded),
+                               ShellQuote(r.parallel_schema, ShellQuoting::kWhenNeeded),
                                o.range.str());
   }
   return r;

@@ -16,28 +16,26 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "diff/diff.h"
-#include "verify/ingest_run.h"
+#include "ingest/orchestrator.h"
 
 namespace ledgerdiff::verify {
 
-struct VerifyOptions {
-  LedgerRange range;
-  uint32_t workers = 4;
-  uint32_t job_size = 250;
-  uint32_t retries = 3;
-  double retry_backoff_s = 0.5;
-  double job_timeout_s = 30;
-  uint64_t seed = 1;
-  std::string density = "stellar";    // generator density (ingest's --profile)
+// The ingestion engine's types, under the names the proofs and their renderers always used.
+using ingest::AttemptRow;
+using ingest::IngestOptions;
+using ingest::IngestReport;
+using ingest::JobRow;
+
+// The plan is the parallel side's (the serial side runs it with one worker; the bug is
+// injected into the parallel side only); its `schema` is unused: verify names its own.
+struct VerifyOptions : ingest::IngestPlan {
   std::string table_profile = "horizon";  // digest profile: horizon | auto | FILE
   bool keep = false;                  // keep the schemas after a pass too
-  std::string ingest_cmd;             // external ingester template (both sides)
-  std::string bug;                    // --inject-bug KIND@LEDGER (parallel side only)
   std::string save_baseline;          // write the serial side's manifest here
   std::string baseline;               // compare against this manifest; no serial ingest
   int digest_jobs = 2;                // connections per digest side
   uint32_t max_rows = 20;
-  std::string worker_binary;          // see IngestOptions
+  std::string worker_binary;          // see ingest::IngestOptions
   // How a user reaches this database again, for the look-again command: e.g.
   // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
   std::string reconnect_flags;

@@ -1,4 +1,4 @@
-#include "verify/ingest_run.h"
+#include "ingest/orchestrator.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,24 +14,21 @@
 #include "fixtures/generator.h"
 #include "fixtures/ingester.h"
 #include "fixtures/schema.h"
-#include "verify/worker.h"
+#include "core/history_tables.h"
+#include "ingest/worker.h"
 
-namespace ledgerdiff::verify {
+namespace ledgerdiff::ingest {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The column that maps a row of our schema to its ledger, and how.
-std::string LedgerPredicate(const std::string& table, const LedgerRange& r) {
-  auto toid = [&](const char* col) {
-    return fmt::format("{} >= {} AND {} < {}", col, Toid(r.from), col, Toid(r.to + 1));
-  };
-  if (table == "history_ledgers") return fmt::format("sequence BETWEEN {} AND {}", r.from, r.to);
-  if (table == "history_transactions" || table == "history_operations") return toid("id");
-  if (table == "history_transaction_participants") return toid("history_transaction_id");
-  return toid("history_operation_id");
-}
+// A live worker as the orchestrator sees it.
+struct WorkerProcess {
+  int slot = 0;       // lane 1..N
+  std::string name;   // "w2", "w2.1" for its first replacement
+  int pid = 0;        // leader of its process group
+};
 
 // Owns the worker processes; kills them all when it goes away (or on Ctrl-C).
 class WorkerPool {
@@ -52,8 +49,9 @@ class WorkerPool {
     so.new_process_group = true;
     so.parent_death_signal = SIGKILL;  // workers die with the orchestrator; the job table survives
     so.env[kWorkerDbEnv] = conninfo_;
-    LD_ASSIGN_OR_RETURN(pid_t pid, Spawn({binary_, "_worker", "--run", run_id_, "--worker", name}, so));
-    workers_.push_back({slot, name, pid, false});
+    LD_ASSIGN_OR_RETURN(pid_t pid,
+                        Spawn({binary_, "_worker", "--run", run_id_, "--worker", name, "--slot", std::to_string(slot)}, so));
+    workers_.push_back({slot, name, pid});
     return Status::Ok();
   }
 
@@ -98,7 +96,7 @@ class WorkerPool {
     KillAll(SIGKILL);
   }
 
-  std::vector<WorkerProcess>& workers() { return workers_; }
+  bool empty() const { return workers_.empty(); }
   const WorkerProcess* Find(const std::string& name) const {
     for (auto& w : workers_)
       if (w.name == name) return &w;
@@ -116,40 +114,17 @@ class WorkerPool {
 
 }  // namespace
 
-Status ValidateIngestOptions(const IngestOptions& o) {
-  if (o.resume_run.empty()) {
-    LD_RETURN_IF_ERROR(ValidateSchemaName(o.schema));
-  }
-  if (o.workers == 0) return Status::Usage("--workers must be at least 1");
-  if (o.workers > 64) return Status::Usage("--workers must be at most 64");
-  if (o.job_size == 0) return Status::Usage("--job-size must be at least 1");
-  if (o.retry_backoff_s < 0) return Status::Usage("--retry-backoff must not be negative");
-  if (o.job_timeout_s <= 0) return Status::Usage("--job-timeout must be positive");
-  LD_RETURN_IF_ERROR(fixtures::ParseDensity(o.density).status());
-  if (!o.bug.empty()) {
-    LD_ASSIGN_OR_RETURN(auto bug, fixtures::ParseBugInjection(o.bug));
-    if (!o.range.contains(bug.ledger))
-      return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", o.bug, bug.ledger, o.range.str());
-    if (o.ingest_cmd.empty()) {
-      LD_ASSIGN_OR_RETURN(fixtures::Density density, fixtures::ParseDensity(o.density));
-      LD_RETURN_IF_ERROR(fixtures::CheckBugApplies({o.seed, density}, bug));
-    }
-  }
-  if (!o.ingest_cmd.empty()) {
-    std::map<std::string, std::string> probe = {{"from", ""}, {"to", ""}, {"schema", ""},
-                                                {"db", ""},   {"worker", ""}, {"job", ""}};
-    LD_RETURN_IF_ERROR(ExpandIngestCommand(o.ingest_cmd, probe).status());
-  }
-  return Status::Ok();
-}
+Status ValidateIngestOptions(const IngestOptions& o) { return o.Validate(/*check_schema=*/o.resume_run.empty()); }
 
 Result<std::map<std::string, uint64_t>> CountRowsInRange(pg::Connection& conn, const std::string& schema,
                                                          const LedgerRange& range) {
   std::string sql;
   for (const auto& t : fixtures::HistoryTables()) {
+    const std::optional<HistoryTable> mapping = FindHistoryTable(t);
+    if (!mapping) return Status::Runtimef("{} is not a Horizon history table", t);
     if (!sql.empty()) sql += " UNION ALL ";
     sql += fmt::format("SELECT {}, count(*) FROM {} WHERE {}", pg::QuoteLiteral(t), pg::Qualified(schema, t),
-                       LedgerPredicate(t, range));
+                       LedgerRangePredicate(*mapping, range));
   }
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql));
   std::map<std::string, uint64_t> out;
@@ -157,50 +132,52 @@ Result<std::map<std::string, uint64_t>> CountRowsInRange(pg::Connection& conn, c
   return out;
 }
 
-Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter,
-                               const OrchestratorHooks& hooks) {
+Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) {
+  LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
+  if (!options.resume_run.empty()) return Status::Usage("RegisterRun: a resumed run is registered already");
+  LD_RETURN_IF_ERROR(EnsureControlSchema(conn));
+  RunSpec spec;
+  static_cast<IngestPlan&>(spec) = options;
+  spec.run_id = options.run_id.empty() ? NewRunId() : options.run_id;
+  LD_RETURN_IF_ERROR(CreateOwnedSchema(conn, spec.schema, spec.run_id, options.replace_schema, options.force).status());
+  LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.schema));
+  if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.schema));
+  LD_RETURN_IF_ERROR(CreateRun(conn, spec, SplitJobs(spec.range, spec.job_size)));
+  return spec;
+}
+
+namespace {
+
+// Loads a run to continue it: failed jobs get another chance; jobs still marked running are
+// left to the lost-job check (dead backend or stale heartbeat), so a live worker elsewhere is
+// not disturbed.
+Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Reporter& reporter) {
+  LD_ASSIGN_OR_RETURN(RunSpec spec, LoadRun(conn, run_id));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+  if (state == SchemaState::kAbsent)
+    return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
+  LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
+                                           "WHERE run_id = $1 AND state = 'failed'",
+                                           pg::Qualified(kControlSchema, "jobs")),
+                               {spec.run_id})
+                         .status());
+  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, "running"));
+  reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
+  return spec;
+}
+
+}  // namespace
+
+Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
   auto started = Clock::now();
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff orchestrator"));
   LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
-
   RunSpec spec;
   if (!options.resume_run.empty()) {
-    LD_ASSIGN_OR_RETURN(spec, LoadRun(*conn, options.resume_run));
-    LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(*conn, spec.schema));
-    if (state == SchemaState::kAbsent)
-      return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
-    // Failed jobs get another chance; jobs still marked running are left to the lost-job
-    // check (dead backend or stale heartbeat), so a live worker elsewhere is not disturbed.
-    LD_RETURN_IF_ERROR(conn->Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
-                                              "WHERE run_id = $1 AND state = 'failed'",
-                                              pg::Qualified(kControlSchema, "jobs")),
-                                  {spec.run_id})
-                           .status());
-    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "running"));
-    reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
+    LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter));
   } else {
-    spec.run_id = options.run_id.empty() ? NewRunId() : options.run_id;
-    spec.schema = options.schema;
-    spec.range = options.range;
-    spec.job_size = options.job_size;
-    spec.workers = options.workers;
-    spec.seed = options.seed;
-    spec.density = options.density;
-    spec.ingest_cmd = options.ingest_cmd;
-    spec.bug = options.bug;
-    spec.unsafe_commit_every = options.unsafe_commit_every;
-    spec.retries = options.retries;
-    spec.retry_backoff_s = options.retry_backoff_s;
-    spec.job_timeout_s = options.job_timeout_s;
-    spec.heartbeat_s = std::min(1.0, options.job_timeout_s / 4);
-    spec.crash_points = options.crash_points;
-    spec.hold_points = options.hold_points;
-    LD_RETURN_IF_ERROR(
-        CreateOwnedSchema(*conn, spec.schema, spec.run_id, options.replace_schema, options.force).status());
-    LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(*conn, spec.schema));
-    if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(*conn, spec.schema));
-    LD_RETURN_IF_ERROR(CreateRun(*conn, spec, SplitJobs(spec.range, spec.job_size)));
+    LD_ASSIGN_OR_RETURN(spec, RegisterRun(*conn, options));
   }
 
   IngestReport report;
@@ -254,7 +231,6 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
         if (const WorkerProcess* w = pool.Find(j.worker)) pool.Kill(w->pid, SIGKILL);  // reaped next tick
       }
     }
-    if (hooks.on_tick) hooks.on_tick(pool.workers(), *conn, spec.run_id);
 
     // 3. Progress.
     LD_ASSIGN_OR_RETURN(counts, CountJobs(*conn, spec.run_id));
@@ -284,7 +260,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
       break;
     }
     if (counts.pending == 0 && counts.running == 0) break;
-    if (pool.workers().empty()) {
+    if (pool.empty()) {
       // Every worker exited cleanly but work remains (e.g. all jobs in backoff): restart one.
       LD_RETURN_IF_ERROR(pool.Start(1));
     }
@@ -331,4 +307,4 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   return report;
 }
 
-}  // namespace ledgerdiff::verify
+}  // namespace ledgerdiff::ingest

@@ -1,8 +1,8 @@
-#include "verify/job_table.h"
+#include "ingest/job_table.h"
 
 #include <cmath>
 
-namespace ledgerdiff::verify {
+namespace ledgerdiff::ingest {
 
 namespace {
 
@@ -27,90 +27,21 @@ std::vector<JobRow> JobRows(const pg::Rows& rows) {
 }  // namespace
 
 nlohmann::json RunSpec::ToJson() const {
-  nlohmann::json crash = nlohmann::json::array();
-  for (const auto& c : crash_points) crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", c.action}});
-  nlohmann::json hold = nlohmann::json::array();
-  for (const auto& h : hold_points)
-    hold.push_back({{"job", h.job_id}, {"attempt", h.attempt}, {"stage", h.stage}, {"seconds", h.seconds}});
-  return {{"run_id", run_id},
-          {"schema", schema},
-          {"from", range.from},
-          {"to", range.to},
-          {"job_size", job_size},
-          {"workers", workers},
-          {"seed", seed},
-          {"density", density},
-          {"ingest_cmd", ingest_cmd},
-          {"bug", bug},
-          {"unsafe_commit_every", unsafe_commit_every},
-          {"retries", retries},
-          {"retry_backoff_s", retry_backoff_s},
-          {"job_timeout_s", job_timeout_s},
-          {"heartbeat_s", heartbeat_s},
-          {"crash_points", crash},
-          {"hold_points", hold}};
+  nlohmann::json j = IngestPlan::ToJson();
+  j["run_id"] = run_id;
+  j["heartbeat_s"] = heartbeat_s();  // informational: workers derive it from job_timeout_s
+  return j;
 }
 
 Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
+  RunSpec s;
+  LD_ASSIGN_OR_RETURN(static_cast<IngestPlan&>(s), IngestPlan::FromJson(j));
   try {
-    RunSpec s;
     s.run_id = j.at("run_id").get<std::string>();
-    s.schema = j.at("schema").get<std::string>();
-    s.range = {j.at("from").get<Ledger>(), j.at("to").get<Ledger>()};
-    s.job_size = j.at("job_size").get<uint32_t>();
-    s.workers = j.at("workers").get<uint32_t>();
-    s.seed = j.at("seed").get<uint64_t>();
-    s.density = j.at("density").get<std::string>();
-    s.ingest_cmd = j.at("ingest_cmd").get<std::string>();
-    s.bug = j.at("bug").get<std::string>();
-    s.unsafe_commit_every = j.at("unsafe_commit_every").get<uint32_t>();
-    s.retries = j.at("retries").get<uint32_t>();
-    s.retry_backoff_s = j.at("retry_backoff_s").get<double>();
-    s.job_timeout_s = j.at("job_timeout_s").get<double>();
-    s.heartbeat_s = j.at("heartbeat_s").get<double>();
-    for (const auto& c : j.at("crash_points"))
-      s.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(),
-                                c.at("stage").get<std::string>(), c.at("action").get<std::string>()});
-    for (const auto& h : j.value("hold_points", nlohmann::json::array()))
-      s.hold_points.push_back({h.at("job").get<uint32_t>(), h.at("attempt").get<uint32_t>(), h.at("stage").get<std::string>(),
-                               h.at("seconds").get<double>()});
-    return s;
   } catch (const std::exception& e) {
     return Status::Runtimef("run spec is unreadable: {}", e.what());
   }
-}
-
-Result<RunSpec::CrashPoint> ParseFaultPoint(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  for (;;) {
-    size_t colon = text.find(':', start);
-    parts.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
-    if (colon == std::string::npos) break;
-    start = colon + 1;
-  }
-  auto bad = [&] { return Status::Usagef("fault point \"{}\": expected JOB:ATTEMPT:STAGE:abort|fail", text); };
-  if (parts.size() != 4 || (parts[3] != "abort" && parts[3] != "fail")) return bad();
-  try {
-    return RunSpec::CrashPoint{static_cast<uint32_t>(std::stoul(parts[0])), static_cast<uint32_t>(std::stoul(parts[1])),
-                               parts[2], parts[3]};
-  } catch (const std::exception&) {
-    return bad();
-  }
-}
-
-Result<RunSpec::HoldPoint> ParseHoldPoint(const std::string& text) {
-  auto bad = [&] { return Status::Usagef("hold point \"{}\": expected JOB:ATTEMPT:STAGE:SECONDS", text); };
-  size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1),
-         c = b == std::string::npos ? b : text.rfind(':');
-  if (c == std::string::npos || c <= b) return bad();
-  try {
-    return RunSpec::HoldPoint{static_cast<uint32_t>(std::stoul(text.substr(0, a))),
-                              static_cast<uint32_t>(std::stoul(text.substr(a + 1, b - a - 1))),
-                              text.substr(b + 1, c - b - 1), std::stod(text.substr(c + 1))};
-  } catch (const std::exception&) {
-    return bad();
-  }
+  return s;
 }
 
 Status EnsureControlSchema(pg::Connection& conn) {
@@ -125,6 +56,7 @@ Status EnsureControlSchema(pg::Connection& conn) {
       return Status::Usagef("schema \"{}\" exists and was not created by ledgerdiff; refusing to use it", kControlSchema);
     // Columns added since the first release of the control schema.
     LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS stage text", T("jobs"))));
+    LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS slot integer", T("attempts"))));
     return tx.Commit();
   }
   std::string sql = fmt::format(R"(
@@ -167,6 +99,7 @@ CREATE TABLE {attempts} (
   job_id integer NOT NULL,
   attempt integer NOT NULL,
   worker text NOT NULL,
+  slot integer,
   started_at timestamptz NOT NULL DEFAULT now(),
   finished_at timestamptz,
   outcome text NOT NULL DEFAULT 'running',
@@ -226,7 +159,7 @@ Status DeleteRun(pg::Connection& conn, const std::string& run_id) {
 }
 
 Result<std::optional<ClaimedJob>> ClaimJob(pg::Connection& conn, const std::string& run_id, const std::string& worker,
-                                           int worker_pid) {
+                                           int worker_pid, int slot) {
   std::string sql = fmt::format(R"(
 WITH next AS (
   SELECT j.job_id FROM {jobs} j JOIN {runs} r USING (run_id)
@@ -239,12 +172,12 @@ WITH next AS (
   FROM next WHERE j.run_id = $1 AND j.job_id = next.job_id
   RETURNING j.job_id, j.range_from, j.range_to, j.attempt
 ), logged AS (
-  INSERT INTO {attempts} (run_id, job_id, attempt, worker) SELECT $1, job_id, attempt, $2 FROM claimed
+  INSERT INTO {attempts} (run_id, job_id, attempt, worker, slot) SELECT $1, job_id, attempt, $2, $4::int FROM claimed
 )
 SELECT job_id, range_from, range_to, attempt FROM claimed)",
                                 fmt::arg("jobs", T("jobs")), fmt::arg("runs", T("runs")),
                                 fmt::arg("attempts", T("attempts")));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {run_id, worker, Str(worker_pid)}));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {run_id, worker, Str(worker_pid), Str(slot)}));
   if (rows.size() == 0) return std::optional<ClaimedJob>();
   return std::optional<ClaimedJob>(ClaimedJob{static_cast<uint32_t>(rows.GetInt(0, 0)),
                                               {static_cast<Ledger>(rows.GetInt(0, 1)), static_cast<Ledger>(rows.GetInt(0, 2))},
@@ -396,7 +329,7 @@ Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::st
       conn.Exec(fmt::format(
                     "SELECT a.job_id, a.attempt, a.worker, extract(epoch FROM a.started_at - r.created_at), "
                     "coalesce(extract(epoch FROM a.finished_at - r.created_at), -1), a.outcome, coalesce(a.error, ''), "
-                    "j.range_from, j.range_to FROM {} a JOIN {} r USING (run_id) JOIN {} j USING (run_id, job_id) "
+                    "j.range_from, j.range_to, coalesce(a.slot, 0) FROM {} a JOIN {} r USING (run_id) JOIN {} j USING (run_id, job_id) "
                     "WHERE a.run_id = $1 ORDER BY a.started_at, a.job_id, a.attempt",
                     T("attempts"), T("runs"), T("jobs")),
                 {run_id}));
@@ -405,9 +338,10 @@ Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::st
     out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)), static_cast<uint32_t>(rows.GetInt(i, 1)),
                    std::string(rows.Get(i, 2)), std::stod(std::string(rows.Get(i, 3))),
                    std::stod(std::string(rows.Get(i, 4))), std::string(rows.Get(i, 5)), std::string(rows.Get(i, 6)),
-                   {static_cast<Ledger>(rows.GetInt(i, 7)), static_cast<Ledger>(rows.GetInt(i, 8))}});
+                   {static_cast<Ledger>(rows.GetInt(i, 7)), static_cast<Ledger>(rows.GetInt(i, 8))},
+                   static_cast<int>(rows.GetInt(i, 9))});
   }
   return out;
 }
 
-}  // namespace ledgerdiff::verify
+}  // namespace ledgerdiff::ingest

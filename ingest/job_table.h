@@ -4,8 +4,8 @@
 // Lives in the tool-owned control schema "ledgerdiff_control" of the target database:
 //   runs(run_id, schema_name, range, job_size, workers, spec, state, ...)
 //   jobs(run_id, job_id, range, state, attempt, worker, worker_pid, backend_pid, heartbeat,
-//        not_before, started_at, finished_at, error, rows)
-//   attempts(run_id, job_id, attempt, worker, started_at, finished_at, outcome, error)
+//        not_before, started_at, finished_at, error, rows, stage)
+//   attempts(run_id, job_id, attempt, worker, slot, started_at, finished_at, outcome, error)
 //
 // Protocol (all times from the database clock, never a worker's):
 // - Claim: the lowest pending job whose not_before has passed, FOR UPDATE SKIP LOCKED; state
@@ -28,56 +28,20 @@
 #include "core/ledger_range.h"
 #include "core/pg.h"
 #include "core/status.h"
+#include "ingest/plan.h"
 
-namespace ledgerdiff::verify {
+namespace ledgerdiff::ingest {
 
 inline constexpr const char* kControlSchema = "ledgerdiff_control";
 
-// What a worker needs to process any job of a run; stored as runs.spec (JSON).
-struct RunSpec {
+// A run: its id and the plan every worker carries out; stored as runs.spec (the plan's JSON
+// plus "run_id" and the derived "heartbeat_s").
+struct RunSpec : IngestPlan {
   std::string run_id;
-  std::string schema;
-  LedgerRange range;
-  uint32_t job_size = 250;
-  uint32_t workers = 1;
-  uint64_t seed = 1;
-  std::string density = "stellar";
-  std::string ingest_cmd;           // external ingester template; empty: built-in
-  std::string bug;                  // "kind@ledger" or empty
-  uint32_t unsafe_commit_every = 0;  // chaos negative control; 0: safe protocol
-  uint32_t retries = 3;
-  double retry_backoff_s = 0.5;
-  double job_timeout_s = 30;
-  double heartbeat_s = 1;
-  // Fault points inside a worker, for chaos and tests. At (job, attempt), after `stage` (a
-  // table name, or "start" before anything is written): action "abort" kills the worker inside
-  // its open data transaction (a crash), action "fail" makes the attempt fail with an error.
-  struct CrashPoint {
-    uint32_t job_id;
-    uint32_t attempt;
-    std::string stage;
-    std::string action = "abort";
-  };
-  std::vector<CrashPoint> crash_points;
-  // Hold points (chaos): at (job, attempt), after `stage`, the worker waits `seconds` inside its
-  // open data transaction, with its stage reported as "hold:<stage>", so that a fault injected
-  // from outside hits a job in the middle.
-  struct HoldPoint {
-    uint32_t job_id;
-    uint32_t attempt;
-    std::string stage;
-    double seconds;
-  };
-  std::vector<HoldPoint> hold_points;
 
   nlohmann::json ToJson() const;
   static Result<RunSpec> FromJson(const nlohmann::json& j);
 };
-
-// Parses "JOB:ATTEMPT:STAGE:ACTION" (e.g. "3:1:history_effects:abort", "2:1:start:fail").
-Result<RunSpec::CrashPoint> ParseFaultPoint(const std::string& text);
-// Parses "JOB:ATTEMPT:STAGE:SECONDS" (e.g. "3:1:history_operations:2.5").
-Result<RunSpec::HoldPoint> ParseHoldPoint(const std::string& text);
 
 struct ClaimedJob {
   uint32_t job_id;
@@ -94,7 +58,7 @@ struct JobRow {
   int worker_pid;
   int backend_pid;
   std::string error;
-  int64_t rows;
+  int64_t rows;       // rows the job committed (done jobs), 0 otherwise
   std::string stage;  // last stage the worker reported ("hold:<table>" while held)
 };
 
@@ -107,7 +71,7 @@ struct AttemptRow {
   std::string outcome;  // running | done | failed | lost | fenced | interrupted
   std::string error;
   LedgerRange range;
-  int slot = 0;  // worker lane 1..N; 0: unknown
+  int slot = 0;  // the worker's lane 1..N (a replacement keeps its lane); 0 when not recorded
 };
 
 // Creates the control schema and tables when missing (idempotent, concurrency-safe).
@@ -121,14 +85,15 @@ Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::s
 // Removes a run and its jobs (after a successful verify).
 Status DeleteRun(pg::Connection& conn, const std::string& run_id);
 
-// Claims the next job for `worker` (nullopt: none claimable now).
+// Claims the next job for `worker` in lane `slot` (nullopt: none claimable now).
 Result<std::optional<ClaimedJob>> ClaimJob(pg::Connection& conn, const std::string& run_id,
-                                           const std::string& worker, int worker_pid);
+                                           const std::string& worker, int worker_pid, int slot = 0);
 // Refreshes the heartbeat (and the stage the worker reports); false when the attempt is no
 // longer ours.
 Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job,
                        const std::string& stage);
-// The fenced "done" update; call inside the job's data transaction. Error if fenced off.
+// The fenced "done" update with the rows the job wrote; call inside the job's data
+// transaction. Error if fenced off.
 Status FinishJob(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job, int64_t rows);
 // Records a failed attempt by its own worker (fenced): requeue with backoff or fail.
 Status FailJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& error);
@@ -151,4 +116,4 @@ Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id);
 Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& run_id);
 Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::string& run_id);
 
-}  // namespace ledgerdiff::verify
+}  // namespace ledgerdiff::ingest

@@ -1,6 +1,5 @@
-#include "verify/worker.h"
+#include "ingest/worker.h"
 
-#include <libpq-fe.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,22 +15,13 @@
 #include "core/pg.h"
 #include "core/process.h"
 #include "fixtures/ingester.h"
-#include "verify/job_table.h"
+#include "ingest/ingest_command.h"
+#include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
 
-namespace ledgerdiff::verify {
+namespace ledgerdiff::ingest {
 
 namespace {
-
-std::string ShellQuote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) {
-    if (c == '\'')
-      out += "'\\''";
-    else
-      out += c;
-  }
-  return out + "'";
-}
 
 // Sends heartbeats for the current job from its own connection while the process lives, with
 // the stage the worker reports. A frozen process (SIGSTOP) stops them, as it should.
@@ -104,82 +94,16 @@ Result<std::unique_ptr<pg::Connection>> OpenWorkerConnection(const WorkerOptions
   return conn;
 }
 
-// Runs the external ingester for one job; its process group is the worker's own, so a signal
-// to the worker's group reaches it too.
-Result<int64_t> RunExternal(const RunSpec& spec, const WorkerOptions& o, const ClaimedJob& job) {
-  std::map<std::string, std::string> values = {{"from", std::to_string(job.range.from)},
-                                               {"to", std::to_string(job.range.to)},
-                                               {"schema", spec.schema},
-                                               {"db", o.conninfo},
-                                               {"worker", o.worker},
-                                               {"job", std::to_string(job.job_id)}};
-  LD_ASSIGN_OR_RETURN(std::string cmd, ExpandIngestCommand(spec.ingest_cmd, values));
-  SpawnOptions so;
-  so.new_process_group = false;
-  so.env = IngesterEnvironment(o.conninfo, spec.schema);
-  so.stdin_null = true;
-  LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({"/bin/sh", "-c", cmd}, so));
-  if (!ex.exited || ex.code != 0) return Status::Runtimef("ingest command failed ({})", ex.str());
-  return int64_t{0};
+// Rows the job's range holds in the run's schema (an external ingester's work, counted on the
+// connection that then marks the job done).
+Result<int64_t> RowsInJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job) {
+  LD_ASSIGN_OR_RETURN(auto counts, CountRowsInRange(conn, spec.schema, job.range));
+  int64_t rows = 0;
+  for (const auto& [table, n] : counts) rows += static_cast<int64_t>(n);
+  return rows;
 }
 
 }  // namespace
-
-Result<std::string> ExpandIngestCommand(const std::string& tmpl, const std::map<std::string, std::string>& values) {
-  std::string out;
-  for (size_t i = 0; i < tmpl.size(); ++i) {
-    // "{{" and "}}" are literal braces; "{name}" of a known placeholder is replaced; any other
-    // brace is literal too, so shell code such as ${VAR} or awk '{print}' passes through.
-    if (tmpl.compare(i, 2, "{{") == 0 || tmpl.compare(i, 2, "}}") == 0) {
-      out += tmpl[i];
-      ++i;
-      continue;
-    }
-    if (tmpl[i] == '{' && (i == 0 || tmpl[i - 1] != '$')) {
-      size_t close = tmpl.find('}', i);
-      std::string name = close == std::string::npos ? "" : tmpl.substr(i + 1, close - i - 1);
-      bool word = !name.empty() && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") == std::string::npos;
-      if (word) {
-        auto it = values.find(name);
-        if (it == values.end()) {
-          return Status::Usagef(
-              "--ingest-cmd: unknown placeholder {{{}}} (known: {{from}} {{to}} {{schema}} {{db}} {{worker}} {{job}}; "
-              "write {{{{{}}}}} for literal braces)",
-              name, name);
-        }
-        out += ShellQuote(it->second);
-        i = close;
-        continue;
-      }
-    }
-    out += tmpl[i];
-  }
-  return out;
-}
-
-std::map<std::string, std::string> IngesterEnvironment(const std::string& conninfo, const std::string& schema) {
-  std::map<std::string, std::string> env;
-  env["DATABASE_URL"] = conninfo;
-  char* err = nullptr;
-  if (PQconninfoOption* opts = PQconninfoParse(conninfo.c_str(), &err)) {
-    const std::map<std::string, std::string> names = {{"host", "PGHOST"},         {"port", "PGPORT"},
-                                                      {"user", "PGUSER"},         {"dbname", "PGDATABASE"},
-                                                      {"password", "PGPASSWORD"}, {"sslmode", "PGSSLMODE"}};
-    for (PQconninfoOption* o = opts; o->keyword; ++o) {
-      auto it = names.find(o->keyword);
-      if (it != names.end() && o->val && *o->val) env[it->second] = o->val;
-    }
-    PQconninfoFree(opts);
-  }
-  if (err) PQfreemem(err);
-  std::string escaped;
-  for (char c : schema) {
-    if (c == ' ' || c == '\\') escaped += '\\';
-    escaped += c;
-  }
-  env["PGOPTIONS"] = "-c search_path=" + escaped;
-  return env;
-}
 
 int RunWorker(const WorkerOptions& o) {
   rlimit no_core{0, 0};
@@ -201,7 +125,7 @@ int RunWorker(const WorkerOptions& o) {
   }
   auto hb_conn = OpenWorkerConnection(o, nullptr);
   if (!hb_conn.ok()) return fail(hb_conn.status());
-  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.heartbeat_s);
+  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.heartbeat_s());
 
   fixtures::IngestJobOptions ingest;
   {
@@ -223,7 +147,7 @@ int RunWorker(const WorkerOptions& o) {
       if (!c.ok()) return fail(c.status());
       conn = std::move(c).value();
     }
-    auto claimed = ClaimJob(*conn, o.run_id, o.worker, getpid());
+    auto claimed = ClaimJob(*conn, o.run_id, o.worker, getpid(), o.slot);
     if (!claimed.ok()) {
       if (!conn->Healthy()) continue;  // the session was terminated: reconnect and retry
       return fail(claimed.status());
@@ -253,7 +177,9 @@ int RunWorker(const WorkerOptions& o) {
     if (!result.ok()) {
       // An injected failure: nothing written.
     } else if (spec.ingest_cmd.empty()) {
-      ingest.before_commit = [&](pg::Connection& c) { return FinishJob(c, o.run_id, job, 0); };
+      ingest.before_commit = [&](pg::Connection& c, const fixtures::JobStats& written) {
+        return FinishJob(c, o.run_id, job, static_cast<int64_t>(written.rows));
+      };
       ingest.on_stage = [&](const std::string& stage) {
         for (const auto& cp : spec.crash_points) {
           // A chaos "crash": die inside the open data transaction, as a segfault would.
@@ -271,9 +197,11 @@ int RunWorker(const WorkerOptions& o) {
       auto stats = fixtures::IngestJob(*conn, spec.schema, job.range, ingest);
       result = stats.status();
     } else {
-      auto ran = RunExternal(spec, o, job);
-      result = ran.status();
-      if (result.ok()) result = FinishJob(*conn, o.run_id, job, 0);
+      result = RunIngestCommand(spec.ingest_cmd, {o.conninfo, spec.schema, o.worker, job.job_id, job.range});
+      if (result.ok()) {
+        auto rows = RowsInJob(*conn, spec, job);
+        result = rows.ok() ? FinishJob(*conn, o.run_id, job, *rows) : rows.status();
+      }
     }
     heartbeat.SetJob(std::nullopt);
     if (!result.ok()) {
@@ -288,4 +216,4 @@ int RunWorker(const WorkerOptions& o) {
   }
 }
 
-}  // namespace ledgerdiff::verify
+}  // namespace ledgerdiff::ingest

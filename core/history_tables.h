@@ -1,0 +1,46 @@
+#pragma once
+// The Horizon history tables and how each row maps to its ledger: the one declaration that the
+// fixtures (clearing a job's range), the ingestion engine (counting rows per range) and the
+// digest profiles (dump/) share.
+//
+// A row maps to its ledger through one column, either the ledger sequence itself or a TOID
+// (ledger << 32 | tx_order << 12 | op_index, see core/ledger_range.h).
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/ledger_range.h"
+
+namespace ledgerdiff {
+
+enum class LedgerColumnKind {
+  kSequence,  // the column holds the ledger sequence number
+  kToid,      // the column holds a TOID: ledger = value >> 32
+};
+
+struct HistoryTable {
+  const char* name;           // e.g. "history_effects"
+  const char* ledger_column;  // e.g. "history_operation_id"
+  LedgerColumnKind kind;
+};
+
+// Horizon's per-ledger history tables (the lookup tables history_accounts / history_assets
+// have no ledger), in Horizon's order. history_transactions maps by ledger_sequence (its
+// by_ledger index), not by its TOID id: both agree on every row Horizon writes.
+const std::vector<HistoryTable>& HorizonHistoryTables();
+// The table named `name`, or nullopt for a table that is not a Horizon per-ledger table.
+std::optional<HistoryTable> FindHistoryTable(std::string_view name);
+
+// SQL predicate "the row's ledger is in `range`" over `column` (quoted here; prefixed by
+// `alias.` when alias is not empty). Index-friendly: a plain range on the column.
+// INVARIANT: no arithmetic overflows for any range within 1..2^31-1 (the TOID upper bound is
+// inclusive, (to << 32) | 0xFFFFFFFF, at most INT64_MAX).
+std::string LedgerRangePredicate(std::string_view column, LedgerColumnKind kind, const LedgerRange& range,
+                                 std::string_view alias = "");
+std::string LedgerRangePredicate(const HistoryTable& table, const LedgerRange& range);
+// SQL expression of the row's ledger number (bigint) over `column`: "col" or "(col >> 32)".
+std::string LedgerExpression(std::string_view column, LedgerColumnKind kind, std::string_view alias = "");
+
+}  // namespace ledgerdiff

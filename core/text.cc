@@ -1,0 +1,30 @@
+#include "core/text.h"
+
+#include <fmt/format.h>
+
+namespace ledgerdiff {
+
+std::string FormatIntervals(const std::vector<LedgerRange>& intervals) {
+  std::string s;
+  for (const auto& r : intervals) {
+    if (!s.empty()) s += ", ";
+    s += r.from == r.to ? fmt::format("{}", r.from) : fmt::format("{}-{}", r.from, r.to);
+  }
+  return s;
+}
+
+std::string ShellQuote(std::string_view word, ShellQuoting quoting) {
+  constexpr std::string_view kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=";
+  if (quoting == ShellQuoting::kWhenNeeded && !word.empty() && word.find_first_not_of(kPlain) == std::string_view::npos)
+    return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+}  // namespace ledgerdiff

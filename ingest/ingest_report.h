@@ -1,0 +1,40 @@
+#pragma once
+// What an ingestion run did: jobs, attempts (the timeline), rows, failures. Rendered as text and
+// JSON by report/ingest_text_json.h (JSON documented in ingest/README.md).
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "ingest/job_table.h"
+
+namespace ledgerdiff::ingest {
+
+struct IngestReport {
+  std::string run_id;
+  std::string schema;
+  LedgerRange range;
+  uint32_t workers = 0;
+  uint32_t job_size = 0;
+  uint32_t jobs = 0;
+  bool ok = false;
+  double wall_s = 0;
+  uint64_t ledgers = 0;
+  std::map<std::string, uint64_t> rows_per_table;
+  uint64_t rows = 0;
+  uint32_t attempts = 0;         // job attempts in all
+  uint32_t retried_jobs = 0;     // jobs that needed more than one attempt
+  uint32_t workers_replaced = 0;
+  std::vector<JobRow> failed_jobs;
+  std::optional<LedgerRange> restart_range;
+  std::vector<AttemptRow> timeline;  // every attempt, for reports
+  std::string error;             // why the run failed
+
+  double ledgers_per_s() const { return wall_s > 0 ? static_cast<double>(ledgers) / wall_s : 0; }
+  double rows_per_s() const { return wall_s > 0 ? static_cast<double>(rows) / wall_s : 0; }
+};
+
+}  // namespace ledgerdiff::ingest

@@ -1,0 +1,116 @@
+#include "ingest/plan.h"
+
+#include <algorithm>
+
+#include "core/database.h"
+#include "fixtures/generator.h"
+#include "fixtures/ingester.h"
+#include "ingest/ingest_command.h"
+
+namespace ledgerdiff::ingest {
+
+Result<CrashPoint> ParseFaultPoint(const std::string& text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (;;) {
+    size_t colon = text.find(':', start);
+    parts.push_back(text.substr(start, colon == std::string::npos ? std::string::npos : colon - start));
+    if (colon == std::string::npos) break;
+    start = colon + 1;
+  }
+  auto bad = [&] { return Status::Usagef("fault point \"{}\": expected JOB:ATTEMPT:STAGE:abort|fail", text); };
+  if (parts.size() != 4 || (parts[3] != "abort" && parts[3] != "fail")) return bad();
+  try {
+    return CrashPoint{static_cast<uint32_t>(std::stoul(parts[0])), static_cast<uint32_t>(std::stoul(parts[1])), parts[2],
+                      parts[3]};
+  } catch (const std::exception&) {
+    return bad();
+  }
+}
+
+Result<HoldPoint> ParseHoldPoint(const std::string& text) {
+  auto bad = [&] { return Status::Usagef("hold point \"{}\": expected JOB:ATTEMPT:STAGE:SECONDS", text); };
+  size_t a = text.find(':'), b = a == std::string::npos ? a : text.find(':', a + 1),
+         c = b == std::string::npos ? b : text.rfind(':');
+  if (c == std::string::npos || c <= b) return bad();
+  try {
+    return HoldPoint{static_cast<uint32_t>(std::stoul(text.substr(0, a))),
+                     static_cast<uint32_t>(std::stoul(text.substr(a + 1, b - a - 1))), text.substr(b + 1, c - b - 1),
+                     std::stod(text.substr(c + 1))};
+  } catch (const std::exception&) {
+    return bad();
+  }
+}
+
+Status IngestPlan::Validate(bool check_schema) const {
+  if (check_schema) LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
+  if (workers == 0) return Status::Usage("--workers must be at least 1");
+  if (workers > 64) return Status::Usage("--workers must be at most 64");
+  if (job_size == 0) return Status::Usage("--job-size must be at least 1");
+  if (retry_backoff_s < 0) return Status::Usage("--retry-backoff must not be negative");
+  if (job_timeout_s <= 0) return Status::Usage("--job-timeout must be positive");
+  LD_ASSIGN_OR_RETURN(fixtures::Density parsed_density, fixtures::ParseDensity(density));
+  if (!bug.empty()) {
+    LD_ASSIGN_OR_RETURN(auto parsed_bug, fixtures::ParseBugInjection(bug));
+    if (!range.contains(parsed_bug.ledger))
+      return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", bug, parsed_bug.ledger, range.str());
+    if (ingest_cmd.empty()) LD_RETURN_IF_ERROR(fixtures::CheckBugApplies({seed, parsed_density}, parsed_bug));
+  }
+  if (!ingest_cmd.empty()) LD_RETURN_IF_ERROR(CheckIngestCommand(ingest_cmd));
+  return Status::Ok();
+}
+
+double IngestPlan::heartbeat_s() const { return std::min(1.0, job_timeout_s / 4); }
+
+nlohmann::json IngestPlan::ToJson() const {
+  nlohmann::json crash = nlohmann::json::array();
+  for (const auto& c : crash_points)
+    crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", c.action}});
+  nlohmann::json hold = nlohmann::json::array();
+  for (const auto& h : hold_points)
+    hold.push_back({{"job", h.job_id}, {"attempt", h.attempt}, {"stage", h.stage}, {"seconds", h.seconds}});
+  return {{"schema", schema},
+          {"from", range.from},
+          {"to", range.to},
+          {"job_size", job_size},
+          {"workers", workers},
+          {"seed", seed},
+          {"density", density},
+          {"ingest_cmd", ingest_cmd},
+          {"bug", bug},
+          {"unsafe_commit_every", unsafe_commit_every},
+          {"retries", retries},
+          {"retry_backoff_s", retry_backoff_s},
+          {"job_timeout_s", job_timeout_s},
+          {"crash_points", crash},
+          {"hold_points", hold}};
+}
+
+Result<IngestPlan> IngestPlan::FromJson(const nlohmann::json& j) {
+  try {
+    IngestPlan p;
+    p.schema = j.at("schema").get<std::string>();
+    p.range = {j.at("from").get<Ledger>(), j.at("to").get<Ledger>()};
+    p.job_size = j.at("job_size").get<uint32_t>();
+    p.workers = j.at("workers").get<uint32_t>();
+    p.seed = j.at("seed").get<uint64_t>();
+    p.density = j.at("density").get<std::string>();
+    p.ingest_cmd = j.at("ingest_cmd").get<std::string>();
+    p.bug = j.at("bug").get<std::string>();
+    p.unsafe_commit_every = j.at("unsafe_commit_every").get<uint32_t>();
+    p.retries = j.at("retries").get<uint32_t>();
+    p.retry_backoff_s = j.at("retry_backoff_s").get<double>();
+    p.job_timeout_s = j.at("job_timeout_s").get<double>();
+    for (const auto& c : j.value("crash_points", nlohmann::json::array()))
+      p.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(),
+                                c.at("stage").get<std::string>(), c.at("action").get<std::string>()});
+    for (const auto& h : j.value("hold_points", nlohmann::json::array()))
+      p.hold_points.push_back({h.at("job").get<uint32_t>(), h.at("attempt").get<uint32_t>(),
+                               h.at("stage").get<std::string>(), h.at("seconds").get<double>()});
+    return p;
+  } catch (const std::exception& e) {
+    return Status::Runtimef("ingestion plan is unreadable: {}", e.what());
+  }
+}
+
+}  // namespace ledgerdiff::ingest
