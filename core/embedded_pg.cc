@@ -56,10 +56,21 @@ Status ChownTree(const fs::path& root, const ServerUser& user) {
   return Status::Ok();
 }
 
-std::string Tail(const fs::path& file, size_t max_lines = 5) {
-  std::ifstream in(file);
+// The last lines of `file`, from its last 64 KiB only (a kept cluster's log can be huge).
+std::vector<std::string> TailLines(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  if (!in) return lines;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  constexpr std::streamoff kTail = 64 * 1024;
+  in.seekg(size > kTail ? size - kTail : 0);
+  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  return lines;
+}
+
+std::string Tail(const fs::path& file, size_t max_lines = 5) {
+  std::vector<std::string> lines = TailLines(file);
   std::string out;
   size_t start = lines.size() > max_lines ? lines.size() - max_lines : 0;
   for (size_t i = start; i < lines.size(); ++i) out += (out.empty() ? "" : " | ") + lines[i];
@@ -145,14 +156,7 @@ std::string EmbeddedServerFailureCause(const std::string& dir) {
   std::error_code ec;
   fs::path root(dir);
   if (dir.empty() || dir.front() != '/' || !fs::exists(root / kClusterMarkerFile, ec)) return "";
-  std::ifstream in(root / kServerLogFile, std::ios::binary);
-  if (!in) return "";
-  in.seekg(0, std::ios::end);
-  std::streamoff size = in.tellg();
-  constexpr std::streamoff kTail = 64 * 1024;
-  in.seekg(size > kTail ? size - kTail : 0);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  std::vector<std::string> lines = TailLines(root / kServerLogFile);
   for (const char* needle : {"No space left on device", "PANIC:", "out of memory", "was terminated by signal"}) {
     for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
       if (it->find(needle) == std::string::npos) continue;
