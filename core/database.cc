@@ -6,6 +6,8 @@
 #include <random>
 
 #include "core/process.h"
+#include "core/redact.h"
+#include "core/tempdir.h"
 
 namespace ledgerdiff {
 
@@ -17,6 +19,9 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
                         "PGOPTIONS", "PGSSLMODE", "LEDGERDIFF_DB"}) {
     if (const char* v = std::getenv(k); v && !*v) unsetenv(k);
   }
+  RegisterConninfoSecrets(options.conninfo);
+  if (const char* v = std::getenv("LEDGERDIFF_DB")) RegisterConninfoSecrets(v);
+  RegisterEnvironmentSecrets();
   auto env = [](const char* k) -> std::string {
     const char* v = std::getenv(k);
     return v ? v : "";
@@ -29,10 +34,12 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
              !env("PGPORT").empty()) {
     db->conninfo_ = "";  // libpq reads the PG* variables itself
   } else {
-    LD_ASSIGN_OR_RETURN(db->embedded_, EmbeddedPostgres::Start({.dir = options.keep_dir}));
+    LD_ASSIGN_OR_RETURN(db->embedded_,
+                        EmbeddedPostgres::Start({.dir = options.keep_dir, .max_connections = options.max_connections}));
     db->conninfo_ = db->embedded_->conninfo();
     return db;
   }
+  ReapStaleTempDirsAndReport();  // the embedded path reaps in EmbeddedPostgres::Start
   if (!options.keep_dir.empty())
     return Status::Usage("--keep-db applies to the embedded server only; it cannot be combined with --db/LEDGERDIFF_DB/PG*");
   // Fail early and clearly when the database is unreachable.
@@ -44,7 +51,7 @@ Database::~Database() = default;
 
 std::string Database::Describe() const {
   if (embedded_) return fmt::format("embedded PostgreSQL in {}", embedded_->dir());
-  return conninfo_.empty() ? std::string("PG* environment") : pg::RedactConninfo(conninfo_);
+  return conninfo_.empty() ? std::string("PG* environment") : RedactConninfo(conninfo_);
 }
 
 Result<std::unique_ptr<pg::Connection>> Database::Connect(const std::string& application_name) const {

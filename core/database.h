@@ -1,6 +1,10 @@
 #pragma once
 // Which database a command works on, and the schemas it owns.
 //
+// Every password in --db / LEDGERDIFF_DB / PGPASSWORD is registered for scrubbing
+// (core/redact.h) before anything can fail. Resolving also reaps the leftovers of killed runs
+// (core/tempdir.h).
+//
 // ResolveDatabase: --db CONNINFO, else LEDGERDIFF_DB, else the standard PG* environment (when
 // PGHOST, PGDATABASE, PGSERVICE or PGPORT is set), else the embedded default: a throwaway
 // cluster that lives as long as the returned Database (or in --keep-db DIR).
@@ -20,6 +24,9 @@ namespace ledgerdiff {
 struct DatabaseOptions {
   std::string conninfo;  // --db; empty: environment, then embedded
   std::string keep_dir;  // --keep-db DIR (embedded only)
+  // Embedded server only: its max_connections. <= 0: the default (kDefaultEmbeddedMaxConnections).
+  // A command running N workers passes EmbeddedMaxConnectionsFor(N).
+  int max_connections = 0;
 };
 
 class Database {
@@ -31,7 +38,8 @@ class Database {
   const std::string& conninfo() const { return conninfo_; }
   bool embedded() const { return embedded_ != nullptr; }
   EmbeddedPostgres* embedded_server() { return embedded_.get(); }
-  // Password-free description for logs: "embedded (/tmp/ledgerdiff-pg-x)" or the conninfo.
+  // Password-free description for logs: "embedded (/tmp/ledgerdiff-pg-x)" or the conninfo
+  // rebuilt without its password (RedactConninfo).
   std::string Describe() const;
   Result<std::unique_ptr<pg::Connection>> Connect(const std::string& application_name = "ledgerdiff") const;
 

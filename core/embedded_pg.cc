@@ -1,5 +1,6 @@
 #include "core/embedded_pg.h"
 
+#include <grp.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 
 #include "core/pg.h"
 #include "core/process.h"
+#include "core/tempdir.h"
 
 namespace fs = std::filesystem;
 
@@ -54,21 +56,122 @@ Status ChownTree(const fs::path& root, const ServerUser& user) {
   return Status::Ok();
 }
 
-std::string Tail(const fs::path& file, size_t max_lines = 5) {
-  std::ifstream in(file);
+// The last lines of `file`, from its last 64 KiB only (a kept cluster's log can be huge).
+std::vector<std::string> TailLines(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  if (!in) return lines;
+  in.seekg(0, std::ios::end);
+  std::streamoff size = in.tellg();
+  constexpr std::streamoff kTail = 64 * 1024;
+  in.seekg(size > kTail ? size - kTail : 0);
+  for (std::string line; std::getline(in, line);) lines.push_back(std::move(line));
+  return lines;
+}
+
+std::string Tail(const fs::path& file, size_t max_lines = 5) {
+  std::vector<std::string> lines = TailLines(file);
   std::string out;
   size_t start = lines.size() > max_lines ? lines.size() - max_lines : 0;
   for (size_t i = start; i < lines.size(); ++i) out += (out.empty() ? "" : " | ") + lines[i];
   return out;
 }
 
+// Whether `user` may search (traverse) directory `st` describes.
+bool MayTraverse(const struct stat& st, const ServerUser& user) {
+  if (*user.uid == st.st_uid) return st.st_mode & S_IXUSR;
+  bool in_group = *user.gid == st.st_gid;
+  if (!in_group) {
+    int n = 64;
+    std::vector<gid_t> groups(static_cast<size_t>(n));
+    if (getgrouplist(user.name.c_str(), *user.gid, groups.data(), &n) >= 0) {
+      for (int i = 0; i < n; ++i) in_group = in_group || groups[static_cast<size_t>(i)] == st.st_gid;
+    }
+  }
+  return in_group ? (st.st_mode & S_IXGRP) : (st.st_mode & S_IXOTH);
+}
+
+// The first directory on the way to `dir` (its ancestors, `dir` excluded: it is handed to the
+// user) that `user` cannot traverse, with the reason; "" when every one is reachable.
+std::string UnreachableAncestor(const fs::path& dir, const ServerUser& user) {
+  if (!user.uid) return "";
+  fs::path walk;
+  fs::path abs = dir.lexically_normal();
+  for (auto part = abs.begin(); part != abs.end(); ++part) {
+    walk /= *part;
+    if (walk == abs) break;
+    struct stat st {};
+    if (stat(walk.c_str(), &st) != 0) return fmt::format("{} ({})", walk.string(), std::strerror(errno));
+    if (!MayTraverse(st, user))
+      return fmt::format("{} (mode {:04o}, owner uid {}): user {} cannot enter it", walk.string(), st.st_mode & 07777,
+                         st.st_uid, user.name);
+  }
+  return "";
+}
+
+bool IsDirEmpty(const fs::path& dir) {
+  std::error_code ec;
+  return fs::directory_iterator(dir, ec) == fs::directory_iterator();
+}
+
+bool IsLedgerdiffCluster(const fs::path& dir) {
+  std::error_code ec;
+  if (fs::exists(dir / kClusterMarkerFile, ec)) return true;
+  // Clusters kept before the marker existed: initdb.log and data/PG_VERSION side by side.
+  return fs::exists(dir / "data" / "PG_VERSION", ec) && fs::exists(dir / "initdb.log", ec);
+}
+
+Status WriteClusterMarker(const fs::path& dir) {
+  std::ofstream out(dir / kClusterMarkerFile, std::ios::trunc);
+  out << "ledgerdiff embedded PostgreSQL cluster\n";
+  out.close();
+  if (!out) return Status::Runtimef("cannot write {}: {}", (dir / kClusterMarkerFile).string(), std::strerror(errno));
+  return Status::Ok();
+}
+
+// The directory to put a temporary cluster in: `preferred`, else /tmp, else /var/tmp, the first
+// that the server user can reach and where we can create directories.
+Result<std::string> PickTempRoot(const std::string& preferred, const ServerUser& user) {
+  std::string why = UnreachableAncestor(fs::path(preferred) / "x", user);
+  if (why.empty()) return preferred;
+  for (const char* fallback : {"/tmp", "/var/tmp"}) {
+    struct stat st {};
+    if (stat(fallback, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (UnreachableAncestor(fs::path(fallback) / "x", user).empty() && access(fallback, W_OK | X_OK) == 0)
+      return std::string(fallback);
+  }
+  return Status::Runtimef(
+      "cannot place the embedded PostgreSQL cluster: the server runs as user {} and cannot reach {}; neither /tmp nor "
+      "/var/tmp is usable instead (set TMPDIR to a directory it can traverse, or use --keep-db DIR)",
+      user.name, why);
+}
+
 }  // namespace
+
+int EmbeddedMaxConnectionsFor(int workers) {
+  return std::max(kDefaultEmbeddedMaxConnections, 2 * std::max(workers, 0) + 20);
+}
+
+std::string EmbeddedServerFailureCause(const std::string& dir) {
+  std::error_code ec;
+  fs::path root(dir);
+  if (dir.empty() || dir.front() != '/' || !fs::exists(root / kClusterMarkerFile, ec)) return "";
+  std::vector<std::string> lines = TailLines(root / kServerLogFile);
+  for (const char* needle : {"No space left on device", "PANIC:", "out of memory", "was terminated by signal"}) {
+    for (auto it = lines.rbegin(); it != lines.rend(); ++it) {
+      if (it->find(needle) == std::string::npos) continue;
+      std::string cause = *it;
+      if (cause.size() > 300) cause = cause.substr(0, 300) + "...";
+      return cause;
+    }
+  }
+  return "";
+}
 
 Result<std::string> FindPostgresBinDir() {
   auto has_server = [](const fs::path& dir) {
-    return fs::exists(dir / "initdb") && fs::exists(dir / "postgres");
+    std::error_code ec;
+    return fs::exists(dir / "initdb", ec) && fs::exists(dir / "postgres", ec);
   };
   if (const char* d = std::getenv("LEDGERDIFF_PG_BINDIR"); d && *d) {
     if (has_server(d)) return std::string(d);
@@ -101,15 +204,39 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   LD_ASSIGN_OR_RETURN(pg->bin_dir_, FindPostgresBinDir());
   LD_ASSIGN_OR_RETURN(ServerUser user, PickServerUser());
 
+  int max_connections = options.max_connections <= 0 ? kDefaultEmbeddedMaxConnections : options.max_connections;
+  if (max_connections > 10000)
+    return Status::Usagef("embedded server: max_connections {} is more than 10000", max_connections);
+
   if (options.dir.empty()) {
-    std::string tmpl = (fs::temp_directory_path() / "ledgerdiff-pg-XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) return Status::Runtimef("cannot create a temporary directory: {}", std::strerror(errno));
-    pg->dir_ = tmpl;
+    ReapStaleTempDirsAndReport();
+    std::string preferred = options.temp_root;
+    if (preferred.empty()) {
+      LD_ASSIGN_OR_RETURN(preferred, TempRoot());
+    }
+    LD_ASSIGN_OR_RETURN(std::string root, PickTempRoot(preferred, user));
+    LD_ASSIGN_OR_RETURN(pg->dir_, MakeOwnedTempDir("ledgerdiff-pg-", root));
   } else {
     std::error_code ec;
-    fs::create_directories(options.dir, ec);
+    fs::path dir = fs::absolute(options.dir, ec).lexically_normal();
+    if (ec) return Status::Usagef("--keep-db {}: {}", options.dir, ec.message());
+    if (dir.has_filename() == false && dir.has_parent_path()) dir = dir.parent_path();  // "DIR/" -> "DIR"
+    auto st = fs::symlink_status(dir, ec);
+    if (fs::exists(st)) {
+      if (!fs::is_directory(fs::status(dir, ec)))
+        return Status::Usagef("--keep-db {}: exists and is not a directory", options.dir);
+      if (!IsDirEmpty(dir) && !IsLedgerdiffCluster(dir))
+        return Status::Usagef(
+            "--keep-db {}: the directory is not empty and does not hold a ledgerdiff cluster; refusing to use it "
+            "(give a new or empty directory)",
+            options.dir);
+    }
+    fs::create_directories(dir, ec);
     if (ec) return Status::Runtimef("--keep-db {}: {}", options.dir, ec.message());
-    pg->dir_ = fs::absolute(options.dir).lexically_normal().string();
+    if (std::string why = UnreachableAncestor(dir, user); !why.empty())
+      return Status::Runtimef("--keep-db {}: the server runs as user {} and cannot reach it: {}", options.dir,
+                              user.name, why);
+    pg->dir_ = dir.string();
     pg->keep_ = true;
   }
   pg->socket_dir_ = pg->dir_;
@@ -120,8 +247,10 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   pg->cleanup_ = RegisterCleanup([self] { (void)self->Stop(); });
 
   fs::path data = fs::path(pg->dir_) / "data";
-  fs::path log = fs::path(pg->dir_) / "server.log";
-  bool reuse = fs::exists(data / "PG_VERSION");
+  fs::path log = fs::path(pg->dir_) / kServerLogFile;
+  std::error_code exists_ec;
+  bool reuse = fs::exists(data / "PG_VERSION", exists_ec);
+  LD_RETURN_IF_ERROR(WriteClusterMarker(pg->dir_));
   chmod(pg->dir_.c_str(), 0700);
   LD_RETURN_IF_ERROR(ChownTree(pg->dir_, user));
   SpawnOptions as_user;
@@ -148,7 +277,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
                       Spawn({pg->bin_dir_ + "/postgres", "-D", data.string(), "-k", pg->socket_dir_, "-p",
                              std::to_string(pg->port_), "-c", "listen_addresses=", "-c", "fsync=off", "-c",
                              "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
-                             "max_connections=" + std::to_string(options.max_connections), "-c",
+                             "max_connections=" + std::to_string(max_connections), "-c",
                              "shared_buffers=256MB", "-c", "max_wal_size=4GB", "-c", "checkpoint_timeout=30min",
                              "-c", "unix_socket_permissions=0777", "-c", "logging_collector=off"},
                             server));
@@ -199,13 +328,13 @@ Status EmbeddedPostgres::Stop() {
   if (!keep_ && !dir_.empty()) {
     // The server's last processes may still be writing while the tree goes away (seen under
     // load after Ctrl-C): retry until the directory is really gone.
-    std::error_code ec;
+    Status removed;
     for (int attempt = 0; attempt < 50; ++attempt) {
-      fs::remove_all(dir_, ec);
-      if (!fs::exists(dir_)) break;
+      removed = RemoveTree(dir_);
+      if (removed.ok()) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (fs::exists(dir_) && status.ok()) status = Status::Runtimef("could not remove {}: {}", dir_, ec.message());
+    if (!removed.ok() && status.ok()) status = removed;
   }
   return status;
 }

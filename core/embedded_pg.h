@@ -6,6 +6,8 @@
 // Running as root, the server runs as an unprivileged user (PostgreSQL refuses root): the
 // `postgres` user when it exists, else `nobody`, or LEDGERDIFF_PG_USER.
 //
+// Every Start() first reaps the leftovers of killed runs (core/tempdir.h).
+//
 // Lifetime: Stop() or the destructor stops the server (fast shutdown) and removes the directory
 // unless it is kept; so does SIGINT/SIGTERM/SIGHUP from the moment Start() made the directory
 // (a cleanup registered with core/process.h). The server also gets SIGINT if this process dies
@@ -19,11 +21,28 @@
 
 namespace ledgerdiff {
 
+// The server's max_connections when the caller does not size it: enough for 64 workers.
+constexpr int kDefaultEmbeddedMaxConnections = 200;
+// What a run of `workers` parallel workers needs: each worker holds up to two sessions (its job
+// claim and its ingestion), plus the orchestrator, digests and monitoring. Never below the default.
+int EmbeddedMaxConnectionsFor(int workers);
+
+// The file that marks a directory as a ledgerdiff cluster (so --keep-db reuses only those).
+constexpr const char* kClusterMarkerFile = ".ledgerdiff-cluster";
+constexpr const char* kServerLogFile = "server.log";
+
 struct EmbeddedOptions {
-  // Where the cluster lives. Empty: a fresh temporary directory, removed on Stop().
-  // Non-empty (--keep-db DIR): created if missing, reused when it already holds a cluster, kept.
-  std::string dir;
-  int max_connections = 120;
+  // Where the cluster lives. Empty: a fresh owned temporary directory (core/tempdir.h) under
+  // temp_root, removed on Stop(), reaped by a later run if this process is killed.
+  // Non-empty (--keep-db DIR): created if missing, reused when it holds a ledgerdiff cluster,
+  // kept. An existing non-empty directory that is not a ledgerdiff cluster is refused.
+  std::string dir{};
+  // PostgreSQL max_connections; <= 0: kDefaultEmbeddedMaxConnections. Callers running N
+  // workers pass EmbeddedMaxConnectionsFor(N). At most 10000.
+  int max_connections = kDefaultEmbeddedMaxConnections;
+  // Where the temporary directory goes; empty: $TMPDIR, else /tmp. When the server user
+  // (running as root) cannot traverse it (a private 0700 TMPDIR), /tmp then /var/tmp is used.
+  std::string temp_root{};
 };
 
 class EmbeddedPostgres {
@@ -55,6 +74,12 @@ class EmbeddedPostgres {
   int cleanup_ = 0;  // registered with core/process.h: Ctrl-C stops and removes the cluster
   std::mutex stop_mu_;  // Stop() may race between the signal thread and main's destructors
 };
+
+// The cause of an embedded server's failure, from the tail of its log: the last line that says
+// "No space left on device", PANIC, out of memory or a process killed by a signal. `dir` is the
+// cluster directory (= its socket directory, the conninfo's host). "" when `dir` is not a
+// ledgerdiff cluster or the log names no cause. Never fails.
+std::string EmbeddedServerFailureCause(const std::string& dir);
 
 // Finds the PostgreSQL server binaries (initdb, postgres): LEDGERDIFF_PG_BINDIR, pg_config
 // --bindir, the newest /usr/lib/postgresql/*/bin, then PATH.

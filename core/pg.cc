@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <regex>
+
+#include "core/embedded_pg.h"
+#include "core/redact.h"
 
 namespace ledgerdiff::pg {
 
@@ -52,16 +54,7 @@ std::string Qualified(std::string_view schema, std::string_view table) {
   return QuoteIdent(schema) + "." + QuoteIdent(table);
 }
 
-std::string RedactConninfo(std::string_view conninfo) {
-  std::string s(conninfo);
-  // URI form: scheme://user:password@host
-  static const std::regex uri_pw(R"(^(postgres(?:ql)?://[^:/@]*):[^@]*@)");
-  s = std::regex_replace(s, uri_pw, "$1:***@");
-  // URI query parameter or key=value form.
-  static const std::regex kv_pw(R"((^|[\s?&])password\s*=\s*('([^'\\]|\\.)*'|[^\s&]*))");
-  s = std::regex_replace(s, kv_pw, "$1password=***");
-  return s;
-}
+std::string RedactConninfo(std::string_view conninfo) { return ledgerdiff::RedactConninfo(conninfo); }
 
 // ---- Rows ----
 
@@ -100,14 +93,31 @@ Connection::~Connection() {
 
 std::string Connection::LastError() const { return Trim(PQerrorMessage(conn_)); }
 
+Status Connection::Failure(const char* result_message) const {
+  std::string msg = Trim(result_message && *result_message ? result_message : PQerrorMessage(conn_));
+  if (PQstatus(conn_) == CONNECTION_BAD) {
+    const char* host = PQhost(conn_);
+    if (std::string cause = host ? EmbeddedServerFailureCause(host) : ""; !cause.empty())
+      msg += " (embedded server log: " + cause + ")";
+  }
+  return Status::Runtime(msg);
+}
+
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo,
                                                      const std::string& application_name) {
+  // Before anything can fail: libpq may echo the password (a malformed URI's token).
+  RegisterConninfoSecrets(conninfo);
+  RegisterEnvironmentSecrets();
   const char* keys[] = {"dbname", "fallback_application_name", nullptr};
   const char* values[] = {conninfo.c_str(), application_name.c_str(), nullptr};
   pg_conn* raw = PQconnectdbParams(keys, values, /*expand_dbname=*/1);
   if (raw == nullptr) return Status::Runtime("cannot connect: out of memory");
   if (PQstatus(raw) != CONNECTION_OK) {
     std::string err = Trim(PQerrorMessage(raw));
+    if (const char* host = PQhost(raw)) {
+      if (std::string cause = EmbeddedServerFailureCause(host); !cause.empty())
+        err += " (embedded server log: " + cause + ")";
+    }
     PQfinish(raw);
     std::string target = conninfo.empty() ? std::string("(PG* environment defaults)") : RedactConninfo(conninfo);
     return Status::Runtimef("cannot connect to database {}: {}", target, err);
@@ -123,9 +133,7 @@ Status Connection::Run(const std::string& sql) {
   Rows holder(res);
   auto st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    return Status::Runtime(Trim(PQresultErrorMessage(res) && *PQresultErrorMessage(res)
-                                    ? PQresultErrorMessage(res)
-                                    : PQerrorMessage(conn_)));
+    return Failure(PQresultErrorMessage(res));
   }
   return Status::Ok();
 }
@@ -139,8 +147,7 @@ Result<Rows> Connection::Exec(const std::string& sql, const std::vector<Param>& 
   Rows rows(res);
   auto st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    const char* msg = PQresultErrorMessage(res);
-    return Status::Runtime(Trim(msg && *msg ? msg : PQerrorMessage(conn_)));
+    return Failure(PQresultErrorMessage(res));
   }
   return rows;
 }
@@ -150,14 +157,14 @@ Status Connection::CopyOut(const std::string& copy_sql,
   {
     PGresult* res = PQexec(conn_, copy_sql.c_str());
     Rows holder(res);
-    if (PQresultStatus(res) != PGRES_COPY_OUT) return Status::Runtime(Trim(PQresultErrorMessage(res)));
+    if (PQresultStatus(res) != PGRES_COPY_OUT) return Failure(PQresultErrorMessage(res));
   }
   Status callback_status;
   for (;;) {
     char* buf = nullptr;
     int n = PQgetCopyData(conn_, &buf, 0);
     if (n == -1) break;  // done
-    if (n == -2) return Status::Runtime("COPY failed: " + LastError());
+    if (n == -2) return Failure(nullptr).With("COPY failed");
     if (callback_status.ok()) {
       std::string_view line(buf, static_cast<size_t>(n));
       if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
@@ -170,8 +177,7 @@ Status Connection::CopyOut(const std::string& copy_sql,
   Status final_status;
   while (PGresult* res = PQgetResult(conn_)) {
     Rows holder(res);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && final_status.ok())
-      final_status = Status::Runtime(Trim(PQresultErrorMessage(res)));
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && final_status.ok()) final_status = Failure(PQresultErrorMessage(res));
   }
   if (!callback_status.ok()) return callback_status;
   return final_status;
@@ -180,23 +186,22 @@ Status Connection::CopyOut(const std::string& copy_sql,
 Status Connection::BeginCopyIn(const std::string& copy_sql) {
   PGresult* res = PQexec(conn_, copy_sql.c_str());
   Rows holder(res);
-  if (PQresultStatus(res) != PGRES_COPY_IN) return Status::Runtime(Trim(PQresultErrorMessage(res)));
+  if (PQresultStatus(res) != PGRES_COPY_IN) return Failure(PQresultErrorMessage(res));
   return Status::Ok();
 }
 
 Status Connection::PutCopyData(std::string_view data) {
   if (PQputCopyData(conn_, data.data(), static_cast<int>(data.size())) != 1)
-    return Status::Runtime("COPY FROM failed: " + LastError());
+    return Failure(nullptr).With("COPY FROM failed");
   return Status::Ok();
 }
 
 Status Connection::EndCopyIn() {
-  if (PQputCopyEnd(conn_, nullptr) != 1) return Status::Runtime("COPY FROM failed: " + LastError());
+  if (PQputCopyEnd(conn_, nullptr) != 1) return Failure(nullptr).With("COPY FROM failed");
   Status status;
   while (PGresult* res = PQgetResult(conn_)) {
     Rows holder(res);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && status.ok())
-      status = Status::Runtime(Trim(PQresultErrorMessage(res)));
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && status.ok()) status = Failure(PQresultErrorMessage(res));
   }
   return status;
 }
@@ -236,7 +241,7 @@ Status Transaction::Commit() {
   // COMMIT of an aborted transaction reports ROLLBACK without an error: check the status.
   PGresult* res = PQexec(c->raw(), "COMMIT");
   Rows holder(res);
-  if (PQresultStatus(res) != PGRES_COMMAND_OK) return Status::Runtime(Trim(PQresultErrorMessage(res)));
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) return c->Failure(PQresultErrorMessage(res));
   if (std::strcmp(PQcmdStatus(res), "COMMIT") != 0) return Status::Runtime("transaction was rolled back");
   return Status::Ok();
 }

@@ -31,7 +31,7 @@ std::string QuoteLiteral(std::string_view value);
 // "schema"."table"
 std::string Qualified(std::string_view schema, std::string_view table);
 
-// Removes any password from a conninfo (URI or key=value) for display.
+// Same as ledgerdiff::RedactConninfo (core/redact.h): the conninfo without its password.
 std::string RedactConninfo(std::string_view conninfo);
 
 // A query result. Values are text; IsNull distinguishes NULL from ''.
@@ -97,6 +97,10 @@ class Connection {
  private:
   explicit Connection(pg_conn* conn);
   std::string LastError() const;
+  // An error Status from a libpq result message (or the connection's message when empty);
+  // when the server went away and it is an embedded one, the cause from its log is added.
+  Status Failure(const char* result_message) const;
+  friend class Transaction;
   pg_conn* conn_;
 };
 

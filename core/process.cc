@@ -28,6 +28,23 @@ void UnblockTerminationSignals() {
 }
 
 std::atomic<bool> g_terminating{false};
+std::atomic<bool> g_broken_pipe{false};
+
+// SIGPIPE is raised in the thread that wrote to the closed pipe, so the signal thread cannot
+// sigwait for it: this handler turns it into a process-wide SIGTERM that the signal thread
+// handles like any termination (cleanups, then exit 128+SIGPIPE).
+// The writing thread is parked here for good: it must not carry on past the broken pipe (fmt
+// throws on a failed write) while the cleanups run. The signal thread's own writes (cleanup
+// messages to a closed stderr) just fail.
+std::atomic<pid_t> g_signal_thread_tid{0};
+void OnBrokenPipe(int) {
+  if (gettid() == g_signal_thread_tid.load()) return;
+  if (!g_broken_pipe.exchange(true)) {
+    g_terminating = true;
+    kill(getpid(), SIGTERM);
+  }
+  for (;;) pause();
+}
 std::mutex g_cleanup_mu;
 std::map<int, std::function<void()>> g_cleanups;
 int g_next_cleanup = 1;
@@ -165,11 +182,18 @@ void InstallTerminationHandler() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  struct sigaction pipe_action {};
+  pipe_action.sa_handler = OnBrokenPipe;
+  sigemptyset(&pipe_action.sa_mask);
+  pipe_action.sa_flags = SA_RESTART;
+  sigaction(SIGPIPE, &pipe_action, nullptr);
   std::thread([set]() {
+    g_signal_thread_tid = gettid();
     int signo = 0;
     while (sigwait(&set, &signo) != 0) {
     }
     g_terminating = true;
+    if (g_broken_pipe) signo = SIGPIPE;
     std::map<int, std::function<void()>> cleanups;
     {
       std::lock_guard<std::mutex> lock(g_cleanup_mu);

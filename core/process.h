@@ -3,7 +3,7 @@
 //
 // Spawn starts a program with fork+exec, optionally as another user, in its own process group
 // (so a signal to the group reaches everything it started), with a parent-death signal.
-// The termination handler turns SIGINT/SIGTERM/SIGHUP into an orderly cleanup on a dedicated
+// The termination handler turns SIGINT/SIGTERM/SIGHUP/SIGPIPE into an orderly cleanup on a dedicated
 // thread (cleanup may allocate and talk to servers), then exits 128+signal.
 
 #include <sys/types.h>
@@ -50,6 +50,8 @@ std::string SelfExecutable();
 
 // Blocks SIGINT/SIGTERM/SIGHUP in every thread and starts a thread that waits for them; on
 // one it runs every registered cleanup (last registered first) and exits 128+signo.
+// SIGPIPE (stdout or stderr closed by the reader, e.g. `| head`) is handled the same way and
+// exits 141 after the cleanups.
 // Call once from main before starting other threads. Spawn unblocks them in children.
 void InstallTerminationHandler();
 // True once a termination signal is being handled. The process then ends through the handler

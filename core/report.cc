@@ -1,5 +1,7 @@
 #include "core/report.h"
 
+#include "core/redact.h"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -20,7 +22,7 @@ void StderrReporter::Note(std::string_view line) {
   if (quiet_) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (tty_) ClearLive();
-  fmt::print(stderr, "{}\n", line);
+  fmt::print(stderr, "{}\n", ScrubSecrets(std::string(line)));  // notes may quote foreign text
   std::fflush(stderr);
 }
 

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "core/redact.h"
+
 namespace ledgerdiff {
 
 // Process exit codes, like diff(1).
@@ -61,7 +63,8 @@ class Status {
   }
 
  private:
-  Status(Kind kind, std::string message) : kind_(kind), message_(std::move(message)) {}
+  // INVARIANT: a message never holds a registered secret (core/redact.h).
+  Status(Kind kind, std::string message) : kind_(kind), message_(ScrubSecrets(std::move(message))) {}
   Kind kind_ = Kind::kOk;
   std::string message_;
 };

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/tempdir.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
 
@@ -51,7 +52,9 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
   for (const auto& table : profile.tables) {
     FILE* f = stdout;
     if (!to_stdout) {
-      std::string path = (std::filesystem::path(options.out) / (table.name + (csv ? ".csv" : ".jsonl"))).string();
+      // Table names are arbitrary ("../../x", "/etc/x"): the file name is derived, never taken as is.
+      std::string path =
+          (std::filesystem::path(options.out) / (SafeFileName(table.name) + (csv ? ".csv" : ".jsonl"))).string();
       f = std::fopen(path.c_str(), "wb");
       if (!f) return Status::Usagef("dump file {}: {}", path, std::strerror(errno));
       summary.files.push_back(path);

@@ -1,5 +1,6 @@
 #include "tests/harness.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <sstream>
 
 #include "core/process.h"
+#include "core/tempdir.h"
 
 namespace ledgerdiff::testing {
 
@@ -98,6 +100,18 @@ std::string SourceDir() { return LEDGERDIFF_SOURCE_DIR; }
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   ledgerdiff::InstallTerminationHandler();
+  // Everything the tests and the tools they run put in $TMPDIR goes into one owned directory,
+  // removed at the end (and reaped by a later run if this binary is killed). Mode 0755: the
+  // embedded server's user must reach its cluster inside.
+  auto tmp = ledgerdiff::MakeOwnedTempDir("ledgerdiff-test-");
+  if (!tmp.ok()) {
+    fprintf(stderr, "%s\n", tmp.status().message().c_str());
+    return 2;
+  }
+  chmod(tmp->c_str(), 0755);
+  setenv("TMPDIR", tmp->c_str(), 1);
   ::testing::AddGlobalTestEnvironment(new ledgerdiff::testing::ServerEnvironment());
-  return RUN_ALL_TESTS();
+  int code = RUN_ALL_TESTS();
+  (void)ledgerdiff::RemoveTree(*tmp);
+  return code;
 }

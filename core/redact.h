@@ -1,0 +1,43 @@
+#pragma once
+// Secrets never reach output: the one redaction path.
+//
+// Every password the process learns (from --db, LEDGERDIFF_DB, PGPASSWORD, any conninfo handed
+// to pg::Connection::Open or RedactConninfo) is registered here, in every form it can be echoed
+// in: as written, percent-decoded, percent-encoded and conninfo-escaped. ScrubSecrets replaces
+// each registered form with "***". Status (core/status.h) scrubs every message it is built
+// with, so no error message can carry a registered password to stderr, JSON, JUnit, Markdown
+// or HTML. Text that reaches output without passing through a Status (a rendered conninfo,
+// a child's captured output) must go through RedactConninfo or ScrubSecrets.
+//
+// INVARIANT: registered secrets are never forgotten for the life of the process.
+// Secrets shorter than 4 bytes are scrubbed only as whole tokens (bounded by characters other
+// than letters and digits), so that a one-letter password does not mangle every message.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ledgerdiff {
+
+// Every password `conninfo` may hold: the value libpq parses (URI or key=value, also in a
+// nested dbname conninfo), plus what a lenient scan finds when libpq cannot parse it
+// (upper-case PASSWORD=, malformed percent-encoding, unterminated quotes). Raw forms only.
+std::vector<std::string> ConninfoPasswords(std::string_view conninfo);
+
+// Registers `secret` (and its percent-encoded/-decoded and escaped forms). Empty: no-op.
+void RegisterSecret(std::string_view secret);
+// Registers every password of `conninfo` (ConninfoPasswords).
+void RegisterConninfoSecrets(std::string_view conninfo);
+// Registers PGPASSWORD from the environment.
+void RegisterEnvironmentSecrets();
+
+// `text` with every registered secret replaced by "***".
+std::string ScrubSecrets(std::string text);
+
+// `conninfo` for display and for look-again commands: when libpq parses it, rebuilt in
+// key=value form without the password (usable as --db with the password given by PGPASSWORD
+// or ~/.pgpass); otherwise the text with every password candidate replaced by "***".
+// Registers the passwords it removes.
+std::string RedactConninfo(std::string_view conninfo);
+
+}  // namespace ledgerdiff

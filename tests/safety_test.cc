@@ -1,0 +1,344 @@
+// Safety (issue 11, core part): secrets never reach output, the embedded server never touches
+// what is not its own and never leaves clusters behind, dump never writes outside --out.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "core/database.h"
+#include "core/embedded_pg.h"
+#include "core/pg.h"
+#include "core/process.h"
+#include "core/redact.h"
+#include "core/report.h"
+#include "core/tempdir.h"
+#include "dump/dump.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Connect;
+using testing::RunCli;
+using testing::UniqueName;
+
+// A scratch directory under $TMPDIR (the harness's per-binary directory), removed at scope end.
+struct Scratch {
+  std::string path;
+  explicit Scratch(mode_t mode = 0755) {
+    auto d = MakeOwnedTempDir("ledgerdiff-safety-");
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    path = d.ok() ? *d : "";
+    fs::remove(fs::path(path) / kOwnerMarkerFile);  // a plain directory: not reapable itself
+    chmod(path.c_str(), mode);
+  }
+  ~Scratch() { (void)RemoveTree(path); }
+  std::vector<std::string> Clusters() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path))
+      if (e.path().filename().string().rfind("ledgerdiff-pg-", 0) == 0) out.push_back(e.path().string());
+    return out;
+  }
+};
+
+// Each form a password can take in a conninfo, the unreachable target, and the fragments of
+// the password that must never be printed.
+struct SecretCase {
+  std::string conninfo;
+  std::vector<std::string> fragments;
+};
+
+std::vector<SecretCase> SecretCases() {
+  return {
+      {"host=/nonexistent port=1 user=bob password=Wr&ongTail", {"Wr&ongTail", "ongTail"}},
+      {"host=/nonexistent port=1 user=bob password=Esc\\ apedPw", {"Esc\\ apedPw", "Esc apedPw", "apedPw"}},
+      {"host=/nonexistent port=1 user=bob password='Quo ted9Pw'", {"Quo ted9Pw", "ted9Pw"}},
+      {"host=/nonexistent port=1 user=bob PASSWORD=UpperSecret7", {"UpperSecret7"}},
+      {"postgresql://bob:Pa%zzss@nohost.invalid/db", {"Pa%zzss", "zzss"}},
+      {"postgresql://bob:Uri%26Secret@/postgres?host=/nonexistent&port=1", {"Uri%26Secret", "Uri&Secret", "Secret"}},
+      {"postgresql:///postgres?host=/nonexistent&port=1&password=Qry%20Secret", {"Qry%20Secret", "Qry Secret", "Secret"}},
+  };
+}
+
+TEST(Secrets, RedactConninfoRemovesEveryForm) {
+  for (const auto& c : SecretCases()) {
+    std::string shown = RedactConninfo(c.conninfo);
+    for (const auto& f : c.fragments) EXPECT_EQ(shown.find(f), std::string::npos) << c.conninfo << " -> " << shown;
+  }
+  EXPECT_EQ(RedactConninfo("host=x password=s3cret user=bob"), "user=bob host=x");
+  EXPECT_EQ(RedactConninfo("postgresql://bob:s3cret@host/db"), "user=bob dbname=db host=host");
+  EXPECT_EQ(RedactConninfo("host='a b' dbname=x"), "dbname=x host='a b'");
+  EXPECT_EQ(RedactConninfo(""), "");
+}
+
+TEST(Secrets, ConnectErrorsNeverCarryThePassword) {
+  for (const auto& c : SecretCases()) {
+    auto conn = pg::Connection::Open(c.conninfo);
+    ASSERT_FALSE(conn.ok()) << c.conninfo;
+    const std::string& msg = conn.status().message();
+    EXPECT_NE(msg.find("cannot connect"), std::string::npos) << msg;
+    for (const auto& f : c.fragments) EXPECT_EQ(msg.find(f), std::string::npos) << c.conninfo << " -> " << msg;
+  }
+}
+
+TEST(Secrets, EveryStatusIsScrubbedOfRegisteredSecrets) {
+  RegisterConninfoSecrets("host=x password=Zq9&Tail");
+  Status s = Status::Runtime("server said: Zq9&Tail / Zq9%26Tail").With("context Zq9&Tail");
+  EXPECT_EQ(s.message().find("Zq9"), std::string::npos) << s.message();
+  // A short secret is scrubbed as a whole token only: it does not mangle words.
+  RegisterSecret("ab");
+  EXPECT_EQ(ScrubSecrets("absent ab x"), "absent *** x");
+}
+
+TEST(Secrets, CliStderrAndJsonNeverCarryThePassword) {
+  for (const auto& c : SecretCases()) {
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"verify", "--range", "2:11", "--db", c.conninfo, "--format", "json"},
+             {"digest", "--schema", "s", "--db", c.conninfo}}) {
+      auto r = RunCli(args);
+      EXPECT_EQ(r.exit_code, 2) << c.conninfo << ": " << r.err;
+      EXPECT_NE(r.err.find("ledgerdiff:"), std::string::npos) << r.err;
+      for (const auto& f : c.fragments) {
+        EXPECT_EQ(r.err.find(f), std::string::npos) << c.conninfo << " stderr: " << r.err;
+        EXPECT_EQ(r.out.find(f), std::string::npos) << c.conninfo << " stdout: " << r.out;
+      }
+    }
+  }
+}
+
+TEST(Embedded, KeepDbRefusesANonEmptyDirectoryThatIsNotACluster) {
+  Scratch scratch;
+  fs::path dir = fs::path(scratch.path) / "precious";
+  fs::create_directories(dir);
+  { std::ofstream(dir / "notes.txt") << "mine\n"; }
+  auto started = EmbeddedPostgres::Start({.dir = dir.string()});
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().kind(), Status::Kind::kUsage);
+  EXPECT_NE(started.status().message().find(dir.string()), std::string::npos) << started.status().message();
+  struct stat st {};
+  ASSERT_EQ(stat((dir / "notes.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, geteuid());  // not handed to the server user
+  EXPECT_FALSE(fs::exists(dir / "data"));
+
+  auto r = RunCli({"digest", "--schema", "s", "--keep-db", dir.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(dir.string()), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "data"));
+}
+
+TEST(Embedded, KeepDbReusesItsOwnCluster) {
+  Scratch scratch;
+  fs::path dir = fs::path(scratch.path) / "kept";
+  {
+    auto first = EmbeddedPostgres::Start({.dir = dir.string()});
+    ASSERT_TRUE(first.ok()) << first.status().message();
+    auto conn = Connect((*first)->conninfo());
+    ASSERT_TRUE(conn);
+    ASSERT_TRUE(conn->Run("CREATE TABLE kept_marker (x int)").ok());
+  }
+  EXPECT_TRUE(fs::exists(dir / kClusterMarkerFile));
+  auto again = EmbeddedPostgres::Start({.dir = dir.string()});
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto conn = Connect((*again)->conninfo());
+  ASSERT_TRUE(conn);
+  EXPECT_TRUE(conn->Exec("SELECT count(*) FROM kept_marker").ok());
+}
+
+TEST(Embedded, StaleOwnedDirectoriesAreReapedOthersAreNot) {
+  Scratch scratch;
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);  // `child` is now a pid nobody has
+  auto make = [&](const std::string& name, const std::string& marker) {
+    fs::create_directories(fs::path(scratch.path) / name / "data");
+    if (!marker.empty()) std::ofstream(fs::path(scratch.path) / name / kOwnerMarkerFile) << marker;
+  };
+  make("ledgerdiff-pg-stale", fmt::format("pid={}\nstart=1\n", child));
+  make("ledgerdiff-chaos-stale", fmt::format("pid={}\nstart=1\n", child));
+  make("ledgerdiff-pg-nomarker", "");
+  make("someone-else", fmt::format("pid={}\nstart=1\n", child));
+  fs::create_directories(fs::path(scratch.path) / "ledgerdiff-pg-alive");
+  ASSERT_TRUE(WriteOwnerMarker((fs::path(scratch.path) / "ledgerdiff-pg-alive").string()).ok());
+  // A recycled pid: alive, but started at another time than the marker says.
+  make("ledgerdiff-pg-recycled", fmt::format("pid={}\nstart=1\n", getpid()));
+
+  auto removed = ReapStaleTempDirs(scratch.path);
+  std::sort(removed.begin(), removed.end());
+  ASSERT_EQ(removed.size(), 3u);
+  EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-stale"));
+  EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-chaos-stale"));
+  EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-recycled"));
+  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-nomarker"));
+  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / "someone-else"));
+  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-alive"));
+}
+
+// Starts ledgerdiff with TMPDIR=`tmpdir` and stdout on `stdout_fd` (-1: /dev/null).
+pid_t StartCli(const std::vector<std::string>& args, const std::string& tmpdir, int stdout_fd) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    int devnull = open("/dev/null", O_WRONLY);
+    dup2(stdout_fd >= 0 ? stdout_fd : devnull, 1);
+    dup2(devnull, 2);
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    setenv("TMPDIR", tmpdir.c_str(), 1);
+    std::vector<char*> argv;
+    std::string bin = testing::LedgerdiffBinary();
+    argv.push_back(bin.data());
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(bin.c_str(), argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+TEST(Embedded, ClusterOfAKilledRunIsReapedByTheNextRun) {
+  Scratch scratch;
+  pid_t pid = StartCli({"verify", "--range", "2:3001", "--workers", "2"}, scratch.path, -1);
+  // Wait until its server runs, then kill it the way nothing can clean up after.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  std::string cluster;
+  while (cluster.empty() && std::chrono::steady_clock::now() < deadline) {
+    for (const auto& c : scratch.Clusters())
+      if (fs::exists(fs::path(c) / "data" / "postmaster.pid")) cluster = c;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(cluster.empty());
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  ASSERT_TRUE(fs::exists(cluster));
+  // Its server got SIGINT (parent-death signal); give it the time to go.
+  for (int i = 0; i < 200 && fs::exists(fs::path(cluster) / "data" / "postmaster.pid"); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+
+  auto r = RunCli({"digest", "--schema", "no_such_schema"}, {"TMPDIR=" + scratch.path});
+  EXPECT_NE(r.err.find("ledgerdiff: removed "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(cluster), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(cluster));
+  EXPECT_TRUE(scratch.Clusters().empty());
+}
+
+TEST(Embedded, BrokenStdoutPipeStillRemovesTheCluster) {
+  Scratch scratch;
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  close(fds[0]);  // the reader is gone, like `| head -c 100` after its bytes
+  pid_t pid = StartCli({"verify", "--range", "2:101", "--workers", "2", "--format", "json"}, scratch.path, fds[1]);
+  close(fds[1]);
+  int ws = 0;
+  waitpid(pid, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 128 + SIGPIPE) << "wait status " << ws;
+  EXPECT_TRUE(scratch.Clusters().empty());
+}
+
+TEST(Embedded, MissingTmpdirIsAOneLineUsageError) {
+  for (const char* tmpdir : {"/nonexistent", "/etc/passwd"}) {
+    auto r = RunCli({"digest", "--schema", "s"}, {std::string("TMPDIR=") + tmpdir});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(std::string("TMPDIR=") + tmpdir), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST(Embedded, PrivateTmpdirStillWorks) {
+  Scratch priv(0700);  // like `mktemp -d` or systemd's PrivateTmp
+  auto server = EmbeddedPostgres::Start({.temp_root = priv.path});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  auto conn = Connect((*server)->conninfo());
+  ASSERT_TRUE(conn);
+  std::string dir = (*server)->dir();
+  if (RunningAsRoot()) {
+    EXPECT_NE(dir.rfind(priv.path, 0), 0u) << dir;  // placed where the server user can reach
+  }
+  conn.reset();
+  EXPECT_TRUE((*server)->Stop().ok());
+  EXPECT_FALSE(fs::exists(dir));
+}
+
+TEST(Embedded, MaxConnectionsIsSizedForManyWorkers) {
+  EXPECT_GE(EmbeddedMaxConnectionsFor(64), 2 * 64);
+  EXPECT_GE(EmbeddedMaxConnectionsFor(500), 2 * 500);
+  EXPECT_EQ(EmbeddedMaxConnectionsFor(1), kDefaultEmbeddedMaxConnections);
+  // The default server (the harness's) takes 2 sessions for each of 64 workers and then some.
+  std::vector<std::unique_ptr<pg::Connection>> conns;
+  for (int i = 0; i < 2 * 64 + 10; ++i) {
+    auto c = pg::Connection::Open(testing::TestConninfo());
+    ASSERT_TRUE(c.ok()) << "connection " << i << ": " << c.status().message();
+    conns.push_back(std::move(c).value());
+  }
+  auto rows = conns[0]->Exec("SHOW max_connections");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->Get(0, 0), std::to_string(kDefaultEmbeddedMaxConnections));
+}
+
+TEST(Embedded, ServerDeathNamesTheCauseFromItsLog) {
+  auto server = EmbeddedPostgres::Start({.max_connections = 20});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  auto conn = Connect((*server)->conninfo());
+  ASSERT_TRUE(conn);
+  auto rows = conn->Exec("SHOW max_connections");
+  ASSERT_TRUE(rows.ok());
+  EXPECT_EQ(rows->Get(0, 0), "20");
+  // What a full disk makes the server write before it goes down.
+  fs::path dir = (*server)->dir();
+  std::ofstream(dir / kServerLogFile, std::ios::app)
+      << "2026-11-30 20:00:00 UTC [1] PANIC:  could not write to file \"pg_wal/xlogtemp.1\": No space left on device\n";
+  std::ifstream pidfile(dir / "data" / "postmaster.pid");
+  pid_t postmaster = 0;
+  pidfile >> postmaster;
+  ASSERT_GT(postmaster, 0);
+  kill(postmaster, SIGQUIT);  // immediate shutdown: every session is cut
+  Status s;
+  for (int i = 0; i < 100 && s.ok(); ++i) {
+    s = conn->Run("SELECT 1");
+    if (s.ok()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();
+  (void)(*server)->Stop();
+}
+
+TEST(Dump, TableNamesNeverEscapeTheOutputDirectory) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  std::string schema = UniqueName("dump_escape");
+  ASSERT_TRUE(CreateOwnedSchema(*conn, schema, "t", true, false).ok());
+  for (const char* table : {"../../x", "/abs_x", "..", "a%2Fb"}) {
+    ASSERT_TRUE(conn->Run(fmt::format("CREATE TABLE {} (ledger_sequence int); INSERT INTO {} VALUES (2)",
+                                      pg::Qualified(schema, table), pg::Qualified(schema, table)))
+                    .ok());
+  }
+  Scratch scratch;
+  fs::path out = fs::path(scratch.path) / "a" / "b" / "out";
+  dump::DumpOptions opts;
+  opts.out = out.string();
+  NullReporter reporter;
+  auto summary = dump::DumpSchema(testing::TestConninfo(), schema, dump::AutoProfileSpec(), opts, reporter);
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  EXPECT_EQ(summary->files.size(), 4u);
+  for (const auto& f : summary->files) {
+    EXPECT_EQ(fs::path(f).parent_path(), out) << f;
+    EXPECT_TRUE(fs::is_regular_file(f)) << f;
+  }
+  EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "a" / "x.jsonl"));
+  EXPECT_FALSE(fs::exists("/abs_x.jsonl"));
+  EXPECT_EQ(SafeFileName("../../x"), "..%2F..%2Fx");
+  EXPECT_EQ(SafeFileName(".."), "%2E%2E");
+  EXPECT_NE(SafeFileName("a%2Fb"), SafeFileName("a/b"));
+}
+
+}  // namespace
+}  // namespace ledgerdiff
