@@ -114,6 +114,7 @@ Runner SetupVerifyRange(CLI::App* sub, VerifyRangeFlags& f) {
   sub->add_option("--jobs", o.jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
+  sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
   AddFormatFlag(sub, f.format);
   return [&f]() -> int {
     auto range = ParseLedgerRange(f.range);

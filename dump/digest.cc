@@ -413,7 +413,7 @@ std::string RenderDigestText(const DigestSummary& s) {
   auto excluded = s.profile.ExcludedColumns();
   out += fmt::format("excluded columns: {}\n", excluded.empty() ? "none" : fmt::format("{}", fmt::join(excluded, ", ")));
   if (!s.profile.lookup_tables.empty())
-    out += fmt::format("lookup tables (resolved, not compared): {}\n", fmt::join(s.profile.lookup_tables, ", "));
+    out += fmt::format("lookup tables (resolved; diff compares them as natural-key sets): {}\n", fmt::join(s.profile.lookup_tables, ", "));
   if (!s.profile.uncompared_tables.empty())
     out += fmt::format("tables without a ledger mapping (not compared): {}\n",
                        fmt::join(s.profile.uncompared_tables, ", "));

@@ -546,6 +546,38 @@ TEST(Encoding, BaseIsExactFlipsWithTheTradeAndAChangeIsFound) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 7. The checks and the row diff read the digest's snapshot
+
+TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
+  std::string s = UniqueName("snap");
+  ExecSql(TestConninfo(), fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence int, x text); "
+                                      "INSERT INTO {0}.history_ledgers VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+                                      pg::QuoteIdent(s)));
+  dump::DigestOptions o;
+  int64_t seen_in_snapshot = -1;
+  o.before_commit = [&](const std::string& id) -> Status {
+    // A writer commits after the digest read the table...
+    auto w = Connect();
+    Status st = w->Run(fmt::format("INSERT INTO {}.history_ledgers VALUES (2, 'late')", pg::QuoteIdent(s)));
+    if (!st.ok()) return st;
+    // ...and a reader in the digest's snapshot does not see it.
+    auto r = Connect();
+    LD_RETURN_IF_ERROR(r->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    LD_RETURN_IF_ERROR(r->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(id)));
+    LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                        r->Exec(fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))));
+    seen_in_snapshot = rows.GetInt(0, 0);
+    return Status::Ok();
+  };
+  NullReporter rep;
+  auto d = dump::DigestSchema(TestConninfo(), s, dump::HorizonProfileSpec(), o, {}, rep);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->rows, 3u);
+  EXPECT_EQ(seen_in_snapshot, 3);
+  EXPECT_EQ(QueryInt(TestConninfo(), fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
 // 10. Manifest version
 
 TEST(Manifest, OldVersionIsAClearErrorSayingToReSave) {
