@@ -359,6 +359,12 @@ TEST(Empty, NothingComparedIsAUsageErrorUnlessAllowed) {
   auto ok = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b), o);
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_TRUE(ok->identical);
+  // The CLI: exit 2 with one line naming the range, exit 0 with --allow-empty.
+  auto cli = testing::RunCli({"diff", "--db", TestConninfo(), a, b, "--range", "10:20"});
+  EXPECT_EQ(cli.exit_code, 2) << cli.out;
+  EXPECT_NE(cli.err.find("nothing compared"), std::string::npos) << cli.err;
+  auto allowed = testing::RunCli({"diff", "--db", TestConninfo(), a, b, "--range", "10:20", "--allow-empty"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
   // Without --range: both sides empty is the same usage error.
   auto none = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b));
   ASSERT_FALSE(none.ok());
