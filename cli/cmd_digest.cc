@@ -96,6 +96,7 @@ Action SetupDiff(CLI::App* sub) {
   sub->add_option("--max-rows", f->opts.max_rows, "Rows shown per table and kind of difference (default 20)");
   sub->add_flag("--all", f->opts.all, "List every divergent ledger per table as intervals");
   sub->add_option("--jobs", f->opts.jobs, "Connections per schema side")->check(CLI::Range(1, 64));
+  sub->add_flag("--allow-empty", f->opts.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
   Action a;
   a.check = [f] { return f->c.Check(); };
   a.run = [f](Context& ctx) -> Result<Outcome> {

@@ -105,6 +105,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--jobs", o.jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
+  sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));

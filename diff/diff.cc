@@ -16,6 +16,7 @@
 #include "dump/canonical.h"
 #include "dump/digest.h"
 #include "dump/manifest.h"
+#include "dump/range_sql.h"
 
 namespace ledgerdiff::diff {
 
@@ -76,18 +77,74 @@ class ChunkQueue {
   Status status_;
 };
 
+// The digest's snapshot of a schema side, held open for the checks and the row diff.
+// The digest thread publishes the snapshot id and waits until the comparator releases it.
+class SnapshotGate {
+ public:
+  // Digest thread: publish and block until Release (DigestOptions::before_commit).
+  Status PublishAndWait(const std::string& id) {
+    std::unique_lock<std::mutex> lock(mu_);
+    id_ = id;
+    published_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return released_; });
+    return Status::Ok();
+  }
+  // Digest thread: the digest ended (also when it failed before publishing).
+  void Finished() {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_ = true;
+    cv_.notify_all();
+  }
+  // Comparator: the snapshot id, or std::nullopt when the digest ended without one (an error).
+  std::optional<std::string> Wait() {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return published_ || finished_; });
+    if (!published_) return std::nullopt;
+    return id_;
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    released_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string id_;
+  bool published_ = false, released_ = false, finished_ = false;
+};
+
 // One side during a comparison: its profile, its stream of chunks, its summary.
+// INVARIANT: the digest thread is owned: the destructor cancels the stream, releases the snapshot
+// and joins, so no return path leaves a joinable thread behind.
 struct Side {
   Source source;
-  ResolvedProfile profile;     // as resolved before the digest (schema) or from the header
-  LedgerRange present;         // range present in the schema / the manifest's range
+  const char* name = "left";
+  ResolvedProfile profile;               // as resolved before the digest (schema) or from the header
+  std::optional<LedgerRange> present;    // range present in the schema (none: empty) / the manifest's
   std::unique_ptr<dump::ManifestReader> reader;
   ChunkQueue queue;
-  std::thread thread;
+  SnapshotGate gate;
   DigestSummary summary;       // schema: filled by the digest thread
   Chunk chunk;                 // current chunk
   bool have = false;
   std::vector<int> map;        // common table index -> this side's table index (-1 absent)
+  std::jthread thread;         // declared last: joined first, while the members above are alive
+
+  Side() = default;
+  Side(const Side&) = delete;
+  Side& operator=(const Side&) = delete;
+  ~Side() { Stop(); }
+
+  bool is_schema() const { return source.kind == Source::Kind::kSchema; }
+  // Cancels the digest (if still running), releases its snapshot and joins it.
+  void Stop() {
+    queue.Cancel();
+    gate.Release();
+    if (thread.joinable()) thread.join();
+  }
 
   // Advances to the chunk holding `l`. False at the end of the stream.
   Result<bool> Seek(Ledger l) {
@@ -114,14 +171,26 @@ struct Side {
       if (!more) return Status::Ok();
     }
   }
+  // A connection inside the digest's snapshot. REQUIRES: is_schema(), the digest has started.
+  Result<std::unique_ptr<pg::Connection>> OpenInSnapshot() {
+    std::optional<std::string> id = gate.Wait();
+    if (!id) {
+      Stop();
+      Status st = queue.status();
+      return st.ok() ? Status::Runtimef("{}: the digest ended without a snapshot", source.Describe()) : st;
+    }
+    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(source.conninfo, "ledgerdiff diff checks"));
+    LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(*id)));
+    return conn;
+  }
 };
 
-Result<std::vector<RowValues>> FetchRows(const std::string& conninfo, const std::string& schema,
-                                         const ResolvedTable& table, Ledger ledger) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff diff rows"));
+Result<std::vector<RowValues>> FetchRows(pg::Connection& conn, const std::string& schema, const ResolvedTable& table,
+                                         Ledger ledger) {
   std::vector<RowValues> rows;
   std::vector<std::string_view> fields;
-  Status s = conn->CopyOut(dump::CanonicalCopy(table, schema, {ledger, ledger}), [&](std::string_view line) {
+  Status s = conn.CopyOut(dump::CanonicalCopy(table, schema, {ledger, ledger}), [&](std::string_view line) {
     pg::SplitCopyFields(line, fields);
     RowValues r;
     for (size_t i = 1; i < fields.size(); ++i) r.push_back(dump::UnescapeCopyField(fields[i]));
@@ -131,20 +200,6 @@ Result<std::vector<RowValues>> FetchRows(const std::string& conninfo, const std:
   if (!s.ok()) return s.With(fmt::format("rows of {} at ledger {}", table.name, ledger));
   return rows;
 }
-
-std::string ShowValue(const std::optional<std::string>& v) {
-  if (!v) return "NULL";
-  std::string out = "'";
-  for (char c : *v) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\'') out += "''";
-    else out += c;
-  }
-  return out + "'";
-}
-
-nlohmann::json ValueJson(const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 }  // namespace
 
@@ -234,403 +289,391 @@ void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& 
   }
 }
 
-Result<DiffReport> DiffSources(const Source& left_src, const Source& right_src, const dump::ProfileSpec& spec,
-                               const DiffOptions& options, Reporter& reporter) {
-  const auto started = std::chrono::steady_clock::now();
-  Side sides[2];
-  sides[0].source = left_src;
-  sides[1].source = right_src;
-  const char* names[2] = {"left", "right"};
+namespace {
 
-  // 1. Profiles and ranges of both sides.
-  for (Side& s : sides) {
-    if (s.source.kind == Source::Kind::kManifest) {
-      LD_ASSIGN_OR_RETURN(s.reader, dump::ManifestReader::Open(s.source.manifest_path));
-      s.profile = s.reader->header().profile;
-      s.present = s.reader->header().range;
-    } else {
-      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.source.conninfo, "ledgerdiff diff"));
-      auto p = dump::ResolveProfile(*conn, s.source.schema, spec);
-      if (!p.ok()) return p.status().With(s.source.Describe());
-      s.profile = std::move(p).value();
-      if (!options.range) {
-        auto r = dump::DetectRange(*conn, s.source.schema, s.profile);
-        if (!r.ok()) return r.status();
-        s.present = *r;
-      }
-    }
-  }
-  LedgerRange range;
-  bool m0 = sides[0].reader != nullptr, m1 = sides[1].reader != nullptr;
-  if (options.range) {
-    range = *options.range;
-    for (Side& s : sides)
-      if (s.reader && !s.present.contains(range))
-        return Status::Usagef("range {} is outside {} (which covers {})", range.str(), s.source.Describe(),
-                              s.present.str());
-  } else if (m0 && m1) {
-    if (!(sides[0].present == sides[1].present))
-      return Status::Usagef("the manifests cover different ranges ({} and {}): give --range within both",
-                            sides[0].present.str(), sides[1].present.str());
-    range = sides[0].present;
-  } else if (m0 || m1) {
-    range = m0 ? sides[0].present : sides[1].present;
-  } else {
-    range = {std::min(sides[0].present.from, sides[1].present.from), std::max(sides[0].present.to, sides[1].present.to)};
+bool IsHistoryTable(const std::string& t) { return t.rfind("history_", 0) == 0; }
+
+std::vector<std::string> Minus(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  std::vector<std::string> out;
+  for (const auto& x : a)
+    if (std::find(b.begin(), b.end(), x) == b.end()) out.push_back(x);
+  return out;
+}
+
+// One comparison, stage by stage (DiffSources reads as the list of stages).
+class DiffRun {
+ public:
+  DiffRun(const Source& left, const Source& right, const dump::ProfileSpec& spec, const DiffOptions& options,
+          Reporter& reporter)
+      : spec_(spec), options_(options), reporter_(reporter) {
+    sides_[0].source = left;
+    sides_[1].source = right;
+    sides_[1].name = "right";
+    report_.left = left.Describe();
+    report_.right = right.Describe();
+    report_.all = options.all;
   }
 
-  // 2. Common tables and columns.
-  DiffReport report;
-  report.left = left_src.Describe();
-  report.right = right_src.Describe();
-  report.range = range;
-  report.profile = sides[0].profile.name;
-  report.all = options.all;
-  ResolvedProfile common;
-  common.name = sides[0].profile.name;
-  common.lookup_tables = sides[0].profile.lookup_tables;
-  common.uncompared_tables = sides[0].profile.uncompared_tables;
-  for (const auto& lt : sides[0].profile.tables) {
-    const ResolvedTable* rt = sides[1].profile.Find(lt.name);
-    if (!rt) {
-      report.schema_differences.push_back(fmt::format("table {} only on the left", lt.name));
-      continue;
-    }
-    ResolvedTable t = lt;
-    t.columns.clear();
-    for (const auto& c : lt.columns) {
-      auto it = std::find_if(rt->columns.begin(), rt->columns.end(), [&](const auto& o) { return o.name == c.name; });
-      if (it == rt->columns.end()) {
-        report.schema_differences.push_back(fmt::format("column {}.{} only on the left", lt.name, c.name));
+  // Each side's resolved profile and present range (schema) or header (manifest).
+  Status OpenSides() {
+    for (Side& s : sides_) {
+      if (!s.is_schema()) {
+        LD_ASSIGN_OR_RETURN(s.reader, dump::ManifestReader::Open(s.source.manifest_path));
+        s.profile = s.reader->header().profile;
+        s.present = s.reader->header().range;
         continue;
       }
-      if (it->cls != c.cls)
-        report.schema_differences.push_back(fmt::format("column {}.{} is {} on the left, {} on the right", lt.name,
-                                                        c.name, dump::ColumnClassName(c.cls),
-                                                        dump::ColumnClassName(it->cls)));
-      t.columns.push_back(c);
-    }
-    for (const auto& c : rt->columns)
-      if (std::none_of(lt.columns.begin(), lt.columns.end(), [&](const auto& o) { return o.name == c.name; }))
-        report.schema_differences.push_back(fmt::format("column {}.{} only on the right", lt.name, c.name));
-    common.tables.push_back(std::move(t));
-  }
-  for (const auto& rt : sides[1].profile.tables)
-    if (!sides[0].profile.Find(rt.name))
-      report.schema_differences.push_back(fmt::format("table {} only on the right", rt.name));
-  if (common.tables.empty()) return Status::Usage("the two sides have no table in common");
-  for (const auto& t : common.tables)
-    for (const auto& c : t.excluded) report.excluded_columns.push_back(t.name + "." + c);
-  std::sort(report.excluded_columns.begin(), report.excluded_columns.end());
-  report.lookup_tables = common.lookup_tables;
-  report.uncompared_tables = common.uncompared_tables;
-  const size_t T = common.tables.size();
-
-  // 3. Start the digests of schema sides (concurrently); map common tables to each side's.
-  auto stop_all = [&] {
-    for (Side& s : sides) {
-      s.queue.Cancel();
-      if (s.thread.joinable()) s.thread.join();
-    }
-  };
-  for (int i = 0; i < 2; ++i) {
-    Side& s = sides[i];
-    if (s.reader) {
-      for (const auto& t : common.tables) {
-        int idx = -1;
-        for (size_t k = 0; k < s.profile.tables.size(); ++k)
-          if (s.profile.tables[k].name == t.name) idx = static_cast<int>(k);
-        s.map.push_back(idx);
+      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.source.conninfo, "ledgerdiff diff"));
+      auto p = dump::ResolveProfile(*conn, s.source.schema, spec_);
+      if (!p.ok()) return p.status().With(s.source.Describe());
+      s.profile = std::move(p).value();
+      if (!options_.range) {
+        auto r = dump::DetectRange(*conn, s.source.schema, s.profile);
+        if (r.ok()) s.present = *r;  // an empty side is compared against the other side's range
       }
-      continue;
     }
-    for (size_t k = 0; k < T; ++k) s.map.push_back(static_cast<int>(k));  // restricted to common
-    dump::DigestOptions dopts;
-    dopts.range = range;
-    dopts.jobs = options.jobs;
-    dopts.restrict_to = common;
-    dopts.phase = fmt::format("digest {}", names[i]);
-    s.thread = std::thread([&s, &spec, &reporter, dopts] {
-      auto r = dump::DigestSchema(
-          s.source.conninfo, s.source.schema, spec, dopts,
-          [&s](const Chunk& c) { return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled"); }, reporter);
-      if (r.ok()) {
-        s.summary = std::move(r).value();
-        s.queue.Close(Status::Ok());
-      } else {
-        s.queue.Close(r.status().With(s.source.Describe()));
-      }
-    });
+    return Status::Ok();
   }
 
-  // 4. Compare ledger by ledger.
-  report.tables.resize(T);
-  for (size_t t = 0; t < T; ++t) report.tables[t].table = common.tables[t].name;
-  const bool combined_comparable =
-      report.schema_differences.empty() &&
-      std::all_of(std::begin(sides), std::end(sides), [&](const Side& s) { return s.profile.tables.size() == T; });
-  bool unlocalised_noted = false;
-  for (Ledger l = range.from;; ++l) {
-    for (Side& s : sides) {
-      auto ok = s.Seek(l);
-      if (!ok.ok()) {
-        stop_all();
-        return ok.status();
-      }
-      if (!*ok) {
-        stop_all();
-        return Status::Runtimef("{} ended before ledger {}", s.source.Describe(), l);
-      }
+  // The compared range: --range; else a manifest's; else the union of the schemas' ranges.
+  Status ChooseRange() {
+    Side& l = sides_[0];
+    Side& r = sides_[1];
+    if (options_.range) {
+      range_ = *options_.range;
+      for (Side& s : sides_)
+        if (s.reader && !s.present->contains(range_))
+          return Status::Usagef("range {} is outside {} (which covers {})", range_.str(), s.source.Describe(),
+                                s.present->str());
+    } else if (l.reader && r.reader) {
+      if (!(*l.present == *r.present))
+        return Status::Usagef("the manifests cover different ranges ({} and {}): give --range within both",
+                              l.present->str(), r.present->str());
+      range_ = *l.present;
+    } else if (l.reader || r.reader) {
+      range_ = *(l.reader ? l.present : r.present);
+    } else if (!l.present && !r.present) {
+      return Status::Usagef("nothing to compare: {} and {} hold no rows in any compared table (give --range, and "
+                            "--allow-empty to accept an empty comparison)",
+                            report_.left, report_.right);
+    } else if (!l.present || !r.present) {
+      range_ = *(l.present ? l.present : r.present);
+    } else {
+      range_ = {std::min(l.present->from, r.present->from), std::max(l.present->to, r.present->to)};
     }
-    const Chunk& a = sides[0].chunk;
-    const Chunk& b = sides[1].chunk;
-    bool any = false;
-    std::vector<size_t> differing;
-    for (size_t t = 0; t < T; ++t) {
-      int ia = sides[0].map[t], ib = sides[1].map[t];
-      uint64_t ca = a.counts[a.Index(l, ia)], cb = b.counts[b.Index(l, ib)];
-      report.tables[t].left_rows += ca;
-      report.tables[t].right_rows += cb;
-      bool diff;
-      if (a.full && b.full) diff = ca != cb || !(a.digests[a.Index(l, ia)] == b.digests[b.Index(l, ib)]);
-      else diff = ca != cb || a.Tag(l, ia) != b.Tag(l, ib);
-      if (diff) differing.push_back(t);
-    }
-    if (differing.empty() && combined_comparable && !(a.combined[l - a.range.from] == b.combined[l - b.range.from])) {
-      // The 32-bit tags collided; the 128-bit combined digest still tells the ledger differs.
-      for (size_t t = 0; t < T; ++t) differing.push_back(t);
-      if (!unlocalised_noted)
-        report.notes.push_back(fmt::format("ledger {}: combined digest differs but no table tag does: every table "
-                                           "is listed",
-                                           l));
-      unlocalised_noted = true;
-    }
-    for (size_t t : differing) {
-      any = true;
-      auto& tc = report.tables[t];
-      ++tc.divergent_ledgers;
-      if (options.all) {
-        if (!tc.divergent.empty() && tc.divergent.back().to + 1 == l) tc.divergent.back().to = l;
-        else tc.divergent.push_back({l, l});
-      }
-      if (!report.first_divergent_ledger || *report.first_divergent_ledger == l) {
-        report.divergent_tables.push_back(
-            {common.tables[t].name, a.counts[a.Index(l, sides[0].map[t])], b.counts[b.Index(l, sides[1].map[t])]});
-      }
-    }
-    if (any) {
-      ++report.divergent_ledgers;
-      if (!report.first_divergent_ledger) report.first_divergent_ledger = l;
-    }
-    ++report.ledgers_compared;
-    if (l == range.to) break;
+    report_.range = range_;
+    return Status::Ok();
   }
-  for (Side& s : sides) {
-    Status d = s.Drain();
-    if (!d.ok()) {
-      stop_all();
-      return d;
+
+  // Tables and columns in common; everything present on one side only, from both sides.
+  Status MatchTables() {
+    const ResolvedProfile& lp = sides_[0].profile;
+    const ResolvedProfile& rp = sides_[1].profile;
+    report_.profile = lp.name;
+    common_.name = lp.name;
+    for (const auto& lt : lp.tables) {
+      const ResolvedTable* rt = rp.Find(lt.name);
+      if (!rt) {
+        report_.schema_differences.push_back(fmt::format("table {} only on the left", lt.name));
+        continue;
+      }
+      common_.tables.push_back(MatchColumns(lt, *rt));
+    }
+    for (const auto& rt : rp.tables)
+      if (!lp.Find(rt.name)) report_.schema_differences.push_back(fmt::format("table {} only on the right", rt.name));
+    if (common_.tables.empty()) return Status::Usage("the two sides have no table in common");
+    for (const auto& t : common_.tables)
+      for (const auto& c : t.excluded) report_.excluded_columns.push_back(t.name + "." + c);
+    std::sort(report_.excluded_columns.begin(), report_.excluded_columns.end());
+    // Inventory from both sides. A manifest of version 1 does not list its present tables.
+    report_.lookup_tables = lp.lookup_tables;
+    for (const auto& t : Minus(rp.lookup_tables, lp.lookup_tables)) report_.lookup_tables.push_back(t);
+    report_.uncompared_left = lp.uncompared_tables;
+    report_.uncompared_right = rp.uncompared_tables;
+    report_.uncompared_tables = lp.uncompared_tables;
+    for (const auto& t : Minus(rp.uncompared_tables, lp.uncompared_tables)) report_.uncompared_tables.push_back(t);
+    std::sort(report_.uncompared_tables.begin(), report_.uncompared_tables.end());
+    if (!lp.present_tables.empty() && !rp.present_tables.empty()) {
+      report_.tables_only_left = Minus(lp.present_tables, rp.present_tables);
+      report_.tables_only_right = Minus(rp.present_tables, lp.present_tables);
+      // A compared table on one side only is already a schema difference; any other history
+      // table (a lookup, one the profile does not compare) on one side only is one too.
+      for (int i = 0; i < 2; ++i)
+        for (const auto& t : i == 0 ? report_.tables_only_left : report_.tables_only_right)
+          if (IsHistoryTable(t) && !(i == 0 ? lp : rp).Find(t))
+            report_.schema_differences.push_back(fmt::format("table {} only on the {}", t, i == 0 ? "left" : "right"));
+    }
+    return Status::Ok();
+  }
+
+  // Starts the digests of schema sides (concurrently); maps common tables to each side's.
+  void StartDigests() {
+    const size_t T = common_.tables.size();
+    for (Side& s : sides_) {
+      if (s.reader) {
+        for (const auto& t : common_.tables) {
+          int idx = -1;
+          for (size_t k = 0; k < s.profile.tables.size(); ++k)
+            if (s.profile.tables[k].name == t.name) idx = static_cast<int>(k);
+          s.map.push_back(idx);
+        }
+        continue;
+      }
+      for (size_t k = 0; k < T; ++k) s.map.push_back(static_cast<int>(k));  // restricted to common
+      dump::DigestOptions dopts;
+      dopts.range = range_;
+      dopts.jobs = options_.jobs;
+      dopts.restrict_to = common_;
+      dopts.phase = fmt::format("digest {}", s.name);
+      dopts.before_commit = [&s](const std::string& id) { return s.gate.PublishAndWait(id); };
+      s.thread = std::jthread([&s, this, dopts] {
+        auto r = dump::DigestSchema(
+            s.source.conninfo, s.source.schema, spec_, dopts,
+            [&s](const Chunk& c) { return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled"); }, reporter_);
+        if (r.ok()) {
+          s.summary = std::move(r).value();
+          s.queue.Close(Status::Ok());
+        } else {
+          s.queue.Close(r.status().With(s.source.Describe()));
+        }
+        s.gate.Finished();
+      });
     }
   }
-  // Schema sides: wait for their digests to finish (roots).
-  for (Side& s : sides) {
-    if (s.thread.joinable()) {
+
+  // Compares the sides ledger by ledger: divergent ledgers per table, the first one's tables.
+  Status CompareLedgers() {
+    const size_t T = common_.tables.size();
+    report_.tables.resize(T);
+    for (size_t t = 0; t < T; ++t) report_.tables[t].table = common_.tables[t].name;
+    const bool combined_comparable =
+        report_.schema_differences.empty() &&
+        std::all_of(std::begin(sides_), std::end(sides_), [&](const Side& s) { return s.profile.tables.size() == T; });
+    bool unlocalised_noted = false;
+    for (Ledger l = range_.from;; ++l) {
+      for (Side& s : sides_) {
+        LD_ASSIGN_OR_RETURN(bool ok, s.Seek(l));
+        if (!ok) return Status::Runtimef("{} ended before ledger {}", s.source.Describe(), l);
+      }
+      const Chunk& a = sides_[0].chunk;
+      const Chunk& b = sides_[1].chunk;
+      std::vector<size_t> differing;
+      for (size_t t = 0; t < T; ++t) {
+        int ia = sides_[0].map[t], ib = sides_[1].map[t];
+        uint64_t ca = a.counts[a.Index(l, ia)], cb = b.counts[b.Index(l, ib)];
+        report_.tables[t].left_rows += ca;
+        report_.tables[t].right_rows += cb;
+        bool diff;
+        if (a.full && b.full) diff = ca != cb || !(a.digests[a.Index(l, ia)] == b.digests[b.Index(l, ib)]);
+        else diff = ca != cb || a.Tag(l, ia) != b.Tag(l, ib);
+        if (diff) differing.push_back(t);
+      }
+      if (differing.empty() && combined_comparable &&
+          !(a.combined[l - a.range.from] == b.combined[l - b.range.from])) {
+        // The 32-bit tags collided; the 128-bit combined digest still tells the ledger differs.
+        for (size_t t = 0; t < T; ++t) differing.push_back(t);
+        if (!unlocalised_noted)
+          report_.notes.push_back(
+              fmt::format("ledger {}: combined digest differs but no table tag does: every table is listed", l));
+        unlocalised_noted = true;
+      }
+      for (size_t t : differing) {
+        auto& tc = report_.tables[t];
+        ++tc.divergent_ledgers;
+        if (options_.all) {
+          if (!tc.divergent.empty() && tc.divergent.back().to + 1 == l) tc.divergent.back().to = l;
+          else tc.divergent.push_back({l, l});
+        }
+        if (!report_.first_divergent_ledger || *report_.first_divergent_ledger == l)
+          report_.divergent_tables.push_back({common_.tables[t].name, a.counts[a.Index(l, sides_[0].map[t])],
+                                              b.counts[b.Index(l, sides_[1].map[t])]});
+      }
+      if (!differing.empty()) {
+        ++report_.divergent_ledgers;
+        if (!report_.first_divergent_ledger) report_.first_divergent_ledger = l;
+      }
+      ++report_.ledgers_compared;
+      if (l == range_.to) break;
+    }
+    for (Side& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
+    for (const auto& t : report_.tables) {
+      report_.rows_compared_left += t.left_rows;
+      report_.rows_compared_right += t.right_rows;
+    }
+    report_.digest_seconds = SecondsSince(started_);
+    return Status::Ok();
+  }
+
+  // In each schema side's digest snapshot: rows outside the range, lookups, invariants, and the
+  // rows of the first divergent ledger. Manifest sides have no rows: noted.
+  Status CheckSides() {
+    const auto row_diff_started = std::chrono::steady_clock::now();
+    std::unique_ptr<pg::Connection> conns[2];
+    for (int i = 0; i < 2; ++i) {
+      if (sides_[i].is_schema()) {
+        LD_ASSIGN_OR_RETURN(conns[i], sides_[i].OpenInSnapshot());
+      }
+    }
+    std::vector<LookupFacts> facts[2];
+    const bool scoped = options_.range.has_value();
+    for (int i = 0; i < 2; ++i) {
+      Side& s = sides_[i];
+      if (!conns[i]) continue;
+      LD_ASSIGN_OR_RETURN(auto outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_));
+      for (const auto& o : outside) report_.rows_outside_range.push_back({o.table, s.name, o.before, o.after, o.no_ledger});
+      LD_ASSIGN_OR_RETURN(facts[i], ReadLookupFacts(*conns[i], s.source.schema, spec_, s.profile,
+                                                    scoped ? std::optional<LedgerRange>(range_) : std::nullopt));
+      LD_ASSIGN_OR_RETURN(auto inv, CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name));
+      for (auto& v : inv) report_.invariants.push_back(std::move(v));
+    }
+    if (conns[0] && conns[1]) {
+      report_.lookups = CompareLookups(facts[0], facts[1], scoped, options_.max_rows);
+    } else {
+      report_.notes.push_back("lookup tables and side invariants are checked on schema sides only (a manifest has "
+                              "no rows)");
+    }
+    if (report_.first_divergent_ledger) LD_RETURN_IF_ERROR(DiffFirstLedgerRows(conns));
+    report_.row_diff_seconds = SecondsSince(row_diff_started);
+    return Status::Ok();
+  }
+
+  // Releases the snapshots, waits for the digests to finish, and takes the roots.
+  Status FinishDigests() {
+    for (Side& s : sides_) {
+      if (!s.is_schema()) continue;
+      s.gate.Release();
       Chunk rest;
       while (s.queue.Pop(rest)) {
       }
       s.thread.join();
-      Status st = s.queue.status();
-      if (!st.ok()) return st;
+      LD_RETURN_IF_ERROR(s.queue.status());
     }
-  }
-  for (const auto& t : report.tables) {
-    report.rows_compared_left += t.left_rows;
-    report.rows_compared_right += t.right_rows;
+    const size_t T = common_.tables.size();
+    for (int i = 0; i < 2; ++i) {
+      Side& s = sides_[i];
+      DigestSummary sum = s.reader ? s.reader->summary() : s.summary;
+      bool usable = !s.reader || (*s.present == range_ && s.profile.tables.size() == T);
+      (i == 0 ? report_.left_root : report_.right_root) = usable ? sum.root : "";
+      for (size_t t = 0; t < T; ++t) {
+        std::string tr;
+        if (usable)
+          for (const auto& ts : sum.tables)
+            if (ts.table == common_.tables[t].name) tr = ts.root;
+        (i == 0 ? report_.tables[t].left_root : report_.tables[t].right_root) = tr;
+      }
+    }
+    if (report_.left_root.empty() || report_.right_root.empty())
+      report_.notes.push_back("roots of a manifest are only known for its whole range and tables");
+    return Status::Ok();
   }
 
-  // 5. Roots.
-  for (int i = 0; i < 2; ++i) {
-    Side& s = sides[i];
-    DigestSummary sum = s.reader ? s.reader->summary() : s.summary;
-    bool usable = !s.reader || (s.present == range && s.profile.tables.size() == T);
-    std::string root = usable ? sum.root : "";
-    (i == 0 ? report.left_root : report.right_root) = root;
-    for (size_t t = 0; t < T; ++t) {
-      std::string tr;
-      if (usable)
-        for (const auto& ts : sum.tables)
-          if (ts.table == common.tables[t].name) tr = ts.root;
-      (i == 0 ? report.tables[t].left_root : report.tables[t].right_root) = tr;
-    }
+  // The verdict. identical requires that something was compared (unless --allow-empty).
+  Result<DiffReport> Verdict() {
+    bool lookups_differ = std::any_of(report_.lookups.begin(), report_.lookups.end(),
+                                      [](const LookupComparison& c) { return c.divergent(); });
+    bool invariants_broken = std::any_of(report_.invariants.begin(), report_.invariants.end(),
+                                         [](const InvariantResult& v) { return v.violations > 0; });
+    report_.identical = !report_.first_divergent_ledger && report_.schema_differences.empty() && !lookups_differ &&
+                        !invariants_broken;
+    if (report_.identical && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
+        !options_.allow_empty)
+      return Status::Usagef("nothing compared: {} and {} hold no rows in ledgers {} (wrong --range or --db?); "
+                            "--allow-empty accepts an empty comparison",
+                            report_.left, report_.right, range_.str());
+    return std::move(report_);
   }
-  if (report.left_root.empty() || report.right_root.empty())
-    report.notes.push_back("roots of a manifest are only known for its whole range and tables");
-  report.identical = !report.first_divergent_ledger && report.schema_differences.empty();
 
-  // 6. Row diff of the first divergent ledger.
-  report.digest_seconds = SecondsSince(started);
-  const auto row_diff_started = std::chrono::steady_clock::now();
-  if (report.first_divergent_ledger) {
-    Ledger l = *report.first_divergent_ledger;
-    for (const auto& dt : report.divergent_tables) {
+ private:
+  // The common form of a table: the columns both sides have (by name), class-equal widenings
+  // noted, anything else a schema difference.
+  ResolvedTable MatchColumns(const ResolvedTable& lt, const ResolvedTable& rt) {
+    ResolvedTable t = lt;
+    t.columns.clear();
+    for (const auto& c : lt.columns) {
+      auto it = std::find_if(rt.columns.begin(), rt.columns.end(), [&](const auto& o) { return o.name == c.name; });
+      if (it == rt.columns.end()) {
+        report_.schema_differences.push_back(fmt::format("column {}.{} only on the left", lt.name, c.name));
+        continue;
+      }
+      if (it->cls != c.cls)
+        report_.schema_differences.push_back(fmt::format("column {}.{} is {} on the left, {} on the right", lt.name,
+                                                         c.name, dump::ColumnClassName(c.cls),
+                                                         dump::ColumnClassName(it->cls)));
+      else if (!c.type.empty() && !it->type.empty() && c.type != it->type)
+        report_.schema_notes.push_back(fmt::format("column {}.{} is {} on the left, {} on the right (same class {}: "
+                                                   "compared as equal)",
+                                                   lt.name, c.name, c.type, it->type, dump::ColumnClassName(c.cls)));
+      t.columns.push_back(c);
+    }
+    for (const auto& c : rt.columns)
+      if (std::none_of(lt.columns.begin(), lt.columns.end(), [&](const auto& o) { return o.name == c.name; }))
+        report_.schema_differences.push_back(fmt::format("column {}.{} only on the right", lt.name, c.name));
+    return t;
+  }
+
+  // Row diff of every divergent table at the first divergent ledger, read in the digests'
+  // snapshots (conns[i] is null for a manifest side).
+  Status DiffFirstLedgerRows(std::unique_ptr<pg::Connection> (&conns)[2]) {
+    Ledger l = *report_.first_divergent_ledger;
+    for (const auto& dt : report_.divergent_tables) {
       TableRowDiff rd;
       rd.table = dt.table;
-      const ResolvedTable* ct = common.Find(dt.table);
+      const ResolvedTable* ct = common_.Find(dt.table);
       for (const auto& c : ct->columns) rd.columns.push_back(c.name);
       rd.key = ct->key;
       std::vector<RowValues> rows[2];
       for (int i = 0; i < 2; ++i) {
-        Side& s = sides[i];
-        if (s.reader) {
+        Side& s = sides_[i];
+        if (!conns[i]) {
           (i == 0 ? rd.left_available : rd.right_available) = false;
           continue;
         }
-        const ResolvedTable* st = s.summary.profile.Find(dt.table);
+        const ResolvedTable* st = s.profile.Find(dt.table);
         if (!st) continue;
-        LD_ASSIGN_OR_RETURN(rows[i], FetchRows(s.source.conninfo, s.source.schema, *st, l));
+        // The side's own SQL, restricted to the common columns (as its digest read them).
+        LD_ASSIGN_OR_RETURN(rows[i], FetchRows(*conns[i], s.source.schema, dump::RestrictColumns(*st, rd.columns), l));
       }
       std::vector<size_t> key;
       for (const auto& k : rd.key)
         for (size_t c = 0; c < rd.columns.size(); ++c)
           if (rd.columns[c] == k) key.push_back(c);
-      DiffRows(rows[0], rows[1], key, rd.columns, options.max_rows, rd);
-      report.rows.push_back(std::move(rd));
+      DiffRows(rows[0], rows[1], key, rd.columns, options_.max_rows, rd);
+      report_.rows.push_back(std::move(rd));
     }
+    return Status::Ok();
   }
-  report.row_diff_seconds = SecondsSince(row_diff_started);
-  return report;
-}
 
-nlohmann::json DiffReportToJson(const DiffReport& r) {
-  nlohmann::ordered_json j;
-  j["identical"] = r.identical;
-  j["first_divergent_ledger"] = r.first_divergent_ledger ? nlohmann::json(*r.first_divergent_ledger) : nlohmann::json(nullptr);
-  j["divergent_tables"] = nlohmann::json::array();
-  for (const auto& t : r.divergent_tables) j["divergent_tables"].push_back(t.table);
-  j["divergent_table_counts"] = nlohmann::json::array();
-  for (const auto& t : r.divergent_tables)
-    j["divergent_table_counts"].push_back({{"table", t.table}, {"left_rows", t.left_rows}, {"right_rows", t.right_rows}});
-  j["rows"] = nlohmann::json::array();
-  for (const auto& rd : r.rows) {
-    auto row_obj = [&](const RowValues& v) {
-      nlohmann::ordered_json o;
-      for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) o[rd.columns[i]] = ValueJson(v[i]);
-      return o;
-    };
-    nlohmann::ordered_json t;
-    t["table"] = rd.table;
-    t["key"] = rd.key;
-    t["left_available"] = rd.left_available;
-    t["right_available"] = rd.right_available;
-    t["only_left"] = nlohmann::json::array();
-    for (const auto& v : rd.only_left) t["only_left"].push_back(row_obj(v));
-    t["only_right"] = nlohmann::json::array();
-    for (const auto& v : rd.only_right) t["only_right"].push_back(row_obj(v));
-    t["changed"] = nlohmann::json::array();
-    for (const auto& c : rd.changed) {
-      nlohmann::ordered_json cj;
-      nlohmann::ordered_json key;
-      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key[rd.key[i]] = ValueJson(c.key[i]);
-      cj["key"] = key;
-      cj["changes"] = nlohmann::json::array();
-      for (const auto& ch : c.changes)
-        cj["changes"].push_back({{"column", ch.column}, {"left", ValueJson(ch.left)}, {"right", ValueJson(ch.right)}});
-      t["changed"].push_back(cj);
-    }
-    t["only_left_total"] = rd.only_left_total;
-    t["only_right_total"] = rd.only_right_total;
-    t["changed_total"] = rd.changed_total;
-    j["rows"].push_back(t);
-  }
-  j["ledgers_compared"] = r.ledgers_compared;
-  j["range"] = {{"from", r.range.from}, {"to", r.range.to}};
-  j["rows_compared"] = {{"left", r.rows_compared_left}, {"right", r.rows_compared_right}};
-  j["divergent_ledgers"] = r.divergent_ledgers;
-  j["excluded_columns"] = r.excluded_columns;
-  j["lookup_tables"] = r.lookup_tables;
-  j["uncompared_tables"] = r.uncompared_tables;
-  j["schema_differences"] = r.schema_differences;
-  j["left"] = {{"source", r.left}, {"root", r.left_root}};
-  j["right"] = {{"source", r.right}, {"root", r.right_root}};
-  j["profile"] = r.profile;
-  j["tables"] = nlohmann::json::array();
-  for (const auto& t : r.tables)
-    j["tables"].push_back({{"table", t.table},
-                           {"left_rows", t.left_rows},
-                           {"right_rows", t.right_rows},
-                           {"divergent_ledgers", t.divergent_ledgers},
-                           {"left_root", t.left_root},
-                           {"right_root", t.right_root}});
-  if (r.all) {
-    nlohmann::ordered_json all;
-    for (const auto& t : r.tables) {
-      if (t.divergent.empty()) continue;
-      nlohmann::json iv = nlohmann::json::array();
-      for (const auto& x : t.divergent) iv.push_back({x.from, x.to});
-      all[t.table] = iv;
-    }
-    j["all_divergent"] = all;
-  }
-  j["notes"] = r.notes;
-  return j;
-}
+  const dump::ProfileSpec& spec_;
+  const DiffOptions& options_;
+  Reporter& reporter_;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  DiffReport report_;
+  LedgerRange range_;
+  ResolvedProfile common_;  // the tables and columns both sides have
+  Side sides_[2];           // declared last: their threads stop before the members above go
+};
 
-std::string RenderDiffText(const DiffReport& r) {
-  std::string out;
-  if (r.identical) {
-    return fmt::format("identical: {} ledgers ({}), {} rows compared, root {}\n", FormatCount(r.ledgers_compared),
-                       r.range.str(), FormatCount(r.rows_compared_left),
-                       r.left_root.empty() ? r.right_root : r.left_root);
-  }
-  for (const auto& d : r.schema_differences) out += "schema difference: " + d + "\n";
-  if (!r.first_divergent_ledger) {
-    out += fmt::format("divergent: schemas differ; the data of the {} common ledgers ({}) is identical\n",
-                       FormatCount(r.ledgers_compared), r.range.str());
-    return out;
-  }
-  out += fmt::format("divergent: first divergent ledger {} ({} of {} ledgers compared differ; left {}, right {})\n",
-                     *r.first_divergent_ledger, FormatCount(r.divergent_ledgers), FormatCount(r.ledgers_compared),
-                     r.left, r.right);
-  for (const auto& t : r.divergent_tables)
-    out += fmt::format("  {}: left {} rows, right {} rows at ledger {}\n", t.table, t.left_rows, t.right_rows,
-                       *r.first_divergent_ledger);
-  auto row_text = [](const TableRowDiff& rd, const RowValues& v) {
-    std::vector<std::string> parts;
-    for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) parts.push_back(rd.columns[i] + "=" + ShowValue(v[i]));
-    return fmt::format("{}", fmt::join(parts, ", "));
-  };
-  for (const auto& rd : r.rows) {
-    out += fmt::format("{} at ledger {}:\n", rd.table, *r.first_divergent_ledger);
-    if (!rd.left_available || !rd.right_available)
-      out += fmt::format("  (rows of the {} side are not available: it is a manifest)\n",
-                         !rd.left_available ? "left" : "right");
-    for (const auto& v : rd.only_left) out += "  - only left:  " + row_text(rd, v) + "\n";
-    if (rd.only_left_total > rd.only_left.size())
-      out += fmt::format("  ... {} more rows only on the left\n", rd.only_left_total - rd.only_left.size());
-    for (const auto& v : rd.only_right) out += "  + only right: " + row_text(rd, v) + "\n";
-    if (rd.only_right_total > rd.only_right.size())
-      out += fmt::format("  ... {} more rows only on the right\n", rd.only_right_total - rd.only_right.size());
-    for (const auto& c : rd.changed) {
-      std::vector<std::string> key;
-      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key.push_back(rd.key[i] + "=" + ShowValue(c.key[i]));
-      out += fmt::format("  ~ changed ({}):\n", fmt::join(key, ", "));
-      for (const auto& ch : c.changes)
-        out += fmt::format("      {}: {} -> {}\n", ch.column, ShowValue(ch.left), ShowValue(ch.right));
-    }
-    if (rd.changed_total > rd.changed.size())
-      out += fmt::format("  ... {} more changed rows\n", rd.changed_total - rd.changed.size());
-  }
-  if (r.all) {
-    out += "all divergent ledgers:\n";
-    for (const auto& t : r.tables) {
-      if (t.divergent.empty()) continue;
-      std::vector<std::string> iv;
-      for (const auto& x : t.divergent) iv.push_back(x.from == x.to ? fmt::format("{}", x.from) : fmt::format("{}-{}", x.from, x.to));
-      out += fmt::format("  {}: {}\n", t.table, fmt::join(iv, ", "));
-    }
-  }
-  for (const auto& n : r.notes) out += "note: " + n + "\n";
-  return out;
+}  // namespace
+
+Result<DiffReport> DiffSources(const Source& left, const Source& right, const dump::ProfileSpec& spec,
+                               const DiffOptions& options, Reporter& reporter) {
+  DiffRun run(left, right, spec, options, reporter);
+  // 1. Each side's profile (live columns, or the manifest's header) and present range.
+  LD_RETURN_IF_ERROR(run.OpenSides());
+  // 2. The compared range: --range, else a manifest's, else the union over both schemas.
+  LD_RETURN_IF_ERROR(run.ChooseRange());
+  // 3. Tables and columns in common; one-side-only tables, widenings and inventory of both sides.
+  LD_RETURN_IF_ERROR(run.MatchTables());
+  // 4. Digest the schema sides concurrently; each holds its snapshot open until step 7.
+  run.StartDigests();
+  // 5. Compare ledger by ledger: first divergent ledger, divergent ledgers per table.
+  LD_RETURN_IF_ERROR(run.CompareLedgers());
+  // 6. In the same snapshots: rows outside the range, lookups, invariants, the row diff.
+  LD_RETURN_IF_ERROR(run.CheckSides());
+  // 7. Release the snapshots, wait for the digests, take the roots.
+  LD_RETURN_IF_ERROR(run.FinishDigests());
+  // 8. The verdict (identical only when something was compared, unless --allow-empty).
+  return run.Verdict();
 }
 
 }  // namespace ledgerdiff::diff

@@ -16,6 +16,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "diff/checks.h"
 #include "dump/profile.h"
 
 namespace ledgerdiff::diff {
@@ -48,6 +49,15 @@ struct DiffOptions {
   uint32_t max_rows = 20;            // per table and kind of row difference
   bool all = false;                  // keep every divergent ledger per table (intervals)
   int jobs = 1;                      // digest connections per schema side
+  // Accept a comparison of zero rows on both sides as identical (else a Usage error: a gate
+  // must not pass on nothing, e.g. a wrong --range or a forgotten --db).
+  bool allow_empty = false;
+};
+
+// Rows of one side's compared table that the range leaves out (a warning, not a divergence).
+struct OutsideRows {
+  std::string table, side;
+  uint64_t before = 0, after = 0, no_ledger = 0;
 };
 
 using RowValues = std::vector<std::optional<std::string>>;  // std::nullopt is SQL NULL
@@ -100,8 +110,15 @@ struct DiffReport {
   uint64_t rows_compared_left = 0, rows_compared_right = 0;
   std::vector<TableComparison> tables;          // every compared table
   std::vector<std::string> excluded_columns;    // "table.column"
-  std::vector<std::string> lookup_tables, uncompared_tables;
-  std::vector<std::string> schema_differences;  // tables/columns present on one side only
+  std::vector<std::string> lookup_tables;       // of both sides
+  std::vector<std::string> uncompared_tables;   // of both sides (union)
+  std::vector<std::string> uncompared_left, uncompared_right;
+  std::vector<std::string> tables_only_left, tables_only_right;  // any table present on one side only
+  std::vector<std::string> schema_differences;  // tables/columns present on one side only: divergence
+  std::vector<std::string> schema_notes;        // class-equal widenings (timestamp/timestamptz...)
+  std::vector<OutsideRows> rows_outside_range;  // per side and table, when not 0
+  std::vector<LookupComparison> lookups;        // per lookup table (schema sides)
+  std::vector<InvariantResult> invariants;      // per side and invariant (schema sides)
   std::vector<std::string> notes;
   std::string left_root, right_root;            // "" when not available
   bool all = false;
@@ -111,8 +128,11 @@ struct DiffReport {
   double digest_seconds = 0, row_diff_seconds = 0;
 };
 
-// Compares `left` and `right` under profile `spec`. Errors (exit 2): unreachable database,
-// missing schema, unreadable / corrupt manifest, range outside a manifest.
+// Compares `left` and `right` under profile `spec`. identical means: no ledger differs, no
+// table or column is on one side only, lookup tables hold the same natural keys and keep their
+// identity rules, and no side breaks an invariant of the profile.
+// Errors (exit 2): unreachable database, missing schema, unreadable / corrupt manifest, range
+// outside a manifest, nothing compared (zero rows on both sides) unless options.allow_empty.
 Result<DiffReport> DiffSources(const Source& left, const Source& right, const dump::ProfileSpec& spec,
                                const DiffOptions& options, Reporter& reporter);
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "dump/range_sql.h"
+
 namespace ledgerdiff::dump {
 
 namespace {
@@ -48,16 +50,11 @@ const Digest128& EmptyDigest() {
 }
 
 std::string LedgerExpr(const ResolvedTable& table) {
-  std::string col = "t." + pg::QuoteIdent(table.ledger.column);
-  return table.ledger.kind == LedgerKind::kToid ? "(" + col + " >> 32)" : col;
+  return LedgerOfSql("t." + pg::QuoteIdent(table.ledger.column), table.ledger.kind);
 }
 
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range) {
-  std::string col = "t." + pg::QuoteIdent(table.ledger.column);
-  if (table.ledger.kind == LedgerKind::kToid)
-    return fmt::format("{0} >= ({1}::bigint << 32) AND {0} < ({2}::bigint << 32)", col, range.from,
-                       uint64_t{range.to} + 1);
-  return fmt::format("{0} >= {1} AND {0} <= {2}", col, range.from, range.to);
+  return LedgerRangeSql("t." + pg::QuoteIdent(table.ledger.column), table.ledger.kind, range);
 }
 
 std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "core/pg.h"
+#include "dump/range_sql.h"
 
 namespace ledgerdiff::dump {
 
@@ -231,25 +232,40 @@ void RootBuilder::Finish(const LedgerRange& range, std::vector<std::string>& tab
 }
 
 Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile) {
-  int64_t lo = -1, hi = -1;
-  auto scan = [&](const ResolvedTable& t) -> Status {
-    std::string col = pg::QuoteIdent(t.ledger.column);
-    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT min({0})::bigint, max({0})::bigint FROM {1}", col,
+  bool any = false;
+  int64_t lo = 0, hi = 0;
+  for (const auto& t : profile.tables) {
+    std::string ledger = LedgerOfSql(pg::QuoteIdent(t.ledger.column), t.ledger.kind);
+    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT min({0})::bigint, max({0})::bigint FROM {1}", ledger,
                                                           pg::Qualified(schema, t.name))));
-    if (r.IsNull(0, 0)) return Status::Ok();
+    if (r.IsNull(0, 0)) continue;
     int64_t a = r.GetInt(0, 0), b = r.GetInt(0, 1);
-    if (t.ledger.kind == LedgerKind::kToid) a >>= 32, b >>= 32;
-    if (lo < 0 || a < lo) lo = a;
-    if (hi < 0 || b > hi) hi = b;
-    return Status::Ok();
-  };
-  if (const ResolvedTable* ledgers = profile.Find("history_ledgers")) LD_RETURN_IF_ERROR(scan(*ledgers));
-  if (lo < 0)
-    for (const auto& t : profile.tables) LD_RETURN_IF_ERROR(scan(t));
-  if (lo < 0) return Status::Usagef("schema \"{}\" holds no ledgers: give --range", schema);
-  if (lo < 1) lo = 1;
-  if (hi > 0x7fffffff || hi < lo) return Status::Usagef("schema \"{}\": ledger numbers out of range ({}..{})", schema, lo, hi);
+    if (a < 0 || b > 0x7fffffff)
+      return Status::Usagef("schema \"{}\": table {} holds ledger numbers out of range ({}..{})", schema, t.name, a, b);
+    lo = any ? std::min(lo, a) : a;
+    hi = any ? std::max(hi, b) : b;
+    any = true;
+  }
+  if (!any) return Status::Usagef("schema \"{}\" holds no ledgers: give --range", schema);
   return LedgerRange{static_cast<Ledger>(lo), static_cast<Ledger>(hi)};
+}
+
+Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, const std::string& schema,
+                                                        const ResolvedProfile& profile, const LedgerRange& range) {
+  std::vector<OutsideRange> out;
+  for (const auto& t : profile.tables) {
+    std::string col = "t." + pg::QuoteIdent(t.ledger.column);
+    std::string ledger = LedgerOfSql(col, t.ledger.kind);
+    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format(
+                                        "SELECT count(*) FILTER (WHERE {1} < {3}), count(*) FILTER (WHERE {1} > {4}), "
+                                        "count(*) FILTER (WHERE {0} IS NULL) FROM {2} t WHERE {0} IS NULL OR NOT ({5})",
+                                        col, ledger, pg::Qualified(schema, t.name), range.from, range.to,
+                                        LedgerRangeSql(col, t.ledger.kind, range))));
+    OutsideRange o{t.name, static_cast<uint64_t>(r.GetInt(0, 0)), static_cast<uint64_t>(r.GetInt(0, 1)),
+                   static_cast<uint64_t>(r.GetInt(0, 2))};
+    if (o.total()) out.push_back(o);
+  }
+  return out;
 }
 
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
@@ -365,6 +381,8 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   for (auto& t : threads) t.join();
   if (!first_error.ok()) return first_error;
   for (auto& c : conns) (void)c->Run("COMMIT");
+  // The coordinator's transaction keeps the exported snapshot importable while the hook runs.
+  if (options.before_commit) LD_RETURN_IF_ERROR(options.before_commit(prep.snapshot));
   (void)prep.coordinator->Run("COMMIT");
   std::vector<std::string> table_roots;
   roots.Finish(range, table_roots, summary.root);
@@ -395,7 +413,7 @@ std::string RenderDigestText(const DigestSummary& s) {
   auto excluded = s.profile.ExcludedColumns();
   out += fmt::format("excluded columns: {}\n", excluded.empty() ? "none" : fmt::format("{}", fmt::join(excluded, ", ")));
   if (!s.profile.lookup_tables.empty())
-    out += fmt::format("lookup tables (resolved, not compared): {}\n", fmt::join(s.profile.lookup_tables, ", "));
+    out += fmt::format("lookup tables (resolved; diff compares them as natural-key sets): {}\n", fmt::join(s.profile.lookup_tables, ", "));
   if (!s.profile.uncompared_tables.empty())
     out += fmt::format("tables without a ledger mapping (not compared): {}\n",
                        fmt::join(s.profile.uncompared_tables, ", "));

@@ -77,6 +77,10 @@ struct DigestOptions {
   // skipped; columns absent here are dropped.
   std::optional<ResolvedProfile> restrict_to;
   std::string phase = "digest";      // progress label
+  // Called once after the last chunk, with the id of the exported snapshot, while the snapshot
+  // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
+  // the same instant as the digest. May block; its error becomes DigestSchema's.
+  std::function<Status(const std::string& snapshot)> before_commit;
 };
 
 struct TableSummary {
@@ -100,9 +104,20 @@ struct DigestSummary {
   std::string manifest_detail;
 };
 
-// The range present in `schema`: min..max ledger of history_ledgers when the profile has it
-// and it is not empty, else over all compared tables. Usage error when everything is empty.
+// The range present in `schema`: the union of min..max ledger over every compared table (ledger 0
+// included). Usage error when everything is empty or a ledger is outside 0..2^31-1.
 Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile);
+
+// Rows of a compared table that a digest over `range` does not read.
+struct OutsideRange {
+  std::string table;
+  uint64_t before = 0, after = 0;  // ledger < range.from, ledger > range.to
+  uint64_t no_ledger = 0;          // the ledger column is NULL
+  uint64_t total() const { return before + after + no_ledger; }
+};
+// Counts them per table (tables with none are left out).
+Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, const std::string& schema,
+                                                        const ResolvedProfile& profile, const LedgerRange& range);
 
 // Digests `schema` of the database at `conninfo`, calling `sink` (may be empty) with every chunk
 // in ledger order. Errors: unreachable database, missing schema, no profile table (Usage).

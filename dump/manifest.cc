@@ -186,8 +186,9 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
     return Status::Usagef("{} is not a ledgerdiff manifest", path);
   uint32_t version = GetU32(head + 8), len = GetU32(head + 12);
   if (version != kManifestVersion)
-    return Status::Usagef("manifest {}: format version {} is not supported (this ledgerdiff reads version {})", path,
-                          version, kManifestVersion);
+    return Status::Usagef("manifest {}: format version {} is not supported (this ledgerdiff reads version {}); "
+                          "re-save it with this version (ledgerdiff digest --out, or verify --save-baseline)",
+                          path, version, kManifestVersion);
   if (len > kMaxJson) return Status::Usagef("manifest {} is corrupted (header length)", path);
   std::string js(len, '\0');
   LD_RETURN_IF_ERROR(r->ReadBytes(js.data(), len));
@@ -198,7 +199,7 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
     r->header_.source = j.at("source").get<std::string>();
     r->header_.detail = j.at("detail") == "full" ? ManifestDetail::kFull : ManifestDetail::kCompact;
     r->header_.range = {j.at("range").at("from").get<Ledger>(), j.at("range").at("to").get<Ledger>()};
-    if (r->header_.range.from < 1 || r->header_.range.to < r->header_.range.from)
+    if (r->header_.range.to < r->header_.range.from)
       return Status::Usagef("manifest {} is corrupted (range)", path);
     auto p = ResolvedProfileFromJson(j.at("profile"));
     if (!p.ok()) return p.status().With("manifest " + path);
@@ -218,7 +219,7 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
 Result<bool> ManifestReader::Next(Chunk& out, uint32_t max_ledgers) {
   if (done_) return false;
   const LedgerRange& range = header_.range;
-  if (next_ > range.to || next_ == 0) {
+  if (entries_done_ || next_ > range.to) {
     LD_RETURN_IF_ERROR(Finish());
     done_ = true;
     return false;
@@ -257,7 +258,8 @@ Result<bool> ManifestReader::Next(Chunk& out, uint32_t max_ledgers) {
       out.combined[li] = CombinedDigest(static_cast<Ledger>(out.range.from + li), &out.counts[li * T],
                                         &out.digests[li * T], T);
   }
-  next_ = to == range.to ? 0 : to + 1;
+  if (to == range.to) entries_done_ = true;
+  else next_ = to + 1;
   return true;
 }
 

@@ -2,7 +2,7 @@
 // Manifest files (.ldm): a digest stored for later comparison.
 //
 // Layout (integers little-endian):
-//   magic "LDGRDIFF" (8 bytes) | u32 format version (1) | u32 header length | header JSON
+//   magic "LDGRDIFF" (8 bytes) | u32 format version (kManifestVersion) | u32 header length | header JSON
 //   entries, one per ledger of the range, in order:
 //     compact: combined digest (16 bytes), then per table: LEB128 row count, and when the count
 //              is not 0 a 4-byte tag (the first bytes of the table's 128-bit digest, big-endian)
@@ -28,7 +28,9 @@ namespace ledgerdiff::dump {
 enum class ManifestDetail { kCompact, kFull };
 const char* ManifestDetailName(ManifestDetail d);
 
-constexpr uint32_t kManifestVersion = 1;
+// Version 2: columns hashed in name order, timestamptz compared at UTC as timestamp, ledger 0
+// comparable, every history table (history_trades_60000 by its open ledger).
+constexpr uint32_t kManifestVersion = 2;
 
 struct ManifestHeader {
   std::string tool_version;
@@ -85,6 +87,7 @@ class ManifestReader {
   ManifestHeader header_;
   DigestSummary summary_;
   Ledger next_ = 0;
+  bool entries_done_ = false;  // every entry read (next_ may not pass range.to at 2^32 - 1)
   bool done_ = false;
 };
 

@@ -107,6 +107,43 @@ bool IsLookupUsable(const LiveSchema& live, const ResolveRule& r) {
   return true;
 }
 
+// Rewrites the oriented columns of `t` (see OrientationRule). REQUIRES: base and counter are
+// resolved through joins to a lookup with natural key columns (asset_type, asset_code, ...).
+void Orient(const OrientationRule& rule, std::map<std::string, std::string>& join_alias_of,
+            const std::map<std::string, std::vector<size_t>>& outputs_of, ResolvedTable& t) {
+  const std::string& ja = join_alias_of[rule.base];
+  const std::string& jc = join_alias_of[rule.counter];
+  std::vector<std::string> l, r;
+  auto ob = outputs_of.find(rule.base), oc = outputs_of.find(rule.counter);
+  if (ob == outputs_of.end() || oc == outputs_of.end()) return;
+  const size_t prefix = StripIdSuffix(rule.base).size() + 1;
+  for (size_t i : ob->second) l.push_back(Col(ja, t.columns[i].name.substr(prefix)) + "::text COLLATE \"C\"");
+  for (size_t i : oc->second)
+    r.push_back(Col(jc, t.columns[i].name.substr(StripIdSuffix(rule.counter).size() + 1)) + "::text COLLATE \"C\"");
+  t.lateral = fmt::format("CROSS JOIN LATERAL (SELECT COALESCE(({}) > ({}), false) AS flip) o", fmt::join(l, ", "),
+                          fmt::join(r, ", "));
+  auto original = t.columns;
+  std::vector<std::pair<std::string, std::string>> pairs = rule.swap;
+  pairs.insert(pairs.begin(), {rule.base, rule.counter});
+  for (const auto& [b, c] : pairs) {
+    auto ib = outputs_of.find(b), ic = outputs_of.find(c);
+    if (ib == outputs_of.end() || ic == outputs_of.end() || ib->second.size() != ic->second.size()) continue;
+    for (size_t i = 0; i < ib->second.size(); ++i) {
+      size_t x = ib->second[i], y = ic->second[i];
+      t.columns[x].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[y].expr, original[x].expr);
+      t.columns[y].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[x].expr, original[y].expr);
+    }
+  }
+  for (const auto& flag : rule.negate) {
+    auto it = outputs_of.find(flag);
+    if (it == outputs_of.end()) continue;
+    for (size_t i : it->second)
+      t.columns[i].expr = fmt::format("CASE WHEN o.flip THEN NOT {0} ELSE {0} END", original[i].expr);
+  }
+  t.notes.push_back(t.name + ": " + StripIdSuffix(rule.base) + "/" + StripIdSuffix(rule.counter) +
+                    " oriented by natural key COLLATE \"C\"");
+}
+
 ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& cols, const TableRule& rule,
                          const std::vector<std::string>& global_exclude) {
   ResolvedTable t;
@@ -132,7 +169,7 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
                              fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
                                          "{0}::text ELSE {2}::text END",
                                          Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n)),
-                             ColumnClass::kText});
+                             ColumnClass::kText, "text"});
       }
       continue;
     }
@@ -141,48 +178,21 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
     outputs_of[c.name].push_back(t.columns.size());
     std::string expr = Col("t", c.name);
     if (c.type == "money") expr += "::numeric";  // money's text form depends on lc_monetary
-    t.columns.push_back({c.name, expr, ClassOf(c)});
+    // timestamptz compares as the UTC timestamp it denotes: equal to a timestamp column holding
+    // UTC instants (the session TimeZone is pinned to UTC, so this is exact).
+    if (c.type == "timestamptz") expr = "(" + expr + " AT TIME ZONE 'UTC')";
+    t.columns.push_back({c.name, expr, ClassOf(c), c.type});
   }
   for (const auto& k : rule.key) {
     auto it = outputs_of.find(k);
     if (it == outputs_of.end()) continue;
     for (size_t i : it->second) t.key.push_back(t.columns[i].name);
   }
-  if (rule.trade_orientation && join_alias_of.count("base_asset_id") && join_alias_of.count("counter_asset_id")) {
-    const std::string& ja = join_alias_of["base_asset_id"];
-    const std::string& jc = join_alias_of["counter_asset_id"];
-    std::vector<std::string> l, r;
-    for (const char* n : {"asset_type", "asset_code", "asset_issuer"}) {
-      l.push_back(Col(ja, n) + "::text COLLATE \"C\"");
-      r.push_back(Col(jc, n) + "::text COLLATE \"C\"");
-    }
-    t.lateral = fmt::format("CROSS JOIN LATERAL (SELECT COALESCE(({}) > ({}), false) AS flip) o",
-                            fmt::join(l, ", "), fmt::join(r, ", "));
-    // Turning a trade around, as Horizon's trades processor does when base_asset_id >
-    // counter_asset_id: swap every base/counter pair and price_n/price_d, flip base_is_seller and
-    // base_is_exact.
-    std::vector<std::pair<std::string, std::string>> pairs = {
-        {"base_account_id", "counter_account_id"}, {"base_asset_id", "counter_asset_id"},
-        {"base_amount", "counter_amount"},         {"base_offer_id", "counter_offer_id"},
-        {"base_liquidity_pool_id", "counter_liquidity_pool_id"}, {"price_n", "price_d"}};
-    auto original = t.columns;
-    for (const auto& [b, c] : pairs) {
-      auto ib = outputs_of.find(b), ic = outputs_of.find(c);
-      if (ib == outputs_of.end() || ic == outputs_of.end() || ib->second.size() != ic->second.size()) continue;
-      for (size_t i = 0; i < ib->second.size(); ++i) {
-        size_t x = ib->second[i], y = ic->second[i];
-        t.columns[x].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[y].expr, original[x].expr);
-        t.columns[y].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[x].expr, original[y].expr);
-      }
-    }
-    for (const char* flag : {"base_is_seller", "base_is_exact"}) {
-      auto it = outputs_of.find(flag);
-      if (it == outputs_of.end()) continue;
-      for (size_t i : it->second)
-        t.columns[i].expr = fmt::format("CASE WHEN o.flip THEN NOT {0} ELSE {0} END", original[i].expr);
-    }
-    t.notes.push_back(t.name + ": base/counter oriented by natural asset key (type, code, issuer) COLLATE \"C\"");
-  }
+  if (rule.orientation && join_alias_of.count(rule.orientation->base) &&
+      join_alias_of.count(rule.orientation->counter))
+    Orient(*rule.orientation, join_alias_of, outputs_of, t);
+  std::stable_sort(t.columns.begin(), t.columns.end(),
+                   [](const CanonicalColumn& a, const CanonicalColumn& b) { return a.name < b.name; });
   return t;
 }
 
@@ -198,7 +208,52 @@ std::optional<LedgerMapping> RecognizeLedger(const std::vector<LiveColumn>& cols
   return std::nullopt;
 }
 
+std::vector<InvariantRule> HorizonInvariants() {
+  std::vector<InvariantRule> v;
+  v.push_back({"horizon_trade_orientation", "history_trades", "t.base_asset_id >= t.counter_asset_id",
+               {"base_asset_id", "counter_asset_id"}, {},
+               "a trade is stored with base_asset_id < counter_asset_id (its side's own ids); Horizon's /trades "
+               "queries rely on it"});
+  v.push_back({"transaction_toid_in_its_ledger", "history_transactions", "(t.id >> 32) <> t.ledger_sequence",
+               {"id", "ledger_sequence"}, {}, "a transaction's TOID lies in its ledger"});
+  v.push_back({"operation_toid_in_its_transaction_ledger", "history_operations",
+               "NOT EXISTS (SELECT 1 FROM {schema}.\"history_transactions\" x WHERE x.id = t.transaction_id AND "
+               "x.ledger_sequence = (t.id >> 32))",
+               {"id", "transaction_id"}, {"history_transactions"},
+               "an operation's TOID lies in the ledger of its transaction, which exists"});
+  for (const char* table : {"history_operation_participants", "history_transaction_participants"})
+    v.push_back({std::string(table) + "_account_exists", table,
+                 "t.history_account_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {schema}.\"history_accounts\" a "
+                 "WHERE a.id = t.history_account_id)",
+                 {"history_account_id"}, {"history_accounts"}, "a participant references an existing account id"});
+  return v;
+}
+
 }  // namespace
+
+OrientationRule HorizonTradeOrientation() {
+  // As Horizon's trades processor turns a trade around when base_asset_id > counter_asset_id.
+  return {"base_asset_id",
+          "counter_asset_id",
+          {{"base_account_id", "counter_account_id"},
+           {"base_amount", "counter_amount"},
+           {"base_offer_id", "counter_offer_id"},
+           {"base_liquidity_pool_id", "counter_liquidity_pool_id"},
+           {"price_n", "price_d"}},
+          {"base_is_seller", "base_is_exact"}};
+}
+
+std::vector<LookupRule> LookupRules(const ProfileSpec& spec) {
+  std::vector<LookupRule> out;
+  for (const auto& t : spec.tables)
+    for (const auto& r : t.resolve) {
+      if (std::any_of(out.begin(), out.end(), [&](const LookupRule& l) { return l.table == r.lookup_table; }))
+        continue;
+      out.push_back({r.lookup_table, r.lookup_id, r.natural});
+    }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.table < b.table; });
+  return out;
+}
 
 const char* ColumnClassName(ColumnClass c) {
   for (const auto& cn : kClassNames)
@@ -223,8 +278,22 @@ ProfileSpec HorizonProfileSpec() {
   s.tables.push_back(Rule("history_operations", "id", K::kToid, {"id"}));
   s.tables.push_back(Rule("history_effects", "history_operation_id", K::kToid, {"history_operation_id", "order"}));
   TableRule trades = Rule("history_trades", "history_operation_id", K::kToid, {"history_operation_id", "order"});
-  trades.trade_orientation = true;
+  trades.orientation = HorizonTradeOrientation();
   s.tables.push_back(trades);
+  // Trade aggregations (migration 47) have no ledger column: a bucket belongs to the ledger of
+  // its first trade (open_ledger_toid is that trade's operation TOID). `avg` is
+  // counter_volume / base_volume, a quotient that cannot be turned around exactly, so it is left
+  // out; the volumes it derives from are compared.
+  TableRule agg = Rule("history_trades_60000", "open_ledger_toid", K::kToid,
+                       {"base_asset_id", "counter_asset_id", "timestamp"}, {"avg"});
+  agg.orientation = OrientationRule{"base_asset_id", "counter_asset_id",
+                                    {{"base_volume", "counter_volume"}, {"high_n", "low_d"}, {"high_d", "low_n"},
+                                     {"open_n", "open_d"}, {"close_n", "close_d"}},
+                                    {}};
+  s.tables.push_back(agg);
+  // Transaction filtering's staging table (migration 56): shaped like history_transactions.
+  s.tables.push_back(
+      Rule("history_transactions_filtered_tmp", "ledger_sequence", K::kSequence, {"id", "application_order"}));
   // Participants' own `id` is a surrogate with no meaning.
   s.tables.push_back(Rule("history_operation_participants", "history_operation_id", K::kToid,
                           {"history_operation_id", "history_account_id"}, {"id"}));
@@ -238,6 +307,7 @@ ProfileSpec HorizonProfileSpec() {
                           {"history_operation_id", "history_liquidity_pool_id"}));
   s.tables.push_back(Rule("history_transaction_liquidity_pools", "history_transaction_id", K::kToid,
                           {"history_transaction_id", "history_liquidity_pool_id"}));
+  s.invariants = HorizonInvariants();
   return s;
 }
 
@@ -274,7 +344,7 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
       else return Status::Usagef("profile {}: table {}: ledger kind \"{}\" is not sequence|toid", origin, r.table, kind);
       r.key = jt.value("key", std::vector<std::string>{});
       r.exclude = jt.value("exclude", std::vector<std::string>{});
-      r.trade_orientation = jt.value("horizon_trade_orientation", false);
+      if (jt.value("horizon_trade_orientation", false)) r.orientation = HorizonTradeOrientation();
       for (const auto& jr : jt.value("resolve", nlohmann::json::array())) {
         ResolveRule rr;
         rr.column = jr.at("column").get<std::string>();
@@ -287,6 +357,18 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
       }
       s.tables.push_back(std::move(r));
     }
+    for (const auto& ji : j.value("invariants", nlohmann::json::array())) {
+      InvariantRule v;
+      v.name = ji.at("name").get<std::string>();
+      v.table = ji.at("table").get<std::string>();
+      v.violation = ji.at("violation").get<std::string>();
+      v.columns = ji.value("columns", std::vector<std::string>{});
+      v.tables = ji.value("tables", std::vector<std::string>{});
+      v.description = ji.value("description", "");
+      s.invariants.push_back(std::move(v));
+    }
+    if (j.value("horizon_invariants", false))
+      for (auto& v : HorizonInvariants()) s.invariants.push_back(std::move(v));
     return s;
   } catch (const std::exception& e) {
     return Status::Usagef("profile {}: {}", origin, e.what());
@@ -323,10 +405,15 @@ namespace {
 // indexes.
 Status MarkUniqueKeys(pg::Connection& conn, const std::string& schema, ResolvedProfile& p) {
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      // Only an index that really makes the key total: valid (not a failed CREATE
+                      // UNIQUE INDEX CONCURRENTLY), not partial, on plain columns, and every column NOT
+                      // NULL (NULLs are never equal, so a nullable unique key still ties).
                       conn.Exec("SELECT c.relname, a.attname, i.indexrelid FROM pg_index i "
                                 "JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace "
                                 "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (i.indkey) "
-                                "WHERE n.nspname = $1 AND i.indisunique AND i.indpred IS NULL AND i.indexprs IS NULL "
+                                "WHERE n.nspname = $1 AND i.indisunique AND i.indisvalid AND i.indpred IS NULL "
+                                "AND i.indexprs IS NULL AND NOT EXISTS (SELECT 1 FROM pg_attribute k "
+                                "WHERE k.attrelid = c.oid AND k.attnum = ANY (i.indkey) AND NOT k.attnotnull) "
                                 "ORDER BY c.relname, i.indexrelid",
                                 {schema}));
   // table -> index -> columns
@@ -367,6 +454,14 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
   }
   ResolvedProfile p;
   p.name = spec.name;
+  for (const auto& [name, cols] : live) p.present_tables.push_back(name);
+  for (const auto& v : spec.invariants) {
+    auto it = live.find(v.table);
+    if (it == live.end()) continue;
+    bool ok = std::all_of(v.columns.begin(), v.columns.end(), [&](const auto& c) { return FindColumn(it->second, c); }) &&
+              std::all_of(v.tables.begin(), v.tables.end(), [&](const auto& t) { return live.count(t) > 0; });
+    if (ok) p.invariants.push_back(v);
+  }
   std::set<std::string> used;
   for (const auto& rule : spec.tables) {
     auto it = live.find(rule.table);
@@ -417,13 +512,15 @@ nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile) {
   j["name"] = profile.name;
   j["lookup_tables"] = profile.lookup_tables;
   j["uncompared_tables"] = profile.uncompared_tables;
+  j["present_tables"] = profile.present_tables;
   j["tables"] = nlohmann::json::array();
   for (const auto& t : profile.tables) {
     nlohmann::json jt;
     jt["table"] = t.name;
     jt["ledger"] = {{"column", t.ledger.column}, {"kind", t.ledger.kind == LedgerKind::kToid ? "toid" : "sequence"}};
     jt["columns"] = nlohmann::json::array();
-    for (const auto& c : t.columns) jt["columns"].push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}});
+    for (const auto& c : t.columns)
+      jt["columns"].push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}, {"type", c.type}});
     jt["key"] = t.key;
     jt["excluded"] = t.excluded;
     j["tables"].push_back(jt);
@@ -437,6 +534,7 @@ Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {
     p.name = j.at("name").get<std::string>();
     p.lookup_tables = j.at("lookup_tables").get<std::vector<std::string>>();
     p.uncompared_tables = j.at("uncompared_tables").get<std::vector<std::string>>();
+    p.present_tables = j.value("present_tables", std::vector<std::string>{});
     for (const auto& jt : j.at("tables")) {
       ResolvedTable t;
       t.name = jt.at("table").get<std::string>();
@@ -445,7 +543,7 @@ Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {
       for (const auto& jc : jt.at("columns")) {
         auto cls = ParseColumnClass(jc.at("class").get<std::string>());
         if (!cls) return Status::Usage("unknown column class in manifest header");
-        t.columns.push_back({jc.at("name").get<std::string>(), "", *cls});
+        t.columns.push_back({jc.at("name").get<std::string>(), "", *cls, jc.value("type", "")});
       }
       t.key = jt.at("key").get<std::vector<std::string>>();
       t.excluded = jt.at("excluded").get<std::vector<std::string>>();

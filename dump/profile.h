@@ -44,6 +44,29 @@ struct ResolveRule {
   std::vector<std::string> natural;  // e.g. {"address"}; output columns are "<prefix>.<natural>"
 };
 
+// Turning a row around to a canonical orientation (Horizon's trades): when the natural key of
+// the `base` lookup column is greater (COLLATE "C") than the `counter` one's, every `swap` pair
+// is exchanged and every `negate` flag negated (NULL stays NULL).
+struct OrientationRule {
+  std::string base, counter;                              // raw surrogate id columns (resolved)
+  std::vector<std::pair<std::string, std::string>> swap;  // raw column pairs
+  std::vector<std::string> negate;                        // boolean raw columns
+};
+OrientationRule HorizonTradeOrientation();
+
+// A side invariant: a property each side must hold on its own (on its own surrogate ids), checked
+// per side over the compared range; a violating row is a divergence. `violation` is an SQL
+// predicate over alias t (the table) true for a violating row; "{schema}" expands to the side's
+// quoted schema. Checked only when `table`, `columns` (of table) and `tables` are present.
+struct InvariantRule {
+  std::string name;
+  std::string table;
+  std::string violation;
+  std::vector<std::string> columns;
+  std::vector<std::string> tables;
+  std::string description;
+};
+
 // Per-table rules of a spec.
 struct TableRule {
   std::string table;
@@ -51,17 +74,27 @@ struct TableRule {
   std::vector<std::string> key;      // natural key (raw column names; resolved ones expand)
   std::vector<std::string> exclude;  // raw columns dropped for this table
   std::vector<ResolveRule> resolve;
-  bool trade_orientation = false;    // Horizon history_trades base/counter canonical orientation
+  std::optional<OrientationRule> orientation;
 };
 
 struct ProfileSpec {
   std::string name;
   std::vector<std::string> exclude;  // columns dropped in every table
   std::vector<TableRule> tables;
-  std::vector<std::string> lookup_tables;  // never compared themselves
+  std::vector<std::string> lookup_tables;  // not digested; compared as sets of natural keys
+  std::vector<InvariantRule> invariants;
   // `auto`: every other table with a recognizable ledger column is compared too.
   bool discover = false;
 };
+
+// A lookup table as the profile resolves it: (id, natural key) pairs, gathered from the resolve
+// rules of every table of the spec. One entry per lookup table.
+struct LookupRule {
+  std::string table;
+  std::string id = "id";
+  std::vector<std::string> natural;
+};
+std::vector<LookupRule> LookupRules(const ProfileSpec& spec);
 
 // Built-in specs.
 ProfileSpec HorizonProfileSpec();
@@ -76,6 +109,7 @@ struct CanonicalColumn {
   std::string name;   // output name ("history_account.address" for a resolved id)
   std::string expr;   // SQL over alias t (the table) and the join aliases
   ColumnClass cls = ColumnClass::kOther;
+  std::string type;   // live type name ("timestamptz"); "" when unknown (manifest of version 1)
   bool operator==(const CanonicalColumn& o) const { return name == o.name && cls == o.cls; }
 };
 
@@ -86,7 +120,8 @@ struct JoinSpec {
   std::string on_expr;       // "t.\"history_account_id\""
 };
 
-// A table as the digest reads it. INVARIANT: key names are names of `columns`.
+// A table as the digest reads it. INVARIANT: key names are names of `columns`; `columns` are
+// sorted by name (the physical column order of a table is not data).
 struct ResolvedTable {
   std::string name;
   LedgerMapping ledger;
@@ -96,17 +131,20 @@ struct ResolvedTable {
   std::string lateral;                // optional "CROSS JOIN LATERAL (...) o" (trade orientation)
   std::vector<std::string> excluded;  // raw column names left out
   std::vector<std::string> notes;     // e.g. "history_trades: base/counter oriented by asset key"
-  // True when a unique index of the live table covers a subset of the key's plain columns: the
-  // key alone is then a total order, and sorting by the other columns is wasted work. Not part of
-  // the profile's identity (the canonical order is the same either way when keys are unique).
+  // True when a valid, non-partial unique index of the live table, whose columns are all NOT
+  // NULL, covers a subset of the key's plain columns: the key alone is then a total order, and
+  // sorting by the other columns is wasted work. Not part of the profile's identity (the
+  // canonical order is the same either way when keys are unique).
   bool unique_key = false;
 };
 
 struct ResolvedProfile {
   std::string name;
   std::vector<ResolvedTable> tables;          // compared, sorted by name
-  std::vector<std::string> lookup_tables;     // present lookup tables (not compared)
+  std::vector<std::string> lookup_tables;     // present lookup tables (not digested)
   std::vector<std::string> uncompared_tables; // other tables present without a ledger mapping
+  std::vector<std::string> present_tables;    // every table of the schema, sorted
+  std::vector<InvariantRule> invariants;      // the spec's invariants that apply to this schema
   // "table.column" for every excluded column, sorted.
   std::vector<std::string> ExcludedColumns() const;
   const ResolvedTable* Find(const std::string& table) const;

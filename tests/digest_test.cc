@@ -600,7 +600,10 @@ TEST(Digest, UserProfileFromJson) {
   auto p = dump::ResolveProfile(*conn2, s, *spec);
   ASSERT_TRUE(p.ok()) << p.status().message();
   ASSERT_EQ(p->tables.size(), 1u);
-  EXPECT_EQ(p->tables[0].columns[1].name, "acct.addr");
+  // Canonical columns in name order (physical order is not data): acct.addr, note, seq.
+  ASSERT_EQ(p->tables[0].columns.size(), 3u);
+  EXPECT_EQ(p->tables[0].columns[0].name, "acct.addr");
+  EXPECT_EQ(p->tables[0].columns[2].name, "seq");
   EXPECT_EQ(p->ExcludedColumns(), std::vector<std::string>{"moves.created_at"});
   EXPECT_EQ(p->lookup_tables, std::vector<std::string>{"accts"});
   WriteFile(path, "{nope");

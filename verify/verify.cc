@@ -210,6 +210,7 @@ Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& r
   dopt.jobs = o.jobs;
   dopt.max_rows = o.max_rows;
   dopt.all = o.all;
+  dopt.allow_empty = o.allow_empty;
   return diff::DiffSources(diff::Source::Schema(o.left, o.left_schema), diff::Source::Schema(o.right, o.right_schema),
                            spec, dopt, reporter);
 }

@@ -92,6 +92,7 @@ struct VerifyRangeOptions {
   int jobs = 2;
   uint32_t max_rows = 20;
   bool all = false;
+  bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
 };
 Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
 

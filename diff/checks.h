@@ -1,0 +1,76 @@
+#pragma once
+// Per-side checks that per-ledger digests cannot make: lookup tables (compared as sets of natural
+// keys, plus each side's identity rules) and the profile's side invariants.
+//
+// Each function reads one side on a connection the caller provides (the row diff's connection,
+// inside the digest's snapshot) and returns facts; comparing two sides' facts is pure.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "core/pg.h"
+#include "core/status.h"
+#include "dump/profile.h"
+
+namespace ledgerdiff::diff {
+
+// One lookup table of one side.
+struct LookupFacts {
+  std::string table;
+  // natural key (a JSON array of the key's text values, null for NULL) -> its ids, sorted.
+  std::map<std::string, std::vector<std::string>> ids_of_key;
+  std::set<std::string> ids;         // every id of the table
+  std::set<std::string> referenced;  // ids referenced by compared rows (in the range when scoped)
+};
+
+// Reads the lookup tables of `profile` (present ones) and the ids its compared tables reference.
+// `range`: only rows in it are counted as references (std::nullopt: every row).
+Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std::string& schema,
+                                                 const dump::ProfileSpec& spec, const dump::ResolvedProfile& profile,
+                                                 const std::optional<LedgerRange>& range);
+
+// A violated identity rule of one side's lookup table.
+struct LookupIssue {
+  std::string side;    // "left" | "right"
+  std::string kind;    // "key_under_several_ids" | "referenced_id_missing"
+  std::string detail;  // the key and its ids, or the missing ids
+};
+
+// The comparison of one lookup table.
+// INVARIANT: divergent() iff the key sets differ or an identity rule is broken on a side.
+struct LookupComparison {
+  std::string table;
+  uint64_t left_keys = 0, right_keys = 0;          // natural keys compared per side
+  std::vector<std::string> only_left, only_right;  // at most max_rows each
+  uint64_t only_left_total = 0, only_right_total = 0;
+  std::vector<LookupIssue> issues;                 // at most max_rows per side and kind
+  uint64_t issues_total = 0;
+  // Warnings, not divergence (Horizon keeps accounts no history row references).
+  uint64_t unreferenced_left = 0, unreferenced_right = 0;
+  bool divergent() const { return only_left_total || only_right_total || issues_total; }
+};
+
+// Compares the facts of both sides. `scoped`: only keys whose ids are referenced are compared,
+// and unreferenced ids are not counted (an explicit --range sees part of the history only).
+// A lookup table present on one side only is compared against an empty set.
+std::vector<LookupComparison> CompareLookups(const std::vector<LookupFacts>& left,
+                                             const std::vector<LookupFacts>& right, bool scoped, uint32_t max_rows);
+
+// One invariant on one side.
+struct InvariantResult {
+  std::string name, table, side, description;
+  uint64_t violations = 0;
+  std::optional<Ledger> first_ledger;  // of a violating row with a ledger
+};
+
+// Checks `profile.invariants` on `schema` over `range` (rows of the table whose ledger is in it).
+Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const std::string& schema,
+                                                     const dump::ResolvedProfile& profile, const LedgerRange& range,
+                                                     const std::string& side);
+
+}  // namespace ledgerdiff::diff

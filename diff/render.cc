@@ -1,0 +1,246 @@
+// Renderers of a DiffReport: text and JSON (keys documented in diff/README.md).
+#include <fmt/format.h>
+
+#include "diff/diff.h"
+
+namespace ledgerdiff::diff {
+
+namespace {
+
+std::string ShowValue(const std::optional<std::string>& v) {
+  if (!v) return "NULL";
+  std::string out = "'";
+  for (char c : *v) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\'') out += "''";
+    else out += c;
+  }
+  return out + "'";
+}
+
+nlohmann::json ValueJson(const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+nlohmann::json DiffReportToJson(const DiffReport& r) {
+  nlohmann::ordered_json j;
+  j["identical"] = r.identical;
+  j["first_divergent_ledger"] = r.first_divergent_ledger ? nlohmann::json(*r.first_divergent_ledger) : nlohmann::json(nullptr);
+  j["divergent_tables"] = nlohmann::json::array();
+  for (const auto& t : r.divergent_tables) j["divergent_tables"].push_back(t.table);
+  j["divergent_table_counts"] = nlohmann::json::array();
+  for (const auto& t : r.divergent_tables)
+    j["divergent_table_counts"].push_back({{"table", t.table}, {"left_rows", t.left_rows}, {"right_rows", t.right_rows}});
+  j["rows"] = nlohmann::json::array();
+  for (const auto& rd : r.rows) {
+    auto row_obj = [&](const RowValues& v) {
+      nlohmann::ordered_json o;
+      for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) o[rd.columns[i]] = ValueJson(v[i]);
+      return o;
+    };
+    nlohmann::ordered_json t;
+    t["table"] = rd.table;
+    t["key"] = rd.key;
+    t["left_available"] = rd.left_available;
+    t["right_available"] = rd.right_available;
+    t["only_left"] = nlohmann::json::array();
+    for (const auto& v : rd.only_left) t["only_left"].push_back(row_obj(v));
+    t["only_right"] = nlohmann::json::array();
+    for (const auto& v : rd.only_right) t["only_right"].push_back(row_obj(v));
+    t["changed"] = nlohmann::json::array();
+    for (const auto& c : rd.changed) {
+      nlohmann::ordered_json cj;
+      nlohmann::ordered_json key;
+      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key[rd.key[i]] = ValueJson(c.key[i]);
+      cj["key"] = key;
+      cj["changes"] = nlohmann::json::array();
+      for (const auto& ch : c.changes)
+        cj["changes"].push_back({{"column", ch.column}, {"left", ValueJson(ch.left)}, {"right", ValueJson(ch.right)}});
+      t["changed"].push_back(cj);
+    }
+    t["only_left_total"] = rd.only_left_total;
+    t["only_right_total"] = rd.only_right_total;
+    t["changed_total"] = rd.changed_total;
+    j["rows"].push_back(t);
+  }
+  j["ledgers_compared"] = r.ledgers_compared;
+  j["range"] = {{"from", r.range.from}, {"to", r.range.to}};
+  j["rows_compared"] = {{"left", r.rows_compared_left}, {"right", r.rows_compared_right}};
+  j["divergent_ledgers"] = r.divergent_ledgers;
+  j["excluded_columns"] = r.excluded_columns;
+  j["lookup_tables"] = r.lookup_tables;
+  j["uncompared_tables"] = r.uncompared_tables;
+  j["uncompared"] = {{"left", r.uncompared_left}, {"right", r.uncompared_right}};
+  j["tables_one_side"] = {{"left", r.tables_only_left}, {"right", r.tables_only_right}};
+  j["schema_differences"] = r.schema_differences;
+  j["schema_notes"] = r.schema_notes;
+  j["rows_outside_range"] = nlohmann::json::array();
+  for (const auto& o : r.rows_outside_range)
+    j["rows_outside_range"].push_back({{"table", o.table},
+                                       {"side", o.side},
+                                       {"before", o.before},
+                                       {"after", o.after},
+                                       {"no_ledger", o.no_ledger}});
+  j["lookups"] = nlohmann::json::array();
+  for (const auto& c : r.lookups) {
+    nlohmann::json issues = nlohmann::json::array();
+    for (const auto& i : c.issues) issues.push_back({{"side", i.side}, {"kind", i.kind}, {"detail", i.detail}});
+    j["lookups"].push_back({{"table", c.table},
+                            {"divergent", c.divergent()},
+                            {"left_keys", c.left_keys},
+                            {"right_keys", c.right_keys},
+                            {"only_left", c.only_left},
+                            {"only_right", c.only_right},
+                            {"only_left_total", c.only_left_total},
+                            {"only_right_total", c.only_right_total},
+                            {"issues", issues},
+                            {"issues_total", c.issues_total},
+                            {"unreferenced", {{"left", c.unreferenced_left}, {"right", c.unreferenced_right}}}});
+  }
+  j["invariants"] = nlohmann::json::array();
+  for (const auto& v : r.invariants)
+    j["invariants"].push_back({{"name", v.name},
+                               {"table", v.table},
+                               {"side", v.side},
+                               {"violations", v.violations},
+                               {"first_ledger", v.first_ledger ? nlohmann::json(*v.first_ledger) : nlohmann::json(nullptr)},
+                               {"description", v.description}});
+  j["left"] = {{"source", r.left}, {"root", r.left_root}};
+  j["right"] = {{"source", r.right}, {"root", r.right_root}};
+  j["profile"] = r.profile;
+  j["tables"] = nlohmann::json::array();
+  for (const auto& t : r.tables)
+    j["tables"].push_back({{"table", t.table},
+                           {"left_rows", t.left_rows},
+                           {"right_rows", t.right_rows},
+                           {"divergent_ledgers", t.divergent_ledgers},
+                           {"left_root", t.left_root},
+                           {"right_root", t.right_root}});
+  if (r.all) {
+    nlohmann::ordered_json all;
+    for (const auto& t : r.tables) {
+      if (t.divergent.empty()) continue;
+      nlohmann::json iv = nlohmann::json::array();
+      for (const auto& x : t.divergent) iv.push_back({x.from, x.to});
+      all[t.table] = iv;
+    }
+    j["all_divergent"] = all;
+  }
+  j["notes"] = r.notes;
+  return j;
+}
+
+namespace {
+
+// Lines every verdict carries: what was not compared, what lies outside the range, widenings.
+std::string RenderInventory(const DiffReport& r) {
+  std::string out;
+  for (const auto& o : r.rows_outside_range)
+    out += fmt::format("warning: {} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} without a "
+                       "ledger)\n",
+                       o.table, o.side, o.before + o.after + o.no_ledger, r.range.str(), o.before, o.after, o.no_ledger);
+  if (!r.uncompared_left.empty() || !r.uncompared_right.empty())
+    out += fmt::format("not compared (no ledger mapping): left {}; right {}\n",
+                       r.uncompared_left.empty() ? "none" : fmt::format("{}", fmt::join(r.uncompared_left, ", ")),
+                       r.uncompared_right.empty() ? "none" : fmt::format("{}", fmt::join(r.uncompared_right, ", ")));
+  if (!r.tables_only_left.empty() || !r.tables_only_right.empty())
+    out += fmt::format("tables on one side only: left {}; right {}\n",
+                       r.tables_only_left.empty() ? "none" : fmt::format("{}", fmt::join(r.tables_only_left, ", ")),
+                       r.tables_only_right.empty() ? "none" : fmt::format("{}", fmt::join(r.tables_only_right, ", ")));
+  for (const auto& n : r.schema_notes) out += "schema note: " + n + "\n";
+  for (const auto& c : r.lookups)
+    if (c.unreferenced_left || c.unreferenced_right)
+      out += fmt::format("warning: {}: ids no compared row references: left {}, right {}\n", c.table,
+                         c.unreferenced_left, c.unreferenced_right);
+  return out;
+}
+
+// The lookups and invariants sections (divergent ones only).
+std::string RenderSideChecks(const DiffReport& r) {
+  std::string out;
+  for (const auto& c : r.lookups) {
+    if (!c.divergent()) continue;
+    out += fmt::format("lookup {} differs (left {} keys, right {} keys):\n", c.table, c.left_keys, c.right_keys);
+    for (const auto& k : c.only_left) out += "  - only left:  " + k + "\n";
+    if (c.only_left_total > c.only_left.size())
+      out += fmt::format("  ... {} more keys only on the left\n", c.only_left_total - c.only_left.size());
+    for (const auto& k : c.only_right) out += "  + only right: " + k + "\n";
+    if (c.only_right_total > c.only_right.size())
+      out += fmt::format("  ... {} more keys only on the right\n", c.only_right_total - c.only_right.size());
+    for (const auto& i : c.issues) out += fmt::format("  ! {} {}: {}\n", i.side, i.kind, i.detail);
+  }
+  for (const auto& v : r.invariants)
+    if (v.violations)
+      out += fmt::format("invariant {} broken on the {} side: {} rows of {}{} ({})\n", v.name, v.side, v.violations,
+                         v.table, v.first_ledger ? fmt::format(", first at ledger {}", *v.first_ledger) : "",
+                         v.description);
+  return out;
+}
+
+}  // namespace
+
+std::string RenderDiffText(const DiffReport& r) {
+  std::string out;
+  if (r.identical) {
+    return fmt::format("identical: {} ledgers ({}), {} rows compared, root {}\n", FormatCount(r.ledgers_compared),
+                       r.range.str(), FormatCount(r.rows_compared_left),
+                       r.left_root.empty() ? r.right_root : r.left_root) +
+           RenderInventory(r);
+  }
+  out += RenderInventory(r);
+  for (const auto& d : r.schema_differences) out += "schema difference: " + d + "\n";
+  out += RenderSideChecks(r);
+  if (!r.first_divergent_ledger) {
+    out += fmt::format("divergent: {}; the data of the {} ledgers ({}) is identical\n",
+                       r.schema_differences.empty() ? "lookup tables or side invariants differ" : "schemas differ",
+                       FormatCount(r.ledgers_compared), r.range.str());
+    for (const auto& n : r.notes) out += "note: " + n + "\n";
+    return out;
+  }
+  out += fmt::format("divergent: first divergent ledger {} ({} of {} ledgers compared differ; left {}, right {})\n",
+                     *r.first_divergent_ledger, FormatCount(r.divergent_ledgers), FormatCount(r.ledgers_compared),
+                     r.left, r.right);
+  for (const auto& t : r.divergent_tables)
+    out += fmt::format("  {}: left {} rows, right {} rows at ledger {}\n", t.table, t.left_rows, t.right_rows,
+                       *r.first_divergent_ledger);
+  auto row_text = [](const TableRowDiff& rd, const RowValues& v) {
+    std::vector<std::string> parts;
+    for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) parts.push_back(rd.columns[i] + "=" + ShowValue(v[i]));
+    return fmt::format("{}", fmt::join(parts, ", "));
+  };
+  for (const auto& rd : r.rows) {
+    out += fmt::format("{} at ledger {}:\n", rd.table, *r.first_divergent_ledger);
+    if (!rd.left_available || !rd.right_available)
+      out += fmt::format("  (rows of the {} side are not available: it is a manifest)\n",
+                         !rd.left_available ? "left" : "right");
+    for (const auto& v : rd.only_left) out += "  - only left:  " + row_text(rd, v) + "\n";
+    if (rd.only_left_total > rd.only_left.size())
+      out += fmt::format("  ... {} more rows only on the left\n", rd.only_left_total - rd.only_left.size());
+    for (const auto& v : rd.only_right) out += "  + only right: " + row_text(rd, v) + "\n";
+    if (rd.only_right_total > rd.only_right.size())
+      out += fmt::format("  ... {} more rows only on the right\n", rd.only_right_total - rd.only_right.size());
+    for (const auto& c : rd.changed) {
+      std::vector<std::string> key;
+      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key.push_back(rd.key[i] + "=" + ShowValue(c.key[i]));
+      out += fmt::format("  ~ changed ({}):\n", fmt::join(key, ", "));
+      for (const auto& ch : c.changes)
+        out += fmt::format("      {}: {} -> {}\n", ch.column, ShowValue(ch.left), ShowValue(ch.right));
+    }
+    if (rd.changed_total > rd.changed.size())
+      out += fmt::format("  ... {} more changed rows\n", rd.changed_total - rd.changed.size());
+  }
+  if (r.all) {
+    out += "all divergent ledgers:\n";
+    for (const auto& t : r.tables) {
+      if (t.divergent.empty()) continue;
+      std::vector<std::string> iv;
+      for (const auto& x : t.divergent) iv.push_back(x.from == x.to ? fmt::format("{}", x.from) : fmt::format("{}-{}", x.from, x.to));
+      out += fmt::format("  {}: {}\n", t.table, fmt::join(iv, ", "));
+    }
+  }
+  for (const auto& n : r.notes) out += "note: " + n + "\n";
+  return out;
+}
+
+}  // namespace ledgerdiff::diff

@@ -1,0 +1,612 @@
+// Verifier soundness (issue 9): every class of broken copy the gate once called identical is
+// planted into a real Horizon dump and must be found; the legal differences (column order,
+// class-equal widenings, renumbered ids, ties under a nullable unique index) must stay identical.
+// Known-answer digests pin the row encoding.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "core/pg.h"
+#include "diff/diff.h"
+#include "dump/canonical.h"
+#include "dump/digest.h"
+#include "dump/manifest.h"
+#include "dump/profile.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+using testing::Connect;
+using testing::TestConninfo;
+using testing::UniqueName;
+
+void ExecSql(const std::string& conninfo, const std::string& sql) {
+  auto c = Connect(conninfo);
+  Status s = c->Run(sql);
+  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
+}
+
+int64_t QueryInt(const std::string& conninfo, const std::string& sql) {
+  auto c = Connect(conninfo);
+  auto r = c->Exec(sql);
+  EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.status().message()) << "\n" << sql;
+  if (!r.ok() || r->size() == 0 || r->IsNull(0, 0)) return -1;
+  return r->GetInt(0, 0);
+}
+
+std::string ScenarioDir() {
+  for (const char* d : {"/work/shared/horizon-scenarios", "../shared/horizon-scenarios"})
+    if (std::filesystem::exists(std::string(d) + "/kahuna-horizon.sql")) return d;
+  return "";
+}
+
+// Loads a Horizon dump into a fresh database (schema public); returns its conninfo.
+std::string LoadDump(const std::string& file = "kahuna-horizon.sql") {
+  std::string db = UniqueName("hz");
+  EXPECT_TRUE(testing::TestServer().CreateDatabase(db).ok());
+  std::string conninfo = testing::TestServer().conninfo(db);
+  std::string cmd = fmt::format("psql -X -q -v ON_ERROR_STOP=1 -d \"{}\" -f {}/{} >/dev/null 2>&1", conninfo,
+                                ScenarioDir(), file);
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return conninfo;
+}
+
+// Drops every foreign key of a loaded dump (tests renumber ids in several steps).
+void DropForeignKeys(const std::string& conninfo) {
+  ExecSql(conninfo, "DO $$ DECLARE r record; BEGIN FOR r IN SELECT conrelid::regclass::text AS t, conname FROM "
+                    "pg_constraint WHERE contype = 'f' LOOP EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', r.t, "
+                    "r.conname); END LOOP; END $$");
+}
+
+diff::Source Db(const std::string& conninfo, const std::string& schema = "public") {
+  return diff::Source::Schema(conninfo, schema);
+}
+
+Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff::DiffOptions o = {},
+                              const dump::ProfileSpec& spec = dump::HorizonProfileSpec()) {
+  NullReporter rep;
+  return diff::DiffSources(a, b, spec, o, rep);
+}
+
+const diff::LookupComparison* Lookup(const diff::DiffReport& r, const std::string& table) {
+  for (const auto& c : r.lookups)
+    if (c.table == table) return &c;
+  return nullptr;
+}
+
+uint64_t Violations(const diff::DiffReport& r, const std::string& name, const std::string& side) {
+  for (const auto& v : r.invariants)
+    if (v.name == name && v.side == side) return v.violations;
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Rows outside the detected range, ledger 0, the top ledger
+
+TEST(Range, RowsPastTheLastLedgerAreCompared) {
+  std::string a = LoadDump(), b = LoadDump();
+  int64_t top = QueryInt(a, "SELECT max(sequence) FROM history_ledgers");
+  ASSERT_GT(top, 0);
+  // A job that wrote past its end: an operation 5 ledgers after the last ledger.
+  ExecSql(b, fmt::format("CREATE TEMP TABLE x AS SELECT * FROM history_operations ORDER BY id LIMIT 1; "
+                         "UPDATE x SET id = ({}::bigint << 32) | 4097; INSERT INTO history_operations SELECT * FROM x",
+                         top + 5));
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(static_cast<Ledger>(top + 5)));
+  // With an explicit --range that ends before it, the row is counted and reported.
+  diff::DiffOptions o;
+  o.range = LedgerRange{1, static_cast<Ledger>(top)};
+  auto scoped = Diff(Db(a), Db(b), o);
+  ASSERT_TRUE(scoped.ok()) << scoped.status().message();
+  ASSERT_EQ(scoped->rows_outside_range.size(), 1u) << diff::RenderDiffText(*scoped);
+  EXPECT_EQ(scoped->rows_outside_range[0].table, "history_operations");
+  EXPECT_EQ(scoped->rows_outside_range[0].side, "right");
+  EXPECT_EQ(scoped->rows_outside_range[0].after, 1u);
+  EXPECT_NE(diff::RenderDiffText(*scoped).find("warning: history_operations (right): 1 rows outside"),
+            std::string::npos);
+  EXPECT_EQ(diff::DiffReportToJson(*scoped)["rows_outside_range"][0]["after"], 1);
+}
+
+TEST(Range, LedgerZeroIsCompared) {
+  std::string a = LoadDump(), b = LoadDump();
+  // A wrong TOID: an effect whose operation id lost its ledger bits (ledger 0).
+  ExecSql(b, "CREATE TEMP TABLE x AS SELECT * FROM history_effects ORDER BY history_operation_id LIMIT 1; "
+             "UPDATE x SET history_operation_id = 4097; INSERT INTO history_effects SELECT * FROM x");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(r->range.from, 0u);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(0));
+}
+
+// A schema with a TOID table (profile auto) holding rows at the top ledger 2^31 - 1.
+std::string TopLedgerSchema(const std::string& value) {
+  std::string s = UniqueName("top");
+  ExecSql(TestConninfo(), fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.ops (history_operation_id bigint, v text); "
+                                      "INSERT INTO {0}.ops VALUES ((2147483646::bigint << 32) | 1, 'a'), "
+                                      "((2147483647::bigint << 32) | 1, {1}), ((2147483647::bigint << 32) | 4095, 'z')",
+                                      pg::QuoteIdent(s), value));
+  return s;
+}
+
+TEST(Range, TamperedTopLedgerIsFound) {
+  auto spec = dump::LoadProfileSpec("auto");
+  ASSERT_TRUE(spec.ok());
+  std::string a = TopLedgerSchema("'b'"), b = TopLedgerSchema("'B'");
+  diff::DiffOptions o;
+  o.range = LedgerRange{2147483646, 2147483647};
+  auto r = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b), o, *spec);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(2147483647));
+  EXPECT_EQ(r->rows_compared_left, 3u);
+  auto same = Diff(Db(TestConninfo(), a), Db(TestConninfo(), TopLedgerSchema("'b'")), {}, *spec);
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_TRUE(same->identical);
+  EXPECT_EQ(same->range.to, 2147483647u);
+  EXPECT_EQ(same->rows_compared_right, 3u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Lookup tables
+
+TEST(Lookups, ExtraAccountRowIsADivergence) {
+  std::string a = LoadDump(), b = LoadDump();
+  ExecSql(b, "INSERT INTO history_accounts (id, address) VALUES (99999, 'GEXTRAACCOUNT')");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_FALSE(r->first_divergent_ledger.has_value());
+  const auto* c = Lookup(*r, "history_accounts");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->only_right_total, 1u);
+  ASSERT_EQ(c->only_right.size(), 1u);
+  EXPECT_EQ(c->only_right[0], "[\"GEXTRAACCOUNT\"]");
+  EXPECT_EQ(c->unreferenced_right, c->unreferenced_left + 1);
+  EXPECT_NE(diff::RenderDiffText(*r).find("lookup history_accounts differs"), std::string::npos);
+  EXPECT_TRUE(diff::DiffReportToJson(*r)["lookups"].is_array());
+}
+
+TEST(Lookups, OneAddressUnderTwoIdsIsADivergence) {
+  std::string a = LoadDump(), b = LoadDump();
+  // Split an account: a second id for the same address, half its participations moved to it.
+  ExecSql(b, "DROP INDEX index_history_accounts_on_address; "
+             "INSERT INTO history_accounts (id, address) SELECT 77777, address FROM history_accounts WHERE id = "
+             "(SELECT history_account_id FROM history_operation_participants GROUP BY 1 ORDER BY count(*) DESC, 1 "
+             "LIMIT 1); "
+             "UPDATE history_operation_participants SET history_account_id = 77777 WHERE history_account_id = "
+             "(SELECT id FROM history_accounts WHERE address = (SELECT address FROM history_accounts WHERE id = 77777) "
+             "AND id <> 77777) AND history_operation_id % 2 = 0");
+  ASSERT_GT(QueryInt(b, "SELECT count(*) FROM history_operation_participants WHERE history_account_id = 77777"), 0);
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_FALSE(r->first_divergent_ledger.has_value()) << "natural keys hide the split from the digests";
+  const auto* c = Lookup(*r, "history_accounts");
+  ASSERT_NE(c, nullptr);
+  ASSERT_FALSE(c->issues.empty());
+  EXPECT_EQ(c->issues[0].side, "right");
+  EXPECT_EQ(c->issues[0].kind, "key_under_several_ids");
+  EXPECT_NE(c->issues[0].detail.find("77777"), std::string::npos);
+}
+
+TEST(Lookups, ReferencedButMissingIdAndUnreferencedExtras) {
+  std::string a = LoadDump(), b = LoadDump();
+  // Unreferenced accounts on both sides are legal (Horizon keeps them): identical, warned.
+  for (const auto& c : {a, b}) ExecSql(c, "INSERT INTO history_accounts (id, address) VALUES (88888, 'GUNUSED')");
+  auto same = Diff(Db(a), Db(b));
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_TRUE(same->identical) << diff::RenderDiffText(*same);
+  ASSERT_NE(Lookup(*same, "history_accounts"), nullptr);
+  EXPECT_GE(Lookup(*same, "history_accounts")->unreferenced_left, 1u);
+  EXPECT_NE(diff::RenderDiffText(*same).find("ids no compared row references"), std::string::npos);
+  // A referenced account deleted: its id is referenced but missing.
+  ExecSql(b, "DELETE FROM history_accounts WHERE id = (SELECT min(history_account_id) FROM "
+             "history_transaction_participants)");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  const auto* c = Lookup(*r, "history_accounts");
+  ASSERT_NE(c, nullptr);
+  bool missing = false;
+  for (const auto& i : c->issues) missing = missing || (i.kind == "referenced_id_missing" && i.side == "right");
+  EXPECT_TRUE(missing);
+  EXPECT_GT(Violations(*r, "history_transaction_participants_account_exists", "right"), 0u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Every history table
+
+TEST(Tables, TradeAggregationsAreComparedByTheirOpenLedger) {
+  std::string a = LoadDump(), b = LoadDump();
+  const std::string row = "INSERT INTO history_trades_60000 VALUES (60000, 1, 2, 1, {}, 20, 2, 2, 1, 2, 1, "
+                          "(19::bigint << 32) | 4097, 2, 1, (19::bigint << 32) | 4097, 2, 1)";
+  ExecSql(a, fmt::format(fmt::runtime(row), 10));
+  ExecSql(b, fmt::format(fmt::runtime(row), 11));
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(19));
+  ASSERT_FALSE(r->divergent_tables.empty());
+  EXPECT_EQ(r->divergent_tables[0].table, "history_trades_60000");
+  // The same bucket stored the other way round (assets swapped, volumes and prices inverted)
+  // under renumbered asset ids is the same bucket.
+  std::string c = LoadDump();
+  DropForeignKeys(c);
+  ExecSql(c, "UPDATE history_assets SET id = -1 WHERE id = 1; UPDATE history_assets SET id = 1 WHERE id = 2; "
+             "UPDATE history_assets SET id = 2 WHERE id = -1; "
+             "ALTER TABLE history_trades DROP CONSTRAINT history_trades_check; "
+             "UPDATE history_trades SET base_asset_id = CASE base_asset_id WHEN 1 THEN 2 WHEN 2 THEN 1 ELSE "
+             "base_asset_id END, counter_asset_id = CASE counter_asset_id WHEN 1 THEN 2 WHEN 2 THEN 1 ELSE "
+             "counter_asset_id END");
+  ExecSql(c, "INSERT INTO history_trades_60000 VALUES (60000, 1, 2, 1, 20, 10, 0.5, 1, 2, 1, 2, "
+             "(19::bigint << 32) | 4097, 1, 2, (19::bigint << 32) | 4097, 1, 2)");
+  auto flipped = Diff(Db(a), Db(c));
+  ASSERT_TRUE(flipped.ok()) << flipped.status().message();
+  for (const auto& t : flipped->divergent_tables) EXPECT_NE(t.table, "history_trades_60000") << diff::RenderDiffText(*flipped);
+}
+
+TEST(Tables, HistoryTableOnOneSideOnlyIsADivergenceAndInventoryIsFromBothSides) {
+  std::string a = LoadDump(), b = LoadDump();
+  ExecSql(b, "CREATE TABLE history_transactions_filtered_tmp AS SELECT * FROM history_transactions WHERE false; "
+             "CREATE TABLE right_notes (x int)");
+  ExecSql(a, "CREATE TABLE left_notes (x int)");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  EXPECT_NE(std::find(r->schema_differences.begin(), r->schema_differences.end(),
+                      "table history_transactions_filtered_tmp only on the right"),
+            r->schema_differences.end());
+  EXPECT_NE(std::find(r->uncompared_left.begin(), r->uncompared_left.end(), "left_notes"), r->uncompared_left.end());
+  EXPECT_NE(std::find(r->uncompared_right.begin(), r->uncompared_right.end(), "right_notes"),
+            r->uncompared_right.end());
+  EXPECT_NE(std::find(r->tables_only_right.begin(), r->tables_only_right.end(), "right_notes"),
+            r->tables_only_right.end());
+  std::string text = diff::RenderDiffText(*r);
+  EXPECT_NE(text.find("not compared (no ledger mapping): left "), std::string::npos);
+  EXPECT_NE(text.find("right_notes"), std::string::npos);
+  auto j = diff::DiffReportToJson(*r);
+  EXPECT_EQ(j["tables_one_side"]["left"], nlohmann::json::array({"left_notes"}));
+  // A row in the staging table is compared at its ledger.
+  ExecSql(a, "CREATE TABLE history_transactions_filtered_tmp AS SELECT * FROM history_transactions WHERE false");
+  ExecSql(b, "INSERT INTO history_transactions_filtered_tmp SELECT * FROM history_transactions WHERE ledger_sequence = 7 "
+             "LIMIT 1");
+  auto staged = Diff(Db(a), Db(b));
+  ASSERT_TRUE(staged.ok()) << staged.status().message();
+  ASSERT_TRUE(staged->first_divergent_ledger.has_value()) << diff::RenderDiffText(*staged);
+  EXPECT_EQ(*staged->first_divergent_ledger, 7u);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Side invariants
+
+TEST(Invariants, TradeAgainstHorizonsOrientationIsADivergence) {
+  std::string a = LoadDump(), b = LoadDump();
+  // One trade turned around on its own ids: canonically the same trade, but Horizon's /trades
+  // query (base_asset_id < counter_asset_id) no longer finds it.
+  ExecSql(b, "ALTER TABLE history_trades DROP CONSTRAINT history_trades_check; "
+             "UPDATE history_trades SET base_asset_id = counter_asset_id, counter_asset_id = base_asset_id, "
+             "base_account_id = counter_account_id, counter_account_id = base_account_id, base_amount = "
+             "counter_amount, counter_amount = base_amount, base_offer_id = counter_offer_id, counter_offer_id = "
+             "base_offer_id, price_n = price_d, price_d = price_n, base_is_seller = NOT base_is_seller "
+             "WHERE history_operation_id = 81604382721 AND \"order\" = 1");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->first_divergent_ledger.has_value()) << "canonical orientation sees the same trade";
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(Violations(*r, "horizon_trade_orientation", "right"), 1u);
+  EXPECT_EQ(Violations(*r, "horizon_trade_orientation", "left"), 0u);
+  EXPECT_NE(diff::RenderDiffText(*r).find("invariant horizon_trade_orientation broken on the right side: 1 rows of "
+                                          "history_trades, first at ledger 19"),
+            std::string::npos);
+}
+
+TEST(Invariants, OperationOutsideItsTransactionLedgerAndUserDeclaredInvariants) {
+  std::string a = LoadDump();
+  // The same wrong TOID on both sides: the digests agree, the invariant does not hold.
+  std::string b = LoadDump();
+  for (const auto& c : {a, b})
+    ExecSql(c, "UPDATE history_operations SET transaction_id = (SELECT min(id) FROM history_transactions WHERE "
+               "ledger_sequence = 3) WHERE id = (SELECT max(id) FROM history_operations)");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->first_divergent_ledger.has_value());
+  EXPECT_FALSE(r->identical);
+  EXPECT_EQ(Violations(*r, "operation_toid_in_its_transaction_ledger", "left"), 1u);
+  EXPECT_EQ(Violations(*r, "operation_toid_in_its_transaction_ledger", "right"), 1u);
+  // A user profile declares its own.
+  auto spec = dump::ParseProfileSpecJson(R"({"name": "mine", "tables": [
+      {"table": "history_ledgers", "ledger": {"column": "sequence"}, "key": ["sequence"]}],
+      "invariants": [{"name": "positive_tx_count", "table": "history_ledgers",
+                      "violation": "t.transaction_count < 0", "columns": ["transaction_count"]}]})",
+                                         "test");
+  ASSERT_TRUE(spec.ok()) << spec.status().message();
+  ExecSql(b, "UPDATE history_ledgers SET transaction_count = -1 WHERE sequence = 4");
+  ExecSql(a, "UPDATE history_ledgers SET transaction_count = -1 WHERE sequence = 4");
+  auto u = Diff(Db(a), Db(b), {}, *spec);
+  ASSERT_TRUE(u.ok()) << u.status().message();
+  EXPECT_FALSE(u->identical);
+  EXPECT_EQ(Violations(*u, "positive_tx_count", "left"), 1u);
+  ASSERT_EQ(u->invariants.size(), 2u);
+  EXPECT_EQ(u->invariants[0].first_ledger, std::optional<Ledger>(4));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. A gate that passes on nothing
+
+TEST(Empty, NothingComparedIsAUsageErrorUnlessAllowed) {
+  std::string a = UniqueName("empty"), b = UniqueName("empty");
+  for (const auto& s : {a, b})
+    ExecSql(TestConninfo(), fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence int, x text)",
+                                        pg::QuoteIdent(s)));
+  diff::DiffOptions o;
+  o.range = LedgerRange{10, 20};
+  auto r = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().kind(), Status::Kind::kUsage);
+  EXPECT_NE(r.status().message().find("ledgers 10:20"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find(a), std::string::npos);
+  EXPECT_NE(r.status().message().find(b), std::string::npos);
+  o.allow_empty = true;
+  auto ok = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b), o);
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_TRUE(ok->identical);
+  // The CLI: exit 2 with one line naming the range, exit 0 with --allow-empty.
+  auto cli = testing::RunCli({"diff", "--db", TestConninfo(), a, b, "--range", "10:20"});
+  EXPECT_EQ(cli.exit_code, 2) << cli.out;
+  EXPECT_NE(cli.err.find("nothing compared"), std::string::npos) << cli.err;
+  auto allowed = testing::RunCli({"diff", "--db", TestConninfo(), a, b, "--range", "10:20", "--allow-empty"});
+  EXPECT_EQ(allowed.exit_code, 0) << allowed.err;
+  // Without --range: both sides empty is the same usage error.
+  auto none = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().kind(), Status::Kind::kUsage);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. No false alarms
+
+TEST(NoFalseAlarms, ColumnOrderIsNotDataAndRowDiffLabelsAreRight) {
+  std::string a = LoadDump(), b = LoadDump();
+  // history_ledgers rebuilt with its columns in reverse order (CREATE TABLE AS, as ETL tools do).
+  auto c = Connect(b);
+  auto cols = c->Exec("SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum DESC) FROM pg_attribute WHERE "
+                      "attrelid = 'history_ledgers'::regclass AND attnum > 0 AND NOT attisdropped");
+  ASSERT_TRUE(cols.ok());
+  ExecSql(b, fmt::format("CREATE TABLE hl AS SELECT {} FROM history_ledgers; DROP TABLE history_ledgers CASCADE; "
+                         "ALTER TABLE hl RENAME TO history_ledgers",
+                         cols->Get(0, 0)));
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+  ExecSql(b, "UPDATE history_ledgers SET successful_transaction_count = successful_transaction_count + 7 WHERE "
+             "sequence = 5");
+  auto d = Diff(Db(a), Db(b));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->first_divergent_ledger, std::optional<Ledger>(5));
+  ASSERT_EQ(d->rows.size(), 1u);
+  ASSERT_EQ(d->rows[0].changed.size(), 1u);
+  ASSERT_EQ(d->rows[0].changed[0].changes.size(), 1u);
+  EXPECT_EQ(d->rows[0].changed[0].changes[0].column, "successful_transaction_count");
+  auto l = d->rows[0].changed[0].changes[0].left, rr = d->rows[0].changed[0].changes[0].right;
+  ASSERT_TRUE(l && rr);
+  EXPECT_EQ(std::stoll(*rr) - std::stoll(*l), 7);
+}
+
+TEST(NoFalseAlarms, TimestampVersusTimestamptzAtUtcIsEqualAndNoted) {
+  std::string a = LoadDump(), b = LoadDump();
+  ExecSql(b, "ALTER TABLE history_ledgers ALTER COLUMN closed_at TYPE timestamptz USING closed_at AT TIME ZONE 'UTC'");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+  ASSERT_EQ(r->schema_notes.size(), 1u);
+  EXPECT_NE(r->schema_notes[0].find("history_ledgers.closed_at is timestamp on the left, timestamptz"),
+            std::string::npos);
+  ExecSql(b, "UPDATE history_ledgers SET closed_at = closed_at + interval '1 second' WHERE sequence = 6");
+  auto d = Diff(Db(a), Db(b));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->first_divergent_ledger, std::optional<Ledger>(6));
+}
+
+// Two rows tied on the key (ledger 1, k NULL), in opposite physical order per side, under a
+// unique index that must not be trusted: over a nullable column, or left invalid by a failed
+// CREATE UNIQUE INDEX CONCURRENTLY.
+std::string TiedRows(bool reversed, bool invalid_index) {
+  std::string s = UniqueName("tie");
+  std::string rows = reversed ? "(1, NULL, 'b'), (1, NULL, 'a'), (2, 1, 'c')" : "(1, NULL, 'a'), (1, NULL, 'b'), (2, 1, 'c')";
+  ExecSql(TestConninfo(), fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.t (ledger_sequence int NOT NULL, k int, "
+                                      "v text); INSERT INTO {0}.t VALUES {1}",
+                                      pg::QuoteIdent(s), rows));
+  auto c = Connect();
+  if (invalid_index) {
+    EXPECT_FALSE(c->Run(fmt::format("CREATE UNIQUE INDEX CONCURRENTLY t_ledger ON {}.t (ledger_sequence)",
+                                    pg::QuoteIdent(s))).ok());
+    EXPECT_EQ(QueryInt(TestConninfo(), fmt::format("SELECT count(*) FROM pg_index WHERE NOT indisvalid AND indrelid = "
+                                                   "'{}.t'::regclass", s)),
+              1);
+  } else {
+    ExecSql(TestConninfo(), fmt::format("CREATE UNIQUE INDEX ON {}.t (ledger_sequence, k)", pg::QuoteIdent(s)));
+  }
+  return s;
+}
+
+TEST(NoFalseAlarms, UniqueShortcutOnlyForValidNotNullIndexes) {
+  auto spec = dump::ParseProfileSpecJson(
+      R"({"name": "tie", "tables": [{"table": "t", "ledger": {"column": "ledger_sequence"}, "key": ["ledger_sequence", "k"]}]})",
+      "test");
+  ASSERT_TRUE(spec.ok());
+  for (bool invalid : {false, true}) {
+    SCOPED_TRACE(invalid ? "invalid index" : "nullable key column");
+    std::string a = TiedRows(false, invalid), b = TiedRows(true, invalid);
+    for (const auto& r : {LedgerRange{1, 2}, LedgerRange{1, 1}}) {
+      diff::DiffOptions o;
+      o.range = r;
+      auto d = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b), o, *spec);
+      ASSERT_TRUE(d.ok()) << d.status().message();
+      EXPECT_TRUE(d->identical) << diff::RenderDiffText(*d);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. Encoding: raw tag bytes at field boundaries, known answers, base_is_exact
+
+// The digest of ledger 1 of a one-table schema t(ledger_sequence int, <cols>) (profile auto).
+std::string LedgerOneDigest(const std::string& cols, const std::string& values) {
+  std::string s = UniqueName("kat");
+  ExecSql(TestConninfo(), fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.t (ledger_sequence int, {1}); "
+                                      "INSERT INTO {0}.t VALUES {2}",
+                                      pg::QuoteIdent(s), cols, values));
+  auto spec = dump::LoadProfileSpec("auto");
+  dump::DigestOptions o;
+  o.range = LedgerRange{1, 1};
+  std::string hex;
+  NullReporter rep;
+  auto r = dump::DigestSchema(
+      TestConninfo(), s, *spec, o,
+      [&](const dump::Chunk& c) {
+        hex = fmt::format("{}:{}", c.counts[c.Index(1, 0)], c.digests[c.Index(1, 0)].Hex());
+        return Status::Ok();
+      },
+      rep);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return hex;
+}
+
+TEST(Encoding, RawTagByteAtAFieldBoundaryIsNotAmbiguous) {
+  EXPECT_NE(LedgerOneDigest("a text, b text", "(1, 'x' || chr(4) || 'y', 'z')"),
+            LedgerOneDigest("a text, b text", "(1, 'x', 'y' || chr(4) || 'z')"));
+  EXPECT_NE(LedgerOneDigest("a text, b text", "(1, 'x' || chr(1), 'y')"),
+            LedgerOneDigest("a text, b text", "(1, 'x', chr(1) || 'y')"));
+}
+
+// Golden digests, computed once: any change to the row encoding, the class tags, the canonical
+// column order or the session pinning shows here (and needs a manifest version bump).
+TEST(Encoding, KnownAnswers) {
+  struct Case {
+    const char* cols;
+    const char* values;
+    const char* golden;
+  };
+  const Case cases[] = {
+      {"v int8", "(1, 42), (1, -7), (1, NULL)", "3:993a3d3abb0ebe14fc699df65eb5cb76"},
+      {"v numeric", "(1, 1.50), (1, -0.0001)", "2:1c8f7904d554bcd33f2829f03ef5d610"},
+      {"v float8", "(1, 0.1), (1, '-0'), (1, 'NaN')", "3:362628f3cbc1985574373cb7f6e3c3fb"},
+      {"v text", "(1, 'héllo'), (1, E'tab\\there'), (1, '')", "3:62f84d40d06cd99880556e145e0a4e3f"},
+      {"v bool", "(1, true), (1, false)", "2:0b033db2d2ddebe0e9424021b112c34d"},
+      {"v timestamptz", "(1, '2020-01-02 03:04:05.678+02')", "1:deeaa37a9f4ab5a7be3d8ef327803df4"},
+      {"v interval", "(1, '1 day 02:03:04')", "1:b08b04b490478ef2af526429374549c0"},
+      {"v json", "(1, '{\"b\": 1,  \"a\": [1, 2]}')", "1:b88039d0d44afe21785958820dbd28c8"},
+      {"v jsonb", "(1, '{\"b\": 1,  \"a\": [1, 2]}')", "1:0b4bbe2df853ec03faecb3e72cf9e638"},
+      {"v bytea", "(1, '\\x00ff10')", "1:ca7a1d178e64bbb94d5f3be1321e677d"},
+      {"v int4[]", "(1, '{1,NULL,3}')", "1:9a53ee908272c5102ebfa823d90e209c"},
+      {"v uuid", "(1, '00000000-0000-0000-0000-000000000001')", "1:fe1bc15d5e895ac632269be91faae2f6"},
+      {"zz text, aa int8", "(1, 'last', 1)", "1:4395e826951666c7c9230933868f875f"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.cols);
+    EXPECT_EQ(LedgerOneDigest(c.cols, c.values), c.golden);
+  }
+}
+
+// Renumbers asset ids in reverse (every trade turns around to keep base < counter) and flips
+// every trade's columns the way Horizon would have stored it.
+void ReverseAssets(const std::string& conninfo) {
+  DropForeignKeys(conninfo);
+  ExecSql(conninfo, "UPDATE history_assets SET id = 1000 - id; "
+                    "UPDATE history_trades SET base_asset_id = 1000 - counter_asset_id, counter_asset_id = 1000 - "
+                    "base_asset_id, base_account_id = counter_account_id, counter_account_id = base_account_id, "
+                    "base_amount = counter_amount, counter_amount = base_amount, base_offer_id = counter_offer_id, "
+                    "counter_offer_id = base_offer_id, price_n = price_d, price_d = price_n, base_is_seller = NOT "
+                    "base_is_seller, base_is_exact = NOT base_is_exact");
+}
+
+TEST(Encoding, BaseIsExactFlipsWithTheTradeAndAChangeIsFound) {
+  std::string a = LoadDump(), b = LoadDump();
+  const char* mixed = "UPDATE history_trades SET base_is_exact = CASE WHEN history_operation_id = 81604382721 AND "
+                      "\"order\" = 1 THEN true WHEN \"order\" % 3 = 0 THEN true WHEN \"order\" % 3 = 1 THEN false END";
+  ExecSql(a, mixed);
+  ExecSql(b, mixed);
+  ASSERT_GT(QueryInt(a, "SELECT count(DISTINCT base_is_exact) FROM history_trades"), 0);
+  ReverseAssets(b);
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+  ExecSql(b, "UPDATE history_trades SET base_is_exact = NOT base_is_exact WHERE history_operation_id = 81604382721 "
+             "AND \"order\" = 1");
+  auto d = Diff(Db(a), Db(b));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->first_divergent_ledger, std::optional<Ledger>(19));
+  ASSERT_EQ(d->rows.size(), 1u);
+  ASSERT_EQ(d->rows[0].changed.size(), 1u);
+  ASSERT_EQ(d->rows[0].changed[0].changes.size(), 1u);
+  EXPECT_EQ(d->rows[0].changed[0].changes[0].column, "base_is_exact");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. The checks and the row diff read the digest's snapshot
+
+TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
+  std::string s = UniqueName("snap");
+  ExecSql(TestConninfo(), fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence int, x text); "
+                                      "INSERT INTO {0}.history_ledgers VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+                                      pg::QuoteIdent(s)));
+  dump::DigestOptions o;
+  int64_t seen_in_snapshot = -1;
+  o.before_commit = [&](const std::string& id) -> Status {
+    // A writer commits after the digest read the table...
+    auto w = Connect();
+    Status st = w->Run(fmt::format("INSERT INTO {}.history_ledgers VALUES (2, 'late')", pg::QuoteIdent(s)));
+    if (!st.ok()) return st;
+    // ...and a reader in the digest's snapshot does not see it.
+    auto r = Connect();
+    LD_RETURN_IF_ERROR(r->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    LD_RETURN_IF_ERROR(r->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(id)));
+    LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                        r->Exec(fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))));
+    seen_in_snapshot = rows.GetInt(0, 0);
+    return Status::Ok();
+  };
+  NullReporter rep;
+  auto d = dump::DigestSchema(TestConninfo(), s, dump::HorizonProfileSpec(), o, {}, rep);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->rows, 3u);
+  EXPECT_EQ(seen_in_snapshot, 3);
+  EXPECT_EQ(QueryInt(TestConninfo(), fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 10. Manifest version
+
+TEST(Manifest, OldVersionIsAClearErrorSayingToReSave) {
+  std::string conninfo = LoadDump();
+  std::string path = (std::filesystem::temp_directory_path() / (UniqueName("old") + ".ldm")).string();
+  NullReporter rep;
+  auto s = dump::DigestToManifest(conninfo, "public", dump::HorizonProfileSpec(), {}, path,
+                                  dump::ManifestDetail::kCompact, rep);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(dump::ManifestReader::Open(path).ok());
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(8);
+    const char v1[4] = {1, 0, 0, 0};
+    f.write(v1, 4);
+  }
+  auto r = diff::DiffSources(diff::Source::Manifest(path), Db(conninfo), dump::HorizonProfileSpec(), {}, rep);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().kind(), Status::Kind::kUsage);
+  EXPECT_NE(r.status().message().find("version 1 is not supported"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("re-save"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace ledgerdiff
