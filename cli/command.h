@@ -50,5 +50,6 @@ std::vector<Command> IngestCommands();   // ingest, db, _worker
 std::vector<Command> DigestCommands();   // digest, diff, dump
 std::vector<Command> VerifyCommands();   // verify, verify-range, selftest
 std::vector<Command> ChaosCommands();    // chaos
+std::vector<Command> SweepCommands();    // sweep
 
 }  // namespace ledgerdiff::cli

@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   app.footer("Exit codes: 0 identical / success, 1 divergent / anomalies found, 2 usage or runtime error.");
 
   std::vector<std::pair<CLI::App*, Runner>> runners;
-  for (auto family : {IngestCommands, DigestCommands, VerifyCommands, ChaosCommands}) {
+  for (auto family : {IngestCommands, DigestCommands, VerifyCommands, ChaosCommands, SweepCommands}) {
     for (const Command& cmd : family()) {
       CLI::App* sub = app.add_subcommand(cmd.name, cmd.summary);
       if (cmd.hidden) sub->group("");
