@@ -26,12 +26,13 @@ namespace {
 
 constexpr uint32_t kMaxRepeat = 20;
 constexpr size_t kMaxCells = 100;
+constexpr uint32_t kMaxWorkers = 64;  // as ingest's --workers
 
 // Samples the client sessions of the database every 50 ms while it lives and keeps the peak.
-// The sampler's own session is not counted; the orchestrator's is.
+// Neither the sampler's own session nor the sweep's (`exclude_pid`) counts; the orchestrator's does.
 class ConnectionSampler {
  public:
-  explicit ConnectionSampler(const std::string& conninfo) {
+  ConnectionSampler(const std::string& conninfo, int exclude_pid) : exclude_pid_(exclude_pid) {
     auto conn = pg::Connection::Open(conninfo, "ledgerdiff sweep sampler");
     if (!conn.ok()) return;  // no sample: peak stays 0
     conn_ = std::move(conn).value();
@@ -55,12 +56,14 @@ class ConnectionSampler {
       lock.unlock();
       auto rows = conn_->Exec(
           "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-          "AND backend_type = 'client backend' AND pid <> pg_backend_pid()");
+          "AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND pid <> $1",
+          {std::to_string(exclude_pid_)});
       if (rows.ok() && rows->size() == 1) peak_ = std::max(peak_, static_cast<uint32_t>(rows->GetInt(0, 0)));
       lock.lock();
       cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
     }
   }
+  int exclude_pid_;
   std::unique_ptr<pg::Connection> conn_;
   std::thread thread_;
   std::mutex mu_;
@@ -139,17 +142,18 @@ Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::
 }
 
 Status ValidateSweepOptions(const SweepOptions& o) {
-  auto check_list = [](const std::vector<uint32_t>& list, const char* flag) -> Status {
+  auto check_list = [](const std::vector<uint32_t>& list, const char* flag, uint64_t max) -> Status {
     if (list.empty()) return Status::Usagef("{} is empty", flag);
     std::set<uint32_t> seen;
     for (uint32_t v : list) {
       if (v == 0) return Status::Usagef("{}: 0 is not allowed", flag);
+      if (v > max) return Status::Usagef("{}: {} is too large (at most {})", flag, v, max);
       if (!seen.insert(v).second) return Status::Usagef("{}: {} is listed twice", flag, v);
     }
     return Status::Ok();
   };
-  LD_RETURN_IF_ERROR(check_list(o.workers, "--workers"));
-  LD_RETURN_IF_ERROR(check_list(o.job_sizes, "--job-size"));
+  LD_RETURN_IF_ERROR(check_list(o.workers, "--workers", kMaxWorkers));
+  LD_RETURN_IF_ERROR(check_list(o.job_sizes, "--job-size", UINT32_MAX));
   if (o.repeat == 0 || o.repeat > kMaxRepeat) return Status::Usagef("--repeat must be 1..{}", kMaxRepeat);
   if (o.workers.size() * o.job_sizes.size() > kMaxCells)
     return Status::Usagef("the grid has {} cells; at most {}", o.workers.size() * o.job_sizes.size(), kMaxCells);
@@ -288,7 +292,7 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
                       Reporter& reporter) {
   SweepRepeat r;
   r.schema = io.schema;
-  ConnectionSampler sampler(conninfo);
+  ConnectionSampler sampler(conninfo, conn.BackendPid());
   auto ingested = RunIngest(conninfo, io, reporter);
   r.peak_connections = sampler.Stop();
   if (!ingested.ok()) {
