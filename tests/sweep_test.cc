@@ -286,6 +286,33 @@ TEST(SweepCommand, PlantedBugInParallelCellsIsNeverRecommended) {
   for (const auto& s : kept) ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + s + "\" CASCADE").ok());
 }
 
+TEST(SweepCommand, AFailingExternalIngesterFailsItsCellAndTheSweepGoesOn) {
+  // A source to copy from, then an ingester that refuses every 2-worker cell (its schema
+  // names the cell) and copies correctly otherwise.
+  const std::string source = testing::UniqueName("sweep_source");
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", source, "--range", "2:161", "--workers", "2",
+                        "--job-size", "40", "--profile", "flat"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  const std::string script = (fs::path(testing::SourceDir()) / "tests" / "ingesters" / "copy_from_source.sh").string();
+  const std::string cmd = "case {schema} in *_w2_*) echo refused >&2; exit 3;; esac; '" + script +
+                          "' {from} {to} {schema}";
+  auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:161", "--workers", "1,2", "--job-size", "40",
+                   "--retries", "0", "--ingest-cmd", cmd, "--format", "json"},
+                  {"LEDGERDIFF_TEST_SOURCE_SCHEMA=" + source});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["cells"].size(), 2u);
+  EXPECT_EQ(j["cells"][0]["verdict"], "identical");
+  EXPECT_EQ(j["cells"][1]["verdict"], "failed");
+  EXPECT_TRUE(j["cells"][1]["error"].is_string());
+  EXPECT_FALSE(j["cells"][1]["repeats"][0]["ok"].get<bool>());
+  EXPECT_EQ(j["recommendation"]["workers"], 1);
+  EXPECT_FALSE(j["recommendation"]["every_parallel_divergent"].get<bool>());
+  EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
+  auto conn = testing::Connect();
+  ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + source + "\" CASCADE").ok());
+}
+
 TEST(SweepCommand, BadInputExitsTwoWithOneLineBeforeAnythingRuns) {
   // An unreachable database proves nothing ran: the flags are refused first.
   const std::string nowhere = "--db=host=/nonexistent/ledgerdiff port=1 dbname=none";
