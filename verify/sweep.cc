@@ -393,7 +393,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
         IngestOptions io = CellIngestOptions(o, w, j);
         io.schema = fmt::format("ld_{}_w{}_j{}_r{}", rep.run_id, w, j, k);
         io.run_id = fmt::format("{}_w{}_j{}_r{}", rep.run_id, w, j, k);
-        reporter.Note(fmt::format("sweep: cell {}/{} ({} workers, jobs of {}), repeat {}/{}", index, total, w, j, k,
+        reporter.Note(fmt::format("sweep: cell {}/{} (workers {}, job size {}), repeat {}/{}", index, total, w, j, k,
                                   o.repeat));
         SweepRepeat r = RunRepeat(conninfo, o, spec, reference_manifest, io, *conn, reporter);
         reporter.Note(r.ok ? fmt::format("sweep: {} in {:.2f} s: {}", cell.Name(), r.wall_s,

@@ -145,7 +145,7 @@ UslFit FitUsl(const std::vector<UslPoint>& points) {
   bool poor = false;
   if (fit.points < 4) {
     poor = true;
-    fit.notes.push_back(fmt::format("only {} worker counts: three parameters always pass through three points", fit.points));
+    fit.notes.push_back(fmt::format("only {} worker counts for 3 parameters: nothing is left to test the fit", fit.points));
   }
   if (fit.r_squared < 0.9) {
     poor = true;
