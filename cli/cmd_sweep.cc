@@ -78,6 +78,11 @@ Runner SetupSweep(CLI::App* sub, SweepFlags& f) {
       fmt::print("{}\n", verify::SweepReportToJson(*report).dump(2));
     else
       fmt::print("{}", verify::RenderSweepText(*report));
+    bool kept = !report->reference_schema.empty();
+    for (const auto& c : report->cells)
+      for (const auto& r : c.repeats) kept = kept || r.kept;
+    if (kept && f.format == OutputFormat::kText && (*db)->embedded() && !(*db)->embedded_server()->kept())
+      fmt::print("  (the embedded database is removed on exit: rerun with --keep-db DIR to keep the schemas)\n");
     if (report->recommendation.every_parallel_divergent)
       fmt::print(stderr, "ledgerdiff: every parallel cell diverged: {}\n",
                  fmt::join(report->recommendation.divergent, ", "));

@@ -313,6 +313,33 @@ TEST(SweepCommand, AFailingExternalIngesterFailsItsCellAndTheSweepGoesOn) {
   ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + source + "\" CASCADE").ok());
 }
 
+TEST(SweepCommand, ABaselineManifestStandsInForTheSerialIngest) {
+  fs::path dir = TempDir("sweep-baseline");
+  const std::string base = (dir / "base.ldm").string();
+  auto v = RunCli({"verify", "--db", TestConninfo(), "--range", "2:301", "--workers", "2", "--job-size", "50",
+                   "--density", "flat", "--save-baseline", base});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:301", "--workers", "1,2", "--job-size", "100",
+                   "--density", "flat", "--baseline", base, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["reference"]["source"], "manifest " + base);
+  EXPECT_EQ(j["reference"]["seconds"], 0);
+  EXPECT_EQ(j["baseline"], base);
+  ASSERT_EQ(j["cells"].size(), 2u);
+  // The 1-worker cell is the serial time the speed-up is measured against.
+  EXPECT_DOUBLE_EQ(j["cells"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["cells"][1]["speedup"].get<double>(),
+                   j["cells"][0]["median_s"].get<double>() / j["cells"][1]["median_s"].get<double>());
+  EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
+  // A baseline of another range is refused before anything runs.
+  auto bad = RunCli({"sweep", "--db=host=/nonexistent/ledgerdiff port=1 dbname=none", "--range", "2:302", "--workers",
+                     "1,2", "--job-size", "100", "--baseline", base});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("it covers ledgers 2:301"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
+
 TEST(SweepCommand, BadInputExitsTwoWithOneLineBeforeAnythingRuns) {
   // An unreachable database proves nothing ran: the flags are refused first.
   const std::string nowhere = "--db=host=/nonexistent/ledgerdiff port=1 dbname=none";

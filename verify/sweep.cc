@@ -174,10 +174,12 @@ Status ValidateSweepOptions(const SweepOptions& o) {
   }
   if (!o.bug.empty() && std::none_of(o.workers.begin(), o.workers.end(), [](uint32_t w) { return w > 1; }))
     return Status::Usage("--inject-bug acts on parallel cells only, and --workers lists none above 1");
-  if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
-    return Status::Usagef("--baseline {}: no such file", o.baseline);
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
-  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  if (!o.baseline.empty()) {
+    if (!std::filesystem::exists(o.baseline)) return Status::Usagef("--baseline {}: no such file", o.baseline);
+    LD_RETURN_IF_ERROR(CheckBaseline(o, spec));
+  }
   return Status::Ok();
 }
 
@@ -335,7 +337,6 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
   const SweepOptions& o = options;
   LD_RETURN_IF_ERROR(ValidateSweepOptions(o));
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
-  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaseline(o, spec));
 
   SweepReport rep;
   rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;

@@ -45,7 +45,8 @@ struct SweepOptions {
 Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::string& flag);
 
 // Checks everything before any database is touched: empty lists, duplicates, zero or absurd
-// values, a job size larger than the range, more workers than jobs in a cell.
+// values, a job size larger than the range, more workers than jobs in a cell, a baseline that
+// does not match (range, profile, tool version).
 Status ValidateSweepOptions(const SweepOptions& options);
 
 struct SweepRepeat {

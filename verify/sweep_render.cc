@@ -116,7 +116,7 @@ std::string Heatmap(const SweepReport& r) {
 }
 
 std::string ThroughputCurve(const SweepReport& r) {
-  const double w = 560, h = 300, l = 60, rt = 20, t = 20, b = 40;
+  const double w = 560, h = 310, l = 60, rt = 20, t = 34, b = 40;
   std::vector<const SweepCell*> pts;
   double xmax = 1, ymax = 1;
   for (const auto& c : r.cells) {
@@ -149,7 +149,10 @@ std::string ThroughputCurve(const SweepReport& r) {
                      N(h - b + 16), n);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">workers</text>\n",
                    N((l + w - rt) / 2), N(h - 4));
-  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">ledgers/s</text>\n", N(t - 6 > 10 ? t - 6 : 12));
+  s += "<text x=\"12\" y=\"14\" fill=\"#59636e\">ledgers/s</text>\n";
+  s += fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"end\" fill=\"#59636e\">&#9679; measured (identical "
+                   "cells) &#160; <tspan fill=\"#0969da\">&#8212; USL fit{}</tspan></text>\n",
+                   N(w - rt), r.usl.poor ? " (poor, dashed)" : "");
   if (r.usl.fitted) {
     std::string d;
     for (int i = 0; i <= 100; ++i) {
