@@ -152,6 +152,13 @@ TEST(SweepRecommend, NeverADivergentCellAndFewerWorkersWithinTheSpread) {
   rec = verify::Recommend({mixed, Cell(1, 100, {9, 9})});
   EXPECT_EQ(rec.workers, 1u);
   EXPECT_TRUE(rec.every_parallel_divergent);
+  // Only parallel cells, all divergent: nothing to recommend, and it says why.
+  rec = verify::Recommend({Cell(2, 100, {1}, false), Cell(4, 100, {1}, false)});
+  EXPECT_FALSE(rec.found);
+  EXPECT_TRUE(rec.every_parallel_divergent);
+  EXPECT_NE(rec.reason.find("every parallel cell diverged (2x100 at ledger 77, 4x100 at ledger 77)"),
+            std::string::npos)
+      << rec.reason;
 }
 
 TEST(SweepRecommend, SummaryOfACell) {

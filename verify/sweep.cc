@@ -250,7 +250,11 @@ SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
   }
   rec.every_parallel_divergent = parallel > 0 && parallel_bad == parallel && parallel_divergent > 0;
   if (!fastest) {
-    rec.reason = "no cell was identical in every repeat: nothing to recommend";
+    rec.reason = rec.every_parallel_divergent
+                     ? fmt::format("every parallel cell diverged ({}) and no serial cell was measured: nothing to "
+                                   "recommend",
+                                   fmt::join(rec.divergent, ", "))
+                     : "no cell was identical in every repeat: nothing to recommend";
     return rec;
   }
   // Within the measured spread of the fastest: fewer workers win, then the faster median.
