@@ -15,15 +15,6 @@ namespace ledgerdiff::cli {
 
 namespace {
 
-Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::Usagef("cannot write {}", path);
-  out << content;
-  out.close();
-  if (!out) return Status::Runtimef("cannot write {}", path);
-  return Status::Ok();
-}
-
 // How to reach the database again after this process: the look-again command uses it.
 std::string ReconnectFlags(Database& db) {
   if (db.embedded()) {

@@ -69,6 +69,9 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan);
 // --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
 
+// Writes a report file (--junit, --markdown, --csv ...): Usage error when it cannot be opened.
+Status WriteFile(const std::string& path, const std::string& content);
+
 // The commands' flags and actions, one file per family; main.cc holds the table.
 Action SetupIngest(CLI::App* sub);       // cmd_ingest.cc
 Action SetupOrchestrate(CLI::App* sub);
@@ -80,6 +83,7 @@ Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
 Action SetupVerifyRange(CLI::App* sub);
 Action SetupSelftest(CLI::App* sub);
 Action SetupChaos(CLI::App* sub);        // cmd_chaos.cc
+Action SetupSweep(CLI::App* sub);        // cmd_sweep.cc
 Action SetupDocs(CLI::App* sub);         // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli

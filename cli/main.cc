@@ -3,6 +3,8 @@
 //   parse flags -> check them (no database yet) -> run (database resolved on first use,
 //   progress on stderr) -> print the outcome as text or JSON -> exit 0 / 1 / 2.
 
+#include <fstream>
+
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -33,6 +35,15 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p) {
   sub->add_option("--density", p.density, "Generated ledger density: stellar | flat")->capture_default_str();
 }
 
+Status WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::Usagef("cannot write {}", path);
+  out << content;
+  out.close();
+  if (!out) return Status::Runtimef("cannot write {}", path);
+  return Status::Ok();
+}
+
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile) {
   sub->add_option("--profile", profile, "Digest profile: horizon | auto | FILE.json (see dump/README.md)")
       ->capture_default_str();
@@ -55,6 +66,8 @@ constexpr Command kCommands[] = {
     {"selftest", "Prove the gate catches every injected bug at its ledger", true, true, false, SetupSelftest},
     {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator", true, true,
      false, SetupChaos},
+    {"sweep", "Choose workers and job size by measurement, each setting proven identical to the serial reference",
+     true, true, false, SetupSweep},
     {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)", true, false, true,
      SetupOrchestrate},
     {"_worker", "Internal: one worker process of an ingestion run", false, false, true, SetupWorker},

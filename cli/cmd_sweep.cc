@@ -1,0 +1,73 @@
+// sweep: measure every workers x job size cell against the serial reference and recommend one.
+#include "cli/command.h"
+#include "core/ledger_range.h"
+#include "report/sweep.h"
+#include "verify/sweep.h"
+
+namespace ledgerdiff::cli {
+
+Action SetupSweep(CLI::App* sub) {
+  struct Flags {
+    std::string range;
+    std::string workers = "1,2,4";
+    std::string job_sizes = "100,500,2000";
+    verify::SweepOptions options;
+    std::string report_dir, csv;
+  };
+  auto f = std::make_shared<Flags>();
+  auto& o = f->options;
+  ingest::IngestPlan& p = o.plan;
+  sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)");
+  sub->add_option("--workers", f->workers, "Worker counts to measure, comma-separated")->capture_default_str();
+  sub->add_option("--job-size", f->job_sizes, "Job sizes (ledgers) to measure, comma-separated")->capture_default_str();
+  sub->add_option("--repeat", o.repeat, "Ingestions per cell (median and spread over them)")->capture_default_str();
+  // The rest of the workload: the ingestion plan's own defaults.
+  sub->add_option("--retries", p.retries, "Retries of a failed job")->capture_default_str();
+  sub->add_option("--retry-backoff", p.retry_backoff_s, "First retry delay in seconds, doubled per retry")
+      ->capture_default_str();
+  sub->add_option("--job-timeout", p.job_timeout_s,
+                  "Seconds without a heartbeat after which a worker is declared hung, killed and its job requeued")
+      ->capture_default_str();
+  sub->add_option("--seed", p.seed, "Seed of the generator")->capture_default_str();
+  sub->add_option("--density", p.density, "Generated ledger density: stellar | flat")->capture_default_str();
+  AddDigestProfileFlag(sub, o.table_profile);
+  sub->add_option("--jobs", o.digest_jobs, "Digest connections")->capture_default_str();
+  sub->add_option("--ingest-cmd", p.ingest_cmd,
+                  "External ingester per job (and over the whole range for the serial reference); placeholders "
+                  "{from} {to} {schema} {db} {worker} {job}");
+  sub->add_option("--baseline", o.baseline, "Reference manifest (verify --save-baseline): no serial ingest");
+  sub->add_option("--inject-bug", p.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER");
+  sub->add_flag("--keep", o.keep, "Keep every cell's schema (divergent ones are always kept)");
+  sub->add_option("--report", f->report_dir, "Also write a self-contained HTML report into DIR");
+  sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE");
+  Action a;
+  // Everything the user gave, checked before a database is resolved.
+  a.check = [f]() -> Status {
+    if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
+    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
+    LD_ASSIGN_OR_RETURN(f->options.workers, verify::ParseUintList(f->workers, "--workers"));
+    LD_ASSIGN_OR_RETURN(f->options.job_sizes, verify::ParseUintList(f->job_sizes, "--job-size"));
+    return verify::ValidateSweepOptions(f->options);
+  };
+  a.run = [f](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    LD_ASSIGN_OR_RETURN(verify::SweepReport report, verify::RunSweep(db->conninfo(), f->options, ctx.reporter()));
+    if (!f->csv.empty()) LD_RETURN_IF_ERROR(WriteFile(f->csv, report::RenderSweepCsv(report)));
+    if (!f->report_dir.empty()) LD_RETURN_IF_ERROR(report::WriteSweepHtml(report, f->report_dir));
+    Outcome out;
+    out.exit_code = report.exit_code();
+    out.json = report::SweepReportToJson(report);
+    out.text = report::RenderSweepText(report);
+    bool kept = !report.reference_schema.empty();
+    for (const auto& c : report.cells)
+      for (const auto& r : c.repeats) kept = kept || r.kept;
+    if (kept && db->embedded() && !db->embedded_server()->kept())
+      out.text += "  (the embedded database is removed on exit: rerun with --keep-db DIR to keep the schemas)\n";
+    if (report.recommendation.every_parallel_divergent)
+      out.error = fmt::format("every parallel cell diverged: {}", fmt::join(report.recommendation.divergent, ", "));
+    return out;
+  };
+  return a;
+}
+
+}  // namespace ledgerdiff::cli

@@ -1,0 +1,353 @@
+#include "report/sweep.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+
+namespace ledgerdiff::report {
+
+using namespace verify;
+
+namespace {
+
+using nlohmann::json;
+
+json OptLedger(const std::optional<Ledger>& l) { return l ? json(*l) : json(nullptr); }
+json OptString(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+
+std::string UslLine(const SweepReport& r) {
+  const UslFit& f = r.usl;
+  if (!r.usl_job_size) return "USL fit: no identical cell to fit";
+  std::string head = fmt::format("USL fit at jobs of {}: ", r.usl_job_size);
+  if (!f.fitted) return head + "not fitted (" + fmt::format("{}", fmt::join(f.notes, "; ")) + ")";
+  std::string peak = f.peak_workers ? fmt::format("predicted peak at {:.1f} workers", *f.peak_workers)
+                                    : std::string("no peak predicted");
+  return head + fmt::format("σ={:.4f} κ={:.5f} λ={:.1f} ledgers/s, R²={:.3f}, {}{}", f.sigma, f.kappa, f.lambda,
+                            f.r_squared, peak,
+                            f.poor ? fmt::format(" — poor fit: {}", fmt::join(f.notes, "; ")) : std::string());
+}
+
+std::string RecommendationLine(const SweepRecommendation& rec) {
+  if (!rec.found) return "recommendation: none — " + rec.reason;
+  return fmt::format("recommendation: --workers {} --job-size {} ({:.2f} s, {:.0f} ledgers/s{}) — {}", rec.workers,
+                     rec.job_size, rec.median_s, rec.ledgers_per_s,
+                     rec.speedup > 0 ? fmt::format(", {:.2f}x serial", rec.speedup) : std::string(), rec.reason);
+}
+
+std::string CsvField(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string N(double v) { return fmt::format("{:.1f}", v); }
+
+// Light to dark blue as t goes 0..1.
+std::string Blue(double t) {
+  t = std::clamp(t, 0.0, 1.0);
+  auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(0xdd, 0x0a), mix(0xeb, 0x3d), mix(0xf7, 0x91));
+}
+
+std::string Heatmap(const SweepReport& r) {
+  const double cw = 120, ch = 48, left = 90, top = 40;
+  double lo = 0, hi = 0;
+  bool first = true;
+  for (const auto& c : r.cells) {
+    if (c.verdict != "identical") continue;
+    if (first || c.ledgers_per_s < lo) lo = c.ledgers_per_s;
+    if (first || c.ledgers_per_s > hi) hi = c.ledgers_per_s;
+    first = false;
+  }
+  const double width = left + cw * static_cast<double>(r.job_sizes.size()) + 20;
+  const double height = top + ch * static_cast<double>(r.workers.size()) + 20;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
+      "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
+      N(width), N(height));
+  s += fmt::format("<text x=\"{}\" y=\"16\" text-anchor=\"middle\" fill=\"#59636e\">job size (ledgers)</text>\n",
+                   N(left + cw * static_cast<double>(r.job_sizes.size()) / 2));
+  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", N(top - 6));
+  for (size_t j = 0; j < r.job_sizes.size(); ++j)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n",
+                     N(left + cw * (static_cast<double>(j) + 0.5)), N(top - 8), r.job_sizes[j]);
+  for (size_t w = 0; w < r.workers.size(); ++w)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", N(left - 10),
+                     N(top + ch * (static_cast<double>(w) + 0.5) + 4), r.workers[w]);
+  for (const auto& c : r.cells) {
+    auto wi = std::find(r.workers.begin(), r.workers.end(), c.workers) - r.workers.begin();
+    auto ji = std::find(r.job_sizes.begin(), r.job_sizes.end(), c.job_size) - r.job_sizes.begin();
+    double x = left + cw * static_cast<double>(ji), y = top + ch * static_cast<double>(wi);
+    std::string fill, label, text_fill = "#1f2328", title;
+    if (c.verdict == "identical") {
+      double t = hi > lo ? (c.ledgers_per_s - lo) / (hi - lo) : 1;
+      fill = Blue(t);
+      text_fill = t > 0.55 ? "#ffffff" : "#1f2328";
+      label = fmt::format("{:.0f}/s", c.ledgers_per_s);
+      title = fmt::format("{}: {:.0f} ledgers/s, median {:.2f} s, identical", c.Name(), c.ledgers_per_s, c.median_s);
+    } else if (c.verdict == "divergent") {
+      fill = "#ffebe9";
+      text_fill = "#cf222e";
+      label = c.first_divergent_ledger ? fmt::format("✗ ledger {}", *c.first_divergent_ledger) : "✗ divergent";
+      title = fmt::format("{}: divergent{}", c.Name(),
+                          c.first_divergent_ledger ? fmt::format(" at ledger {}", *c.first_divergent_ledger) : "");
+    } else {
+      fill = "#eaeef2";
+      text_fill = "#59636e";
+      label = "failed";
+      title = c.Name() + ": failed: " + c.error;
+    }
+    bool chosen = r.recommendation.found && r.recommendation.workers == c.workers &&
+                  r.recommendation.job_size == c.job_size;
+    s += fmt::format(
+        "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
+        "stroke-width=\"{}\"><title>{}</title></rect>\n",
+        c.verdict, N(x + 2), N(y + 2), N(cw - 4), N(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
+        chosen ? 3 : 1, XmlEscape(title));
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
+                     N(x + cw / 2), N(y + ch / 2 + 4), text_fill, XmlEscape(label));
+  }
+  return s + "</svg>\n";
+}
+
+std::string ThroughputCurve(const SweepReport& r) {
+  const double w = 560, h = 310, l = 60, rt = 20, t = 34, b = 40;
+  std::vector<const SweepCell*> pts;
+  double xmax = 1, ymax = 1;
+  for (const auto& c : r.cells) {
+    if (c.job_size != r.usl_job_size || c.verdict != "identical") continue;
+    pts.push_back(&c);
+    xmax = std::max(xmax, static_cast<double>(c.workers));
+    ymax = std::max(ymax, c.ledgers_per_s);
+  }
+  if (r.usl.fitted && r.usl.peak_workers) xmax = std::max(xmax, std::min(*r.usl.peak_workers * 1.3, xmax * 4));
+  xmax = std::ceil(xmax);
+  if (r.usl.fitted)
+    for (int i = 0; i <= 100; ++i) ymax = std::max(ymax, r.usl.Predict(1 + (xmax - 1) * i / 100.0));
+  ymax *= 1.1;
+  auto X = [&](double n) { return l + (w - l - rt) * n / xmax; };
+  auto Y = [&](double v) { return h - b - (h - t - b) * v / ymax; };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"throughput\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
+      "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"11\">\n",
+      N(w), N(h));
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#d1d9e0\"/>\n", N(l), N(h - b), N(w - rt));
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#d1d9e0\"/>\n", N(l), N(t), N(h - b));
+  for (int i = 0; i <= 4; ++i) {
+    double v = ymax * i / 4;
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f}</text>\n", N(l - 6),
+                     N(Y(v) + 4), v);
+  }
+  int step = std::max(1, static_cast<int>(xmax / 8));
+  for (int n = 0; n <= static_cast<int>(xmax); n += step)
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n", N(X(n)),
+                     N(h - b + 16), n);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">workers</text>\n",
+                   N((l + w - rt) / 2), N(h - 4));
+  s += "<text x=\"12\" y=\"14\" fill=\"#59636e\">ledgers/s</text>\n";
+  s += fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"end\" fill=\"#59636e\">&#9679; measured (identical "
+                   "cells) &#160; <tspan fill=\"#0969da\">&#8212; USL fit{}</tspan></text>\n",
+                   N(w - rt), r.usl.poor ? " (poor, dashed)" : "");
+  if (r.usl.fitted) {
+    std::string d;
+    for (int i = 0; i <= 100; ++i) {
+      double n = 1 + (xmax - 1) * i / 100.0;
+      d += fmt::format("{}{},{}", i ? " L" : "M", N(X(n)), N(Y(r.usl.Predict(n))));
+    }
+    s += fmt::format("<path class=\"usl\" d=\"{}\" fill=\"none\" stroke=\"#0969da\" stroke-width=\"2\" "
+                     "stroke-dasharray=\"{}\"/>\n",
+                     d, r.usl.poor ? "6 4" : "none");
+  }
+  for (const auto* c : pts)
+    s += fmt::format("<circle class=\"measured\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#1f2328\"><title>{}: {:.0f} "
+                     "ledgers/s</title></circle>\n",
+                     N(X(c->workers)), N(Y(c->ledgers_per_s)), c->Name(), c->ledgers_per_s);
+  return s + "</svg>\n";
+}
+
+constexpr const char* kCss = R"(body{margin:0;color:#1f2328;font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif}
+main{max-width:1100px;margin:0 auto;padding:24px}
+.banner{border-radius:10px;padding:16px 22px;color:#fff;font-size:15px}
+.banner.ok{background:#1a7f37}.banner.bad{background:#cf222e}
+h2{font-size:17px;margin:30px 0 10px;padding-bottom:6px;border-bottom:1px solid #d1d9e0}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{padding:5px 9px;border-bottom:1px solid #d1d9e0;text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f6f8fa;color:#59636e;font-size:12px}
+td.v{text-align:left}.identical{color:#1a7f37}.divergent{color:#cf222e}.failed{color:#59636e}
+code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
+.muted{color:#59636e}
+)";
+
+}  // namespace
+
+std::string RenderSweepText(const SweepReport& r) {
+  std::string s = fmt::format("sweep {} ({} ledgers), repeat {}, reference: {}{}\n", r.range.str(), r.range.size(),
+                              r.repeat, r.reference,
+                              r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
+  if (!r.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", r.bug);
+  s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>8} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers", "job size",
+                   "jobs", "median s", "spread s", "ledgers/s", "rows/s", "speed-up", "attempts", "retries", "conns",
+                   "verdict");
+  for (const auto& c : r.cells) {
+    std::string verdict = c.verdict;
+    if (c.verdict == "divergent" && c.first_divergent_ledger)
+      verdict += fmt::format(" at ledger {}", *c.first_divergent_ledger);
+    if (c.verdict == "failed") verdict += ": " + c.error;
+    s += fmt::format("{:>7} {:>8} {:>5} {:>9.2f} {:>8.2f} {:>10.0f} {:>10.0f} {:>8} {:>8} {:>7} {:>5}  {}\n", c.workers,
+                     c.job_size, c.jobs, c.median_s, c.spread_s, c.ledgers_per_s, c.rows_per_s,
+                     c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
+                     c.peak_connections, verdict);
+  }
+  s += RecommendationLine(r.recommendation) + "\n";
+  s += UslLine(r) + "\n";
+  if (!r.reference_schema.empty()) s += fmt::format("reference schema kept: \"{}\"\n", r.reference_schema);
+  for (const auto& c : r.cells)
+    for (const auto& rep : c.repeats)
+      if (rep.kept) s += fmt::format("kept: \"{}\" ({})\n", rep.schema, c.verdict);
+  return s;
+}
+
+json SweepReportToJson(const SweepReport& r) {
+  json j;
+  bool all_identical = std::all_of(r.cells.begin(), r.cells.end(), [](const SweepCell& c) { return c.verdict == "identical"; });
+  j["all_identical"] = all_identical;
+  j["run_id"] = r.run_id;
+  j["range"] = {{"from", r.range.from}, {"to", r.range.to}};
+  j["workers"] = r.workers;
+  j["job_sizes"] = r.job_sizes;
+  j["repeat"] = r.repeat;
+  j["ingest_cmd"] = OptString(r.ingest_cmd);
+  j["baseline"] = OptString(r.baseline);
+  j["injected_bug"] = OptString(r.bug);
+  j["reference"] = {{"source", r.reference},
+                    {"seconds", r.reference_s},
+                    {"schema", OptString(r.reference_schema)}};
+  json cells = json::array();
+  for (const auto& c : r.cells) {
+    json repeats = json::array();
+    for (const auto& x : c.repeats)
+      repeats.push_back({{"ok", x.ok},
+                         {"identical", x.identical},
+                         {"first_divergent_ledger", OptLedger(x.first_divergent_ledger)},
+                         {"wall_s", x.wall_s},
+                         {"rows", x.rows},
+                         {"attempts", x.attempts},
+                         {"retried_jobs", x.retried_jobs},
+                         {"peak_connections", x.peak_connections},
+                         {"schema", x.schema},
+                         {"kept", x.kept},
+                         {"error", OptString(x.error)}});
+    cells.push_back({{"workers", c.workers},
+                     {"job_size", c.job_size},
+                     {"jobs", c.jobs},
+                     {"bug_injected", c.bug_injected},
+                     {"verdict", c.verdict},
+                     {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
+                     {"median_s", c.median_s},
+                     {"min_s", c.min_s},
+                     {"max_s", c.max_s},
+                     {"spread_s", c.spread_s},
+                     {"ledgers_per_s", c.ledgers_per_s},
+                     {"rows_per_s", c.rows_per_s},
+                     {"speedup", c.speedup},
+                     {"attempts", c.attempts},
+                     {"retries", c.retries},
+                     {"peak_connections", c.peak_connections},
+                     {"error", OptString(c.error)},
+                     {"repeats", repeats}});
+  }
+  j["cells"] = cells;
+  const auto& rec = r.recommendation;
+  j["recommendation"] = {{"found", rec.found},
+                         {"workers", rec.found ? json(rec.workers) : json(nullptr)},
+                         {"job_size", rec.found ? json(rec.job_size) : json(nullptr)},
+                         {"median_s", rec.median_s},
+                         {"ledgers_per_s", rec.ledgers_per_s},
+                         {"speedup", rec.speedup},
+                         {"reason", rec.reason},
+                         {"every_parallel_divergent", rec.every_parallel_divergent},
+                         {"divergent_cells", rec.divergent}};
+  json usl = UslFitToJson(r.usl);
+  usl["job_size"] = r.usl_job_size ? json(r.usl_job_size) : json(nullptr);
+  j["usl"] = usl;
+  return j;
+}
+
+std::string RenderSweepCsv(const SweepReport& r) {
+  std::string s =
+      "workers,job_size,jobs,verdict,first_divergent_ledger,median_s,min_s,max_s,spread_s,ledgers_per_s,rows_per_s,"
+      "speedup,attempts,retries,peak_connections,recommended,error\n";
+  for (const auto& c : r.cells) {
+    bool chosen = r.recommendation.found && r.recommendation.workers == c.workers &&
+                  r.recommendation.job_size == c.job_size;
+    s += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{},{},{},{}\n", c.workers,
+                     c.job_size, c.jobs, c.verdict,
+                     c.first_divergent_ledger ? std::to_string(*c.first_divergent_ledger) : std::string(), c.median_s,
+                     c.min_s, c.max_s, c.spread_s, c.ledgers_per_s, c.rows_per_s, c.speedup, c.attempts, c.retries,
+                     c.peak_connections, chosen ? "true" : "false", CsvField(c.error));
+  }
+  return s;
+}
+
+std::string RenderSweepHtml(const SweepReport& r) {
+  const auto& rec = r.recommendation;
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
+                   XmlEscape(r.range.str()), kCss);
+  h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
+                   "&#183; repeat {} &#183; reference: {}</p>\n",
+                   XmlEscape(r.run_id), r.range.size(), XmlEscape(r.range.str()), r.repeat, XmlEscape(r.reference));
+  bool good = rec.found && !rec.every_parallel_divergent;
+  h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", XmlEscape(RecommendationLine(rec)));
+  if (!r.bug.empty()) h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", XmlEscape(r.bug));
+  h += "<h2>Ledgers per second, workers &#215; job size</h2>\n" + Heatmap(r);
+  h += "<p class=\"muted\">Darker is faster; red cells diverged from the reference (first divergent ledger shown), "
+       "grey cells failed; the green outline is the recommendation.</p>\n";
+  h += fmt::format("<h2>Throughput against workers at jobs of {}</h2>\n", r.usl_job_size) + ThroughputCurve(r);
+  h += "<p class=\"muted\">" + XmlEscape(UslLine(r)) + "</p>\n";
+  h += "<h2>Cells</h2>\n<table>\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>spread "
+       "s</th><th>ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
+       "connections</th><th>verdict</th></tr>\n";
+  for (const auto& c : r.cells) {
+    std::string verdict = c.verdict;
+    if (c.first_divergent_ledger) verdict += fmt::format(" at ledger {}", *c.first_divergent_ledger);
+    if (!c.error.empty()) verdict += ": " + c.error;
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.0f}</td><td>{:.0f}</td>"
+                     "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"v {}\">{}</td></tr>\n",
+                     c.workers, c.job_size, c.jobs, c.median_s, c.spread_s, c.ledgers_per_s, c.rows_per_s,
+                     c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
+                     c.peak_connections, c.verdict, XmlEscape(verdict));
+  }
+  h += "</table>\n</main>\n</body>\n</html>\n";
+  return h;
+}
+
+Status WriteSweepHtml(const SweepReport& report, const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return Status::Runtimef("create report directory {}: {}", dir, ec.message());
+  if (!fs::is_directory(dir, ec)) return Status::Runtimef("report directory {} is not a directory", dir);
+  const fs::path path = fs::path(dir) / "index.html";
+  const fs::path tmp = fs::path(dir) / ".index.html.tmp";
+  const std::string html = RenderSweepHtml(report);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return Status::Runtimef("write {}: cannot open", tmp.string());
+    out.write(html.data(), static_cast<std::streamsize>(html.size()));
+    out.close();
+    if (!out) return Status::Runtimef("write {}: I/O error", tmp.string());
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) return Status::Runtimef("write {}: {}", path.string(), ec.message());
+  return Status::Ok();
+}
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,387 @@
+// sweep (issue 13): the USL fit and the recommendation rule as pure code, then the command
+// end to end against the harness's real PostgreSQL: a small grid, a planted bug in parallel
+// cells, the CSV and HTML outputs, and bad input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/harness.h"
+#include "verify/sweep.h"
+#include "verify/usl.h"
+
+namespace ledgerdiff {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using testing::RunCli;
+using testing::TestConninfo;
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+size_t Occurrences(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + needle.size())) ++n;
+  return n;
+}
+
+fs::path TempDir(const std::string& prefix) {
+  fs::path dir = fs::temp_directory_path() / (prefix + "-" + std::to_string(getpid()) + "-" + testing::UniqueName("d"));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::vector<verify::UslPoint> Synthetic(double sigma, double kappa, double lambda, const std::vector<double>& ns) {
+  std::vector<verify::UslPoint> pts;
+  for (double n : ns) pts.push_back({n, lambda * n / (1 + sigma * (n - 1) + kappa * n * (n - 1))});
+  return pts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// USL fit
+
+TEST(UslFit, RecoversExactCoefficients) {
+  auto fit = verify::FitUsl(Synthetic(0.05, 0.002, 120, {1, 2, 4, 8, 16, 32}));
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_NEAR(fit.sigma, 0.05, 1e-6);
+  EXPECT_NEAR(fit.kappa, 0.002, 1e-8);
+  EXPECT_NEAR(fit.lambda, 120, 1e-4);
+  EXPECT_NEAR(fit.r_squared, 1, 1e-9);
+  ASSERT_TRUE(fit.peak_workers.has_value());
+  EXPECT_NEAR(*fit.peak_workers, std::sqrt(0.95 / 0.002), 1e-3);
+  EXPECT_FALSE(fit.poor);
+}
+
+TEST(UslFit, RecoversCoefficientsUnderNoise) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> noise(-0.02, 0.02);
+  auto pts = Synthetic(0.08, 0.004, 200, {1, 2, 3, 4, 6, 8, 12, 16, 24});
+  for (auto& p : pts) p.throughput *= 1 + noise(rng);
+  auto fit = verify::FitUsl(pts);
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_NEAR(fit.sigma, 0.08, 0.02);
+  EXPECT_NEAR(fit.kappa, 0.004, 0.001);
+  EXPECT_NEAR(fit.lambda, 200, 10);
+  EXPECT_GT(fit.r_squared, 0.95);
+  ASSERT_TRUE(fit.peak_workers.has_value());
+  EXPECT_NEAR(*fit.peak_workers, std::sqrt(0.92 / 0.004), 3);
+  EXPECT_FALSE(fit.poor);
+}
+
+TEST(UslFit, SaysWhenTheFitIsPoor) {
+  // Two worker counts: no fit at all.
+  auto two = verify::FitUsl(Synthetic(0.1, 0.01, 50, {1, 2}));
+  EXPECT_FALSE(two.fitted);
+  EXPECT_FALSE(two.notes.empty());
+  // Three: an exact fit through three points proves nothing.
+  auto three = verify::FitUsl(Synthetic(0.1, 0.01, 50, {1, 2, 4}));
+  ASSERT_TRUE(three.fitted);
+  EXPECT_TRUE(three.poor);
+  // Superlinear throughput would need a negative σ: pinned at 0 and flagged.
+  auto super = verify::FitUsl({{1, 10}, {2, 25}, {4, 60}, {8, 130}});
+  ASSERT_TRUE(super.fitted);
+  EXPECT_GE(super.sigma, 0);
+  EXPECT_GE(super.kappa, 0);
+  EXPECT_TRUE(super.poor);
+  // Linear scaling: σ = κ = 0, no peak.
+  auto linear = verify::FitUsl({{1, 10}, {2, 20}, {4, 40}, {8, 80}});
+  ASSERT_TRUE(linear.fitted);
+  EXPECT_NEAR(linear.sigma, 0, 1e-9);
+  EXPECT_NEAR(linear.kappa, 0, 1e-9);
+  EXPECT_FALSE(linear.peak_workers.has_value());
+}
+
+// ---------------------------------------------------------------------------------------------
+// The recommendation rule
+
+verify::SweepCell Cell(uint32_t workers, uint32_t job_size, std::vector<double> walls, bool identical = true) {
+  verify::SweepCell c;
+  c.workers = workers;
+  c.job_size = job_size;
+  for (double w : walls) {
+    verify::SweepRepeat r;
+    r.ok = true;
+    r.identical = identical;
+    if (!identical) r.first_divergent_ledger = 77;
+    r.wall_s = w;
+    r.rows = 1000;
+    c.repeats.push_back(r);
+  }
+  verify::SummarizeCell(c, LedgerRange{1, 1000}, 10);
+  return c;
+}
+
+TEST(SweepRecommend, NeverADivergentCellAndFewerWorkersWithinTheSpread) {
+  // The fastest cell diverged: never chosen.
+  auto rec = verify::Recommend({Cell(1, 100, {10, 10}), Cell(4, 100, {2, 2}, false), Cell(2, 100, {5, 5})});
+  ASSERT_TRUE(rec.found);
+  EXPECT_EQ(rec.workers, 2u);
+  EXPECT_FALSE(rec.every_parallel_divergent);
+  ASSERT_EQ(rec.divergent.size(), 1u);
+  EXPECT_EQ(rec.divergent[0], "4x100 at ledger 77");
+  // 4 workers are fastest but 2 workers lie within the measured spread: 2 win.
+  rec = verify::Recommend({Cell(1, 100, {10, 10}), Cell(4, 100, {3.0, 3.6}), Cell(2, 100, {3.2, 3.3})});
+  ASSERT_TRUE(rec.found);
+  EXPECT_EQ(rec.workers, 2u);
+  // Outside the spread: the fastest wins.
+  rec = verify::Recommend({Cell(4, 100, {3.0, 3.1}), Cell(2, 100, {4.0, 4.1})});
+  EXPECT_EQ(rec.workers, 4u);
+  // A cell with one divergent repeat out of two is divergent.
+  auto mixed = Cell(4, 100, {1, 1});
+  mixed.repeats[1].identical = false;
+  verify::SummarizeCell(mixed, LedgerRange{1, 1000}, 10);
+  EXPECT_EQ(mixed.verdict, "divergent");
+  rec = verify::Recommend({mixed, Cell(1, 100, {9, 9})});
+  EXPECT_EQ(rec.workers, 1u);
+  EXPECT_TRUE(rec.every_parallel_divergent);
+  // Only parallel cells, all divergent: nothing to recommend, and it says why.
+  rec = verify::Recommend({Cell(2, 100, {1}, false), Cell(4, 100, {1}, false)});
+  EXPECT_FALSE(rec.found);
+  EXPECT_TRUE(rec.every_parallel_divergent);
+  EXPECT_NE(rec.reason.find("every parallel cell diverged (2x100 at ledger 77, 4x100 at ledger 77)"),
+            std::string::npos)
+      << rec.reason;
+}
+
+TEST(SweepRecommend, SummaryOfACell) {
+  auto c = Cell(2, 100, {4, 2, 3});
+  EXPECT_DOUBLE_EQ(c.median_s, 3);
+  EXPECT_DOUBLE_EQ(c.spread_s, 2);
+  EXPECT_DOUBLE_EQ(c.ledgers_per_s, 1000.0 / 3);
+  EXPECT_DOUBLE_EQ(c.speedup, 10.0 / 3);
+  EXPECT_EQ(c.verdict, "identical");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command
+
+std::vector<std::string> SweepArgs(std::vector<std::string> extra) {
+  std::vector<std::string> a = {"sweep",         "--db",    TestConninfo(), "--range", "2:301", "--workers",
+                                "1,2",           "--job-size", "50,100",    "--density", "flat",
+                                "--retry-backoff", "0.05"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+// Keys listed in the first column of the README table under `heading` (until the next heading).
+std::set<std::string> DocumentedKeys(const std::string& heading) {
+  std::string readme = Slurp(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  size_t at = readme.find(heading);
+  EXPECT_NE(at, std::string::npos) << heading;
+  if (at == std::string::npos) return {};
+  size_t end = readme.find("\n#", at + heading.size());
+  std::string section = readme.substr(at, end == std::string::npos ? std::string::npos : end - at);
+  std::set<std::string> keys;
+  std::regex row(R"(\n\| ([^|]+)\|)");
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), row); it != std::sregex_iterator(); ++it) {
+    std::string cell = (*it)[1];
+    std::regex key("`([a-z_]+)`");
+    for (auto k = std::sregex_iterator(cell.begin(), cell.end(), key); k != std::sregex_iterator(); ++k)
+      keys.insert((*k)[1]);
+  }
+  return keys;
+}
+
+std::set<std::string> Keys(const json& j) {
+  std::set<std::string> keys;
+  for (auto it = j.begin(); it != j.end(); ++it) keys.insert(it.key());
+  return keys;
+}
+
+std::set<std::string> SweepSchemas(const std::string& run_id) {
+  auto conn = testing::Connect();
+  auto rows = conn->Exec("SELECT nspname FROM pg_namespace WHERE starts_with(nspname, $1)", {"ld_" + run_id + "_"});
+  EXPECT_TRUE(rows.ok()) << rows.status().message();
+  std::set<std::string> out;
+  if (rows.ok())
+    for (int i = 0; i < rows->size(); ++i) out.insert(std::string(rows->Get(i, 0)));
+  return out;
+}
+
+TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
+  fs::path dir = TempDir("sweep");
+  auto r = RunCli(SweepArgs({"--repeat", "2", "--format", "json", "--csv", (dir / "cells.csv").string(), "--report",
+                             (dir / "report").string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json j = json::parse(r.out);
+  EXPECT_TRUE(j["all_identical"].get<bool>());
+  ASSERT_EQ(j["cells"].size(), 4u);
+  for (const auto& c : j["cells"]) {
+    EXPECT_EQ(c["verdict"], "identical");
+    EXPECT_EQ(c["repeats"].size(), 2u);
+    EXPECT_GT(c["median_s"].get<double>(), 0);
+    EXPECT_GT(c["ledgers_per_s"].get<double>(), 0);
+    EXPECT_GT(c["rows_per_s"].get<double>(), 0);
+    EXPECT_GT(c["speedup"].get<double>(), 0);
+    EXPECT_GE(c["attempts"].get<uint32_t>(), 2 * c["jobs"].get<uint32_t>());
+    // Each worker holds a session of its own during the cell.
+    EXPECT_GE(c["peak_connections"].get<uint32_t>(), c["workers"].get<uint32_t>());
+    EXPECT_TRUE(c["first_divergent_ledger"].is_null());
+  }
+  EXPECT_EQ(j["cells"][0]["jobs"], 6);
+  EXPECT_EQ(j["cells"][1]["jobs"], 3);
+  ASSERT_TRUE(j["recommendation"]["found"].get<bool>());
+  EXPECT_FALSE(j["recommendation"]["every_parallel_divergent"].get<bool>());
+  EXPECT_TRUE(j["reference"]["schema"].is_null());
+  // The documented keys are exactly the emitted ones.
+  EXPECT_EQ(Keys(j), DocumentedKeys("## `sweep --format json`"));
+  EXPECT_EQ(Keys(j["cells"][0]), DocumentedKeys("### sweep cells"));
+  // Nothing is left behind after a clean sweep.
+  EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
+
+  std::string csv = Slurp(dir / "cells.csv");
+  EXPECT_EQ(Occurrences(csv, "\n"), 5u) << csv;
+  EXPECT_EQ(csv.rfind("workers,job_size,jobs,verdict,", 0), 0u);
+  EXPECT_EQ(Occurrences(csv, ",identical,"), 4u);
+  EXPECT_EQ(Occurrences(csv, ",true,"), 1u);  // the recommended cell
+
+  std::string html = Slurp(dir / "report" / "index.html");
+  size_t heat = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\"");
+  ASSERT_NE(heat, std::string::npos);
+  std::string heatmap = html.substr(heat, html.find("</svg>", heat) - heat);
+  EXPECT_EQ(Occurrences(heatmap, "<rect class=\"cell "), 4u);
+  EXPECT_NE(html.find("class=\"throughput\""), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, PlantedBugInParallelCellsIsNeverRecommended) {
+  auto r = RunCli(SweepArgs({"--inject-bug", "skip-ledger@150", "--format", "json"}));
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json j = json::parse(r.out);
+  for (const auto& c : j["cells"]) {
+    if (c["workers"] == 1) {
+      EXPECT_EQ(c["verdict"], "identical");
+      EXPECT_FALSE(c["bug_injected"].get<bool>());
+    } else {
+      EXPECT_EQ(c["verdict"], "divergent");
+      EXPECT_EQ(c["first_divergent_ledger"], 150);
+      EXPECT_TRUE(c["repeats"][0]["kept"].get<bool>());
+    }
+  }
+  const auto& rec = j["recommendation"];
+  ASSERT_TRUE(rec["found"].get<bool>());
+  EXPECT_EQ(rec["workers"], 1);
+  EXPECT_TRUE(rec["every_parallel_divergent"].get<bool>());
+  EXPECT_EQ(rec["divergent_cells"], json({"2x50 at ledger 150", "2x100 at ledger 150"}));
+  EXPECT_NE(r.err.find("every parallel cell diverged: 2x50 at ledger 150, 2x100 at ledger 150"), std::string::npos)
+      << r.err;
+  // The evidence stays: the divergent cells and the reference; the identical cells are gone.
+  auto kept = SweepSchemas(j["run_id"]);
+  std::string run = j["run_id"];
+  EXPECT_EQ(kept, (std::set<std::string>{"ld_" + run + "_reference", "ld_" + run + "_w2_j50_r1",
+                                         "ld_" + run + "_w2_j100_r1"}));
+  // Clean up through the tool's own ownership rule.
+  auto conn = testing::Connect();
+  for (const auto& s : kept) ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + s + "\" CASCADE").ok());
+}
+
+TEST(SweepCommand, AFailingExternalIngesterFailsItsCellAndTheSweepGoesOn) {
+  // A source to copy from, then an ingester that refuses every 2-worker cell (its schema
+  // names the cell) and copies correctly otherwise.
+  const std::string source = testing::UniqueName("sweep_source");
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", source, "--range", "2:161", "--workers", "2",
+                        "--job-size", "40", "--profile", "flat"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  const std::string script = (fs::path(testing::SourceDir()) / "tests" / "ingesters" / "copy_from_source.sh").string();
+  const std::string cmd = "case {schema} in *_w2_*) echo refused >&2; exit 3;; esac; '" + script +
+                          "' {from} {to} {schema}";
+  auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:161", "--workers", "1,2", "--job-size", "40",
+                   "--retries", "0", "--ingest-cmd", cmd, "--format", "json"},
+                  {"LEDGERDIFF_TEST_SOURCE_SCHEMA=" + source});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json j = json::parse(r.out);
+  ASSERT_EQ(j["cells"].size(), 2u);
+  EXPECT_EQ(j["cells"][0]["verdict"], "identical");
+  EXPECT_EQ(j["cells"][1]["verdict"], "failed");
+  EXPECT_TRUE(j["cells"][1]["error"].is_string());
+  EXPECT_FALSE(j["cells"][1]["repeats"][0]["ok"].get<bool>());
+  EXPECT_EQ(j["recommendation"]["workers"], 1);
+  EXPECT_FALSE(j["recommendation"]["every_parallel_divergent"].get<bool>());
+  EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
+  auto conn = testing::Connect();
+  ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + source + "\" CASCADE").ok());
+}
+
+TEST(SweepCommand, ABaselineManifestStandsInForTheSerialIngest) {
+  fs::path dir = TempDir("sweep-baseline");
+  const std::string base = (dir / "base.ldm").string();
+  auto v = RunCli({"verify", "--db", TestConninfo(), "--range", "2:301", "--workers", "2", "--job-size", "50",
+                   "--density", "flat", "--save-baseline", base});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:301", "--workers", "1,2", "--job-size", "100",
+                   "--density", "flat", "--baseline", base, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["reference"]["source"], "manifest " + base);
+  EXPECT_EQ(j["reference"]["seconds"], 0);
+  EXPECT_EQ(j["baseline"], base);
+  ASSERT_EQ(j["cells"].size(), 2u);
+  // The 1-worker cell is the serial time the speed-up is measured against.
+  EXPECT_DOUBLE_EQ(j["cells"][0]["speedup"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["cells"][1]["speedup"].get<double>(),
+                   j["cells"][0]["median_s"].get<double>() / j["cells"][1]["median_s"].get<double>());
+  EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
+  // A baseline of another range is refused before anything runs.
+  auto bad = RunCli({"sweep", "--db=host=/nonexistent/ledgerdiff port=1 dbname=none", "--range", "2:302", "--workers",
+                     "1,2", "--job-size", "100", "--baseline", base});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("it covers ledgers 2:301"), std::string::npos) << bad.err;
+  fs::remove_all(dir);
+}
+
+TEST(SweepCommand, BadInputExitsTwoWithOneLineBeforeAnythingRuns) {
+  // An unreachable database proves nothing ran: the flags are refused first.
+  const std::string nowhere = "--db=host=/nonexistent/ledgerdiff port=1 dbname=none";
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  } cases[] = {
+      {{"--workers", ""}, "--workers"},
+      {{"--workers", "1,,2"}, "empty item"},
+      {{"--workers", "1,2,1"}, "listed twice"},
+      {{"--job-size", "0,50"}, "0 is not allowed"},
+      {{"--workers", "1,500"}, "500 is too large (at most 64)"},
+      {{"--workers", "x"}, "not a positive integer"},
+      {{"--job-size", "50,100000"}, "larger than the range"},
+      {{"--workers", "1,8", "--job-size", "100"}, "has only 3 job(s) for 8 workers"},
+      {{"--repeat", "0"}, "--repeat"},
+      {{"--inject-bug", "skip-ledger@150", "--workers", "1"}, "parallel cells only"},
+      {{"--range", "9:3"}, "range"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"sweep", nowhere};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    // The flags a case does not set take the values of a valid small sweep.
+    for (auto [flag, value] : {std::pair{"--range", "2:301"}, {"--workers", "1,2"}, {"--job-size", "50,100"}}) {
+      if (std::find(c.args.begin(), c.args.end(), flag) != c.args.end()) continue;
+      args.push_back(flag);
+      args.push_back(value);
+    }
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.err;
+    EXPECT_EQ(Occurrences(r.err, "\n"), 1u) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace ledgerdiff

@@ -1,0 +1,446 @@
+#include "verify/sweep.h"
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "core/database.h"
+#include "core/pg.h"
+#include "core/process.h"
+#include "diff/diff.h"
+#include "dump/manifest.h"
+#include "dump/profile.h"
+#include "ledgerdiff/version.h"
+#include "ingest/orchestrator.h"
+#include "ingest/job_table.h"
+
+namespace ledgerdiff::verify {
+
+using ingest::IngestOptions;
+using ingest::IngestReport;
+using ingest::RunIngest;
+using ingest::DeleteRun;
+using ingest::ValidateIngestOptions;
+
+namespace {
+
+constexpr uint32_t kMaxRepeat = 20;
+constexpr size_t kMaxCells = 100;
+constexpr uint32_t kMaxWorkers = 64;  // as ingest's --workers
+
+// Samples the client sessions of the database every 50 ms while it lives and keeps the peak.
+// Neither the sampler's own session nor the sweep's (`exclude_pid`) counts; the orchestrator's does.
+class ConnectionSampler {
+ public:
+  ConnectionSampler(const std::string& conninfo, int exclude_pid) : exclude_pid_(exclude_pid) {
+    auto conn = pg::Connection::Open(conninfo, "ledgerdiff sweep sampler");
+    if (!conn.ok()) return;  // no sample: peak stays 0
+    conn_ = std::move(conn).value();
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~ConnectionSampler() { Stop(); }
+  uint32_t Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return peak_;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      auto rows = conn_->Exec(
+          "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+          "AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND pid <> $1",
+          {std::to_string(exclude_pid_)});
+      if (rows.ok() && rows->size() == 1) peak_ = std::max(peak_, static_cast<uint32_t>(rows->GetInt(0, 0)));
+      lock.lock();
+      cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
+    }
+  }
+  int exclude_pid_;
+  std::unique_ptr<pg::Connection> conn_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  uint32_t peak_ = 0;
+};
+
+// A file removed when this goes out of scope (the reference manifest of a serial ingest).
+struct TempFile {
+  std::string path;
+  ~TempFile() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove(path, ec);
+  }
+};
+
+Status CheckBaseline(const SweepOptions& o, const dump::ProfileSpec& spec) {
+  LD_RETURN_IF_ERROR(dump::ReadManifestSummary(o.baseline).status().With("--baseline " + o.baseline));
+  LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(o.baseline));
+  const auto& h = reader->header();
+  if (!(h.range == o.range))
+    return Status::Usagef("--baseline {}: it covers ledgers {}, but this sweep ingests {}", o.baseline,
+                          h.range.str(), o.range.str());
+  if (h.profile.name != spec.name)
+    return Status::Usagef("--baseline {}: it was made with profile \"{}\", but this sweep uses \"{}\"", o.baseline,
+                          h.profile.name, spec.name);
+  if (h.tool_version != kVersion)
+    return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", o.baseline,
+                          h.tool_version, kVersion);
+  return Status::Ok();
+}
+
+IngestOptions CellIngestOptions(const SweepOptions& o, uint32_t workers, uint32_t job_size) {
+  IngestOptions io;
+  static_cast<ingest::IngestPlan&>(io) = o.plan;
+  io.range = o.range;
+  io.workers = workers;
+  io.job_size = job_size;
+  io.bug = workers > 1 ? o.plan.bug : "";
+  io.worker_binary = o.worker_binary;
+  return io;
+}
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::string& flag) {
+  std::vector<uint32_t> out;
+  if (text.empty()) return Status::Usagef("{} is empty: give a comma-separated list such as 1,2,4", flag);
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.empty()) return Status::Usagef("{} \"{}\": an empty item", flag, text);
+    uint64_t value = 0;
+    auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), value);
+    if (ec != std::errc() || end != item.data() + item.size() || value > UINT32_MAX)
+      return Status::Usagef("{} \"{}\": \"{}\" is not a positive integer", flag, text, item);
+    out.push_back(static_cast<uint32_t>(value));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+Status ValidateSweepOptions(const SweepOptions& o) {
+  auto check_list = [](const std::vector<uint32_t>& list, const char* flag, uint64_t max) -> Status {
+    if (list.empty()) return Status::Usagef("{} is empty", flag);
+    std::set<uint32_t> seen;
+    for (uint32_t v : list) {
+      if (v == 0) return Status::Usagef("{}: 0 is not allowed", flag);
+      if (v > max) return Status::Usagef("{}: {} is too large (at most {})", flag, v, max);
+      if (!seen.insert(v).second) return Status::Usagef("{}: {} is listed twice", flag, v);
+    }
+    return Status::Ok();
+  };
+  LD_RETURN_IF_ERROR(check_list(o.workers, "--workers", kMaxWorkers));
+  LD_RETURN_IF_ERROR(check_list(o.job_sizes, "--job-size", UINT32_MAX));
+  if (o.repeat == 0 || o.repeat > kMaxRepeat) return Status::Usagef("--repeat must be 1..{}", kMaxRepeat);
+  if (o.workers.size() * o.job_sizes.size() > kMaxCells)
+    return Status::Usagef("the grid has {} cells; at most {}", o.workers.size() * o.job_sizes.size(), kMaxCells);
+  for (uint32_t j : o.job_sizes)
+    if (j > o.range.size())
+      return Status::Usagef("--job-size {} is larger than the range {} ({} ledgers)", j, o.range.str(),
+                            o.range.size());
+  for (uint32_t w : o.workers) {
+    for (uint32_t j : o.job_sizes) {
+      uint64_t jobs = (o.range.size() + j - 1) / j;
+      if (w > jobs)
+        return Status::Usagef("cell {} workers x jobs of {}: the range {} has only {} job(s) for {} workers", w, j,
+                              o.range.str(), jobs, w);
+      IngestOptions probe = CellIngestOptions(o, w, j);
+      probe.schema = "probe";
+      LD_RETURN_IF_ERROR(ValidateIngestOptions(probe));
+    }
+  }
+  if (!o.plan.bug.empty() && std::none_of(o.workers.begin(), o.workers.end(), [](uint32_t w) { return w > 1; }))
+    return Status::Usage("--inject-bug acts on parallel cells only, and --workers lists none above 1");
+  if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  if (!o.baseline.empty()) {
+    if (!std::filesystem::exists(o.baseline)) return Status::Usagef("--baseline {}: no such file", o.baseline);
+    LD_RETURN_IF_ERROR(CheckBaseline(o, spec));
+  }
+  return Status::Ok();
+}
+
+std::string SweepCell::Name() const { return fmt::format("{}x{}", workers, job_size); }
+
+int SweepReport::exit_code() const {
+  if (!recommendation.found || recommendation.every_parallel_divergent) return 1;
+  for (const auto& c : cells)
+    if (c.verdict != "identical") return 1;
+  return 0;
+}
+
+void SummarizeCell(SweepCell& cell, const LedgerRange& range, double reference_s) {
+  std::vector<double> walls;
+  std::vector<uint64_t> rows;
+  bool divergent = false, failed = false;
+  cell.attempts = cell.retries = cell.peak_connections = 0;
+  cell.first_divergent_ledger.reset();
+  for (const auto& r : cell.repeats) {
+    cell.attempts += r.attempts;
+    cell.retries += r.retried_jobs;
+    cell.peak_connections = std::max(cell.peak_connections, r.peak_connections);
+    if (!r.ok) {
+      failed = true;
+      if (cell.error.empty()) cell.error = r.error;
+      continue;
+    }
+    walls.push_back(r.wall_s);
+    rows.push_back(r.rows);
+    if (!r.identical) {
+      divergent = true;
+      if (r.first_divergent_ledger &&
+          (!cell.first_divergent_ledger || *r.first_divergent_ledger < *cell.first_divergent_ledger))
+        cell.first_divergent_ledger = r.first_divergent_ledger;
+    }
+  }
+  cell.verdict = divergent ? "divergent" : failed ? "failed" : "identical";
+  if (walls.empty()) return;
+  cell.median_s = Median(walls);
+  auto [lo, hi] = std::minmax_element(walls.begin(), walls.end());
+  cell.min_s = *lo;
+  cell.max_s = *hi;
+  cell.spread_s = *hi - *lo;
+  uint64_t row_count = *std::max_element(rows.begin(), rows.end());
+  if (cell.median_s > 0) {
+    cell.ledgers_per_s = static_cast<double>(range.size()) / cell.median_s;
+    cell.rows_per_s = static_cast<double>(row_count) / cell.median_s;
+    cell.speedup = reference_s > 0 ? reference_s / cell.median_s : 0;
+  }
+}
+
+SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
+  SweepRecommendation rec;
+  const SweepCell* fastest = nullptr;
+  size_t parallel = 0, parallel_bad = 0, parallel_divergent = 0;
+  for (const auto& c : cells) {
+    if (c.verdict == "divergent")
+      rec.divergent.push_back(c.first_divergent_ledger
+                                  ? fmt::format("{} at ledger {}", c.Name(), *c.first_divergent_ledger)
+                                  : c.Name());
+    if (c.workers > 1) {
+      ++parallel;
+      if (c.verdict != "identical") ++parallel_bad;
+      if (c.verdict == "divergent") ++parallel_divergent;
+    }
+    if (c.verdict != "identical" || c.median_s <= 0) continue;
+    if (!fastest || c.median_s < fastest->median_s) fastest = &c;
+  }
+  rec.every_parallel_divergent = parallel > 0 && parallel_bad == parallel && parallel_divergent > 0;
+  if (!fastest) {
+    rec.reason = rec.every_parallel_divergent
+                     ? fmt::format("every parallel cell diverged ({}) and no serial cell was measured: nothing to "
+                                   "recommend",
+                                   fmt::join(rec.divergent, ", "))
+                     : "no cell was identical in every repeat: nothing to recommend";
+    return rec;
+  }
+  // Within the measured spread of the fastest: fewer workers win, then the faster median.
+  const SweepCell* chosen = fastest;
+  for (const auto& c : cells) {
+    if (c.verdict != "identical" || c.median_s <= 0) continue;
+    double tolerance = std::max(fastest->spread_s, c.spread_s);
+    if (c.median_s - fastest->median_s > tolerance) continue;
+    if (c.workers < chosen->workers || (c.workers == chosen->workers && c.median_s < chosen->median_s)) chosen = &c;
+  }
+  rec.found = true;
+  rec.workers = chosen->workers;
+  rec.job_size = chosen->job_size;
+  rec.median_s = chosen->median_s;
+  rec.ledgers_per_s = chosen->ledgers_per_s;
+  rec.speedup = chosen->speedup;
+  if (rec.every_parallel_divergent) {
+    rec.reason = fmt::format("every parallel cell diverged ({}): stay serial", fmt::join(rec.divergent, ", "));
+  } else if (chosen == fastest) {
+    rec.reason = "the fastest cell whose every repeat is identical";
+  } else {
+    rec.reason = fmt::format("within the measured spread of the fastest ({}, {:.2f} s) with fewer workers",
+                             fastest->Name(), fastest->median_s);
+  }
+  return rec;
+}
+
+UslFit FitCells(const std::vector<SweepCell>& cells, uint32_t job_size) {
+  std::vector<UslPoint> points;
+  for (const auto& c : cells)
+    if (c.job_size == job_size && c.verdict == "identical" && c.ledgers_per_s > 0)
+      points.push_back({static_cast<double>(c.workers), c.ledgers_per_s});
+  return FitUsl(points);
+}
+
+namespace {
+
+// One ingest + diff of a cell into `schema`; never fails the sweep (errors land in the repeat).
+SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const dump::ProfileSpec& spec,
+                      const std::string& reference_manifest, IngestOptions io, pg::Connection& conn,
+                      Reporter& reporter) {
+  SweepRepeat r;
+  r.schema = io.schema;
+  ConnectionSampler sampler(conninfo, conn.BackendPid());
+  auto ingested = RunIngest(conninfo, io, reporter);
+  r.peak_connections = sampler.Stop();
+  if (!ingested.ok()) {
+    r.error = ingested.status().message();
+  } else {
+    r.wall_s = ingested->wall_s;
+    r.rows = ingested->rows;
+    r.attempts = ingested->attempts;
+    r.retried_jobs = ingested->retried_jobs;
+    if (!ingested->ok) r.error = ingested->error.empty() ? "ingestion failed" : ingested->error;
+  }
+  if (r.error.empty()) {
+    diff::DiffOptions dopt;
+    dopt.range = o.range;
+    dopt.jobs = o.digest_jobs;
+    dopt.max_rows = 5;
+    auto diffed = diff::DiffSources(diff::Source::Manifest(reference_manifest), diff::Source::Schema(conninfo, io.schema),
+                                    spec, dopt, reporter);
+    if (!diffed.ok()) {
+      r.error = "diff: " + diffed.status().message();
+    } else {
+      r.ok = true;
+      r.identical = diffed->identical;
+      r.first_divergent_ledger = diffed->first_divergent_ledger;
+    }
+  }
+  // A divergent schema is the evidence: kept. Everything else goes unless --keep.
+  if (o.keep || (r.ok && !r.identical)) {
+    r.kept = true;
+  } else {
+    (void)DropOwnedSchema(conn, io.schema);
+    (void)DeleteRun(conn, io.run_id);
+  }
+  return r;
+}
+
+}  // namespace
+
+Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& options, Reporter& reporter) {
+  const SweepOptions& o = options;
+  LD_RETURN_IF_ERROR(ValidateSweepOptions(o));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+
+  SweepReport rep;
+  rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
+  rep.range = o.range;
+  rep.workers = o.workers;
+  rep.job_sizes = o.job_sizes;
+  rep.repeat = o.repeat;
+  rep.ingest_cmd = o.plan.ingest_cmd;
+  rep.baseline = o.baseline;
+  rep.bug = o.plan.bug;
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff sweep"));
+
+  // 1. The reference: a serial ingest digested once into a manifest, or the given baseline.
+  TempFile temp_manifest;
+  std::string reference_manifest = o.baseline;
+  if (o.baseline.empty()) {
+    uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
+                                             : static_cast<uint32_t>(o.range.size());
+    IngestOptions io = CellIngestOptions(o, 1, job_size);
+    io.bug.clear();
+    io.schema = "ld_" + rep.run_id + "_reference";
+    io.run_id = rep.run_id + "_ref";
+    rep.reference = fmt::format("serial ingest (1 worker, jobs of {})", job_size);
+    reporter.Note(fmt::format("sweep: serial reference of {} into \"{}\"", o.range.str(), io.schema));
+    LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, io, reporter));
+    if (!serial.ok) return Status::Runtimef("the serial reference ingest failed: {}", serial.error);
+    rep.reference_s = serial.wall_s;
+    temp_manifest.path =
+        (std::filesystem::temp_directory_path() / fmt::format("ledgerdiff-sweep-{}.ldm", rep.run_id)).string();
+    dump::DigestOptions dopt;
+    dopt.range = o.range;
+    dopt.jobs = o.digest_jobs;
+    dopt.phase = "reference digest";
+    LD_RETURN_IF_ERROR(dump::DigestToManifest(conninfo, io.schema, spec, dopt, temp_manifest.path,
+                                              dump::ManifestDetail::kCompact, reporter)
+                           .status());
+    reference_manifest = temp_manifest.path;
+    rep.reference_schema = io.schema;
+  } else {
+    rep.reference = "manifest " + o.baseline;
+  }
+
+  // 2. The grid, workers-major.
+  size_t total = o.workers.size() * o.job_sizes.size(), index = 0;
+  for (uint32_t w : o.workers) {
+    for (uint32_t j : o.job_sizes) {
+      SweepCell cell;
+      cell.workers = w;
+      cell.job_size = j;
+      cell.jobs = static_cast<uint32_t>((o.range.size() + j - 1) / j);
+      cell.bug_injected = w > 1 && !o.plan.bug.empty();
+      ++index;
+      for (uint32_t k = 1; k <= o.repeat; ++k) {
+        if (TerminationInProgress()) return Status::Runtime("interrupted");
+        IngestOptions io = CellIngestOptions(o, w, j);
+        io.schema = fmt::format("ld_{}_w{}_j{}_r{}", rep.run_id, w, j, k);
+        io.run_id = fmt::format("{}_w{}_j{}_r{}", rep.run_id, w, j, k);
+        reporter.Note(fmt::format("sweep: cell {}/{} (workers {}, job size {}), repeat {}/{}", index, total, w, j, k,
+                                  o.repeat));
+        SweepRepeat r = RunRepeat(conninfo, o, spec, reference_manifest, io, *conn, reporter);
+        reporter.Note(r.ok ? fmt::format("sweep: {} in {:.2f} s: {}", cell.Name(), r.wall_s,
+                                         r.identical ? "identical"
+                                                     : fmt::format("divergent at ledger {}",
+                                                                   r.first_divergent_ledger.value_or(0)))
+                           : fmt::format("sweep: {} failed: {}", cell.Name(), r.error));
+        cell.repeats.push_back(std::move(r));
+      }
+      rep.cells.push_back(std::move(cell));
+    }
+  }
+
+  // 3. Aggregates. Without a serial ingest, the 1-worker cell of the same job size is the
+  // serial time the speed-up is measured against.
+  for (auto& c : rep.cells) SummarizeCell(c, o.range, rep.reference_s);
+  if (rep.reference_s == 0) {
+    for (auto& c : rep.cells) {
+      for (const auto& s : rep.cells)
+        if (s.workers == 1 && s.job_size == c.job_size && s.verdict == "identical") SummarizeCell(c, o.range, s.median_s);
+    }
+  }
+  rep.recommendation = Recommend(rep.cells);
+
+  // 4. USL at the recommended job size (or the job size with the highest throughput).
+  rep.usl_job_size = rep.recommendation.found ? rep.recommendation.job_size : 0;
+  if (!rep.recommendation.found) {
+    double best = 0;
+    for (const auto& c : rep.cells)
+      if (c.ledgers_per_s > best) best = c.ledgers_per_s, rep.usl_job_size = c.job_size;
+  }
+  if (rep.usl_job_size) rep.usl = FitCells(rep.cells, rep.usl_job_size);
+
+  // 5. The reference schema stays with the evidence (or with --keep).
+  bool any_divergent = std::any_of(rep.cells.begin(), rep.cells.end(), [](const SweepCell& c) { return c.verdict == "divergent"; });
+  if (!rep.reference_schema.empty() && !o.keep && !any_divergent) {
+    LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, rep.reference_schema));
+    (void)DeleteRun(*conn, rep.run_id + "_ref");
+    rep.reference_schema.clear();
+  }
+  return rep;
+}
+
+}  // namespace ledgerdiff::verify

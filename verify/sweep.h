@@ -1,0 +1,120 @@
+#pragma once
+// sweep: choose workers and job size by measurement, with proof that each setting is correct.
+//
+// The serial reference is ingested and digested once into a manifest (or read from
+// `baseline`). Each cell of the grid (workers x job size) ingests the range `repeat` times into
+// a fresh tool-owned schema, diffs it against the reference and records wall time (median and
+// spread), throughput, attempts, retries, peak connections and the verdict. A cell's schemas are
+// dropped after it unless `keep` or it diverged. A failing ingester fails its cell only.
+//
+// INVARIANT: the recommendation is never a cell with a divergent or failed repeat.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+#include "ingest/plan.h"
+#include "verify/usl.h"
+
+namespace ledgerdiff::verify {
+
+struct SweepOptions {
+  LedgerRange range;
+  std::vector<uint32_t> workers;    // distinct, each 1..64
+  std::vector<uint32_t> job_sizes;  // distinct, each 1..range size
+  uint32_t repeat = 1;              // 1..20
+  // The workload with its one set of defaults (retries, backoff, job timeout, seed, density,
+  // ingester, bug). Its range, schema, workers and job size are set per cell; `bug` acts on
+  // parallel cells (workers > 1) only.
+  ingest::IngestPlan plan;
+  std::string table_profile = "horizon";
+  std::string baseline;    // reference manifest; empty: a serial ingest
+  bool keep = false;
+  int digest_jobs = 2;
+  std::string worker_binary;
+  std::string run_id;  // empty: a new one
+};
+
+// Parses "1,2,4": positive integers, no empty items. Usage errors name `flag`.
+Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::string& flag);
+
+// Checks everything before any database is touched: empty lists, duplicates, zero or absurd
+// values, a job size larger than the range, more workers than jobs in a cell, a baseline that
+// does not match (range, profile, tool version).
+Status ValidateSweepOptions(const SweepOptions& options);
+
+struct SweepRepeat {
+  bool ok = false;         // the ingestion finished (false: `error`)
+  bool identical = false;
+  std::optional<Ledger> first_divergent_ledger;
+  double wall_s = 0;
+  uint64_t rows = 0;
+  uint32_t attempts = 0;
+  uint32_t retried_jobs = 0;
+  uint32_t peak_connections = 0;  // sampled from pg_stat_activity
+  std::string schema;
+  bool kept = false;
+  std::string error;
+};
+
+struct SweepCell {
+  uint32_t workers = 0;
+  uint32_t job_size = 0;
+  uint32_t jobs = 0;
+  bool bug_injected = false;
+  std::vector<SweepRepeat> repeats;
+  // Over repeats that finished:
+  double median_s = 0, min_s = 0, max_s = 0;
+  double spread_s = 0;  // max - min
+  double ledgers_per_s = 0, rows_per_s = 0;  // at the median
+  double speedup = 0;   // reference serial time / median (0 when unknown)
+  uint32_t attempts = 0, retries = 0, peak_connections = 0;
+  std::string verdict;  // identical | divergent | failed
+  std::optional<Ledger> first_divergent_ledger;  // lowest over repeats
+  std::string error;    // first failure
+
+  std::string Name() const;  // "4x250" (workers x job size)
+};
+
+struct SweepRecommendation {
+  bool found = false;
+  uint32_t workers = 0, job_size = 0;
+  double median_s = 0, ledgers_per_s = 0, speedup = 0;
+  std::string reason;
+  bool every_parallel_divergent = false;
+  std::vector<std::string> divergent;  // "2x50 at ledger 120" for every divergent cell
+};
+
+struct SweepReport {
+  std::string run_id;
+  LedgerRange range;
+  std::vector<uint32_t> workers, job_sizes;
+  uint32_t repeat = 1;
+  std::string ingest_cmd, baseline, bug;
+  std::string reference;          // "serial ingest (1 worker, jobs of N)" or "manifest PATH"
+  double reference_s = 0;         // serial ingest wall time (0 with a baseline)
+  std::string reference_schema;   // kept when a cell diverged or with keep; "" when dropped
+  std::vector<SweepCell> cells;   // workers-major, in the order given
+  SweepRecommendation recommendation;
+  uint32_t usl_job_size = 0;      // the job size the fit uses
+  UslFit usl;
+
+  // 0 every cell identical and a recommendation; 1 a cell diverged or failed.
+  int exit_code() const;
+};
+
+// Fills a cell's aggregates from its repeats (`reference_s` 0: speed-up unknown).
+void SummarizeCell(SweepCell& cell, const LedgerRange& range, double reference_s);
+// The fastest cell whose every repeat is identical; when another such cell's median is within
+// the measured spread of the fastest, the one with fewer workers wins. Pure (tests).
+SweepRecommendation Recommend(const std::vector<SweepCell>& cells);
+// The USL fit of ledgers/s against workers at `job_size` over identical cells.
+UslFit FitCells(const std::vector<SweepCell>& cells, uint32_t job_size);
+
+Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& options, Reporter& reporter);
+
+}  // namespace ledgerdiff::verify
