@@ -21,15 +21,7 @@ Action SetupSweep(CLI::App* sub) {
   sub->add_option("--workers", f->workers, "Worker counts to measure, comma-separated")->capture_default_str();
   sub->add_option("--job-size", f->job_sizes, "Job sizes (ledgers) to measure, comma-separated")->capture_default_str();
   sub->add_option("--repeat", o.repeat, "Ingestions per cell (median and spread over them)")->capture_default_str();
-  // The rest of the workload: the ingestion plan's own defaults.
-  sub->add_option("--retries", p.retries, "Retries of a failed job")->capture_default_str();
-  sub->add_option("--retry-backoff", p.retry_backoff_s, "First retry delay in seconds, doubled per retry")
-      ->capture_default_str();
-  sub->add_option("--job-timeout", p.job_timeout_s,
-                  "Seconds without a heartbeat after which a worker is declared hung, killed and its job requeued")
-      ->capture_default_str();
-  sub->add_option("--seed", p.seed, "Seed of the generator")->capture_default_str();
-  sub->add_option("--density", p.density, "Generated ledger density: stellar | flat")->capture_default_str();
+  AddPlanFlags(sub, p, PlanFlags::kWithoutShape);  // the rest of the workload, with the plan's defaults
   AddDigestProfileFlag(sub, o.table_profile);
   sub->add_option("--jobs", o.digest_jobs, "Digest connections")->capture_default_str();
   sub->add_option("--ingest-cmd", p.ingest_cmd,

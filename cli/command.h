@@ -65,7 +65,9 @@ struct Command {
 // The workload: the ingestion plan's flags with its defaults, the same on ingest, verify,
 // selftest and chaos: --workers --job-size --retries --retry-backoff --job-timeout --seed
 // --density.
-void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan);
+// kWithoutShape leaves out --workers and --job-size (sweep takes lists of them).
+enum class PlanFlags { kAll, kWithoutShape };
+void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan, PlanFlags which = PlanFlags::kAll);
 // --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
 

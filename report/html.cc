@@ -405,7 +405,7 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   return h;
 }
 
-Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir) {
+Status WriteHtmlReport(const std::string& html, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -413,7 +413,6 @@ Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir) {
   if (!fs::is_directory(dir, ec)) return Status::Runtimef("report directory {} is not a directory", dir);
   const fs::path path = fs::path(dir) / "index.html";
   const fs::path tmp = fs::path(dir) / ".index.html.tmp";
-  const std::string html = RenderVerifyHtml(report);
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return Status::Runtimef("write {}: cannot open", tmp.string());
@@ -424,6 +423,10 @@ Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir) {
   fs::rename(tmp, path, ec);
   if (ec) return Status::Runtimef("write {}: {}", path.string(), ec.message());
   return Status::Ok();
+}
+
+Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir) {
+  return WriteHtmlReport(RenderVerifyHtml(report), dir);
 }
 
 }  // namespace ledgerdiff::report

@@ -16,10 +16,12 @@ namespace ledgerdiff::report {
 
 std::string RenderVerifyHtml(const verify::VerifyReport& report);
 
-// Writes RenderVerifyHtml to DIR/index.html, creating DIR (and its parents) if needed. The page
-// is written to a temporary file in DIR and renamed: DIR/index.html is never half-written.
+// Writes `html` to DIR/index.html, creating DIR (and its parents) if needed. The page is
+// written to a temporary file in DIR and renamed: DIR/index.html is never half-written.
 // Errors: Runtime, naming the path, when DIR cannot be created or is not a directory, or the
 // file cannot be written.
+Status WriteHtmlReport(const std::string& html, const std::string& dir);
+// WriteHtmlReport of RenderVerifyHtml.
 Status WriteVerifyHtml(const verify::VerifyReport& report, const std::string& dir);
 
 }  // namespace ledgerdiff::report

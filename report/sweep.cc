@@ -1,5 +1,7 @@
 #include "report/sweep.h"
 
+#include "report/html.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -330,24 +332,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
 }
 
 Status WriteSweepHtml(const SweepReport& report, const std::string& dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) return Status::Runtimef("create report directory {}: {}", dir, ec.message());
-  if (!fs::is_directory(dir, ec)) return Status::Runtimef("report directory {} is not a directory", dir);
-  const fs::path path = fs::path(dir) / "index.html";
-  const fs::path tmp = fs::path(dir) / ".index.html.tmp";
-  const std::string html = RenderSweepHtml(report);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::Runtimef("write {}: cannot open", tmp.string());
-    out.write(html.data(), static_cast<std::streamsize>(html.size()));
-    out.close();
-    if (!out) return Status::Runtimef("write {}: I/O error", tmp.string());
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Runtimef("write {}: {}", path.string(), ec.message());
-  return Status::Ok();
+  return WriteHtmlReport(RenderSweepHtml(report), dir);
 }
 
 }  // namespace ledgerdiff::report
