@@ -15,7 +15,7 @@ declare -A med_rows med_ledgers
 for workers in 1 2 4; do
   results=()
   for ((i = 1; i <= reps; i++)); do
-    json=$($bin ingest --range "$range" --schema bench --workers "$workers" --job-size 500 --profile stellar \
+    json=$($bin ingest --range "$range" --schema bench --workers "$workers" --job-size 500 --density stellar \
              --format json 2>/dev/null)
     results+=("$(python3 -c 'import json,sys; j=json.load(sys.stdin); print(j["rows_per_s"], j["ledgers_per_s"], j["rows"], j["wall_s"])' <<<"$json")")
   done

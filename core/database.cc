@@ -49,11 +49,6 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
 
 Database::~Database() = default;
 
-std::string Database::Describe() const {
-  if (embedded_) return fmt::format("embedded PostgreSQL in {}", embedded_->dir());
-  return conninfo_.empty() ? std::string("PG* environment") : RedactConninfo(conninfo_);
-}
-
 Result<std::unique_ptr<pg::Connection>> Database::Connect(const std::string& application_name) const {
   return pg::Connection::Open(conninfo_, application_name);
 }

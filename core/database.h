@@ -38,9 +38,6 @@ class Database {
   const std::string& conninfo() const { return conninfo_; }
   bool embedded() const { return embedded_ != nullptr; }
   EmbeddedPostgres* embedded_server() { return embedded_.get(); }
-  // Password-free description for logs: "embedded (/tmp/ledgerdiff-pg-x)" or the conninfo
-  // rebuilt without its password (RedactConninfo).
-  std::string Describe() const;
   Result<std::unique_ptr<pg::Connection>> Connect(const std::string& application_name = "ledgerdiff") const;
 
  private:

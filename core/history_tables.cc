@@ -14,6 +14,11 @@ const std::vector<HistoryTable>& HorizonHistoryTables() {
       {"history_operations", "id", K::kToid},
       {"history_effects", "history_operation_id", K::kToid},
       {"history_trades", "history_operation_id", K::kToid},
+      // Trade aggregations (migration 47) have no ledger column: a bucket belongs to the ledger
+      // of its first trade, whose operation TOID is open_ledger_toid.
+      {"history_trades_60000", "open_ledger_toid", K::kToid},
+      // Transaction filtering's staging table (migration 56), shaped like history_transactions.
+      {"history_transactions_filtered_tmp", "ledger_sequence", K::kSequence},
       {"history_operation_participants", "history_operation_id", K::kToid},
       {"history_transaction_participants", "history_transaction_id", K::kToid},
       {"history_operation_claimable_balances", "history_operation_id", K::kToid},
@@ -54,7 +59,7 @@ std::string LedgerRangePredicate(const HistoryTable& table, const LedgerRange& r
 
 std::string LedgerExpression(std::string_view column, LedgerColumnKind kind, std::string_view alias) {
   const std::string col = Column(column, alias);
-  return kind == LedgerColumnKind::kSequence ? fmt::format("{}::bigint", col) : fmt::format("({} >> 32)", col);
+  return kind == LedgerColumnKind::kSequence ? col : fmt::format("({} >> 32)", col);
 }
 
 }  // namespace ledgerdiff

@@ -26,21 +26,26 @@ struct HistoryTable {
   LedgerColumnKind kind;
 };
 
-// Horizon's per-ledger history tables (the lookup tables history_accounts / history_assets
-// have no ledger), in Horizon's order. history_transactions maps by ledger_sequence (its
-// by_ledger index), not by its TOID id: both agree on every row Horizon writes.
+// Horizon's per-ledger history tables (the lookup tables history_accounts / history_assets /
+// history_claimable_balances / history_liquidity_pools have no ledger), in Horizon's order,
+// checked against stellar/go's Horizon migrations. history_transactions maps by ledger_sequence
+// (its by_ledger index), not by its TOID id: both agree on every row Horizon writes.
+// history_trades_60000 has a derived ledger: open_ledger_toid >> 32. A schema need not hold
+// every table (the fixtures' schema has nine of them).
 const std::vector<HistoryTable>& HorizonHistoryTables();
 // The table named `name`, or nullopt for a table that is not a Horizon per-ledger table.
 std::optional<HistoryTable> FindHistoryTable(std::string_view name);
 
 // SQL predicate "the row's ledger is in `range`" over `column` (quoted here; prefixed by
-// `alias.` when alias is not empty). Index-friendly: a plain range on the column.
-// INVARIANT: no arithmetic overflows for any range within 1..2^31-1 (the TOID upper bound is
+// `alias.` when alias is not empty): the one range predicate of the tool. Index-friendly: a plain
+// range on the column with literal bounds. A NULL ledger column is never in range.
+// INVARIANT: no arithmetic overflows for any range within 0..2^31-1 (the TOID upper bound is
 // inclusive, (to << 32) | 0xFFFFFFFF, at most INT64_MAX).
 std::string LedgerRangePredicate(std::string_view column, LedgerColumnKind kind, const LedgerRange& range,
                                  std::string_view alias = "");
 std::string LedgerRangePredicate(const HistoryTable& table, const LedgerRange& range);
-// SQL expression of the row's ledger number (bigint) over `column`: "col" or "(col >> 32)".
+// SQL expression of the row's ledger number over `column`: "col" (the column itself, so that an
+// ORDER BY on it can follow an index) or "(col >> 32)" for a TOID.
 std::string LedgerExpression(std::string_view column, LedgerColumnKind kind, std::string_view alias = "");
 
 }  // namespace ledgerdiff

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "dump/range_sql.h"
+#include "core/history_tables.h"
 
 namespace ledgerdiff::diff {
 
@@ -51,7 +51,7 @@ Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std
         if (j.lookup_table != table) continue;
         std::string where = j.on_expr + " IS NOT NULL";
         if (range)
-          where += " AND " + dump::LedgerRangeSql("t." + pg::QuoteIdent(t.ledger.column), t.ledger.kind, *range);
+          where += " AND " + LedgerRangePredicate(t.ledger.column, t.ledger.kind, *range, "t");
         parts.push_back(fmt::format("SELECT {}::text FROM {} t WHERE {}", j.on_expr, pg::Qualified(schema, t.name), where));
       }
     if (!parts.empty()) {
@@ -130,9 +130,8 @@ Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const
       where.replace(p, 8, quoted_schema);
     std::string ledger = "NULL::bigint";
     if (t) {
-      std::string col = "t." + pg::QuoteIdent(t->ledger.column);
-      ledger = dump::LedgerOfSql(col, t->ledger.kind);
-      where += " AND " + dump::LedgerRangeSql(col, t->ledger.kind, range);
+      ledger = LedgerExpression(t->ledger.column, t->ledger.kind, "t");
+      where += " AND " + LedgerRangePredicate(t->ledger.column, t->ledger.kind, range, "t");
     }
     auto r = conn.Exec(fmt::format("SELECT count(*), min({})::bigint FROM {} t WHERE {}", ledger,
                                    pg::Qualified(schema, v.table), where));

@@ -16,7 +16,6 @@
 #include "dump/canonical.h"
 #include "dump/digest.h"
 #include "dump/manifest.h"
-#include "dump/range_sql.h"
 
 namespace ledgerdiff::diff {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "dump/range_sql.h"
+#include "core/history_tables.h"
 
 namespace ledgerdiff::dump {
 
@@ -50,11 +50,11 @@ const Digest128& EmptyDigest() {
 }
 
 std::string LedgerExpr(const ResolvedTable& table) {
-  return LedgerOfSql("t." + pg::QuoteIdent(table.ledger.column), table.ledger.kind);
+  return LedgerExpression(table.ledger.column, table.ledger.kind, "t");
 }
 
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range) {
-  return LedgerRangeSql("t." + pg::QuoteIdent(table.ledger.column), table.ledger.kind, range);
+  return LedgerRangePredicate(table.ledger.column, table.ledger.kind, range, "t");
 }
 
 std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {

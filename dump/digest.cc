@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "core/history_tables.h"
 #include "core/pg.h"
-#include "dump/range_sql.h"
 
 namespace ledgerdiff::dump {
 
@@ -235,7 +235,7 @@ Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema,
   bool any = false;
   int64_t lo = 0, hi = 0;
   for (const auto& t : profile.tables) {
-    std::string ledger = LedgerOfSql(pg::QuoteIdent(t.ledger.column), t.ledger.kind);
+    std::string ledger = LedgerExpression(t.ledger.column, t.ledger.kind);
     LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT min({0})::bigint, max({0})::bigint FROM {1}", ledger,
                                                           pg::Qualified(schema, t.name))));
     if (r.IsNull(0, 0)) continue;
@@ -255,12 +255,12 @@ Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, co
   std::vector<OutsideRange> out;
   for (const auto& t : profile.tables) {
     std::string col = "t." + pg::QuoteIdent(t.ledger.column);
-    std::string ledger = LedgerOfSql(col, t.ledger.kind);
+    std::string ledger = LedgerExpression(t.ledger.column, t.ledger.kind, "t");
     LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format(
                                         "SELECT count(*) FILTER (WHERE {1} < {3}), count(*) FILTER (WHERE {1} > {4}), "
                                         "count(*) FILTER (WHERE {0} IS NULL) FROM {2} t WHERE {0} IS NULL OR NOT ({5})",
                                         col, ledger, pg::Qualified(schema, t.name), range.from, range.to,
-                                        LedgerRangeSql(col, t.ledger.kind, range))));
+                                        LedgerRangePredicate(t.ledger.column, t.ledger.kind, range, "t"))));
     OutsideRange o{t.name, static_cast<uint64_t>(r.GetInt(0, 0)), static_cast<uint64_t>(r.GetInt(0, 1)),
                    static_cast<uint64_t>(r.GetInt(0, 2))};
     if (o.total()) out.push_back(o);

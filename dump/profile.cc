@@ -44,16 +44,23 @@ std::vector<ResolveRule> HorizonResolves() {
           Balances("history_claimable_balance_id")};
 }
 
-TableRule Rule(std::string table, std::string ledger_col, LedgerKind kind, std::vector<std::string> key,
-               std::vector<std::string> exclude = {}) {
-  TableRule r;
-  r.table = std::move(table);
-  r.ledger = {std::move(ledger_col), kind};
-  r.key = std::move(key);
-  r.exclude = std::move(exclude);
-  r.resolve = HorizonResolves();
-  return r;
+// What the digest knows of a Horizon history table beyond its ledger column.
+struct TableKnowledge {
+  std::vector<std::string> key;      // natural key
+  std::vector<std::string> exclude;  // raw columns left out
+  std::optional<OrientationRule> orientation;
+};
+
+OrientationRule TradeAggregationOrientation() {
+  return OrientationRule{"base_asset_id", "counter_asset_id",
+                         {{"base_volume", "counter_volume"}, {"high_n", "low_d"}, {"high_d", "low_n"},
+                          {"open_n", "open_d"}, {"close_n", "close_d"}},
+                         {}};
 }
+
+// Keyed by table name; a table of core/history_tables.h without an entry is keyed by its ledger
+// column alone (the full tie-break still makes the order total).
+const std::map<std::string, TableKnowledge, std::less<>>& HorizonTableKnowledge();
 
 struct LiveColumn {
   std::string name;
@@ -199,11 +206,11 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
 std::optional<LedgerMapping> RecognizeLedger(const std::vector<LiveColumn>& cols) {
   for (const char* n : {"ledger_sequence", "ledger_seq", "ledger", "sequence"}) {
     const LiveColumn* c = FindColumn(cols, n);
-    if (c && ClassOf(*c) == ColumnClass::kInt) return LedgerMapping{n, LedgerKind::kSequence};
+    if (c && ClassOf(*c) == ColumnClass::kInt) return LedgerMapping{n, LedgerColumnKind::kSequence};
   }
   for (const char* n : {"history_operation_id", "history_transaction_id"}) {
     const LiveColumn* c = FindColumn(cols, n);
-    if (c && ClassOf(*c) == ColumnClass::kInt) return LedgerMapping{n, LedgerKind::kToid};
+    if (c && ClassOf(*c) == ColumnClass::kInt) return LedgerMapping{n, LedgerColumnKind::kToid};
   }
   return std::nullopt;
 }
@@ -243,6 +250,36 @@ OrientationRule HorizonTradeOrientation() {
           {"base_is_seller", "base_is_exact"}};
 }
 
+namespace {
+
+const std::map<std::string, TableKnowledge, std::less<>>& HorizonTableKnowledge() {
+  static const std::map<std::string, TableKnowledge, std::less<>> knowledge = {
+      {"history_ledgers", {{"sequence"}, {}, std::nullopt}},
+      {"history_transactions", {{"id", "application_order"}, {}, std::nullopt}},
+      {"history_transactions_filtered_tmp", {{"id", "application_order"}, {}, std::nullopt}},
+      {"history_operations", {{"id"}, {}, std::nullopt}},
+      {"history_effects", {{"history_operation_id", "order"}, {}, std::nullopt}},
+      {"history_trades", {{"history_operation_id", "order"}, {}, HorizonTradeOrientation()}},
+      // `avg` is counter_volume / base_volume, a quotient that cannot be turned around exactly,
+      // so it is left out; the volumes it derives from are compared.
+      {"history_trades_60000",
+       {{"base_asset_id", "counter_asset_id", "timestamp"}, {"avg"}, TradeAggregationOrientation()}},
+      // Participants' own `id` is a surrogate with no meaning.
+      {"history_operation_participants", {{"history_operation_id", "history_account_id"}, {"id"}, std::nullopt}},
+      {"history_transaction_participants", {{"history_transaction_id", "history_account_id"}, {"id"}, std::nullopt}},
+      {"history_operation_claimable_balances",
+       {{"history_operation_id", "history_claimable_balance_id"}, {}, std::nullopt}},
+      {"history_transaction_claimable_balances",
+       {{"history_transaction_id", "history_claimable_balance_id"}, {}, std::nullopt}},
+      {"history_operation_liquidity_pools", {{"history_operation_id", "history_liquidity_pool_id"}, {}, std::nullopt}},
+      {"history_transaction_liquidity_pools",
+       {{"history_transaction_id", "history_liquidity_pool_id"}, {}, std::nullopt}},
+  };
+  return knowledge;
+}
+
+}  // namespace
+
 std::vector<LookupRule> LookupRules(const ProfileSpec& spec) {
   std::vector<LookupRule> out;
   for (const auto& t : spec.tables)
@@ -272,41 +309,22 @@ ProfileSpec HorizonProfileSpec() {
   s.name = "horizon";
   s.exclude = kDefaultExclude;
   s.lookup_tables = {"history_accounts", "history_assets", "history_claimable_balances", "history_liquidity_pools"};
-  using K = LedgerKind;
-  s.tables.push_back(Rule("history_ledgers", "sequence", K::kSequence, {"sequence"}));
-  s.tables.push_back(Rule("history_transactions", "ledger_sequence", K::kSequence, {"id", "application_order"}));
-  s.tables.push_back(Rule("history_operations", "id", K::kToid, {"id"}));
-  s.tables.push_back(Rule("history_effects", "history_operation_id", K::kToid, {"history_operation_id", "order"}));
-  TableRule trades = Rule("history_trades", "history_operation_id", K::kToid, {"history_operation_id", "order"});
-  trades.orientation = HorizonTradeOrientation();
-  s.tables.push_back(trades);
-  // Trade aggregations (migration 47) have no ledger column: a bucket belongs to the ledger of
-  // its first trade (open_ledger_toid is that trade's operation TOID). `avg` is
-  // counter_volume / base_volume, a quotient that cannot be turned around exactly, so it is left
-  // out; the volumes it derives from are compared.
-  TableRule agg = Rule("history_trades_60000", "open_ledger_toid", K::kToid,
-                       {"base_asset_id", "counter_asset_id", "timestamp"}, {"avg"});
-  agg.orientation = OrientationRule{"base_asset_id", "counter_asset_id",
-                                    {{"base_volume", "counter_volume"}, {"high_n", "low_d"}, {"high_d", "low_n"},
-                                     {"open_n", "open_d"}, {"close_n", "close_d"}},
-                                    {}};
-  s.tables.push_back(agg);
-  // Transaction filtering's staging table (migration 56): shaped like history_transactions.
-  s.tables.push_back(
-      Rule("history_transactions_filtered_tmp", "ledger_sequence", K::kSequence, {"id", "application_order"}));
-  // Participants' own `id` is a surrogate with no meaning.
-  s.tables.push_back(Rule("history_operation_participants", "history_operation_id", K::kToid,
-                          {"history_operation_id", "history_account_id"}, {"id"}));
-  s.tables.push_back(Rule("history_transaction_participants", "history_transaction_id", K::kToid,
-                          {"history_transaction_id", "history_account_id"}, {"id"}));
-  s.tables.push_back(Rule("history_operation_claimable_balances", "history_operation_id", K::kToid,
-                          {"history_operation_id", "history_claimable_balance_id"}));
-  s.tables.push_back(Rule("history_transaction_claimable_balances", "history_transaction_id", K::kToid,
-                          {"history_transaction_id", "history_claimable_balance_id"}));
-  s.tables.push_back(Rule("history_operation_liquidity_pools", "history_operation_id", K::kToid,
-                          {"history_operation_id", "history_liquidity_pool_id"}));
-  s.tables.push_back(Rule("history_transaction_liquidity_pools", "history_transaction_id", K::kToid,
-                          {"history_transaction_id", "history_liquidity_pool_id"}));
+  // Which tables and how a row maps to its ledger: core/history_tables.h. What the digest adds:
+  // the natural key, the columns left out, the orientation.
+  for (const HistoryTable& h : HorizonHistoryTables()) {
+    TableRule r;
+    r.table = h.name;
+    r.ledger = {h.ledger_column, h.kind};
+    r.resolve = HorizonResolves();
+    if (auto it = HorizonTableKnowledge().find(h.name); it != HorizonTableKnowledge().end()) {
+      r.key = it->second.key;
+      r.exclude = it->second.exclude;
+      r.orientation = it->second.orientation;
+    } else {
+      r.key = {h.ledger_column};
+    }
+    s.tables.push_back(std::move(r));
+  }
   s.invariants = HorizonInvariants();
   return s;
 }
@@ -339,8 +357,8 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
       const auto& jl = jt.at("ledger");
       r.ledger.column = jl.at("column").get<std::string>();
       std::string kind = jl.value("kind", "sequence");
-      if (kind == "sequence") r.ledger.kind = LedgerKind::kSequence;
-      else if (kind == "toid") r.ledger.kind = LedgerKind::kToid;
+      if (kind == "sequence") r.ledger.kind = LedgerColumnKind::kSequence;
+      else if (kind == "toid") r.ledger.kind = LedgerColumnKind::kToid;
       else return Status::Usagef("profile {}: table {}: ledger kind \"{}\" is not sequence|toid", origin, r.table, kind);
       r.key = jt.value("key", std::vector<std::string>{});
       r.exclude = jt.value("exclude", std::vector<std::string>{});
@@ -517,7 +535,7 @@ nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile) {
   for (const auto& t : profile.tables) {
     nlohmann::json jt;
     jt["table"] = t.name;
-    jt["ledger"] = {{"column", t.ledger.column}, {"kind", t.ledger.kind == LedgerKind::kToid ? "toid" : "sequence"}};
+    jt["ledger"] = {{"column", t.ledger.column}, {"kind", t.ledger.kind == LedgerColumnKind::kToid ? "toid" : "sequence"}};
     jt["columns"] = nlohmann::json::array();
     for (const auto& c : t.columns)
       jt["columns"].push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}, {"type", c.type}});
@@ -539,7 +557,7 @@ Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {
       ResolvedTable t;
       t.name = jt.at("table").get<std::string>();
       t.ledger.column = jt.at("ledger").at("column").get<std::string>();
-      t.ledger.kind = jt.at("ledger").at("kind").get<std::string>() == "toid" ? LedgerKind::kToid : LedgerKind::kSequence;
+      t.ledger.kind = jt.at("ledger").at("kind").get<std::string>() == "toid" ? LedgerColumnKind::kToid : LedgerColumnKind::kSequence;
       for (const auto& jc : jt.at("columns")) {
         auto cls = ParseColumnClass(jc.at("class").get<std::string>());
         if (!cls) return Status::Usage("unknown column class in manifest header");

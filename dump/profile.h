@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/history_tables.h"
 #include "core/pg.h"
 #include "core/status.h"
 
@@ -25,15 +26,11 @@ enum class ColumnClass { kInt, kNumeric, kFloat, kText, kBool, kDateTime, kInter
 const char* ColumnClassName(ColumnClass c);
 std::optional<ColumnClass> ParseColumnClass(const std::string& name);
 
-// How a row maps to its ledger.
-enum class LedgerKind {
-  kSequence,  // the column holds the ledger sequence number
-  kToid,      // the column holds a TOID: ledger = value >> 32
-};
-
+// How a row maps to its ledger (the kinds of core/history_tables.h, whose Horizon tables the
+// `horizon` profile is built from).
 struct LedgerMapping {
   std::string column;
-  LedgerKind kind = LedgerKind::kSequence;
+  LedgerColumnKind kind = LedgerColumnKind::kSequence;
 };
 
 // A surrogate id column replaced by the natural key of the row it points to.

@@ -262,9 +262,10 @@ Fingerprints Fingerprint(pg::Connection& conn, const std::string& schema) {
       {"history_trades",
        fmt::format("SELECT t.history_operation_id >> 32, concat_ws('|', t.history_operation_id, t.\"order\", "
                    "t.ledger_closed_at, CASE WHEN t.base_is_seller THEN concat_ws('|', ba.address, {0}, t.base_amount, "
-                   "ca.address, {1}, t.counter_amount, t.price_n, t.price_d, t.base_offer_id, t.counter_offer_id) "
+                   "ca.address, {1}, t.counter_amount, t.price_n, t.price_d, t.base_offer_id, t.counter_offer_id, "
+                   "coalesce(t.base_is_exact::text, 'null')) "
                    "ELSE concat_ws('|', ca.address, {1}, t.counter_amount, ba.address, {0}, t.base_amount, t.price_d, "
-                   "t.price_n, t.counter_offer_id, t.base_offer_id) END) FROM {2} t "
+                   "t.price_n, t.counter_offer_id, t.base_offer_id, coalesce((NOT t.base_is_exact)::text, 'null')) END) FROM {2} t "
                    "LEFT JOIN {3} ba ON ba.id = t.base_account_id LEFT JOIN {3} ca ON ca.id = t.counter_account_id "
                    "LEFT JOIN {4} bs ON bs.id = t.base_asset_id LEFT JOIN {4} cs ON cs.id = t.counter_asset_id",
                    fmt::format(fmt::runtime(asset), "bs"), fmt::format(fmt::runtime(asset), "cs"), q("history_trades"),
@@ -405,6 +406,14 @@ TEST(Ingest, SerialRowCountsEqualGeneratedCounts) {
   EXPECT_EQ(Count(*conn, schema, "history_trades", "base_asset_id >= counter_asset_id"), 0);
   EXPECT_GT(Count(*conn, schema, "history_trades", "base_is_seller"), 0);
   EXPECT_GT(Count(*conn, schema, "history_trades", "NOT base_is_seller"), 0);
+  // base_is_exact as Horizon fills it: set for path payments (both values), NULL for offers.
+  EXPECT_GT(Count(*conn, schema, "history_trades", "base_is_exact"), 0);
+  EXPECT_GT(Count(*conn, schema, "history_trades", "NOT base_is_exact"), 0);
+  EXPECT_GT(Count(*conn, schema, "history_trades", "base_is_exact IS NULL"), 0);
+  // Path payment trades are the ones with one offer id only (the payer has no offer).
+  EXPECT_EQ(Count(*conn, schema, "history_trades",
+                  "(base_is_exact IS NULL) <> (base_offer_id IS NOT NULL AND counter_offer_id IS NOT NULL)"),
+            0);
   EXPECT_GT(Count(*conn, schema, "history_transactions", "memo LIKE E'tab\\there\\\\\\\\ \"q\" \\u00e9 #%'"), 0);
   EXPECT_EQ(Count(*conn, schema, "history_ledgers", "created_at IS NULL OR importer_version IS NULL"), 0);
 }
@@ -494,9 +503,10 @@ TEST(Bugs, ParseNamesAndErrors) {
     EXPECT_EQ(b->kind, k);
     EXPECT_EQ(b->ledger, 120u);
   }
-  EXPECT_EQ(AllBugKinds().size(), 8u);
-  const std::vector<std::string> names = {"skip-ledger", "duplicate-row",   "drop-row",     "mutate-row",
-                                          "swap-order",  "stale-surrogate", "boundary-gap", "partial-commit"};
+  EXPECT_EQ(AllBugKinds().size(), 10u);
+  const std::vector<std::string> names = {"skip-ledger",    "duplicate-row", "drop-row",       "mutate-row",
+                                          "swap-order",     "stale-surrogate", "boundary-gap", "partial-commit",
+                                          "split-lookup",   "row-past-end"};
   for (size_t i = 0; i < names.size(); ++i) EXPECT_EQ(BugKindName(AllBugKinds()[i]), names[i]);
   for (const char* bad : {"mutate-rows@120", "mutate-row", "mutate-row@", "mutate-row@0", "mutate-row@-1",
                           "mutate-row@x", "mutate-row@12x", "mutate-row@99999999999", "@5", ""}) {
@@ -527,6 +537,7 @@ TEST(Bugs, EachKindAltersTheDataExactlyAtItsLedger) {
   const Ledger target = RichLedger(1140, 1190);
   ASSERT_NE(target, 0u);
   for (BugKind kind : AllBugKinds()) {
+    if (kind == BugKind::kRowPastEnd) continue;  // acts on a job start: RowPastEnd* below
     SCOPED_TRACE(BugKindName(kind));
     const std::string schema = NewHistorySchema(*conn, "Fx Bug");
     IngestJobOptions options;
@@ -536,6 +547,33 @@ TEST(Bugs, EachKindAltersTheDataExactlyAtItsLedger) {
     const auto differs = DifferingLedgers(expected, Fingerprint(*conn, schema));
     if (kind == BugKind::kBoundaryGap || kind == BugKind::kPartialCommit) {
       EXPECT_EQ(differs, Interval(target, 1200));  // the rest of the job holding the ledger
+    } else if (kind == BugKind::kSplitLookup) {
+      EXPECT_TRUE(differs.empty());  // natural keys hide it: only the lookup table shows it
+      auto address = SplitLookupAccount({}, target);
+      ASSERT_TRUE(address.ok()) << address.status().message();
+      auto ids = conn->Exec(fmt::format("SELECT id FROM {} WHERE address = $1 ORDER BY id",
+                                        pg::Qualified(schema, "history_accounts")),
+                            {*address});
+      ASSERT_TRUE(ids.ok()) << ids.status().message();
+      ASSERT_EQ(ids->size(), 2);
+      // Both ids carry part of the ledger's participations, and only that ledger's.
+      for (int i = 0; i < 2; ++i) {
+        const std::string id(ids->Get(i, 0));
+        const std::string in_ledger = fmt::format("history_account_id = {} AND history_operation_id >> 32 = {}", id, target);
+        const std::string tx_in_ledger =
+            fmt::format("history_account_id = {} AND history_transaction_id >> 32 = {}", id, target);
+        EXPECT_GT(Count(*conn, schema, "history_operation_participants", in_ledger) +
+                      Count(*conn, schema, "history_transaction_participants", tx_in_ledger),
+                  0)
+            << "id " << id;
+      }
+      const std::string second = fmt::format("history_account_id = {}", ids->Get(1, 0));
+      EXPECT_EQ(Count(*conn, schema, "history_operation_participants", second) +
+                    Count(*conn, schema, "history_transaction_participants", second),
+                Count(*conn, schema, "history_operation_participants",
+                      second + fmt::format(" AND history_operation_id >> 32 = {}", target)) +
+                    Count(*conn, schema, "history_transaction_participants",
+                          second + fmt::format(" AND history_transaction_id >> 32 = {}", target)));
     } else {
       EXPECT_EQ(differs, std::set<int64_t>{target});
     }
@@ -566,6 +604,42 @@ TEST(Bugs, BoundaryGapKeepsStaleRowsPartialCommitClearsThem) {
     ASSERT_TRUE(other.ok());
     EXPECT_EQ(other->rows_per_table.at("history_ledgers"), 100u);
   }
+}
+
+// The stray row of row-past-end survives only when the job holding its ledger cleared that
+// ledger before the stray was committed: the injection waits for it, so the gate sees it at
+// exactly that ledger; committed first, the next job's clear-and-rewrite removes it.
+TEST(Bugs, RowPastEndSurvivesTheNextJobOnlyWhenCommittedAfterIt) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const std::string clean = NewHistorySchema(*conn);
+  ASSERT_TRUE(IngestJobs(*conn, clean, SplitJobs({1001, 1200}, 100)).ok());
+  const auto expected = Fingerprint(*conn, clean);
+  IngestJobOptions bug;
+  bug.bug = {BugKind::kRowPastEnd, 1101};
+  bug.past_end_wait_s = 0.3;
+  const std::string stray = fmt::format("history_operation_id = {} AND \"order\" = 0", Toid(1101, 1, 1));
+
+  // The job holding 1101 first, then the buggy job ending at 1100: the stray row stays.
+  const std::string after = NewHistorySchema(*conn, "Fx Bug");
+  ASSERT_TRUE(IngestJob(*conn, after, {1101, 1200}, bug).ok());  // holds 1101: no stray from it
+  EXPECT_EQ(Count(*conn, after, "history_effects", stray), 0);
+  auto s = IngestJob(*conn, after, {1001, 1100}, bug);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->rows_per_table.at("history_effects"),
+            static_cast<uint64_t>(GeneratedCounts({}, {1001, 1100}).at("history_effects")) + 1);
+  EXPECT_EQ(Count(*conn, after, "history_effects", stray), 1);
+  EXPECT_EQ(DifferingLedgers(expected, Fingerprint(*conn, after)), std::set<int64_t>{1101});
+
+  // The buggy job first (its wait runs out): the next job's clear removes the stray row.
+  const std::string before = NewHistorySchema(*conn, "Fx Bug");
+  const auto started = std::chrono::steady_clock::now();
+  ASSERT_TRUE(IngestJob(*conn, before, {1001, 1100}, bug).ok());
+  EXPECT_GE(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(300));
+  EXPECT_EQ(Count(*conn, before, "history_effects", stray), 1);
+  ASSERT_TRUE(IngestJob(*conn, before, {1101, 1200}, bug).ok());
+  EXPECT_EQ(Count(*conn, before, "history_effects", stray), 0);
+  EXPECT_TRUE(DifferingLedgers(expected, Fingerprint(*conn, before)).empty());
 }
 
 TEST(Bugs, ImpossibleTargetsAreUsageErrorsAndWriteNothing) {

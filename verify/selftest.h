@@ -3,7 +3,9 @@
 //
 // Ingests the range serially once, then runs a clean parallel verify and one parallel verify
 // per bug kind (fixtures::BugKind), each against the same serial schema. A bug is caught when
-// verify reports a divergence whose first divergent ledger is exactly the injected ledger.
+// verify reports a divergence whose first divergent ledger is exactly the injected ledger;
+// split-lookup (invisible to natural-key digests) when the lookup section reports the split
+// account under several ids on the parallel side.
 // Passes only when every bug is caught at its ledger and the clean run is identical.
 
 #include <optional>
@@ -31,8 +33,8 @@ struct SelftestCase {
   std::string kind;             // "clean" or a bug kind
   Ledger ledger = 0;            // injected at (0 for clean)
   std::optional<Ledger> reported;  // first divergent ledger reported by verify
-  std::vector<std::string> tables;  // divergent tables reported
-  bool caught = false;          // bug: reported == ledger; clean: identical
+  std::vector<std::string> tables;  // divergent tables at the first divergent ledger, then divergent lookup tables
+  bool caught = false;          // bug: reported == ledger (split-lookup: the split reported); clean: identical
   double seconds = 0;
   std::string error;
 };
