@@ -132,7 +132,7 @@ measure pg_dump run_pg_dump
 echo "== ratios (medians)"
 ratio() { echo "$1 / $2" | bc -l; }
 for name in "${!MED[@]}"; do
-  case "$name" in digest*|old*) ;; *) continue ;; esac
+  case "$name" in "digest j"*|old*) ;; *) continue ;; esac
   printf "%-14s / floor %5.2fx   verify-range / it %5.2fx   pg_dump / it %5.2fx   peak RSS %6.1f MB   roots %s\n" \
     "$name" "$(ratio "${MED[$name]}" "${MED[floor]}")" "$(ratio "${MED[verify-range]}" "${MED[$name]}")" \
     "$(ratio "${MED[pg_dump]}" "${MED[$name]}")" "$(echo "${RSS[$name]:-0} / 1024" | bc -l)" "${ROOTS[$name]:-}"
