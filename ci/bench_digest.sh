@@ -1,44 +1,59 @@
 #!/usr/bin/env bash
-# Benchmark (figures, not a timed test): ledgerdiff digest against what users do today, on the
-# same data in the same run.
+# Benchmark (figures, not a timed test): ledgerdiff digest against the raw COPY floor and what
+# users do today, on the same stellar-density data in the same run. Medians of --reps runs.
 #
-#   digest       ledgerdiff digest --jobs N (per-ledger digests of every table)
-#   floor        the same canonical COPY statements (ledgerdiff digest --print-sql) run by N psql
-#                processes into /dev/null, same session work_mem as the digest's workers
-#   verify-range Horizon's way, as its verify-range start script does it: per table one ordered
-#                psql query (its own queries: joins to the lookup tables, -t -A -F, FETCH_COUNT=100)
-#                into a file, then sha256 of the file; tables in turn
-#   ordered-copy the best a shell script can do: our canonical queries, one COPY per table over
-#                the whole range, piped to sha256sum, in turn
-#   pg_dump      pg_dump --data-only of the history tables piped to sha256sum
+#   floor        every history table's rows of the range COPY'd to /dev/null, two tables at a
+#                time, unordered, no joins (SELECT * ... WHERE <range>): the server's row output
+#   digest-sql   the digest's own statements (ledgerdiff digest --print-sql: joins, no ORDER BY)
+#                run by --jobs psql processes into /dev/null: the server's share of the digest
+#   digest jN    ledgerdiff digest --jobs N (peak RSS from /usr/bin/time -v)
+#   old jN       the same with --old BIN (the engine before, e.g. main's build), for before/after
+#   verify-range Horizon's way (services/horizon/docker/verify-range/start): per table one ordered
+#                psql query (its joins, -t -A -F, FETCH_COUNT=100), piped to sha256sum, in turn
+#   pg_dump      pg_dump --data-only of the schema piped to sha256sum
 #
-# Targets: digest <= 1.15x the floor, >= 3x faster than verify-range, peak RSS < 100 MB.
-#
-# Environment: BUILD (default build), BENCH_DIR (kept cluster, default /tmp/ldbench),
-# BENCH_RANGE (default 1:36000, about 5M rows with the flat density), BENCH_DENSITY (flat),
-# BENCH_JOBS (2), BENCH_REPS (3), BENCH_REBUILD=1 to ingest again.
+# Usage: ci/bench_digest.sh [--to N] [--keep-db DIR] [--old BIN] [--reps R] [--jobs "1 2"]
+#   --to N       ledgers 2:N (default 10001: 3.2M rows; 40001: 28.8M rows)
+#   --keep-db    cluster directory, reused when it already holds the range (default
+#                /tmp/ldbench-digest-N); the dataset is ingested once by `ledgerdiff ingest
+#                --workers 2 --job-size 2000 --density stellar`
+# Environment: BUILD (default ./build).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
 LD=$BUILD/ledgerdiff
-DIR=${BENCH_DIR:-/tmp/ldbench}
-RANGE=${BENCH_RANGE:-1:36000}
-DENSITY=${BENCH_DENSITY:-flat}
-JOBS=${BENCH_JOBS:-2}
-REPS=${BENCH_REPS:-3}
+TO=10001
+DIR=""
+OLD=""
+REPS=3
+JOBS_LIST="1 2"
+while (($#)); do
+  case "$1" in
+    --to) TO=$2; shift 2 ;;
+    --keep-db) DIR=$2; shift 2 ;;
+    --old) OLD=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --jobs) JOBS_LIST=$2; shift 2 ;;
+    *) echo "bench_digest: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+RANGE=2:$TO
+DIR=${DIR:-/tmp/ldbench-digest-$TO}
 SCHEMA=bench
 PORT=5432
 WORK=$(mktemp -d)
 
-[ -x "$LD" ] || { echo "bench: $LD not built (cmake --build $BUILD --target ledgerdiff)" >&2; exit 2; }
+[ -x "$LD" ] || { echo "bench_digest: $LD not built (cmake --build $BUILD --target ledgerdiff)" >&2; exit 2; }
+[ -z "$OLD" ] || [ -x "$OLD" ] || { echo "bench_digest: --old $OLD is not executable" >&2; exit 2; }
 
 # 1. Dataset: the reference ingester, 2 workers, into a kept embedded cluster.
-if [ "${BENCH_REBUILD:-0}" = 1 ] || [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-$DENSITY" ]; then
-  echo "== ingest $RANGE ($DENSITY) into schema $SCHEMA, 2 workers, cluster $DIR"
-  "$LD" ingest --range "$RANGE" --schema "$SCHEMA" --workers 2 --profile "$DENSITY" --keep-db "$DIR" --fresh >"$WORK/ingest.txt"
-  tail -3 "$WORK/ingest.txt"
-  touch "$DIR/.bench-$RANGE-$DENSITY"
+if [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-stellar" ]; then
+  echo "== ingest $RANGE (stellar) into schema $SCHEMA, 2 workers, cluster $DIR"
+  "$LD" ingest --range "$RANGE" --schema "$SCHEMA" --workers 2 --job-size 2000 --density stellar \
+    --keep-db "$DIR" --fresh >"$WORK/ingest.txt"
+  tail -2 "$WORK/ingest.txt"
+  touch "$DIR/.bench-$RANGE-stellar"
 fi
 
 # 2. Serve the kept cluster for psql and pg_dump (the cluster belongs to an unprivileged user).
@@ -53,24 +68,26 @@ cleanup() {
 }
 trap cleanup EXIT
 DB="host=$DIR port=$PORT user=ledgerdiff dbname=postgres"
-ROWS=$(psql -X -At -d "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = '$SCHEMA' AND relname NOT IN ('history_accounts', 'history_assets')")
-echo "== dataset: $ROWS history rows, ledgers $RANGE, jobs $JOBS, $REPS repetitions (median)"
 psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
+ROWS=$(psql -X -At -d "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = '$SCHEMA' AND relname LIKE 'history\_%' AND relname NOT IN ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
+echo "== dataset: $ROWS history rows, ledgers $RANGE, $(nproc) cores, $REPS repetitions (median)"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 now() { date +%s.%N; }
 
-# Canonical statements: chunked like the digest (floor), one per table over the whole range
-# (verify-range way).
-"$LD" digest --db "$DB" --schema "$SCHEMA" --jobs "$JOBS" --print-sql >"$WORK/chunks.sql"
-awk -v n="$JOBS" -v w="$WORK" '{print $0 ";" > (w "/part" (NR % n) ".sql")}' "$WORK/chunks.sql"
-"$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --chunk-ledgers 2000000000 --print-sql |
-  sed -e 's/^COPY (//' -e 's/) TO STDOUT$//' >"$WORK/tables.sql"
+# The digest's statements, one per table over the whole range; the floor strips their joins and
+# columns down to SELECT * with the same range predicate.
+"$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --chunk-ledgers 2000000000 --print-sql >"$WORK/tables.sql"
+sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t .* WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \2) TO STDOUT/' \
+  "$WORK/tables.sql" >"$WORK/floor.sql"
+"$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --print-sql >"$WORK/chunks.sql"
 
-run_digest() { /usr/bin/time -f "%e %M" -o "$WORK/time" "$LD" digest --db "$DB" --schema "$SCHEMA" --jobs "$JOBS" >"$WORK/digest.txt"; }
-run_floor() {
-  for p in "$WORK"/part*.sql; do PGOPTIONS="-c work_mem=32MB" psql -X -q -d "$DB" -f "$p" >/dev/null & done
-  wait
+run_floor() { tr '\n' '\0' <"$WORK/floor.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
+run_digest_sql() { tr '\n' '\0' <"$WORK/chunks.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
+run_ld() {  # BIN JOBS
+  /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs "$2" >"$WORK/digest.txt"
+  awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time" >>"$WORK/rss"
+  grep '^root' "$WORK/digest.txt" | awk '{print $2}' >>"$WORK/roots"
 }
 # Horizon's dump_horizon_db queries (services/horizon/docker/verify-range/start), on our tables.
 cat >"$WORK/horizon.sql" <<'SQL'
@@ -83,50 +100,40 @@ select transaction_hash, ledger_sequence, application_order, account, account_se
 select history_transaction_id, address from history_transaction_participants left join history_accounts on history_accounts.id = history_transaction_participants.history_account_id order by history_transaction_id, address
 SQL
 run_verify_range() {
-  local n=0
   while IFS= read -r q; do
-    n=$((n + 1))
-    PGOPTIONS="-c search_path=$SCHEMA" psql -X -d "$DB" -t -A -F"," --variable="FETCH_COUNT=100" -c "$q" >"$WORK/vr_$n"
-    sha256sum "$WORK/vr_$n" >/dev/null
-    rm -f "$WORK/vr_$n"
+    PGOPTIONS="-c search_path=$SCHEMA" psql -X -d "$DB" -t -A -F"," --variable="FETCH_COUNT=100" -c "$q" | sha256sum >/dev/null
   done <"$WORK/horizon.sql"
-}
-run_ordered_copy() {
-  while IFS= read -r q; do psql -X -A -t -d "$DB" -c "COPY ($q) TO STDOUT" | sha256sum >/dev/null; done <"$WORK/tables.sql"
 }
 run_pg_dump() { pg_dump -d "$DB" --data-only -n "$SCHEMA" | sha256sum >/dev/null; }
 
-declare -A MED
-RSS=0
-for name in digest floor verify_range ordered_copy pg_dump; do
-  : >"$WORK/$name.times"
+declare -A MED RSS ROOTS
+measure() {  # NAME COMMAND...
+  local name=$1; shift
+  : >"$WORK/times"; : >"$WORK/rss"; : >"$WORK/roots"
   for _ in $(seq "$REPS"); do
-    t0=$(now)
-    "run_$name"
-    t1=$(now)
-    echo "$t1 - $t0" | bc -l >>"$WORK/$name.times"
-    if [ "$name" = digest ]; then
-      rss=$(awk '{print $2}' "$WORK/time")
-      [ "$rss" -gt "$RSS" ] && RSS=$rss
-    fi
+    local t0 t1
+    t0=$(now); "$@"; t1=$(now)
+    echo "$t1 - $t0" | bc -l >>"$WORK/times"
   done
-  MED[$name]=$(median <"$WORK/$name.times")
-  printf "%-13s median %8.2f s   (%s)\n" "$name" "${MED[$name]}" "$(tr '\n' ' ' <"$WORK/$name.times" | xargs printf '%.2f ')"
-done
-grep '^root' "$WORK/digest.txt"
+  MED[$name]=$(median <"$WORK/times")
+  RSS[$name]=$(sort -n "$WORK/rss" | tail -1)
+  ROOTS[$name]=$(sort -u "$WORK/roots" | tr '\n' ' ')
+  printf "%-14s median %8.2f s  %9.0f rows/s   runs: %s\n" "$name" "${MED[$name]}" \
+    "$(echo "$ROWS / ${MED[$name]}" | bc -l)" "$(xargs printf '%.2f ' <"$WORK/times")"
+}
 
+measure floor run_floor
+measure digest-sql run_digest_sql
+for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
+if [ -n "$OLD" ]; then for j in $JOBS_LIST; do measure "old j$j" run_ld "$OLD" "$j"; done; fi
+measure verify-range run_verify_range
+measure pg_dump run_pg_dump
+
+echo "== ratios (medians)"
 ratio() { echo "$1 / $2" | bc -l; }
-r_floor=$(ratio "${MED[digest]}" "${MED[floor]}")
-r_verify=$(ratio "${MED[verify_range]}" "${MED[digest]}")
-r_dump=$(ratio "${MED[pg_dump]}" "${MED[digest]}")
-printf "digest / floor          %.2fx   (target <= 1.15x)\n" "$r_floor"
-printf "verify-range / digest   %.2fx   (target >= 3x)\n" "$r_verify"
-printf "ordered-copy / digest   %.2fx\n" "$(ratio "${MED[ordered_copy]}" "${MED[digest]}")"
-printf "pg_dump / digest        %.2fx\n" "$r_dump"
-printf "digest peak RSS         %.1f MB  (target < 100 MB)\n" "$(echo "$RSS / 1024" | bc -l)"
-printf "digest rate             %.0f rows/s\n" "$(echo "$ROWS / ${MED[digest]}" | bc -l)"
-
-# Manifest size on this dataset (compact and full).
-for detail in compact full; do
-  "$LD" digest --db "$DB" --schema "$SCHEMA" --jobs "$JOBS" --out "$WORK/m.ldm" --manifest-detail "$detail" | grep '^manifest'
-done
+for name in "${!MED[@]}"; do
+  case "$name" in "digest j"*|old*) ;; *) continue ;; esac
+  printf "%-14s / floor %5.2fx   verify-range / it %5.2fx   pg_dump / it %5.2fx   peak RSS %6.1f MB   roots %s\n" \
+    "$name" "$(ratio "${MED[$name]}" "${MED[floor]}")" "$(ratio "${MED[verify-range]}" "${MED[$name]}")" \
+    "$(ratio "${MED[pg_dump]}" "${MED[$name]}")" "$(echo "${RSS[$name]:-0} / 1024" | bc -l)" "${ROOTS[$name]:-}"
+done | sort

@@ -42,11 +42,28 @@ uint32_t Digest128::Tag() const {
 }
 
 const Digest128& EmptyDigest() {
-  static const Digest128 empty = [] {
-    LedgerHasher h;
-    return h.Finish();
-  }();
+  static const Digest128 empty = RowMultiset{}.Finish();
   return empty;
+}
+
+Digest128 RowMultiset::Finish() const {
+  unsigned char buf[24];
+  for (int i = 0; i < 8; ++i) {
+    buf[i] = static_cast<unsigned char>((count >> (8 * i)) & 0xff);
+    buf[8 + i] = static_cast<unsigned char>((lo >> (8 * i)) & 0xff);
+    buf[16 + i] = static_cast<unsigned char>((hi >> (8 * i)) & 0xff);
+  }
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits(buf, sizeof buf));
+  Digest128 d;
+  std::copy(std::begin(c.digest), std::end(c.digest), d.bytes.begin());
+  return d;
+}
+
+XXH128_hash_t RowHash(const std::string_view* fields, const ColumnClass* classes, size_t n, std::string& scratch) {
+  scratch.clear();
+  for (size_t i = 0; i < n; ++i) AppendEncodedField(scratch, fields[i], classes[i]);
+  return XXH3_128bits(scratch.data(), scratch.size());
 }
 
 std::string LedgerExpr(const ResolvedTable& table) {
@@ -57,7 +74,9 @@ std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range)
   return LedgerRangePredicate(table.ledger.column, table.ledger.kind, range, "t");
 }
 
-std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+namespace {
+
+std::string UnorderedSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
   std::string ledger = LedgerExpr(table);
   std::string sql = "SELECT " + ledger;
   for (const auto& c : table.columns) sql += ", " + c.expr;
@@ -67,6 +86,18 @@ std::string CanonicalSelect(const ResolvedTable& table, const std::string& schem
                        pg::QuoteIdent(j.lookup_id), j.on_expr);
   if (!table.lateral.empty()) sql += " " + table.lateral;
   sql += " WHERE " + RangePredicate(table, range);
+  return sql;
+}
+
+}  // namespace
+
+std::string DigestCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  return "COPY (" + UnorderedSelect(table, schema, range) + ") TO STDOUT";
+}
+
+std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  std::string sql = UnorderedSelect(table, schema, range);
+  std::string ledger = LedgerExpr(table);
   // The canonical order: ledger, key, then every other column (a total order even for duplicate
   // keys). Shortcuts that give the same order: when the key starts with the ledger column itself
   // (sequence, or a TOID whose high bits are the ledger) the ledger sort is implied; when a
@@ -100,23 +131,6 @@ std::string CanonicalCopy(const ResolvedTable& table, const std::string& schema,
   return "COPY (" + CanonicalSelect(table, schema, range) + ") TO STDOUT";
 }
 
-LedgerHasher::LedgerHasher() : state_(XXH3_createState()) {
-  buffer_.reserve(1 << 16);
-  Reset();
-}
-LedgerHasher::~LedgerHasher() { XXH3_freeState(state_); }
-
-void LedgerHasher::Reset() {
-  XXH3_128bits_reset(state_);
-  buffer_.clear();
-}
-
-void LedgerHasher::Flush() {
-  if (buffer_.empty()) return;
-  XXH3_128bits_update(state_, buffer_.data(), buffer_.size());
-  buffer_.clear();
-}
-
 void AppendEncodedField(std::string& out, std::string_view v, ColumnClass cls) {
   if (v == "\\N") {
     out.push_back('\0');
@@ -131,21 +145,6 @@ void AppendEncodedField(std::string& out, std::string_view v, ColumnClass cls) {
     out.push_back(static_cast<char>(b));
   } while (n);
   out.append(v);
-}
-
-void LedgerHasher::AddRow(const std::string_view* fields, const ColumnClass* classes, size_t n) {
-  for (size_t i = 0; i < n; ++i) AppendEncodedField(buffer_, fields[i], classes[i]);
-  if (buffer_.size() >= (1 << 15)) Flush();
-}
-
-Digest128 LedgerHasher::Finish() {
-  Flush();
-  XXH128_hash_t h = XXH3_128bits_digest(state_);
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, h);
-  Digest128 d;
-  std::copy(std::begin(c.digest), std::end(c.digest), d.bytes.begin());
-  return d;
 }
 
 std::optional<std::string> UnescapeCopyField(std::string_view f) {

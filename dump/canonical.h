@@ -1,14 +1,16 @@
 #pragma once
 // Canonical queries and the canonical row encoding.
 //
-// Canonical query of a table for a ledger range:
+// Canonical query of a table for a ledger range (dump, the divergent ledger's row diff):
 //   COPY (SELECT <ledger expr>, <canonical columns> FROM "s"."t" t LEFT JOIN <lookups> ...
 //         WHERE <index-friendly range predicate>
 //         ORDER BY <ledger>, <natural key>, <every other column>) TO STDOUT
 // Text sort keys use COLLATE "C"; float and numeric keys are followed by their text form, so the
 // order is total on the bytes hashed (0 vs -0, 1.0 vs 1.00 never tie).
+// Digest query: the same rows and columns without ORDER BY (the per-ledger digest is a multiset
+// digest, independent of row order, so PostgreSQL may scan in any order).
 //
-// Row encoding (what the per-ledger XXH3-128 sees), for every canonical column in order:
+// Row encoding (what each row's XXH3-128 sees), for every canonical column in order:
 //   NULL:      one byte 0x00
 //   non-NULL:  one class tag byte (ColumnClass, never 0x00), the length of the value as a LEB128
 //              varint, then the value's COPY text form (still escaped: a bijection of the value).
@@ -49,26 +51,31 @@ std::string LedgerExpr(const ResolvedTable& table);
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range);
 std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 std::string CanonicalCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
+// The canonical rows of the range in no particular order (what the digest reads).
+std::string DigestCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 
-// Streams one ledger's rows into an XXH3-128 state.
-// INVARIANT: rows are added in canonical order; Finish() may be called once per Reset().
-class LedgerHasher {
- public:
-  LedgerHasher();
-  ~LedgerHasher();
-  LedgerHasher(const LedgerHasher&) = delete;
-  LedgerHasher& operator=(const LedgerHasher&) = delete;
-  void Reset();
-  // `fields` are the n COPY text fields of the canonical columns (without the ledger field), in
-  // the table's column order; classes[i] is the class of fields[i].
-  void AddRow(const std::string_view* fields, const ColumnClass* classes, size_t n);
-  Digest128 Finish();
-
- private:
-  void Flush();
-  XXH3_state_t* state_;
-  std::string buffer_;
+// The multiset digest of one (table, ledger): rows in any order.
+//   row hash  h(r) = XXH3-128 of the row's encoding (below), as a 128-bit integer
+//   state     sum = sum of h(r) mod 2^128 over the rows (a duplicate row adds twice; never XOR),
+//             count = number of rows
+//   digest    XXH3-128 over (count u64 LE, sum u128 LE); EmptyDigest() is count 0, sum 0.
+// INVARIANT: the digest depends only on the multiset of encoded rows.
+struct RowMultiset {
+  uint64_t lo = 0, hi = 0;  // sum mod 2^128
+  uint64_t count = 0;
+  void Add(const XXH128_hash_t& h) {
+    uint64_t before = lo;
+    lo += h.low64;
+    hi += h.high64 + (lo < before ? 1 : 0);
+    ++count;
+  }
+  Digest128 Finish() const;
 };
+
+// Hashes one row: `fields` are the n COPY text fields of the canonical columns (without the
+// ledger field), in the table's column order; classes[i] is the class of fields[i]. `scratch`
+// is reused between calls.
+XXH128_hash_t RowHash(const std::string_view* fields, const ColumnClass* classes, size_t n, std::string& scratch);
 
 // Appends the canonical encoding of one field to `out` (see above). `copy_text` is the COPY
 // field; "\N" means NULL.

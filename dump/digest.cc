@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <map>
@@ -53,25 +54,14 @@ ResolvedProfile Restrict(const ResolvedProfile& p, const ResolvedProfile& to) {
   return out;
 }
 
-// Chooses the chunk size: about 50k rows per chunk (all tables), 1..5000 ledgers.
-Result<uint32_t> ChunkSize(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
-                           const LedgerRange& range, const DigestOptions& options) {
+// Chooses the chunk size (ledgers per unit of work; one COPY per table per chunk): about four
+// chunks per worker (ledgers are not uniformly dense, so the pool balances), at most
+// kMaxChunkLedgers ledgers (bounds the entries a chunk holds in memory, see dump/README.md).
+constexpr double kMaxChunkLedgers = 20000;
+uint32_t ChunkSize(const LedgerRange& range, const DigestOptions& options) {
   if (options.chunk_ledgers > 0) return options.chunk_ledgers;
-  std::vector<std::string> names;
-  for (const auto& t : profile.tables) names.push_back(pg::QuoteLiteral(t.name));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec(fmt::format("SELECT COALESCE(sum(GREATEST(c.reltuples, 0)), 0)::bigint FROM pg_class c "
-                                            "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 "
-                                            "AND c.relname IN ({})",
-                                            fmt::join(names, ", ")),
-                                {schema}));
-  double total = static_cast<double>(rows.GetInt(0, 0));
-  double per_ledger = std::max(1.0, total / static_cast<double>(range.size()));
-  double chunk = 50000.0 / per_ledger;
-  // Enough chunks to keep every worker busy.
-  double fair = static_cast<double>(range.size()) / (options.jobs * 4.0);
-  chunk = std::min(chunk, std::max(1.0, fair));
-  return static_cast<uint32_t>(std::clamp(chunk, 1.0, 5000.0));
+  double fair = std::ceil(static_cast<double>(range.size()) / (options.jobs * 4.0));
+  return static_cast<uint32_t>(std::clamp(fair, 1.0, kMaxChunkLedgers));
 }
 
 struct Prepared {
@@ -99,11 +89,12 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
   } else {
     LD_ASSIGN_OR_RETURN(p.range, DetectRange(*p.coordinator, schema, p.profile));
   }
-  LD_ASSIGN_OR_RETURN(p.chunk, ChunkSize(*p.coordinator, schema, p.profile, p.range, options));
+  p.chunk = ChunkSize(p.range, options);
   return p;
 }
 
-// Computes one chunk on a worker connection.
+// Computes one chunk on a worker connection: one unordered COPY per table over the chunk's
+// ledgers; each row is hashed and added to its (ledger, table) multiset accumulator.
 Status ComputeChunk(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
                     const std::vector<std::vector<ColumnClass>>& classes, const LedgerRange& range,
                     const std::atomic<bool>& stop, Chunk& out) {
@@ -111,46 +102,34 @@ Status ComputeChunk(pg::Connection& conn, const std::string& schema, const Resol
   out.range = range;
   out.tables = T;
   out.full = true;
-  out.counts.assign(range.size() * T, 0);
-  out.digests.assign(range.size() * T, EmptyDigest());
+  std::vector<RowMultiset> acc(range.size() * T);
   out.combined.resize(range.size());
-  LedgerHasher hasher;
   std::vector<std::string_view> fields;
+  std::string scratch;
+  scratch.reserve(4096);
   for (size_t t = 0; t < T; ++t) {
     const ResolvedTable& table = profile.tables[t];
     const size_t ncols = table.columns.size();
-    bool open = false;
-    Ledger current = 0;
-    uint64_t count = 0;
-    auto close = [&] {
-      if (!open) return;
-      size_t i = out.Index(current, t);
-      out.counts[i] = count;
-      out.digests[i] = hasher.Finish();
-      open = false;
-    };
-    Status s = conn.CopyOut(CanonicalCopy(table, schema, range), [&](std::string_view line) -> Status {
+    const ColumnClass* cls = classes[t].data();
+    Status s = conn.CopyOut(DigestCopy(table, schema, range), [&](std::string_view line) -> Status {
       if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
       pg::SplitCopyFields(line, fields);
       Ledger l = 0;
-      if (fields.size() != ncols + 1 || !ParseLedgerField(fields[0], l) || !range.contains(l) ||
-          (open && l < current))
-        return Status::Runtimef("table {}: canonical query returned an unexpected row near ledger {}", table.name,
-                                current);
-      if (!open || l != current) {
-        close();
-        current = l;
-        count = 0;
-        hasher.Reset();
-        open = true;
-      }
-      hasher.AddRow(fields.data() + 1, classes[t].data(), ncols);
-      ++count;
+      if (fields.size() != ncols + 1 || !ParseLedgerField(fields[0], l) || !range.contains(l))
+        return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, ledger field \"{}\")",
+                                table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
+      acc[out.Index(l, t)].Add(RowHash(fields.data() + 1, cls, ncols, scratch));
       return Status::Ok();
     });
     if (!s.ok()) return s.With("table " + table.name);
-    close();
   }
+  out.counts.resize(acc.size());
+  out.digests.resize(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i) {
+    out.counts[i] = acc[i].count;
+    out.digests[i] = acc[i].count ? acc[i].Finish() : EmptyDigest();
+  }
+  acc = {};
   for (Ledger l = range.from;; ++l) {
     size_t i = out.Index(l, 0);
     out.combined[l - range.from] = CombinedDigest(l, &out.counts[i], &out.digests[i], T);
@@ -396,7 +375,7 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/false));
   std::vector<std::string> out;
   for (const auto& r : SplitJobs(prep.range, prep.chunk))
-    for (const auto& t : prep.profile.tables) out.push_back(CanonicalCopy(t, schema, r));
+    for (const auto& t : prep.profile.tables) out.push_back(DigestCopy(t, schema, r));
   return out;
 }
 

@@ -1,8 +1,9 @@
 #pragma once
 // Per-table, per-ledger digests of a schema, streamed in chunks of consecutive ledgers.
 //
-// For every compared table and every ledger of the range: the row count and the XXH3-128 of the
-// ledger's canonical rows in canonical order (dump/canonical.h). A ledger with no rows in a table
+// For every compared table and every ledger of the range: the row count and the multiset digest
+// of the ledger's canonical rows (dump/canonical.h RowMultiset: independent of row order, so the
+// digest reads each table with one unordered COPY per chunk). A ledger with no rows in a table
 // is an entry too (count 0, EmptyDigest()). Per ledger, a combined digest: XXH3-128 over
 // (ledger u32 LE, then per table in profile order: count u64 LE, digest 16 bytes).
 // Roots: per table SHA-256 over its ordered entries (ledger u32 LE, count u64 LE, digest); the
@@ -12,7 +13,8 @@
 // Consistency: one coordinator transaction (REPEATABLE READ READ ONLY) exports a snapshot; the
 // N worker connections import it, so the digest is of one instant even while the schema is being
 // written. Strictly read-only: no temp tables, no writes (works on a hot standby).
-// Memory: rows are never kept; at most `jobs * 2 + 1` chunks of entries are alive at once.
+// Memory: rows are never kept; at most `jobs * 2 + 1` chunks of entries are alive at once, plus
+// one accumulator per (ledger, table) of each chunk being computed (24 bytes each).
 // Determinism: the entries do not depend on jobs or chunk size.
 
 #include <cstdint>
@@ -72,7 +74,7 @@ class RootBuilder {
 struct DigestOptions {
   std::optional<LedgerRange> range;  // default: the range present in the schema
   int jobs = 1;                      // worker connections, >= 1
-  uint32_t chunk_ledgers = 0;        // 0: sized from table statistics (about 50k rows a chunk)
+  uint32_t chunk_ledgers = 0;        // 0: about 4 chunks per job, at most 20000 ledgers
   // Diff: compare only these tables and columns (another side's list). Tables absent here are
   // skipped; columns absent here are dropped.
   std::optional<ResolvedProfile> restrict_to;
@@ -124,7 +126,7 @@ Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, co
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                    const DigestOptions& options, const ChunkSink& sink, Reporter& reporter);
 
-// The COPY statements DigestSchema would run (one line per chunk and table), for benchmarks.
+// The (unordered) COPY statements DigestSchema would run (one line per chunk and table), for benchmarks.
 Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo, const std::string& schema,
                                                      const ProfileSpec& spec, const DigestOptions& options);
 

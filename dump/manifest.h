@@ -30,7 +30,8 @@ const char* ManifestDetailName(ManifestDetail d);
 
 // Version 2: columns hashed in name order, timestamptz compared at UTC as timestamp, ledger 0
 // comparable, every history table (history_trades_60000 by its open ledger).
-constexpr uint32_t kManifestVersion = 2;
+// Version 3: per-(table, ledger) digests are multiset digests (dump/canonical.h RowMultiset).
+constexpr uint32_t kManifestVersion = 3;
 
 struct ManifestHeader {
   std::string tool_version;

@@ -171,6 +171,59 @@ TEST(Encoding, PhysicalOrderDoesNotMatterAndEmptyLedgersAreEntries) {
   EXPECT_EQ(ea->e.at({1, "t"}).first, 2u);
 }
 
+// The per-(table, ledger) digest is the documented multiset digest, derived here by hand from
+// XXH3-128: sum mod 2^128 of the row hashes, then XXH3-128 over (count u64 LE, sum u128 LE).
+// Duplicates add (never cancel), and every chunking and job count gives the same entries.
+// Rows of t(ledger_sequence, v int8) (columns in name order); texts shorter than 128 bytes.
+Digest128 MultisetByHand(const std::string& ledger, const std::vector<std::string>& int_texts) {
+  uint64_t lo = 0, hi = 0;
+  const char int_tag = static_cast<char>(static_cast<int>(dump::ColumnClass::kInt) + 1);
+  for (const auto& v : int_texts) {
+    std::string row;
+    for (const std::string& field : {ledger, v}) {
+      row.push_back(int_tag);
+      row.push_back(static_cast<char>(field.size()));
+      row += field;
+    }
+    XXH128_hash_t h = XXH3_128bits(row.data(), row.size());
+    uint64_t before = lo;
+    lo += h.low64;
+    hi += h.high64 + (lo < before ? 1 : 0);
+  }
+  unsigned char buf[24];
+  uint64_t count = int_texts.size();
+  for (int i = 0; i < 8; ++i) {
+    buf[i] = static_cast<unsigned char>(count >> (8 * i));
+    buf[8 + i] = static_cast<unsigned char>(lo >> (8 * i));
+    buf[16 + i] = static_cast<unsigned char>(hi >> (8 * i));
+  }
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits(buf, sizeof buf));
+  Digest128 d;
+  std::copy(std::begin(c.digest), std::end(c.digest), d.bytes.begin());
+  return d;
+}
+
+TEST(Engine, LedgerDigestIsTheDocumentedMultisetDigest) {
+  std::string s = EncodingSchema("v int8", "(1, 42), (1, -7), (1, 42), (2, 5), (3, 6), (3, 7)");
+  auto e = DigestEntries(TestConninfo(), s, "auto", LedgerRange{1, 4});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->e.at({1, "t"}).first, 3u);
+  EXPECT_EQ(e->e.at({1, "t"}).second, MultisetByHand("1", {"-7", "42", "42"}));
+  EXPECT_NE(e->e.at({1, "t"}).second, MultisetByHand("1", {"-7"}));  // the duplicate pair does not cancel
+  EXPECT_NE(e->e.at({1, "t"}).second, MultisetByHand("1", {"-7", "42"}));
+  EXPECT_EQ(e->e.at({2, "t"}).second, MultisetByHand("2", {"5"}));
+  EXPECT_EQ(e->e.at({4, "t"}).second, MultisetByHand("", {}));
+  EXPECT_EQ(dump::EmptyDigest(), MultisetByHand("", {}));
+  for (int jobs : {1, 2, 4})
+    for (uint32_t chunk : {1u, 2u, 3u}) {
+      auto o = DigestEntries(TestConninfo(), s, "auto", LedgerRange{1, 4}, jobs, chunk);
+      ASSERT_TRUE(o.ok()) << o.status().message();
+      EXPECT_EQ(o->e, e->e) << "jobs " << jobs << " chunk " << chunk;
+      EXPECT_EQ(o->summary.root, e->summary.root);
+    }
+}
+
 TEST(Encoding, UnescapeCopyField) {
   EXPECT_EQ(dump::UnescapeCopyField("\\N"), std::nullopt);
   EXPECT_EQ(*dump::UnescapeCopyField("a\\tb\\\\c\\n"), "a\tb\\c\n");
