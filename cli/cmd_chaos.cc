@@ -36,7 +36,16 @@ Action SetupChaos(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
-    return Outcome{report.valid ? 0 : 1, report::RenderChaosText(report), report::ChaosReportToJson(report), ""};
+    nlohmann::json json = report::ChaosReportToJson(report);
+    // A planned fault that never fired makes its round (and the campaign) inconclusive: exit 1.
+    json["inconclusive"] = report.inconclusive;
+    json["verdict"] = report.valid ? "valid" : report.inconclusive ? "unknown" : "invalid";
+    if (json.contains("rounds") && json["rounds"].is_array())
+      for (size_t i = 0; i < json["rounds"].size() && i < report.rounds.size(); ++i)
+        json["rounds"][i]["inconclusive"] = report.rounds[i].inconclusive;
+    std::string text = report::RenderChaosText(report);
+    if (report.inconclusive) text += "verdict: unknown (a planned fault never fired; see the rounds above)\n";
+    return Outcome{report.valid ? 0 : 1, text, json, ""};
   };
   return a;
 }

@@ -2,6 +2,7 @@
 
 #include <libpq-fe.h>
 
+#include "core/pg.h"
 #include "core/process.h"
 #include "core/text.h"
 
@@ -60,9 +61,11 @@ std::map<std::string, std::string> IngesterEnvironment(const std::string& connin
     PQconninfoFree(opts);
   }
   if (err) PQfreemem(err);
+  // The schema as a quoted identifier (case, commas and quotes kept), then escaped for
+  // PGOPTIONS, where a backslash escapes the next byte and spaces separate options.
   std::string escaped;
-  for (char c : schema) {
-    if (c == ' ' || c == '\\') escaped += '\\';
+  for (char c : pg::QuoteIdent(schema)) {
+    if (c == ' ' || c == '\\' || c == '\t') escaped += '\\';
     escaped += c;
   }
   env["PGOPTIONS"] = "-c search_path=" + escaped;

@@ -29,6 +29,7 @@ std::vector<JobRow> JobRows(const pg::Rows& rows) {
 nlohmann::json RunSpec::ToJson() const {
   nlohmann::json j = IngestPlan::ToJson();
   j["run_id"] = run_id;
+  if (!schema_mark.empty()) j["schema_mark"] = schema_mark;
   j["heartbeat_s"] = heartbeat_s();  // informational: workers derive it from job_timeout_s
   return j;
 }
@@ -38,6 +39,7 @@ Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
   LD_ASSIGN_OR_RETURN(static_cast<IngestPlan&>(s), IngestPlan::FromJson(j));
   try {
     s.run_id = j.at("run_id").get<std::string>();
+    s.schema_mark = j.value("schema_mark", std::string());
   } catch (const std::exception& e) {
     return Status::Runtimef("run spec is unreadable: {}", e.what());
   }

@@ -38,6 +38,10 @@ inline constexpr const char* kControlSchema = "ledgerdiff_control";
 // plus "run_id" and the derived "heartbeat_s").
 struct RunSpec : IngestPlan {
   std::string run_id;
+  // The schema's ownership comment when the run was registered ("ledgerdiff:owned run=<run_id>",
+  // or a foreign schema's own comment under --force); re-checked on resume and at the run's end.
+  // Empty for runs stored before it existed.
+  std::string schema_mark;
 
   nlohmann::json ToJson() const;
   static Result<RunSpec> FromJson(const nlohmann::json& j);

@@ -15,6 +15,7 @@
 #include "fixtures/ingester.h"
 #include "fixtures/schema.h"
 #include "core/history_tables.h"
+#include "ingest/schema_guard.h"
 #include "ingest/worker.h"
 
 namespace ledgerdiff::ingest {
@@ -26,7 +27,7 @@ using Clock = std::chrono::steady_clock;
 // A live worker as the orchestrator sees it.
 struct WorkerProcess {
   int slot = 0;       // lane 1..N
-  std::string name;   // "w2", "w2.1" for its first replacement
+  std::string name;   // "w2@host:pid:start", "w2.1@..." for its first replacement: unique per run
   int pid = 0;        // leader of its process group
 };
 
@@ -36,6 +37,12 @@ class WorkerPool {
   WorkerPool(std::string binary, std::string conninfo, std::string run_id)
       : binary_(std::move(binary)), conninfo_(std::move(conninfo)), run_id_(std::move(run_id)) {
     cleanup_ = RegisterCleanup([this] { KillAll(SIGKILL); });
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    auto start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    instance_ = fmt::format("{}:{}:{:x}", host, getpid(), start_ms);
   }
   ~WorkerPool() {
     KillAll(SIGKILL);
@@ -44,7 +51,9 @@ class WorkerPool {
 
   Status Start(int slot) {
     int gen = generation_[slot]++;
-    std::string name = gen == 0 ? fmt::format("w{}", slot) : fmt::format("w{}.{}", slot, gen);
+    // INVARIANT: names are unique per orchestrator instance (host:pid:start), so a resumed
+    // orchestrator never mistakes a job of a previous instance's worker for one of its own.
+    std::string name = gen == 0 ? fmt::format("w{}@{}", slot, instance_) : fmt::format("w{}.{}@{}", slot, gen, instance_);
     SpawnOptions so;
     so.new_process_group = true;
     so.parent_death_signal = SIGKILL;  // workers die with the orchestrator; the job table survives
@@ -109,12 +118,17 @@ class WorkerPool {
   std::string run_id_;
   std::vector<WorkerProcess> workers_;
   std::map<int, int> generation_;
+  std::string instance_;
   int cleanup_ = 0;
 };
 
 }  // namespace
 
-Status ValidateIngestOptions(const IngestOptions& o) { return o.Validate(/*check_schema=*/o.resume_run.empty()); }
+Status ValidateIngestOptions(const IngestOptions& o) {
+  LD_RETURN_IF_ERROR(o.Validate(/*check_schema=*/o.resume_run.empty()));
+  if (o.resume_run.empty()) LD_RETURN_IF_ERROR(ValidateTargetSchema(o.schema, o.force));
+  return Status::Ok();
+}
 
 Result<std::map<std::string, uint64_t>> CountRowsInRange(pg::Connection& conn, const std::string& schema,
                                                          const LedgerRange& range) {
@@ -139,10 +153,25 @@ Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) 
   RunSpec spec;
   static_cast<IngestPlan&>(spec) = options;
   spec.run_id = options.run_id.empty() ? NewRunId() : options.run_id;
-  LD_RETURN_IF_ERROR(CreateOwnedSchema(conn, spec.schema, spec.run_id, options.replace_schema, options.force).status());
-  LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.schema));
-  if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.schema));
-  LD_RETURN_IF_ERROR(CreateRun(conn, spec, SplitJobs(spec.range, spec.job_size)));
+  // No schema is dropped or re-marked under a live run: the lock is held while registering
+  // (re-entrant: RunIngest holds it already and keeps it for the run's life).
+  LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema));
+  Status registered = [&]() -> Status {
+    LD_ASSIGN_OR_RETURN(bool fresh,
+                        CreateOwnedSchema(conn, spec.schema, spec.run_id, options.replace_schema, options.force));
+    LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+    if (!fresh && state == SchemaState::kOwned)  // an owned schema reused: it is this run's now
+      LD_RETURN_IF_ERROR(conn.Run(fmt::format("COMMENT ON SCHEMA {} IS {}", pg::QuoteIdent(spec.schema),
+                                              pg::QuoteLiteral(fmt::format("{} run={}", kOwnershipMarkPrefix,
+                                                                           spec.run_id)))));
+    LD_ASSIGN_OR_RETURN(spec.schema_mark, SchemaMark(conn, spec.schema));
+    LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.schema));
+    if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.schema));
+    return CreateRun(conn, spec, SplitJobs(spec.range, spec.job_size));
+  }();
+  Status unlocked = UnlockSchema(conn, spec.schema);
+  LD_RETURN_IF_ERROR(registered);
+  LD_RETURN_IF_ERROR(unlocked);
   return spec;
 }
 
@@ -156,6 +185,10 @@ Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Repor
   LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
   if (state == SchemaState::kAbsent)
     return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
+  // A killed orchestrator's session may take a moment to go away with its lock.
+  LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema, std::max(10.0, spec.job_timeout_s)));
+  Status owned = CheckRunOwnsSchema(conn, spec);
+  if (!owned.ok()) return Status::Usagef("--resume {}: {}", spec.run_id, owned.message());
   LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
                                            "WHERE run_id = $1 AND state = 'failed'",
                                            pg::Qualified(kControlSchema, "jobs")),
@@ -171,12 +204,18 @@ Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Repor
 Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
   auto started = Clock::now();
+  // INVARIANT: this connection holds the schema's run lock (schema_guard.h) until it closes.
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff orchestrator"));
-  LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
   RunSpec spec;
   if (!options.resume_run.empty()) {
+    // Nothing is created for a run that does not exist (not even the control schema).
+    LD_ASSIGN_OR_RETURN(SchemaState control, InspectSchema(*conn, kControlSchema));
+    if (control == SchemaState::kAbsent)
+      return Status::Usagef("--resume {}: no such run in this database (it has no ledgerdiff runs)", options.resume_run);
     LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter));
   } else {
+    LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
+    LD_RETURN_IF_ERROR(LockSchemaForRun(*conn, options.schema));
     LD_ASSIGN_OR_RETURN(spec, RegisterRun(*conn, options));
   }
 
@@ -197,6 +236,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   std::optional<uint64_t> ledgers_at_start;
   RunCounts counts;
   bool aborted = false;
+  std::string integrity_error;  // set when the end-of-run checks fail
   uint32_t worker_errors = 0;
   for (;;) {
     // 1. Workers that ended: a clean exit means no work was left for it; anything else means
@@ -274,7 +314,15 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     LD_RETURN_IF_ERROR(RequeueAllRunning(*conn, spec, "stopped: another job ran out of retries"));
   } else {
     pool.StopAll(std::chrono::seconds(5));
-    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "done"));
+    // The run's end: its schema is still its own and holds exactly what its jobs committed
+    // (not checked for the negative control, whose unsafe commits are the point).
+    Status intact = CheckRunOwnsSchema(*conn, spec);
+    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(*conn, spec);
+    if (!intact.ok()) {
+      aborted = true;
+      integrity_error = intact.message();
+    }
+    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, aborted ? "failed" : "done"));
   }
   report.wall_s = SecondsSince(started);
 
@@ -294,10 +342,17 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     if (j.state == "failed") report.failed_jobs.push_back(j);
   }
   if (restart_from) report.restart_range = LedgerRange{restart_from, restart_to};
-  LD_ASSIGN_OR_RETURN(report.rows_per_table, CountRowsInRange(*conn, spec.schema, spec.range));
+  auto counted = CountRowsInRange(*conn, spec.schema, spec.range);
+  if (counted.ok()) {
+    report.rows_per_table = *counted;
+  } else if (integrity_error.empty()) {
+    return counted.status();
+  }
   for (auto& [t, n] : report.rows_per_table) report.rows += n;
   report.ok = !aborted;
-  if (aborted) {
+  if (!integrity_error.empty()) {
+    report.error = integrity_error;
+  } else if (aborted) {
     std::string ranges;
     for (const auto& j : report.failed_jobs) ranges += (ranges.empty() ? "" : ", ") + j.range.str();
     report.error = fmt::format("jobs ran out of retries: {} ({}); restart with --resume {} or --range {}", ranges,

@@ -1,6 +1,7 @@
 #include "ingest/plan.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/database.h"
 #include "fixtures/generator.h"
@@ -47,8 +48,16 @@ Status IngestPlan::Validate(bool check_schema) const {
   if (workers == 0) return Status::Usage("--workers must be at least 1");
   if (workers > 64) return Status::Usage("--workers must be at most 64");
   if (job_size == 0) return Status::Usage("--job-size must be at least 1");
-  if (retry_backoff_s < 0) return Status::Usage("--retry-backoff must not be negative");
-  if (job_timeout_s <= 0) return Status::Usage("--job-timeout must be positive");
+  if (job_size > kMaxJobSize) return Status::Usagef("--job-size {} is too large (at most {})", job_size, kMaxJobSize);
+  if (!std::isfinite(retry_backoff_s) || retry_backoff_s < 0 || retry_backoff_s > kMaxRetryBackoffS)
+    return Status::Usagef("--retry-backoff {} must be a number of seconds from 0 to {}", retry_backoff_s,
+                          kMaxRetryBackoffS);
+  if (retries > kMaxRetries) return Status::Usagef("--retries {} is too many (at most {})", retries, kMaxRetries);
+  // Below the minimum a healthy worker can miss its heartbeat; above the maximum the derived
+  // statement_timeout (10 x) no longer fits PostgreSQL's integer milliseconds.
+  if (!std::isfinite(job_timeout_s) || job_timeout_s < kMinJobTimeoutS || job_timeout_s > kMaxJobTimeoutS)
+    return Status::Usagef("--job-timeout {} must be a number of seconds from {} to {}", job_timeout_s,
+                          kMinJobTimeoutS, kMaxJobTimeoutS);
   LD_ASSIGN_OR_RETURN(fixtures::Density parsed_density, fixtures::ParseDensity(density));
   if (!bug.empty()) {
     LD_ASSIGN_OR_RETURN(auto parsed_bug, fixtures::ParseBugInjection(bug));

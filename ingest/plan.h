@@ -39,6 +39,13 @@ Result<CrashPoint> ParseFaultPoint(const std::string& text);
 // Parses "JOB:ATTEMPT:STAGE:SECONDS" (e.g. "3:1:history_operations:2.5").
 Result<HoldPoint> ParseHoldPoint(const std::string& text);
 
+// Bounds checked by IngestPlan::Validate.
+inline constexpr uint32_t kMaxJobSize = 10'000'000;
+inline constexpr uint32_t kMaxRetries = 100;
+inline constexpr double kMaxRetryBackoffS = 3600;
+inline constexpr double kMinJobTimeoutS = 2;
+inline constexpr double kMaxJobTimeoutS = 86400;
+
 // The defaults, in one place (shown by every command's --help).
 struct IngestPlan {
   LedgerRange range;

@@ -112,16 +112,21 @@ int RunWorker(const WorkerOptions& o) {
     fmt::print(stderr, "ledgerdiff worker {}: {}\n", o.worker, s.message());
     return 2;
   };
-  auto control = OpenWorkerConnection(o, nullptr);
-  if (!control.ok()) return fail(control.status());
-  auto spec_r = LoadRun(**control, o.run_id);
-  if (!spec_r.ok()) return fail(spec_r.status());
-  const RunSpec spec = std::move(spec_r).value();
+  // Two sessions per worker (its jobs and its heartbeat): EmbeddedMaxConnectionsFor counts on it.
   std::unique_ptr<pg::Connection> conn;
   {
-    auto c = OpenWorkerConnection(o, &spec);
+    auto c = OpenWorkerConnection(o, nullptr);
     if (!c.ok()) return fail(c.status());
     conn = std::move(c).value();
+  }
+  auto spec_r = LoadRun(*conn, o.run_id);
+  if (!spec_r.ok()) return fail(spec_r.status());
+  const RunSpec spec = std::move(spec_r).value();
+  {
+    auto ms = static_cast<int64_t>(spec.job_timeout_s * 1000);
+    Status timeouts = conn->Run(fmt::format(
+        "SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}", ms, ms * 10));
+    if (!timeouts.ok()) return fail(timeouts);
   }
   auto hb_conn = OpenWorkerConnection(o, nullptr);
   if (!hb_conn.ok()) return fail(hb_conn.status());

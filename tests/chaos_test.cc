@@ -5,12 +5,14 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "core/database.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
 #include "report/chaos_text_json.h"
@@ -234,6 +236,71 @@ TEST(ChaosCli, BadFaultsAreUsageErrors) {
   r = testing::RunCli({"chaos", "--range", "2:301", "--job-size", "100", "--db", TestConninfo()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("jobs"), std::string::npos) << r.err;
+}
+
+TEST(ChaosCli, CountsAndHoldAreRangeChecked) {
+  for (const auto& args : std::vector<std::vector<std::string>>{{"--faults", "kill=4294967296"},
+                                                                 {"--faults", "kill=-1"},
+                                                                 {"--hold", "0"},
+                                                                 {"--hold", "nan"}}) {
+    std::vector<std::string> cmd = {"chaos", "--range", "2:2001", "--job-size", "100", "--db", TestConninfo()};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    auto r = testing::RunCli(cmd);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << ": " << r.err;
+    EXPECT_NE(r.err.find(args[0]), std::string::npos) << r.err;
+  }
+}
+
+// Planned faults that cannot fire (jobs of 50 never reach the unsafe ingester's commit of 100):
+// the rounds prove nothing, so the campaign is inconclusive and exits 1, never "valid".
+TEST(ChaosCli, APlannedFaultThatNeverFiredIsInconclusiveNotValid) {
+  auto r = testing::RunCli({"chaos", "--range", "2:601", "--workers", "2", "--job-size", "50", "--rounds", "1",
+                            "--faults", "kill=2", "--density", "flat", "--unsafe-ingester", "--db", TestConninfo(),
+                            "--format", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["valid"].get<bool>());
+  EXPECT_EQ(j["faults_planned"]["kill"], 2);
+  EXPECT_EQ(j["faults_injected"]["kill"], 0);
+  EXPECT_TRUE(j["inconclusive"].get<bool>());
+  EXPECT_EQ(j["verdict"], "unknown");
+  EXPECT_TRUE(j["rounds"][0]["inconclusive"].get<bool>());
+}
+
+TEST(ChaosCli, TheReplayLineReproducesTheRun) {
+  std::vector<std::string> args = {"chaos",      "--range",         "2:801",  "--workers", "2",      "--job-size",
+                                   "50",         "--seed",          "7",      "--rounds",  "1",      "--faults",
+                                   "kill=1,hang=1", "--hold",       "1.5",    "--job-timeout", "3",  "--retries",
+                                   "4",          "--retry-backoff", "0.2",    "--density", "flat",   "--db",
+                                   TestConninfo(), "--format",      "json"};
+  auto first = testing::RunCli(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  auto a = nlohmann::json::parse(first.out);
+  std::string replay = a["replay"];
+  for (const char* flag : {"--hold 1.5", "--job-timeout 3", "--retries 4", "--retry-backoff 0.2", "--density flat",
+                           "--seed 7", "--profile horizon"})
+    EXPECT_NE(replay.find(flag), std::string::npos) << flag << " missing from " << replay;
+  ASSERT_EQ(replay.rfind("ledgerdiff ", 0), 0u);
+  std::string line = testing::LedgerdiffBinary() + replay.substr(std::string("ledgerdiff").size()) +
+                     " --format json --db " + ShellQuote(TestConninfo());
+  FILE* p = popen(line.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << line;
+  auto b = nlohmann::json::parse(out);
+  auto strip = [](nlohmann::json j) {
+    for (const char* k : {"seconds", "baseline_seconds"}) j.erase(k);
+    for (auto& round : j["rounds"]) {
+      for (const char* k : {"seconds", "run_id", "schema", "attempts", "retried_jobs", "recovered_jobs"}) round.erase(k);
+      for (auto& f : round["faults"]) f.erase("detail");
+    }
+    j.erase("jobs_retried");
+    j.erase("jobs_recovered");
+    return j;
+  };
+  EXPECT_EQ(strip(a).dump(2), strip(b).dump(2));
 }
 
 }  // namespace

@@ -148,9 +148,11 @@ TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
   bool saw_replacement = false;
   for (const auto& a : report.timeline) {
     EXPECT_EQ(a.slot, 1) << a.worker;
-    // Names are "w<slot>" or "w<slot>.<generation>": the slot stored agrees with the name.
-    EXPECT_EQ(a.worker.substr(0, a.worker.find('.')), "w" + std::to_string(a.slot)) << a.worker;
-    saw_replacement |= a.worker.find('.') != std::string::npos;
+    // Names are "w<slot>[.<generation>]@host:pid:start": the slot stored agrees with the name.
+    const std::string lane = a.worker.substr(0, a.worker.find('@'));
+    EXPECT_NE(a.worker.find('@'), std::string::npos) << a.worker;
+    EXPECT_EQ(lane.substr(0, lane.find('.')), "w" + std::to_string(a.slot)) << a.worker;
+    saw_replacement |= lane.find('.') != std::string::npos;
   }
   EXPECT_TRUE(saw_replacement);
   auto conn = Connect();

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "core/database.h"
 #include "core/process.h"
 #include "core/history_tables.h"
+#include "core/tempdir.h"
 #include "core/text.h"
 #include "diff/diff.h"
 #include "dump/profile.h"
@@ -278,19 +280,23 @@ class Round {
       }
     if (!due) return false;
     uint32_t done = 0;
-    std::set<uint32_t> targets;
+    std::set<uint32_t> pending_targets;
     for (const auto& f : r_.faults)
-      if (PerJob(f.plan.kind)) targets.insert(f.plan.job);
+      if (PerJob(f.plan.kind) && !f.injected) pending_targets.insert(f.plan.job);
     for (const auto& j : jobs) {
       if (j.state == "done") ++done;
-      // Never kill the orchestrator while a fault's target attempt is in flight: the fault
-      // would be lost with it.
-      if (targets.count(j.job_id) && j.state == "running" && j.attempt == 1) return false;
+      // Never kill the orchestrator while a fault's target attempt is in flight before its
+      // fault fired (the fault would be lost with it); once fired (a hung worker), the kill
+      // does not wait for it: resume with jobs in flight is the point.
+      if (pending_targets.count(j.job_id) && j.state == "running" && j.attempt == 1) return false;
     }
     if (done < due->plan.after_jobs_done) return false;
     due->injected = true;
-    due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done; restarted on run {}",
-                              orchestrator_, done, jobs.size(), r_.run_id);
+    uint32_t running = 0;
+    for (const auto& j : jobs) running += j.state == "running" ? 1 : 0;
+    due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done (planned {}), {} in flight; "
+                              "restarted on run {}",
+                              orchestrator_, done, jobs.size(), due->plan.after_jobs_done, running, r_.run_id);
     reporter_.Note(fmt::format("round {}: {}", r_.round, due->detail));
     return true;
   }
@@ -330,13 +336,13 @@ Result<FaultCounts> ParseFaultCounts(const std::string& text) {
                             kind);
     uint32_t n = 1;
     if (eq != std::string::npos) {
-      try {
-        size_t used = 0;
-        n = static_cast<uint32_t>(std::stoul(item.substr(eq + 1), &used));
-        if (used != item.size() - eq - 1) throw std::invalid_argument("trailing");
-      } catch (const std::exception&) {
-        return Status::Usagef("--faults: \"{}\" is not KIND=COUNT", item);
-      }
+      const std::string count = item.substr(eq + 1);
+      if (count.empty() || count.size() > 6 || count.find_first_not_of("0123456789") != std::string::npos)
+        return Status::Usagef("--faults: \"{}\" is not KIND=COUNT (COUNT from 0 to {})", item, kMaxFaultsPerKind);
+      unsigned long value = std::stoul(count);
+      if (value > kMaxFaultsPerKind)
+        return Status::Usagef("--faults: \"{}\": at most {} faults of a kind per round", item, kMaxFaultsPerKind);
+      n = static_cast<uint32_t>(value);
     }
     counts[kind] = n;
   }
@@ -346,6 +352,11 @@ Result<FaultCounts> ParseFaultCounts(const std::string& text) {
 Status ValidateChaosOptions(const ChaosOptions& o) {
   LD_RETURN_IF_ERROR(o.Validate(/*check_schema=*/false));
   if (o.rounds == 0) return Status::Usage("--rounds must be at least 1");
+  if (o.rounds > 10000) return Status::Usage("--rounds must be at most 10000");
+  if (!std::isfinite(o.hold_s) || o.hold_s <= 0 || o.hold_s > 600)
+    return Status::Usagef("--hold {} must be a number of seconds above 0 and at most 600 (a fault needs a job held "
+                          "mid-transaction to hit)",
+                          o.hold_s);
   if (!o.ingest_cmd.empty() && o.faults.count("crash") && o.faults.at("crash") > 0)
     return Status::Usage("--faults crash needs the built-in ingester (a fault point inside its transaction); use "
                          "kill, hang, disconnect or orchestrator with --ingest-cmd");
@@ -408,6 +419,19 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
   return plans;
 }
 
+std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
+  auto num = [](double v) { return fmt::format("{}", v); };
+  std::string cmd = fmt::format(
+      "ledgerdiff chaos --range {} --workers {} --job-size {} --seed {} --rounds {} --faults {} --hold {} "
+      "--job-timeout {} --retries {} --retry-backoff {} --density {} --profile {}",
+      o.range.str(), o.workers, o.job_size, o.seed, o.rounds, faults, num(o.hold_s), num(o.job_timeout_s), o.retries,
+      num(o.retry_backoff_s), ShellQuote(o.density, ShellQuoting::kWhenNeeded), ShellQuote(o.table_profile, ShellQuoting::kWhenNeeded));
+  if (!o.ingest_cmd.empty()) cmd += " --ingest-cmd " + ShellQuote(o.ingest_cmd, ShellQuoting::kWhenNeeded);
+  if (o.unsafe_ingester) cmd += " --unsafe-ingester";
+  if (o.keep) cmd += " --keep";
+  return cmd;
+}
+
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateChaosOptions(options));
   auto started = Clock::now();
@@ -422,9 +446,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   std::string faults;
   for (const auto& k : FaultKinds())
     faults += fmt::format("{}{}={}", faults.empty() ? "" : ",", k, o.faults.count(k) ? o.faults.at(k) : 0);
-  report.replay = fmt::format("ledgerdiff chaos --range {} --workers {} --job-size {} --seed {} --rounds {} --faults {}{}",
-                              o.range.str(), o.workers, o.job_size, o.seed, o.rounds, faults,
-                              o.unsafe_ingester ? " --unsafe-ingester" : "");
+  report.replay = ReplayCommand(o, faults);
   for (const auto& plan : report.schedule) {
     std::string s;
     for (const auto& f : plan.faults) s += (s.empty() ? "" : "; ") + DescribeFault(f);
@@ -432,8 +454,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   }
 
   const std::string chaos_id = NewRunId();
-  std::string tmp = (std::filesystem::temp_directory_path() / ("ledgerdiff-chaos-" + chaos_id)).string();
-  std::filesystem::create_directories(tmp);
+  LD_ASSIGN_OR_RETURN(std::string tmp, MakeOwnedTempDir("ledgerdiff-chaos-"));
   int cleanup = RegisterCleanup([tmp] {
     std::error_code ec;
     std::filesystem::remove_all(tmp, ec);
@@ -469,7 +490,10 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
       r.ingest_ok = false;
       if (r.ingest_error.empty()) r.ingest_error = classified.status().message();
     }
-    r.valid = r.ingest_ok && r.anomalies.empty() && r.redone_after_resume == 0;
+    // A round whose planned fault never fired proves nothing: inconclusive, never valid.
+    for (const auto& f : r.faults) r.inconclusive |= !f.injected;
+    r.valid = !r.inconclusive && r.ingest_ok && r.anomalies.empty() && r.redone_after_resume == 0;
+    report.inconclusive |= r.inconclusive;
     if (r.valid && !o.keep) {
       LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.schema));
     } else {
@@ -483,7 +507,8 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     report.valid = report.valid && r.valid;
     std::string anomalies;
     for (const auto& [cls, iv] : r.anomalies) anomalies += fmt::format(" {} {};", cls, FormatIntervals(iv));
-    reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round, r.valid ? "valid" : "INVALID",
+    reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round,
+                              r.valid ? "valid" : r.inconclusive ? "INCONCLUSIVE (a planned fault never fired)" : "INVALID",
                               FormatDuration(r.seconds), anomalies.empty() ? "" : ":" + anomalies));
     report.rounds.push_back(std::move(r));
   }

@@ -36,6 +36,8 @@ inline const std::vector<std::string>& FaultKinds() {
   return kinds;
 }
 
+inline constexpr uint32_t kMaxFaultsPerKind = 1000;
+
 // Faults per round, by kind.
 using FaultCounts = std::map<std::string, uint32_t>;
 // Parses "kill=K,hang=H,crash=C,disconnect=D,orchestrator=O" (kinds may be omitted: 0).
@@ -94,6 +96,7 @@ struct ChaosRound {
   uint32_t redone_after_resume = 0;  // jobs done before an orchestrator kill that ran again
   std::map<std::string, std::vector<LedgerRange>> anomalies;  // class -> ledger intervals
   bool valid = false;
+  bool inconclusive = false;  // a planned fault was not injected: the round proves nothing
   bool schema_kept = false;
   double seconds = 0;
 };
@@ -106,9 +109,14 @@ struct ChaosReport {
   std::map<std::string, std::vector<LedgerRange>> anomalies;     // per class, over all rounds
   uint32_t jobs_retried = 0, jobs_recovered = 0;
   double baseline_s = 0, seconds = 0;
-  bool valid = false;
-  std::string replay;  // the command line that replays this schedule
+  bool valid = false;         // every round valid (hence every planned fault injected)
+  bool inconclusive = false;  // some round's planned fault never fired (exit 1)
+  std::string replay;  // the command line that replays this run exactly (shell-quoted)
 };
+
+// The command that replays `options` exactly (every flag that shapes the run, shell-quoted);
+// `faults` is the KIND=COUNT list.
+std::string ReplayCommand(const ChaosOptions& options, const std::string& faults);
 
 // Runs the whole chaos session against the database at `conninfo`.
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter);

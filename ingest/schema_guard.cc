@@ -1,0 +1,104 @@
+#include "ingest/schema_guard.h"
+
+#include <chrono>
+#include <thread>
+
+#include "core/database.h"
+#include "ingest/orchestrator.h"
+
+namespace ledgerdiff::ingest {
+
+Status ValidateTargetSchema(const std::string& schema, bool force) {
+  LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
+  if (schema == kControlSchema)
+    return Status::Usagef("--schema {}: that is ledgerdiff's job table, never an ingestion target", schema);
+  if (schema == "information_schema")
+    return Status::Usagef("--schema {}: a system schema is never an ingestion target", schema);
+  if (schema == "public" && !force)
+    return Status::Usage("--schema public: refusing the database's default schema (use another --schema, or --force)");
+  return Status::Ok();
+}
+
+namespace {
+
+Result<bool> TryLock(pg::Connection& conn, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT pg_try_advisory_lock({}, hashtext($1))",
+                                                           kSchemaLockSpace),
+                                               {schema}));
+  return rows.Get(0, 0) == "t";
+}
+
+// Who holds the schema's lock: "run R (backend pid P)" as far as it can be told.
+std::string LiveRunOf(pg::Connection& conn, const std::string& schema) {
+  std::string holder;
+  auto pid = conn.Exec(fmt::format("SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+                                   "AND l.classid = {}::oid AND l.objid = hashtext($1)::oid AND l.objsubid = 2",
+                                   kSchemaLockSpace),
+                       {schema});
+  if (pid.ok() && pid->size() > 0) holder = fmt::format("backend pid {}", pid->Get(0, 0));
+  auto run = conn.Exec(fmt::format("SELECT run_id FROM {} WHERE schema_name = $1 AND state = 'running' "
+                                   "ORDER BY created_at DESC LIMIT 1",
+                                   pg::Qualified(kControlSchema, "runs")),
+                       {schema});
+  std::string run_id = run.ok() && run->size() > 0 ? std::string(run->Get(0, 0)) : "";
+  if (run_id.empty()) return holder.empty() ? "another run" : "another run (" + holder + ")";
+  return fmt::format("run {}{}", run_id, holder.empty() ? "" : " (" + holder + ")");
+}
+
+}  // namespace
+
+Status LockSchemaForRun(pg::Connection& conn, const std::string& schema, double wait_s) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  for (;;) {
+    LD_ASSIGN_OR_RETURN(bool locked, TryLock(conn, schema));
+    if (locked) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return Status::Usagef("schema \"{}\" has a live run: {}; refusing to start another run on it", schema,
+                        LiveRunOf(conn, schema));
+}
+
+Status UnlockSchema(pg::Connection& conn, const std::string& schema) {
+  return conn.Exec(fmt::format("SELECT pg_advisory_unlock({}, hashtext($1))", kSchemaLockSpace), {schema}).status();
+}
+
+Result<std::string> SchemaMark(pg::Connection& conn, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec("SELECT coalesce(obj_description(oid, 'pg_namespace'), '') FROM pg_namespace "
+                                "WHERE nspname = $1",
+                                {schema}));
+  return rows.size() == 0 ? std::string() : std::string(rows.Get(0, 0));
+}
+
+Status CheckRunOwnsSchema(pg::Connection& conn, const RunSpec& spec) {
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+  if (state == SchemaState::kAbsent)
+    return Status::Runtimef("run {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
+  std::string expected = spec.schema_mark.empty() ? fmt::format("{} run={}", kOwnershipMarkPrefix, spec.run_id)
+                                                  : spec.schema_mark;
+  LD_ASSIGN_OR_RETURN(std::string mark, SchemaMark(conn, spec.schema));
+  if (mark != expected)
+    return Status::Runtimef("run {}: schema \"{}\" is no longer this run's (its mark is \"{}\", expected \"{}\"); "
+                            "another run or someone else took it over",
+                            spec.run_id, spec.schema, mark, expected);
+  return Status::Ok();
+}
+
+Status CheckRowsMatchJobs(pg::Connection& conn, const RunSpec& spec) {
+  LD_ASSIGN_OR_RETURN(auto per_table, CountRowsInRange(conn, spec.schema, spec.range));
+  uint64_t present = 0;
+  for (const auto& [table, n] : per_table) present += n;
+  LD_ASSIGN_OR_RETURN(pg::Rows committed,
+                      conn.Exec(fmt::format("SELECT coalesce(sum(rows), 0)::bigint FROM {} WHERE run_id = $1",
+                                            pg::Qualified(kControlSchema, "jobs")),
+                                {spec.run_id}));
+  auto expected = static_cast<uint64_t>(committed.GetInt(0, 0));
+  if (present != expected)
+    return Status::Runtimef("run {}: schema \"{}\" holds {} rows in {} but its jobs committed {}; something else "
+                            "wrote into it during the run",
+                            spec.run_id, spec.schema, present, spec.range.str(), expected);
+  return Status::Ok();
+}
+
+}  // namespace ledgerdiff::ingest
