@@ -76,6 +76,7 @@ Action SetupWorker(CLI::App* sub);
 Action SetupDigest(CLI::App* sub);       // cmd_digest.cc
 Action SetupDiff(CLI::App* sub);
 Action SetupDump(CLI::App* sub);
+Action SetupManifest(CLI::App* sub);     // cmd_manifest.cc (merge, show)
 Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
 Action SetupVerifyRange(CLI::App* sub);
 Action SetupSelftest(CLI::App* sub);

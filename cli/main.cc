@@ -48,6 +48,8 @@ constexpr Command kCommands[] = {
     {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", true, true, false, SetupDiff},
     {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", true, false, false,
      SetupDump},
+    {"manifest", "Manifest files: merge the parts of a sharded digest (merge), print one (show)", false, true, false,
+     SetupManifest},
     {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", true, true, false,
      SetupVerify},
     {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", false, true, false,
