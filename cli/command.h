@@ -81,6 +81,10 @@ Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
 Action SetupVerifyRange(CLI::App* sub);
 Action SetupSelftest(CLI::App* sub);
 Action SetupChaos(CLI::App* sub);        // cmd_chaos.cc
+Action SetupPlan(CLI::App* sub);         // cmd_runs.cc (distributed ingestion)
+Action SetupRunWorker(CLI::App* sub);
+Action SetupWait(CLI::App* sub);
+Action SetupRuns(CLI::App* sub);
 Action SetupDocs(CLI::App* sub);         // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli
