@@ -134,7 +134,6 @@ TEST(Distributed, BadInputExitsTwo) {
   EXPECT_EQ(RunCli({"plan", "--db", TestConninfo(), "--range", "2:9"}).exit_code, 2);  // no --schema
   auto unknown = RunCli({"worker", "--db", TestConninfo(), "--run", "no-such-run"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.err.find("no-such-run"), std::string::npos) << unknown.err;
   EXPECT_EQ(RunCli({"wait", "--db", TestConninfo(), "--run", "no-such-run"}).exit_code, 2);
   // A run with no worker times out.
   auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:51", "--schema", UniqueName("idle")});
