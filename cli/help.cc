@@ -183,7 +183,7 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
         "ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --unsafe-ingester --faults kill=2"}},
       {"manifest",
        {"# one shard per pod (K from JOB_COMPLETION_INDEX), then merge: roots equal one digest's",
-        "ledgerdiff manifest merge --out full.ldm part-0.ldm part-1.ldm part-2.ldm part-3.ldm",
+        "# ledgerdiff manifest merge --out full.ldm part-0.ldm part-1.ldm part-2.ldm part-3.ldm",
         "ledgerdiff manifest show full.ldm --format json"}},
       {"plan",
        {"ledgerdiff plan --range 2:100001 --schema horizon --job-size 500 --db \"$DB\" | tail -n 1"}},
