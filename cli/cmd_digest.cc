@@ -8,6 +8,7 @@
 #include "dump/digest.h"
 #include "dump/dump.h"
 #include "dump/manifest.h"
+#include "dump/shard.h"
 
 namespace ledgerdiff::cli {
 
@@ -43,6 +44,10 @@ Action SetupDigest(CLI::App* sub) {
     int jobs = 1;
     uint32_t chunk = 0;
     bool print_sql = false;
+    uint32_t shards = 0;  // 0: not sharded
+    int64_t shard_flag = -1;
+    CLI::Option* shard_opt = nullptr;
+    uint32_t shard = 0;
   };
   auto f = std::make_shared<Flags>();
   f->c.AddFlags(sub);
@@ -51,12 +56,44 @@ Action SetupDigest(CLI::App* sub) {
   sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
       ->check(CLI::IsMember({"compact", "full"}));
   sub->add_option("--jobs", f->jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
+  sub->add_option("--shards", f->shards,
+                  "Digest one shard of N (deterministic contiguous slices of --range) into a partial manifest "
+                  "(--out); join the parts with `manifest merge`");
+  f->shard_opt = sub->add_option("--shard", f->shard_flag,
+                                 "This shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
   sub->add_option("--chunk-ledgers", f->chunk, "Ledgers per chunk (default: sized from table statistics)")->group("");
   sub->add_flag("--print-sql", f->print_sql, "Print the canonical COPY statements, one per line (benchmarks)")->group("");
   Action a;
-  a.check = [f] { return f->c.Check(); };
+  a.check = [f]() -> Status {
+    LD_RETURN_IF_ERROR(f->c.Check());
+    if (f->shard_opt->count() && !f->shards) return Status::Usage("--shard needs --shards N");
+    if (!f->shards) return Status::Ok();
+    if (!f->c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
+    if (f->out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");
+    if (f->print_sql) return Status::Usage("--print-sql and --shards cannot be combined");
+    LD_ASSIGN_OR_RETURN(f->shard, dump::ResolveShardIndex(
+                                      f->shard_opt->count() ? std::optional<int64_t>(f->shard_flag) : std::nullopt,
+                                      f->shards));
+    return dump::ShardSlice(*f->c.range, f->shards, f->shard).status();
+  };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    if (f->shards) {
+      dump::DigestOptions opts;
+      opts.jobs = f->jobs;
+      opts.chunk_ledgers = f->chunk;
+      LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db->conninfo(), f->schema, f->c.spec, opts,
+                                                                    *f->c.range, f->shards, f->shard, f->out,
+                                                                    ctx.reporter()));
+      Outcome out;
+      out.json = dump::DigestSummaryToJson(summary);
+      out.json["shard"] = {{"index", f->shard}, {"count", f->shards},
+                           {"full_range", {{"from", f->c.range->from}, {"to", f->c.range->to}}}};
+      out.text = fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
+                             f->shard, f->shards, f->c.range->from, f->c.range->to) +
+                 dump::RenderDigestText(summary);
+      return out;
+    }
     dump::DigestOptions opts;
     opts.range = f->c.range;
     opts.jobs = f->jobs;

@@ -81,11 +81,16 @@ Action SetupWorker(CLI::App* sub);
 Action SetupDigest(CLI::App* sub);       // cmd_digest.cc
 Action SetupDiff(CLI::App* sub);
 Action SetupDump(CLI::App* sub);
+Action SetupManifest(CLI::App* sub);     // cmd_manifest.cc (merge, show)
 Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
 Action SetupVerifyRange(CLI::App* sub);
 Action SetupSelftest(CLI::App* sub);
 Action SetupChaos(CLI::App* sub);        // cmd_chaos.cc
 Action SetupSweep(CLI::App* sub);        // cmd_sweep.cc
+Action SetupPlan(CLI::App* sub);         // cmd_runs.cc (distributed ingestion)
+Action SetupRunWorker(CLI::App* sub);
+Action SetupWait(CLI::App* sub);
+Action SetupRuns(CLI::App* sub);
 Action SetupDocs(CLI::App* sub);         // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli

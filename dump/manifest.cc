@@ -36,6 +36,16 @@ uint32_t GetU32(const unsigned char* p) {
 
 }  // namespace
 
+std::string ProfileFingerprint(const ResolvedProfile& profile) {
+  const std::string js = ResolvedProfileToJson(profile).dump();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_Digest(js.data(), js.size(), md, &n, EVP_sha256(), nullptr);
+  std::string hex;
+  for (unsigned int i = 0; i < n; ++i) hex += fmt::format("{:02x}", md[i]);
+  return hex;
+}
+
 const char* ManifestDetailName(ManifestDetail d) { return d == ManifestDetail::kFull ? "full" : "compact"; }
 
 // ---- writer ----
@@ -45,6 +55,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
   w->path_ = path;
   w->tmp_ = path + ".tmp";
   w->header_ = header;
+  w->header_.fingerprint = ProfileFingerprint(header.profile);
   w->next_ = header.range.from;
   w->f_ = std::fopen(w->tmp_.c_str(), "wb");
   if (!w->f_) return Status::Usagef("manifest {}: cannot write: {}", path, std::strerror(errno));
@@ -58,6 +69,11 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
   j["range"] = {{"from", header.range.from}, {"to", header.range.to}};
   j["profile"] = ResolvedProfileToJson(header.profile);
   j["excluded_columns"] = header.profile.ExcludedColumns();
+  j["fingerprint"] = w->header_.fingerprint;
+  if (header.shard)
+    j["shard"] = {{"index", header.shard->index},
+                  {"count", header.shard->count},
+                  {"full_range", {{"from", header.shard->full_range.from}, {"to", header.shard->full_range.to}}}};
   std::string js = j.dump();
   std::string head(kMagic, 8);
   PutU32(head, kManifestVersion);
@@ -204,6 +220,19 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
     auto p = ResolvedProfileFromJson(j.at("profile"));
     if (!p.ok()) return p.status().With("manifest " + path);
     r->header_.profile = std::move(p).value();
+    r->header_.fingerprint = ProfileFingerprint(r->header_.profile);
+    if (j.contains("fingerprint") && j.at("fingerprint").get<std::string>() != r->header_.fingerprint)
+      return Status::Usagef("manifest {} is corrupted (profile fingerprint)", path);
+    if (j.contains("shard")) {
+      const auto& js = j.at("shard");
+      ShardInfo s;
+      s.index = js.at("index").get<uint32_t>();
+      s.count = js.at("count").get<uint32_t>();
+      s.full_range = {js.at("full_range").at("from").get<Ledger>(), js.at("full_range").at("to").get<Ledger>()};
+      if (s.count == 0 || s.index >= s.count || s.full_range.to < s.full_range.from)
+        return Status::Usagef("manifest {} is corrupted (shard)", path);
+      r->header_.shard = s;
+    }
   } catch (const std::exception& e) {
     return Status::Usagef("manifest {} is corrupted (header: {})", path, e.what());
   }
@@ -294,7 +323,8 @@ Status ManifestReader::Finish() {
 
 Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::string& schema,
                                        const ProfileSpec& spec, const DigestOptions& options,
-                                       const std::string& path, ManifestDetail detail, Reporter& reporter) {
+                                       const std::string& path, ManifestDetail detail, Reporter& reporter,
+                                       const std::optional<ShardInfo>& shard) {
   std::unique_ptr<ManifestWriter> writer;
   DigestSummary summary;
   // Resolve profile and range first (a quick separate read), then digest with them fixed.
@@ -311,6 +341,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   header.detail = detail;
   header.range = *opts.range;
   header.profile = profile;
+  header.shard = shard;
   LD_ASSIGN_OR_RETURN(writer, ManifestWriter::Create(path, header));
   opts.restrict_to = profile;  // the digest's in-snapshot resolution must match the header
   LD_ASSIGN_OR_RETURN(summary, DigestSchema(conninfo, schema, spec, opts,

@@ -11,7 +11,7 @@
 //   SHA-256 of every byte before it (32 bytes)
 // The header JSON holds: format, tool version, source, detail, range, the resolved profile (per
 // table: ledger mapping, canonical columns with classes, key, excluded columns), lookup and
-// uncompared tables. Roots are in the trailer because the writer streams.
+// uncompared tables, the profile fingerprint and, on a partial manifest, "shard" (ShardInfo). Roots are in the trailer because the writer streams.
 // Detection strength of a compact manifest stays 128-bit per ledger (combined digest) and 256-bit
 // per table over the range (roots); the 32-bit tags only localise which table differs.
 //
@@ -19,6 +19,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dump/digest.h"
@@ -33,12 +34,26 @@ const char* ManifestDetailName(ManifestDetail d);
 // Version 3: per-(table, ledger) digests are multiset digests (dump/canonical.h RowMultiset).
 constexpr uint32_t kManifestVersion = 3;
 
+// A partial manifest (a shard of a sharded digest, dump/shard.h): its own range is the slice
+// `index` of `count` of `full_range`. Absent on a manifest of a whole range.
+struct ShardInfo {
+  uint32_t index = 0;
+  uint32_t count = 0;
+  LedgerRange full_range;
+};
+
+// Hex SHA-256 of the resolved profile's JSON form (tables, columns, classes, keys, exclusions):
+// two digests with equal fingerprints hashed the same columns the same way.
+std::string ProfileFingerprint(const ResolvedProfile& profile);
+
 struct ManifestHeader {
   std::string tool_version;
   std::string source;
   ManifestDetail detail = ManifestDetail::kCompact;
   LedgerRange range;
   ResolvedProfile profile;
+  std::optional<ShardInfo> shard;  // header key "shard": {"index","count","full_range"}
+  std::string fingerprint;         // header key "fingerprint"; the writer computes it
 };
 
 // Streaming writer. Writes PATH.tmp and renames it to PATH on Finish.
@@ -95,7 +110,8 @@ class ManifestReader {
 // Digests a schema into a manifest file (`path`). The summary carries the manifest's size.
 Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::string& schema,
                                        const ProfileSpec& spec, const DigestOptions& options,
-                                       const std::string& path, ManifestDetail detail, Reporter& reporter);
+                                       const std::string& path, ManifestDetail detail, Reporter& reporter,
+                                       const std::optional<ShardInfo>& shard = std::nullopt);
 
 // Reads a whole manifest and verifies it; returns its summary.
 Result<DigestSummary> ReadManifestSummary(const std::string& path);

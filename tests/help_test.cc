@@ -13,7 +13,7 @@ namespace ledgerdiff::testing {
 namespace {
 
 const std::vector<std::string> kCommands = {"ingest", "digest", "diff", "dump", "verify", "verify-range", "selftest",
-                                            "chaos", "sweep"};
+                                            "chaos", "sweep", "manifest", "plan", "worker", "wait", "runs"};
 
 TEST(SuggestCommand, NamesTheCommandATypoMeant) {
   EXPECT_EQ(cli::SuggestCommand("verfy", kCommands), "verify");

@@ -1,0 +1,58 @@
+#pragma once
+// Sharded digests: shard K of N digests a deterministic contiguous slice of a range into a
+// partial manifest; MergeManifests joins the N parts into the manifest a single digest of the
+// whole range writes (same entries, same table roots, same overall root).
+//
+// Partial manifest: a full-detail manifest (dump/manifest.h) of the slice whose header also
+// holds "shard": {index, count, full_range}; its trailer roots are the slice's own. Full detail
+// because the table roots hash every (ledger, count, 128-bit digest) in order: the merge replays
+// those entries through one RootBuilder.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+#include "dump/digest.h"
+#include "dump/manifest.h"
+
+namespace ledgerdiff::dump {
+
+// Slice `index` of `count` of `range`: the first size % count slices hold one ledger more.
+// Same answer on every machine; the slices cover the range in order without gap or overlap.
+// Usage error unless 1 <= count <= range.size() and index < count.
+Result<LedgerRange> ShardSlice(const LedgerRange& range, uint32_t count, uint32_t index);
+
+// The shard index: `flag` when given, else $JOB_COMPLETION_INDEX (Kubernetes Indexed Job), else
+// $AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job); Usage error when none is set, not a number,
+// or >= count.
+Result<uint32_t> ResolveShardIndex(std::optional<int64_t> flag, uint32_t count);
+
+// Digests slice `index` of `count` of `range` of `schema` into the partial manifest `path`.
+// REQUIRES: options.range unset (the slice is set here).
+Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const std::string& schema,
+                                            const ProfileSpec& spec, DigestOptions options, const LedgerRange& range,
+                                            uint32_t count, uint32_t index, const std::string& path,
+                                            Reporter& reporter);
+
+// Joins partial manifests into `out` (detail `detail`). The parts must fit: every one a partial
+// manifest of full detail with the same full range, count, profile fingerprint, profile name and
+// tool version, its slice exactly ShardSlice(full_range, count, index); every index present once.
+// Usage errors (exit 2, nothing written): a missing shard (named with its slice), a duplicate, a
+// mismatch (naming both files). The summary is that of the merged manifest.
+Result<DigestSummary> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
+                                     ManifestDetail detail);
+
+// Header, coverage (ledgers with entries, shard) and roots of a manifest, read and verified.
+struct ManifestInfo {
+  ManifestHeader header;
+  DigestSummary summary;
+};
+Result<ManifestInfo> ReadManifestInfo(const std::string& path);
+std::string RenderManifestText(const ManifestInfo& info);
+nlohmann::json ManifestInfoToJson(const ManifestInfo& info);
+
+}  // namespace ledgerdiff::dump

@@ -1,0 +1,147 @@
+// Distributed ingestion without an orchestrator (`plan`, `worker`, `wait`, `runs`): three worker
+// processes join a planned run at different times, one is SIGKILLed in the middle of a job (held
+// open inside its data transaction), the others requeue its job through the lease and finish the
+// run; the schema's digest equals a serial ingest's.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "core/process.h"
+#include "ingest/job_table.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+using testing::Connect;
+using testing::RunCli;
+using testing::TestConninfo;
+using testing::UniqueName;
+using namespace std::chrono_literals;
+
+std::string LastLine(const std::string& out) {
+  std::string s = out;
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
+}
+
+pid_t StartWorker(const std::string& run_id, const std::string& log) {
+  SpawnOptions so;
+  so.output_file = log;
+  so.env["LEDGERDIFF_DB"] = TestConninfo();
+  auto pid = Spawn({testing::LedgerdiffBinary(), "worker", "--run", run_id}, so);
+  EXPECT_TRUE(pid.ok()) << pid.status().message();
+  return pid.ok() ? *pid : -1;
+}
+
+int ExitCodeOf(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string RootOf(const std::string& schema, const std::string& range) {
+  auto r = RunCli({"digest", "--db", TestConninfo(), "--schema", schema, "--range", range, "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("root").get<std::string>() : "";
+}
+
+TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob) {
+  const std::string schema = UniqueName("dist"), serial = UniqueName("dist_serial"), range = "2:401";
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", range, "--schema", schema, "--job-size", "25",
+                      "--hold", "1:1:history_effects:60"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run_id = LastLine(plan.out);
+  ASSERT_FALSE(run_id.empty());
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+
+  const std::string logs = testing::UniqueName("/tmp/ledgerdiff_dist_log");
+  pid_t first = StartWorker(run_id, logs + "_1");
+  ASSERT_GT(first, 0);
+  // The first worker claims job 1 and is held inside its data transaction: kill it there.
+  bool held = false;
+  for (int i = 0; i < 600 && !held; ++i) {
+    auto jobs = ingest::ListJobs(*conn, run_id);
+    ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+    held = jobs->at(0).stage == "hold:history_effects" && jobs->at(0).worker_pid == first;
+    if (!held) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(held) << "job 1 was never held by the first worker";
+  pid_t second = StartWorker(run_id, logs + "_2");
+  std::this_thread::sleep_for(300ms);
+  kill(first, SIGKILL);
+  EXPECT_EQ(ExitCodeOf(first), 128 + SIGKILL);
+  std::this_thread::sleep_for(500ms);
+  pid_t third = StartWorker(run_id, logs + "_3");
+
+  auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "240", "--format", "json"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(ExitCodeOf(second), 0);
+  EXPECT_EQ(ExitCodeOf(third), 0);
+  auto status = nlohmann::json::parse(wait.out);
+  EXPECT_EQ(status.at("state"), "done");
+  EXPECT_EQ(status.at("jobs").at("done"), 16);
+  EXPECT_EQ(status.at("ledgers_done"), 400);
+  // Distinct host-pid-start worker ids made attempts (the third may find the run done already);
+  // job 1 took a second attempt.
+  EXPECT_GE(status.at("workers").size(), 2u) << status.dump();
+  auto jobs = ingest::ListJobs(*conn, run_id);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->at(0).attempt, 2u);
+  EXPECT_NE(jobs->at(0).worker_pid, first);
+  auto attempts = ingest::ListAttempts(*conn, run_id);
+  ASSERT_TRUE(attempts.ok());
+  EXPECT_EQ(attempts->at(0).outcome, "lost");
+
+  auto runs = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  bool listed = false;
+  for (const auto& r : nlohmann::json::parse(runs.out)) listed |= r.at("run_id") == run_id && r.at("state") == "done";
+  EXPECT_TRUE(listed) << runs.out;
+  auto runs_text = RunCli({"runs", "--db", TestConninfo()});
+  EXPECT_NE(runs_text.out.find(run_id + "  done"), std::string::npos) << runs_text.out;
+  // A late worker has nothing to do and says the run is complete.
+  auto late = RunCli({"worker", "--db", TestConninfo(), "--run", run_id});
+  EXPECT_EQ(late.exit_code, 0) << late.err;
+
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
+}
+
+TEST(Distributed, AJobOutOfRetriesFailsTheRunForEveryWorkerAndWait) {
+  const std::string schema = UniqueName("distfail");
+  // Job 2 always fails: its command exits 3.
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:101", "--schema", schema, "--job-size", "25",
+                      "--retries", "1", "--retry-backoff", "0.1", "--ingest-cmd",
+                      "test {job} -ne 2 && echo ok || exit 3"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run_id = LastLine(plan.out);
+  auto worker = RunCli({"worker", "--db", TestConninfo(), "--run", run_id});
+  EXPECT_EQ(worker.exit_code, 1) << worker.out << worker.err;
+  auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "30"});
+  EXPECT_EQ(wait.exit_code, 1) << wait.out << wait.err;
+  EXPECT_NE(wait.out.find("failed"), std::string::npos) << wait.out;
+}
+
+TEST(Distributed, BadInputExitsTwo) {
+  EXPECT_EQ(RunCli({"plan", "--db", TestConninfo(), "--range", "9:2", "--schema", UniqueName("bad")}).exit_code, 2);
+  EXPECT_EQ(RunCli({"plan", "--db", TestConninfo(), "--range", "2:9"}).exit_code, 2);  // no --schema
+  auto unknown = RunCli({"worker", "--db", TestConninfo(), "--run", "no-such-run"});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(RunCli({"wait", "--db", TestConninfo(), "--run", "no-such-run"}).exit_code, 2);
+  // A run with no worker times out.
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:51", "--schema", UniqueName("idle")});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  auto timeout = RunCli({"wait", "--db", TestConninfo(), "--run", LastLine(plan.out), "--timeout", "1"});
+  EXPECT_EQ(timeout.exit_code, 2);
+  EXPECT_NE(timeout.err.find("not finished after 1 s"), std::string::npos) << timeout.err;
+}
+
+}  // namespace
+}  // namespace ledgerdiff
