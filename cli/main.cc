@@ -148,7 +148,7 @@ int main(int argc, char** argv) {
                          "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
     }
     if (cmd.has_format) {
-      e->sub->add_option("--format", e->format, "Output format: text | json")
+      e->sub->add_option("--format", e->format, "Output format")
           ->transform(CLI::CheckedTransformer(
               std::map<std::string, OutputFormat>{{"text", OutputFormat::kText}, {"json", OutputFormat::kJson}},
               CLI::ignore_case));

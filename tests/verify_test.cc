@@ -119,6 +119,7 @@ Ledger PlannedLedger(const std::string &kind, LedgerRange range) {
   verify::SelftestOptions o;
   o.range = range;
   o.density = "flat";
+  o.job_size = 50;  // several jobs, so every bug kind (row-past-end needs a job start) has a ledger
   auto plan = verify::PlanSelftest(o);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   if (plan.ok())
