@@ -93,9 +93,15 @@ Connection::~Connection() {
 
 std::string Connection::LastError() const { return Trim(PQerrorMessage(conn_)); }
 
-Status Connection::Failure(const char* result_message) const {
+Status Connection::Failure(const pg_result* res) const {
+  const char* result_message = res ? PQresultErrorMessage(res) : nullptr;
   std::string msg = Trim(result_message && *result_message ? result_message : PQerrorMessage(conn_));
-  if (PQstatus(conn_) == CONNECTION_BAD) {
+  // A server going down either sends its sessions a FATAL 57P0x or just closes them, and the
+  // closed socket may not have been noticed yet: an error the server did not send (no SQLSTATE,
+  // made by libpq itself) counts as a lost connection too.
+  const char* sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  bool server_going_down = sqlstate == nullptr || *sqlstate == '\0' || std::string_view(sqlstate).substr(0, 4) == "57P0";
+  if (PQstatus(conn_) == CONNECTION_BAD || server_going_down) {
     const char* host = PQhost(conn_);
     if (std::string cause = host ? EmbeddedServerFailureCause(host) : ""; !cause.empty())
       msg += " (embedded server log: " + cause + ")";
@@ -133,7 +139,7 @@ Status Connection::Run(const std::string& sql) {
   Rows holder(res);
   auto st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    return Failure(PQresultErrorMessage(res));
+    return Failure(res);
   }
   return Status::Ok();
 }
@@ -147,7 +153,7 @@ Result<Rows> Connection::Exec(const std::string& sql, const std::vector<Param>& 
   Rows rows(res);
   auto st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-    return Failure(PQresultErrorMessage(res));
+    return Failure(res);
   }
   return rows;
 }
@@ -157,7 +163,7 @@ Status Connection::CopyOut(const std::string& copy_sql,
   {
     PGresult* res = PQexec(conn_, copy_sql.c_str());
     Rows holder(res);
-    if (PQresultStatus(res) != PGRES_COPY_OUT) return Failure(PQresultErrorMessage(res));
+    if (PQresultStatus(res) != PGRES_COPY_OUT) return Failure(res);
   }
   Status callback_status;
   for (;;) {
@@ -177,7 +183,7 @@ Status Connection::CopyOut(const std::string& copy_sql,
   Status final_status;
   while (PGresult* res = PQgetResult(conn_)) {
     Rows holder(res);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && final_status.ok()) final_status = Failure(PQresultErrorMessage(res));
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && final_status.ok()) final_status = Failure(res);
   }
   if (!callback_status.ok()) return callback_status;
   return final_status;
@@ -186,7 +192,7 @@ Status Connection::CopyOut(const std::string& copy_sql,
 Status Connection::BeginCopyIn(const std::string& copy_sql) {
   PGresult* res = PQexec(conn_, copy_sql.c_str());
   Rows holder(res);
-  if (PQresultStatus(res) != PGRES_COPY_IN) return Failure(PQresultErrorMessage(res));
+  if (PQresultStatus(res) != PGRES_COPY_IN) return Failure(res);
   return Status::Ok();
 }
 
@@ -201,7 +207,7 @@ Status Connection::EndCopyIn() {
   Status status;
   while (PGresult* res = PQgetResult(conn_)) {
     Rows holder(res);
-    if (PQresultStatus(res) != PGRES_COMMAND_OK && status.ok()) status = Failure(PQresultErrorMessage(res));
+    if (PQresultStatus(res) != PGRES_COMMAND_OK && status.ok()) status = Failure(res);
   }
   return status;
 }
@@ -241,7 +247,7 @@ Status Transaction::Commit() {
   // COMMIT of an aborted transaction reports ROLLBACK without an error: check the status.
   PGresult* res = PQexec(c->raw(), "COMMIT");
   Rows holder(res);
-  if (PQresultStatus(res) != PGRES_COMMAND_OK) return c->Failure(PQresultErrorMessage(res));
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) return c->Failure(res);
   if (std::strcmp(PQcmdStatus(res), "COMMIT") != 0) return Status::Runtime("transaction was rolled back");
   return Status::Ok();
 }

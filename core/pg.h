@@ -99,7 +99,7 @@ class Connection {
   std::string LastError() const;
   // An error Status from a libpq result message (or the connection's message when empty);
   // when the server went away and it is an embedded one, the cause from its log is added.
-  Status Failure(const char* result_message) const;
+  Status Failure(const pg_result* res) const;
   friend class Transaction;
   pg_conn* conn_;
 };

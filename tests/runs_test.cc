@@ -214,9 +214,28 @@ TEST(Runs, ResumedOrchestratorNeverKillsItsOwnHealthyWorkers) {
   LD_ASSERT_OK(spec);
   std::string out = std::filesystem::temp_directory_path() / (schema + ".json");
   pid_t orchestrator = StartCli({"_orchestrate", "--run", spec->run_id, "--db", TestConninfo()}, out);
-  ASSERT_FALSE(WaitForHeldRun(schema).empty());
+  // Both held jobs must be claimed by the first orchestrator's workers: a hold left for the
+  // resumed orchestrator would outlast idle_in_transaction_session_timeout and cost a worker.
+  auto held = [&] {
+    auto r = conn->Exec("SELECT count(*) FROM ledgerdiff_control.jobs WHERE run_id = $1 AND stage LIKE 'hold:%' "
+                        "AND state = 'running'",
+                        {spec->run_id});
+    return r.ok() ? r->GetInt(0, 0) : 0;
+  };
+  for (int i = 0; i < 400 && held() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_EQ(held(), 2);
   kill(orchestrator, SIGKILL);
   WaitExit(orchestrator);
+  // Its workers die with it (PR_SET_PDEATHSIG); a statement one of them had already sent may
+  // still commit, so jobs in flight are counted only once all their sessions are gone.
+  // (Each suite has its own server and its tests run one at a time: every worker session here
+  // is the killed orchestrator's.)
+  auto sessions = [&] {
+    auto r = conn->Exec("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'ledgerdiff worker %'");
+    return r.ok() ? r->GetInt(0, 0) : -1;
+  };
+  for (int i = 0; i < 400 && sessions() != 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  ASSERT_EQ(sessions(), 0);
   auto running = conn->Exec("SELECT count(*) FROM ledgerdiff_control.jobs WHERE run_id = $1 AND state = 'running'",
                             {spec->run_id});
   int64_t in_flight = running->GetInt(0, 0);
