@@ -11,8 +11,16 @@
 #   verify-range Horizon's way (services/horizon/docker/verify-range/start): per table one ordered
 #                psql query (its joins, -t -A -F, FETCH_COUNT=100), piped to sha256sum, in turn
 #   pg_dump      pg_dump --data-only of the schema piped to sha256sum
+#   growth       --scale: floor and digest --jobs 2 over sub-ranges 2:N of the same dataset, so
+#                the cost's growth with rows is read off one run (digest/floor should stay flat)
+#   peers        --peers: a copy of the schema with one effect changed in the middle ledger, then
+#                `ledgerdiff diff`, `verify-range` (its digest/diff phases from --format json),
+#                pg_comparator (its C checksum extension; one run per table, with the table's key)
+#                and Horizon's way on both sides, all on the same two copies
 #
 # Usage: ci/bench_digest.sh [--to N] [--keep-db DIR] [--old BIN] [--reps R] [--jobs "1 2"]
+#                           [--scale "10001 20001"] [--peers] [--no-main]
+#   --no-main    skip the single-side table (floor, digest, verify-range way, pg_dump)
 #   --to N       ledgers 2:N (default 10001: 3.2M rows; 40001: 28.8M rows)
 #   --keep-db    cluster directory, reused when it already holds the range (default
 #                /tmp/ldbench-digest-N); the dataset is ingested once by `ledgerdiff ingest
@@ -28,6 +36,9 @@ DIR=""
 OLD=""
 REPS=3
 JOBS_LIST="1 2"
+SCALE=""
+PEERS=0
+MAIN=1
 while (($#)); do
   case "$1" in
     --to) TO=$2; shift 2 ;;
@@ -35,6 +46,9 @@ while (($#)); do
     --old) OLD=$2; shift 2 ;;
     --reps) REPS=$2; shift 2 ;;
     --jobs) JOBS_LIST=$2; shift 2 ;;
+    --scale) SCALE=$2; shift 2 ;;
+    --peers) PEERS=1; shift ;;
+    --no-main) MAIN=0; shift ;;
     *) echo "bench_digest: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -106,6 +120,13 @@ run_verify_range() {
 }
 run_pg_dump() { pg_dump -d "$DB" --data-only -n "$SCHEMA" | sha256sum >/dev/null; }
 
+
+floor_sql_for() {  # RANGE FILE: the floor's statements for a sub-range
+  "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --chunk-ledgers 2000000000 --print-sql |
+    sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t .* WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \2) TO STDOUT/' >"$2"
+}
+run_floor_file() { tr '\n' '\0' <"$1" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
+run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 >/dev/null; }
 declare -A MED RSS ROOTS
 measure() {  # NAME COMMAND...
   local name=$1; shift
@@ -122,6 +143,8 @@ measure() {  # NAME COMMAND...
     "$(echo "$ROWS / ${MED[$name]}" | bc -l)" "$(xargs printf '%.2f ' <"$WORK/times")"
 }
 
+ratio() { echo "$1 / $2" | bc -l; }
+if ((MAIN)); then
 measure floor run_floor
 measure digest-sql run_digest_sql
 for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
@@ -130,10 +153,84 @@ measure verify-range run_verify_range
 measure pg_dump run_pg_dump
 
 echo "== ratios (medians)"
-ratio() { echo "$1 / $2" | bc -l; }
 for name in "${!MED[@]}"; do
   case "$name" in "digest j"*|old*) ;; *) continue ;; esac
   printf "%-14s / floor %5.2fx   verify-range / it %5.2fx   pg_dump / it %5.2fx   peak RSS %6.1f MB   roots %s\n" \
     "$name" "$(ratio "${MED[$name]}" "${MED[floor]}")" "$(ratio "${MED[verify-range]}" "${MED[$name]}")" \
     "$(ratio "${MED[pg_dump]}" "${MED[$name]}")" "$(echo "${RSS[$name]:-0} / 1024" | bc -l)" "${ROOTS[$name]:-}"
 done | sort
+fi
+
+if [ -n "$SCALE" ]; then
+  echo "== growth: the same dataset's sub-ranges (digest --jobs 2 against the floor, medians)"
+  printf "%-10s %12s %10s %10s %8s\n" range rows floor digest ratio
+  for to in $SCALE $TO; do
+    r=2:$to
+    floor_sql_for "$r" "$WORK/floor-$to.sql"
+    n=$(psql -X -At -d "$DB" -c "SELECT sum(c) FROM (SELECT count(*) c FROM $SCHEMA.history_ledgers WHERE sequence BETWEEN 2 AND $to
+      UNION ALL SELECT count(*) FROM $SCHEMA.history_transactions WHERE ledger_sequence BETWEEN 2 AND $to
+      UNION ALL SELECT count(*) FROM $SCHEMA.history_operations WHERE id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
+      UNION ALL SELECT count(*) FROM $SCHEMA.history_effects WHERE history_operation_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
+      UNION ALL SELECT count(*) FROM $SCHEMA.history_trades WHERE history_operation_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
+      UNION ALL SELECT count(*) FROM $SCHEMA.history_operation_participants WHERE history_operation_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
+      UNION ALL SELECT count(*) FROM $SCHEMA.history_transaction_participants WHERE history_transaction_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1) x")
+    measure "floor $r" run_floor_file "$WORK/floor-$to.sql" >/dev/null
+    measure "digest $r" run_ld_range "$r" >/dev/null
+    printf "%-10s %12s %9.2fs %9.2fs %7.2fx\n" "$r" "$n" "${MED[floor $r]}" "${MED[digest $r]}" "$(ratio "${MED[digest $r]}" "${MED[floor $r]}")"
+  done
+fi
+
+if ((PEERS)); then
+  COPY=${SCHEMA}_copy
+  MID=$(( (2 + TO) / 2 ))
+  # The second copy: the same rows (as two serial ingests give), then one effect changed in the
+  # middle ledger. Made once per dataset; the change is idempotent.
+  if [ "$(psql -X -At -d "$DB" -c "SELECT count(*) FROM pg_namespace WHERE nspname = '$COPY'")" = 0 ]; then
+    echo "== copying schema $SCHEMA to $COPY"
+    psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "CREATE SCHEMA $COPY" >/dev/null
+    for t in $(psql -X -At -d "$DB" -c "SELECT tablename FROM pg_tables WHERE schemaname = '$SCHEMA' AND tablename LIKE 'history\_%' ORDER BY 1"); do
+      psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "CREATE TABLE $COPY.$t (LIKE $SCHEMA.$t INCLUDING ALL); INSERT INTO $COPY.$t SELECT * FROM $SCHEMA.$t" >/dev/null
+    done
+    psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
+  fi
+  psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "UPDATE $COPY.history_effects SET details = coalesce(details, '{}') || '{\"bench_planted\": true}'
+    WHERE (history_operation_id, \"order\") = (SELECT history_operation_id, \"order\" FROM $COPY.history_effects
+      WHERE history_operation_id >= $MID::bigint << 32 ORDER BY 1, 2 LIMIT 1)" >/dev/null
+  psql -X -q -d "$DB" -c "CREATE EXTENSION IF NOT EXISTS pgcmp" >/dev/null
+  # pg_comparator concatenates columns as text and trips over arrays and does not quote names:
+  # it reads views (schema pgc_<side>) with arrays cast to text and "order" renamed order_.
+  for side in "$SCHEMA" "$COPY"; do
+    psql -X -q -d "$DB" -c "CREATE SCHEMA IF NOT EXISTS pgc_$side" >/dev/null
+    for t in $(psql -X -At -d "$DB" -c "SELECT tablename FROM pg_tables WHERE schemaname = '$side' AND tablename LIKE 'history\_%'"); do
+      cols=$(psql -X -At -d "$DB" -c "SELECT string_agg(quote_ident(column_name) || CASE WHEN data_type = 'ARRAY' THEN '::text' ELSE '' END || ' AS ' || CASE WHEN quote_ident(column_name) <> column_name THEN column_name || '_' ELSE column_name END, ', ' ORDER BY ordinal_position) FROM information_schema.columns WHERE table_schema = '$side' AND table_name = '$t'")
+      psql -X -q -d "$DB" -c "DROP VIEW IF EXISTS pgc_$side.$t; CREATE VIEW pgc_$side.$t AS SELECT $cols FROM $side.$t" >/dev/null
+    done
+  done
+  echo "== peers: $SCHEMA against $COPY (one effect changed in ledger $MID)"
+  run_diff() { "$LD" diff --db "$DB" "$SCHEMA" "$COPY" --range "$RANGE" --jobs 2 --format json >"$WORK/diff.json" || true; }
+  run_verify_range_ld() {
+    "$LD" verify-range --left "$DB" --right "$DB" --left-schema "$SCHEMA" --right-schema "$COPY" --range "$RANGE" \
+      --jobs 2 --format json >"$WORK/vr.json" || true
+  }
+  # pg_comparator: one run per table with its key (it needs one), server-side ck checksums.
+  PGC_TABLES="history_ledgers?sequence history_transactions?id history_operations?id
+    history_effects?history_operation_id,order_ history_trades?history_operation_id,order_
+    history_operation_participants?history_operation_id,history_account_id
+    history_transaction_participants?history_transaction_id,history_account_id history_accounts?id history_assets?id"
+  run_pg_comparator() {
+    : >"$WORK/pgc.txt"
+    for tk in $PGC_TABLES; do
+      PGHOST=$DIR PGPORT=$PORT pg_comparator --no-lock --clear "pgsql://ledgerdiff@/postgres/pgc_$SCHEMA.$tk" \
+        "pgsql://ledgerdiff@/postgres/pgc_$COPY.${tk%%\?*}" >>"$WORK/pgc.txt" 2>>"$WORK/pgc.err" || true
+    done
+  }
+  run_horizon_both() { run_verify_range; SCHEMA=$COPY run_verify_range; }
+  measure "ledgerdiff diff" run_diff
+  measure "ld verify-range" run_verify_range_ld
+  measure "pg_comparator" run_pg_comparator
+  measure "horizon way x2" run_horizon_both
+  echo "ledgerdiff diff: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("verdict", j.get("verdict"), "first divergent ledger", j.get("first_divergent_ledger"))' "$WORK/diff.json" 2>/dev/null)"
+  echo "verify-range phases: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("phases", j.get("seconds")))' "$WORK/vr.json" 2>/dev/null)"
+  echo "pg_comparator found: $(grep -c -E '^(UPDATE|INSERT|DELETE)' "$WORK/pgc.txt") differing rows: $(head -3 "$WORK/pgc.txt" | tr '\n' ' ')"
+  [ ! -s "$WORK/pgc.err" ] || { echo "pg_comparator stderr:"; head -5 "$WORK/pgc.err"; }
+fi

@@ -128,6 +128,8 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
     j["all_divergent"] = all;
   }
   j["notes"] = r.notes;
+  // Where the time went (the same shape as verify's phases).
+  j["phases"] = {{{"name", "digest"}, {"seconds", r.digest_seconds}}, {{"name", "row_diff"}, {"seconds", r.row_diff_seconds}}};
   return j;
 }
 
