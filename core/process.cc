@@ -18,12 +18,16 @@ namespace ledgerdiff {
 
 namespace {
 
-void UnblockTerminationSignals() {
+// The signals that end a run cleanly (stop workers and servers, remove what was made).
+sigset_t TerminationSignals() {
   sigset_t set;
   sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set, sig);
+  return set;
+}
+
+void UnblockTerminationSignals() {
+  sigset_t set = TerminationSignals();
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
@@ -176,11 +180,7 @@ std::string SelfExecutable() {
 }
 
 void InstallTerminationHandler() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
+  sigset_t set = TerminationSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   struct sigaction pipe_action {};
   pipe_action.sa_handler = OnBrokenPipe;
