@@ -174,18 +174,19 @@ std::string BashCompletion(const CLI::App& app) {
     if (!value_flags.empty()) out += fmt::format("        {}) value=1 ;;\n", fmt::join(value_flags, "|"));
     out += "      esac ;;\n";
   }
-  out += "    *) files=1 ;;\n";
-  out += "  esac\n";
-  out += "  if [[ -n $enum ]]; then COMPREPLY=($(compgen -W \"$enum\" -- \"$cur\")); return; fi\n";
-  out += "  ((value)) && { COMPREPLY=(); return; }\n";
-  out += "  if ((files)) || { ((positional)) && [[ $cur != -* ]]; }; then\n";
-  out += "    compopt -o filenames 2>/dev/null\n";
-  out += "    COMPREPLY=($(compgen -f -- \"$cur\"))\n";
-  out += "    return\n";
-  out += "  fi\n";
-  out += "  COMPREPLY=($(compgen -W \"$words\" -- \"$cur\"))\n";
-  out += "}\n";
-  out += "complete -F _ledgerdiff ledgerdiff\n";
+  out += R"(    *) files=1 ;;
+  esac
+  if [[ -n $enum ]]; then COMPREPLY=($(compgen -W "$enum" -- "$cur")); return; fi
+  ((value)) && { COMPREPLY=(); return; }
+  if ((files)) || { ((positional)) && [[ $cur != -* ]]; }; then
+    compopt -o filenames 2>/dev/null
+    COMPREPLY=($(compgen -f -- "$cur"))
+    return
+  fi
+  COMPREPLY=($(compgen -W "$words" -- "$cur"))
+}
+complete -F _ledgerdiff ledgerdiff
+)";
   return out;
 }
 
@@ -212,18 +213,20 @@ std::string ZshCompletion(const CLI::App& app) {
   out += "  local -a commands\n  commands=(\n";
   for (const CLI::App* sub : VisibleCommands(app))
     out += fmt::format("    '{}:{}'\n", sub->get_name(), ZshQuote(sub->get_description(), ""));
-  out += "  )\n";
-  out += "  if (( CURRENT == 2 )); then\n";
-  out += "    if [[ $PREFIX == -* ]]; then\n";
-  out += "      _arguments '--help[Print help and exit]' '--version[Print the version and exit]'\n";
-  out += "    else\n";
-  out += "      _describe -t commands 'ledgerdiff command' commands\n";
-  out += "    fi\n";
-  out += "    return\n";
-  out += "  fi\n";
-  out += "  local cmd=${words[2]}\n";
-  out += "  shift words\n  (( CURRENT-- ))\n";
-  out += "  case $cmd in\n";
+  out += R"(  )
+  if (( CURRENT == 2 )); then
+    if [[ $PREFIX == -* ]]; then
+      _arguments '--help[Print help and exit]' '--version[Print the version and exit]'
+    else
+      _describe -t commands 'ledgerdiff command' commands
+    fi
+    return
+  fi
+  local cmd=${words[2]}
+  shift words
+  (( CURRENT-- ))
+  case $cmd in
+)";
   for (const CLI::App* sub : VisibleCommands(app)) {
     out += fmt::format("    {})\n      _arguments -S \\\n", sub->get_name());
     for (const CLI::Option* opt : VisibleOptions(*sub)) {
@@ -247,10 +250,12 @@ std::string ZshCompletion(const CLI::App& app) {
     }
     out += "        && return ;;\n";
   }
-  out += "  esac\n";
-  out += "  return 1\n";
-  out += "}\n\n";
-  out += "_ledgerdiff \"$@\"\n";
+  out += R"(  esac
+  return 1
+}
+
+_ledgerdiff "$@"
+)";
   return out;
 }
 
