@@ -19,7 +19,8 @@
 #                and Horizon's way on both sides, all on the same two copies
 #
 # Usage: ci/bench_digest.sh [--to N] [--keep-db DIR] [--old BIN] [--reps R] [--jobs "1 2"]
-#                           [--scale "10001 20001"] [--peers] [--no-main]
+#                           [--scale "10001 20001"] [--peers] [--no-main] [--server-share]
+#   --server-share  also time digest-sql (the digest's own statements through psql)
 #   --no-main    skip the single-side table (floor, digest, verify-range way, pg_dump)
 #   --to N       ledgers 2:N (default 10001: 3.2M rows; 40001: 28.8M rows)
 #   --keep-db    cluster directory, reused when it already holds the range (default
@@ -39,6 +40,7 @@ JOBS_LIST="1 2"
 SCALE=""
 PEERS=0
 MAIN=1
+SERVER_SHARE=0
 while (($#)); do
   case "$1" in
     --to) TO=$2; shift 2 ;;
@@ -49,6 +51,7 @@ while (($#)); do
     --scale) SCALE=$2; shift 2 ;;
     --peers) PEERS=1; shift ;;
     --no-main) MAIN=0; shift ;;
+    --server-share) SERVER_SHARE=1; shift ;;
     *) echo "bench_digest: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -146,7 +149,7 @@ measure() {  # NAME COMMAND...
 ratio() { echo "$1 / $2" | bc -l; }
 if ((MAIN)); then
 measure floor run_floor
-measure digest-sql run_digest_sql
+((SERVER_SHARE)) && measure digest-sql run_digest_sql
 for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
 if [ -n "$OLD" ]; then for j in $JOBS_LIST; do measure "old j$j" run_ld "$OLD" "$j"; done; fi
 measure verify-range run_verify_range
@@ -174,8 +177,12 @@ if [ -n "$SCALE" ]; then
       UNION ALL SELECT count(*) FROM $SCHEMA.history_trades WHERE history_operation_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
       UNION ALL SELECT count(*) FROM $SCHEMA.history_operation_participants WHERE history_operation_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
       UNION ALL SELECT count(*) FROM $SCHEMA.history_transaction_participants WHERE history_transaction_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1) x")
-    measure "floor $r" run_floor_file "$WORK/floor-$to.sql" >/dev/null
-    measure "digest $r" run_ld_range "$r" >/dev/null
+    if [ "$to" = "$TO" ] && [ -n "${MED[floor]:-}" ] && [ -n "${MED[digest j2]:-}" ]; then
+      MED[floor $r]=${MED[floor]}; MED[digest $r]=${MED[digest j2]}  # measured above
+    else
+      measure "floor $r" run_floor_file "$WORK/floor-$to.sql" >/dev/null
+      measure "digest $r" run_ld_range "$r" >/dev/null
+    fi
     printf "%-10s %12s %9.2fs %9.2fs %7.2fx\n" "$r" "$n" "${MED[floor $r]}" "${MED[digest $r]}" "$(ratio "${MED[digest $r]}" "${MED[floor $r]}")"
   done
 fi
