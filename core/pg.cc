@@ -7,6 +7,7 @@
 
 #include "core/embedded_pg.h"
 #include "core/redact.h"
+#include "core/text.h"
 
 namespace ledgerdiff::pg {
 
@@ -28,23 +29,11 @@ std::string Trim(std::string s) {
 
 void NoticeIgnore(void*, const char*) {}
 
-// `value` between `quote` characters, each `quote` inside doubled (SQL's one escaping rule for
-// both identifiers and standard-conforming string literals).
-std::string QuoteDoubling(std::string_view value, char quote) {
-  std::string out(1, quote);
-  for (char c : value) {
-    if (c == quote) out += quote;
-    out += c;
-  }
-  out += quote;
-  return out;
-}
-
 }  // namespace
 
-std::string QuoteIdent(std::string_view ident) { return QuoteDoubling(ident, '"'); }
+std::string QuoteIdent(std::string_view ident) { return QuoteByDoubling(ident, '"'); }
 
-std::string QuoteLiteral(std::string_view value) { return QuoteDoubling(value, '\''); }
+std::string QuoteLiteral(std::string_view value) { return QuoteByDoubling(value, '\''); }
 
 std::string Qualified(std::string_view schema, std::string_view table) {
   return QuoteIdent(schema) + "." + QuoteIdent(table);

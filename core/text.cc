@@ -27,4 +27,14 @@ std::string ShellQuote(std::string_view word, ShellQuoting quoting) {
   return out + "'";
 }
 
+std::string QuoteByDoubling(std::string_view value, char quote) {
+  std::string out(1, quote);
+  for (char c : value) {
+    if (c == quote) out += quote;
+    out += c;
+  }
+  out += quote;
+  return out;
+}
+
 }  // namespace ledgerdiff

@@ -137,14 +137,17 @@ void AppendEncodedField(std::string& out, std::string_view v, ColumnClass cls) {
     return;
   }
   out.push_back(static_cast<char>(TagOf(cls)));
-  uint64_t n = v.size();
+  AppendLeb128(out, v.size());
+  out.append(v);
+}
+
+void AppendLeb128(std::string& out, uint64_t n) {
   do {
     uint8_t b = n & 0x7f;
     n >>= 7;
     if (n) b |= 0x80;
     out.push_back(static_cast<char>(b));
   } while (n);
-  out.append(v);
 }
 
 std::optional<std::string> UnescapeCopyField(std::string_view f) {

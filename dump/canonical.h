@@ -81,6 +81,10 @@ XXH128_hash_t RowHash(const std::string_view* fields, const ColumnClass* classes
 // field; "\N" means NULL.
 void AppendEncodedField(std::string& out, std::string_view copy_text, ColumnClass cls);
 
+// Appends n as an unsigned LEB128 varint (7 bits a byte, low first; the row encoding's and the
+// manifest's length prefix).
+void AppendLeb128(std::string& out, uint64_t n);
+
 // Decodes a COPY text field: std::nullopt for NULL, else the unescaped value.
 std::optional<std::string> UnescapeCopyField(std::string_view field);
 

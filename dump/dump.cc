@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/tempdir.h"
+#include "core/text.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
 
@@ -16,15 +17,7 @@ namespace ledgerdiff::dump {
 
 namespace {
 
-std::string CsvField(const std::optional<std::string>& v) {
-  if (!v) return "";
-  std::string out = "\"";
-  for (char c : *v) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
+std::string CsvField(const std::optional<std::string>& v) { return v ? QuoteByDoubling(*v, '"') : ""; }
 
 }  // namespace
 

@@ -19,14 +19,7 @@ constexpr size_t kMaxJson = 64u << 20;
 
 EVP_MD_CTX* Sha(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 
-void PutVarint(std::string& s, uint64_t n) {
-  do {
-    uint8_t b = n & 0x7f;
-    n >>= 7;
-    if (n) b |= 0x80;
-    s.push_back(static_cast<char>(b));
-  } while (n);
-}
+void PutVarint(std::string& s, uint64_t n) { AppendLeb128(s, n); }
 void PutU32(std::string& s, uint32_t v) {
   for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }

@@ -526,24 +526,16 @@ ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std:
 }
 
 nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile) {
-  nlohmann::json j;
-  j["name"] = profile.name;
-  j["lookup_tables"] = profile.lookup_tables;
-  j["uncompared_tables"] = profile.uncompared_tables;
-  j["present_tables"] = profile.present_tables;
-  j["tables"] = nlohmann::json::array();
+  nlohmann::json tables = nlohmann::json::array();
   for (const auto& t : profile.tables) {
-    nlohmann::json jt;
-    jt["table"] = t.name;
-    jt["ledger"] = {{"column", t.ledger.column}, {"kind", t.ledger.kind == LedgerColumnKind::kToid ? "toid" : "sequence"}};
-    jt["columns"] = nlohmann::json::array();
-    for (const auto& c : t.columns)
-      jt["columns"].push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}, {"type", c.type}});
-    jt["key"] = t.key;
-    jt["excluded"] = t.excluded;
-    j["tables"].push_back(jt);
+    nlohmann::json columns = nlohmann::json::array();
+    for (const auto& c : t.columns) columns.push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}, {"type", c.type}});
+    nlohmann::json ledger = {{"column", t.ledger.column},
+                             {"kind", t.ledger.kind == LedgerColumnKind::kToid ? "toid" : "sequence"}};
+    tables.push_back({{"table", t.name}, {"ledger", ledger}, {"columns", columns}, {"key", t.key}, {"excluded", t.excluded}});
   }
-  return j;
+  return {{"name", profile.name}, {"lookup_tables", profile.lookup_tables}, {"uncompared_tables", profile.uncompared_tables},
+          {"present_tables", profile.present_tables}, {"tables", tables}};
 }
 
 Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {

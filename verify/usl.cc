@@ -161,17 +161,10 @@ UslFit FitUsl(const std::vector<UslPoint>& points) {
 }
 
 nlohmann::json UslFitToJson(const UslFit& fit) {
-  nlohmann::json j;
-  j["fitted"] = fit.fitted;
-  j["sigma"] = fit.sigma;
-  j["kappa"] = fit.kappa;
-  j["lambda"] = fit.lambda;
-  j["r_squared"] = fit.r_squared;
-  j["points"] = fit.points;
-  j["peak_workers"] = fit.peak_workers ? nlohmann::json(*fit.peak_workers) : nlohmann::json(nullptr);
-  j["poor"] = fit.poor;
-  j["notes"] = fit.notes;
-  return j;
+  nlohmann::json peak = fit.peak_workers ? nlohmann::json(*fit.peak_workers) : nlohmann::json(nullptr);
+  return {{"fitted", fit.fitted}, {"sigma", fit.sigma},     {"kappa", fit.kappa}, {"lambda", fit.lambda},
+          {"r_squared", fit.r_squared}, {"points", fit.points}, {"peak_workers", peak}, {"poor", fit.poor},
+          {"notes", fit.notes}};
 }
 
 }  // namespace ledgerdiff::verify
