@@ -1,5 +1,7 @@
 #include "dump/digest.h"
 
+#include "dump/lookup_map.h"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -93,32 +95,76 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
   return p;
 }
 
+// Lookup maps for client-side resolution (dump/lookup_map.h), one per distinct lookup; per
+// table the maps of its joins, or nothing when the table is read with the canonical joins.
+struct ClientPlan {
+  std::vector<std::unique_ptr<LookupMap>> owned;
+  std::vector<std::vector<const LookupMap*>> maps;  // per profile table
+};
+
+// Loads the maps in the coordinator's snapshot. A lookup that can't be mapped exactly (a
+// duplicate id) sends every table back to the canonical joins: same digests, slower.
+Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string& schema,
+                                        const ResolvedProfile& profile, bool enabled) {
+  ClientPlan plan;
+  plan.maps.resize(profile.tables.size());
+  if (!enabled) return plan;
+  std::map<std::string, const LookupMap*> by_key;
+  for (size_t t = 0; t < profile.tables.size(); ++t) {
+    const ResolvedTable& table = profile.tables[t];
+    if (table.joins.empty() || !ClientResolvedTable::Supported(table)) continue;
+    for (const auto& j : table.joins) {
+      std::string key = j.lookup_table + "\t" + j.lookup_id + "\t" + fmt::format("{}", fmt::join(j.natural, "\t"));
+      if (!by_key.count(key)) {
+        LD_ASSIGN_OR_RETURN(LookupMap map, LookupMap::Load(conn, schema, j));
+        if (!map.exact()) {
+          plan.maps.assign(profile.tables.size(), {});
+          return plan;
+        }
+        plan.owned.push_back(std::make_unique<LookupMap>(std::move(map)));
+        by_key[key] = plan.owned.back().get();
+      }
+      plan.maps[t].push_back(by_key[key]);
+    }
+  }
+  return plan;
+}
+
 // Computes one chunk on a worker connection: one unordered COPY per table over the chunk's
 // ledgers; each row is hashed and added to its (ledger, table) multiset accumulator.
 Status ComputeChunk(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
-                    const std::vector<std::vector<ColumnClass>>& classes, const LedgerRange& range,
-                    const std::atomic<bool>& stop, Chunk& out) {
+                    const std::vector<std::vector<ColumnClass>>& classes, const ClientPlan& client,
+                    const LedgerRange& range, const std::atomic<bool>& stop, Chunk& out) {
   const size_t T = profile.tables.size();
   out.range = range;
   out.tables = T;
   out.full = true;
   std::vector<RowMultiset> acc(range.size() * T);
   out.combined.resize(range.size());
-  std::vector<std::string_view> fields;
+  std::vector<std::string_view> fields, canonical;
   std::string scratch;
   scratch.reserve(4096);
   for (size_t t = 0; t < T; ++t) {
     const ResolvedTable& table = profile.tables[t];
     const size_t ncols = table.columns.size();
     const ColumnClass* cls = classes[t].data();
-    Status s = conn.CopyOut(DigestCopy(table, schema, range), [&](std::string_view line) -> Status {
+    std::optional<ClientResolvedTable> resolver;
+    if (!client.maps[t].empty()) resolver.emplace(table, client.maps[t]);
+    const size_t nfields = resolver ? resolver->statement_fields() : ncols + 1;
+    std::string sql = resolver ? resolver->Copy(schema, range) : DigestCopy(table, schema, range);
+    Status s = conn.CopyOut(sql, [&](std::string_view line) -> Status {
       if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
       pg::SplitCopyFields(line, fields);
       Ledger l = 0;
-      if (fields.size() != ncols + 1 || !ParseLedgerField(fields[0], l) || !range.contains(l))
+      if (fields.size() != nfields || !ParseLedgerField(fields[0], l) || !range.contains(l))
         return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, ledger field \"{}\")",
                                 table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
-      acc[out.Index(l, t)].Add(RowHash(fields.data() + 1, cls, ncols, scratch));
+      if (resolver) {
+        LD_RETURN_IF_ERROR(resolver->Resolve(fields, canonical));
+        acc[out.Index(l, t)].Add(RowHash(canonical.data(), cls, ncols, scratch));
+      } else {
+        acc[out.Index(l, t)].Add(RowHash(fields.data() + 1, cls, ncols, scratch));
+      }
       return Status::Ok();
     });
     if (!s.ok()) return s.With("table " + table.name);
@@ -259,6 +305,8 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
     classes.emplace_back();
     for (const auto& c : t.columns) classes.back().push_back(c.cls);
   }
+  LD_ASSIGN_OR_RETURN(ClientPlan client,
+                      PlanClientResolution(*prep.coordinator, schema, profile, options.resolve_on_client));
   const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(chunks.size())));
   const size_t lookahead = static_cast<size_t>(jobs) * 2 + 1;
 
@@ -298,7 +346,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
           idx = next_take++;
         }
         Chunk chunk;
-        Status s = ComputeChunk(*conns[w], schema, profile, classes, chunks[idx], stop, chunk);
+        Status s = ComputeChunk(*conns[w], schema, profile, classes, client, chunks[idx], stop, chunk);
         if (!s.ok()) {
           fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[idx].str())));
           return;
@@ -315,6 +363,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   summary.range = range;
   summary.profile = profile;
   for (const auto& t : profile.tables) summary.tables.push_back({t.name, 0, 0, ""});
+  for (const auto& m : client.maps) summary.tables_resolved_on_client += m.empty() ? 0 : 1;
   RootBuilder roots(summary.profile);
   uint64_t ledgers_done = 0;
   while (true) {
@@ -375,7 +424,11 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/false));
   std::vector<std::string> out;
   for (const auto& r : SplitJobs(prep.range, prep.chunk))
-    for (const auto& t : prep.profile.tables) out.push_back(DigestCopy(t, schema, r));
+    for (const auto& t : prep.profile.tables) {
+      bool client = options.resolve_on_client && !t.joins.empty() && ClientResolvedTable::Supported(t);
+      out.push_back(client ? ClientResolvedTable(t, std::vector<const LookupMap*>(t.joins.size())).Copy(schema, r)
+                           : DigestCopy(t, schema, r));
+    }
   return out;
 }
 

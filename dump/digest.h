@@ -79,6 +79,9 @@ struct DigestOptions {
   // skipped; columns absent here are dropped.
   std::optional<ResolvedProfile> restrict_to;
   std::string phase = "digest";      // progress label
+  // Resolve surrogate ids on the client from lookup maps read once (dump/lookup_map.h) instead
+  // of joining in every statement. Same digests either way; false is the canonical joins.
+  bool resolve_on_client = true;
   // Called once after the last chunk, with the id of the exported snapshot, while the snapshot
   // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
   // the same instant as the digest. May block; its error becomes DigestSchema's.
@@ -100,6 +103,7 @@ struct DigestSummary {
   std::string root;                  // hex SHA-256
   uint64_t rows = 0;
   double seconds = 0;
+  size_t tables_resolved_on_client = 0;  // read with lookup maps instead of joins (lookup_map.h)
   // Manifest written (DigestToManifest): its size.
   std::string manifest_path;
   uint64_t manifest_bytes = 0;

@@ -130,6 +130,9 @@ void Orient(const OrientationRule& rule, std::map<std::string, std::string>& joi
   t.lateral = fmt::format("CROSS JOIN LATERAL (SELECT COALESCE(({}) > ({}), false) AS flip) o", fmt::join(l, ", "),
                           fmt::join(r, ", "));
   auto original = t.columns;
+  ClientOrientation client;
+  client.base = t.columns[ob->second.front()].join;
+  client.counter = t.columns[oc->second.front()].join;
   std::vector<std::pair<std::string, std::string>> pairs = rule.swap;
   pairs.insert(pairs.begin(), {rule.base, rule.counter});
   for (const auto& [b, c] : pairs) {
@@ -139,14 +142,18 @@ void Orient(const OrientationRule& rule, std::map<std::string, std::string>& joi
       size_t x = ib->second[i], y = ic->second[i];
       t.columns[x].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[y].expr, original[x].expr);
       t.columns[y].expr = fmt::format("CASE WHEN o.flip THEN {} ELSE {} END", original[x].expr, original[y].expr);
+      client.swap.emplace_back(original[x].name, original[y].name);
     }
   }
   for (const auto& flag : rule.negate) {
     auto it = outputs_of.find(flag);
     if (it == outputs_of.end()) continue;
-    for (size_t i : it->second)
+    for (size_t i : it->second) {
       t.columns[i].expr = fmt::format("CASE WHEN o.flip THEN NOT {0} ELSE {0} END", original[i].expr);
+      client.negate.push_back(original[i].name);
+    }
   }
+  t.orientation = std::move(client);
   t.notes.push_back(t.name + ": " + StripIdSuffix(rule.base) + "/" + StripIdSuffix(rule.counter) +
                     " oriented by natural key COLLATE \"C\"");
 }
@@ -168,15 +175,22 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
       if (r.column == c.name) rr = &r;
     if (rr && IsLookupUsable(live, *rr)) {
       std::string alias = fmt::format("j{}", t.joins.size() + 1);
-      t.joins.push_back({alias, rr->lookup_table, rr->lookup_id, Col("t", c.name)});
+      const int join = static_cast<int>(t.joins.size());
+      const LiveColumn* lookup_id = FindColumn(live.at(rr->lookup_table), rr->lookup_id);
+      bool integer_ids = ClassOf(c) == ColumnClass::kInt && ClassOf(*lookup_id) == ColumnClass::kInt;
+      t.joins.push_back({alias, rr->lookup_table, rr->lookup_id, Col("t", c.name), c.name, rr->natural, integer_ids});
       join_alias_of[c.name] = alias;
-      for (const auto& n : rr->natural) {
+      for (size_t k = 0; k < rr->natural.size(); ++k) {
+        const std::string& n = rr->natural[k];
         outputs_of[c.name].push_back(t.columns.size());
-        t.columns.push_back({StripIdSuffix(c.name) + "." + n,
-                             fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
-                                         "{0}::text ELSE {2}::text END",
-                                         Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n)),
-                             ColumnClass::kText, "text"});
+        CanonicalColumn out{StripIdSuffix(c.name) + "." + n,
+                            fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
+                                        "{0}::text ELSE {2}::text END",
+                                        Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n)),
+                            ColumnClass::kText, "text"};
+        out.join = join;
+        out.natural = k;
+        t.columns.push_back(std::move(out));
       }
       continue;
     }
@@ -188,7 +202,9 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
     // timestamptz compares as the UTC timestamp it denotes: equal to a timestamp column holding
     // UTC instants (the session TimeZone is pinned to UTC, so this is exact).
     if (c.type == "timestamptz") expr = "(" + expr + " AT TIME ZONE 'UTC')";
-    t.columns.push_back({c.name, expr, ClassOf(c), c.type});
+    CanonicalColumn out{c.name, expr, ClassOf(c), c.type};
+    out.plain_expr = expr;
+    t.columns.push_back(std::move(out));
   }
   for (const auto& k : rule.key) {
     auto it = outputs_of.find(k);

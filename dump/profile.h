@@ -107,6 +107,12 @@ struct CanonicalColumn {
   std::string expr;   // SQL over alias t (the table) and the join aliases
   ColumnClass cls = ColumnClass::kOther;
   std::string type;   // live type name ("timestamptz"); "" when unknown (manifest of version 1)
+  // How the digest computes it on the client (dump/lookup_map.h), from a live schema only:
+  // a resolved column is natural column `natural` of join `join`'s lookup row; any other column
+  // is `plain_expr` (its SQL before orientation) read as it is.
+  int join = -1;
+  size_t natural = 0;
+  std::string plain_expr;
   bool operator==(const CanonicalColumn& o) const { return name == o.name && cls == o.cls; }
 };
 
@@ -115,6 +121,18 @@ struct JoinSpec {
   std::string lookup_table;  // "history_accounts"
   std::string lookup_id;     // "id"
   std::string on_expr;       // "t.\"history_account_id\""
+  std::string column;                // the raw surrogate id column ("history_account_id")
+  std::vector<std::string> natural;  // the lookup's natural key columns
+  bool integer_ids = false;          // both id columns are integers (client resolution possible)
+};
+
+// The orientation (OrientationRule) as the digest applies it on the client: when the natural
+// key of join `base` is greater (bytewise, NULLs never) than join `counter`'s, the `swap`
+// output columns are exchanged and the `negate` ones negated.
+struct ClientOrientation {
+  int base = -1, counter = -1;
+  std::vector<std::pair<std::string, std::string>> swap;
+  std::vector<std::string> negate;
 };
 
 // A table as the digest reads it. INVARIANT: key names are names of `columns`; `columns` are
@@ -126,6 +144,7 @@ struct ResolvedTable {
   std::vector<std::string> key;       // output column names, order of the natural key
   std::vector<JoinSpec> joins;
   std::string lateral;                // optional "CROSS JOIN LATERAL (...) o" (trade orientation)
+  std::optional<ClientOrientation> orientation;  // the same, for the client (live schemas only)
   std::vector<std::string> excluded;  // raw column names left out
   std::vector<std::string> notes;     // e.g. "history_trades: base/counter oriented by asset key"
   // True when a valid, non-partial unique index of the live table, whose columns are all NOT

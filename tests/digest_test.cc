@@ -49,10 +49,12 @@ struct Entries {
 };
 
 Result<Entries> DigestEntries(const std::string& conninfo, const std::string& schema, const std::string& profile,
-                              std::optional<LedgerRange> range = std::nullopt, int jobs = 1, uint32_t chunk = 0) {
+                              std::optional<LedgerRange> range = std::nullopt, int jobs = 1, uint32_t chunk = 0,
+                              bool resolve_on_client = true) {
   auto spec = dump::LoadProfileSpec(profile);
   if (!spec.ok()) return spec.status();
   dump::DigestOptions o;
+  o.resolve_on_client = resolve_on_client;
   o.range = range;
   o.jobs = jobs;
   o.chunk_ledgers = chunk;
@@ -567,6 +569,68 @@ TEST(Digest, JobsOneEqualsJobsFour) {
   EXPECT_EQ(a->summary.root, b->summary.root);
   EXPECT_EQ(a->e, b->e);
   EXPECT_EQ(a->combined, b->combined);
+}
+
+// Client-side resolution (dump/lookup_map.h) must give exactly the canonical joins' digests:
+// every real dump, renumbered (every trade turned around), with an id whose lookup row is gone,
+// a natural key with escapes and NULLs, and a duplicate lookup id (which falls back to the joins).
+TEST(Digest, ClientResolutionGivesTheCanonicalJoinsDigests) {
+  auto same = [](const std::string& conninfo, const std::string& schema) -> size_t {
+    auto client = DigestEntries(conninfo, schema, "horizon", std::nullopt, 2, 0, true);
+    auto joins = DigestEntries(conninfo, schema, "horizon", std::nullopt, 2, 0, false);
+    EXPECT_TRUE(client.ok()) << client.status().message();
+    EXPECT_TRUE(joins.ok()) << joins.status().message();
+    if (!client.ok() || !joins.ok()) return 0;
+    EXPECT_EQ(client->summary.root, joins->summary.root);
+    EXPECT_EQ(client->e, joins->e);
+    EXPECT_EQ(client->combined, joins->combined);
+    EXPECT_GT(client->summary.rows, 0u);
+    EXPECT_EQ(joins->summary.tables_resolved_on_client, 0u);
+    return client->summary.tables_resolved_on_client;
+  };
+  for (const auto& file : LoadableDumps()) {
+    SCOPED_TRACE(file);
+    std::string a = LoadDump(file);
+    EXPECT_GE(same(a, "public"), 4u);  // effects, trades, both participants at least
+    Renumber(a);
+    EXPECT_GE(same(a, "public"), 4u);
+  }
+  std::string a = LoadDump("kahuna-horizon.sql");
+  Renumber(a);
+  auto c = Connect(a);
+  // An effect whose account is gone, a trade whose asset is gone, an asset code with a tab and a
+  // backslash (COPY escapes), an issuer NULL (orientation stops at the NULL pair).
+  ExecSql(*c, "DELETE FROM history_accounts WHERE id = (SELECT min(history_account_id) FROM history_effects)");
+  ExecSql(*c, "DELETE FROM history_assets WHERE id = (SELECT max(base_asset_id) FROM history_trades)");
+  ExecSql(*c, "UPDATE history_assets SET asset_code = E'A\\tB\\\\' WHERE id = (SELECT min(id) FROM history_assets)");
+  ExecSql(*c, "ALTER TABLE history_assets ALTER COLUMN asset_issuer DROP NOT NULL");
+  ExecSql(*c, "UPDATE history_assets SET asset_issuer = NULL WHERE id = (SELECT max(id) FROM history_assets)");
+  EXPECT_GE(same(a, "public"), 4u);
+  auto before = DigestEntries(a, "public", "horizon");
+  ASSERT_TRUE(before.ok());
+  // A duplicate lookup id: the joins yield a row twice; the client path must give the same.
+  ExecSql(*c, "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_pkey CASCADE");
+  ExecSql(*c, "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_asset_code_asset_type_asset_issuer_key");
+  auto joined = [&] {
+    auto r = c->Exec("SELECT count(*) FROM history_trades t JOIN history_assets a ON a.id = t.counter_asset_id");
+    return r.ok() ? r->GetInt(0, 0) : -1;
+  };
+  int64_t trades_joined = joined();
+  ASSERT_GT(trades_joined, 0);
+  ExecSql(*c, "INSERT INTO history_assets SELECT * FROM history_assets WHERE id = (SELECT min(counter_asset_id) FROM history_trades)");
+  EXPECT_GT(joined(), trades_joined) << "a trade's counter asset is now twice in history_assets";
+  EXPECT_EQ(same(a, "public"), 0u);  // back to the joins
+  auto after = DigestEntries(a, "public", "horizon");
+  ASSERT_TRUE(after.ok());
+  EXPECT_NE(before->summary.root, after->summary.root);
+
+  // Our own schema: base_is_exact true/false/NULL, many trades both ways.
+  auto conn = Connect();
+  std::string own = UniqueName("client");
+  ExecSql(*conn, "CREATE SCHEMA " + Q(own));
+  ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, own).ok());
+  ASSERT_TRUE(fixtures::IngestJob(*conn, own, LedgerRange{1, 300}, {}).ok());
+  EXPECT_GE(same(TestConninfo(), own), 4u);
 }
 
 TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {

@@ -1,0 +1,184 @@
+#include "dump/lookup_map.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "dump/canonical.h"
+
+namespace ledgerdiff::dump {
+
+namespace {
+
+constexpr std::string_view kNull = "\\N";
+
+bool ParseId(std::string_view f, int64_t& out) {
+  auto [end, ec] = std::from_chars(f.data(), f.data() + f.size(), out);
+  return ec == std::errc() && end == f.data() + f.size();
+}
+
+// The text a natural key field denotes (COPY escapes undone only when there are any).
+std::string_view Unescaped(std::string_view f, std::string& buf) {
+  if (f.find('\\') == std::string_view::npos) return f;
+  buf = UnescapeCopyField(f).value_or("");
+  return buf;
+}
+
+int FindColumn(const ResolvedTable& t, const std::string& name) {
+  for (size_t i = 0; i < t.columns.size(); ++i)
+    if (t.columns[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+}  // namespace
+
+Result<LookupMap> LookupMap::Load(pg::Connection& conn, const std::string& schema, const JoinSpec& join) {
+  LookupMap m;
+  m.naturals_ = join.natural.size();
+  std::string sql = "COPY (SELECT " + pg::QuoteIdent(join.lookup_id);
+  for (const auto& n : join.natural) sql += ", " + pg::QuoteIdent(n) + "::text";
+  sql += fmt::format(" FROM {} ORDER BY 1) TO STDOUT", pg::Qualified(schema, join.lookup_table));
+  std::vector<std::string_view> fields;
+  LD_RETURN_IF_ERROR(conn.CopyOut(sql, [&](std::string_view line) -> Status {
+    pg::SplitCopyFields(line, fields);
+    int64_t id = 0;
+    if (fields.size() != m.naturals_ + 1 || !ParseId(fields[0], id))
+      m.exact_ = false;
+    // A duplicate id would make the canonical LEFT JOIN yield a row twice: not this path's job
+    // (the stream is read to its end all the same: the snapshot's transaction stays usable).
+    if (!m.ids_.empty() && id <= m.ids_.back()) m.exact_ = false;
+    if (!m.exact_) return Status::Ok();
+    m.ids_.push_back(id);
+    for (size_t k = 1; k < fields.size(); ++k) {
+      m.offsets_.push_back(static_cast<uint32_t>(m.text_.size()));
+      m.text_.append(fields[k]);
+    }
+    m.offsets_.push_back(static_cast<uint32_t>(m.text_.size()));
+    if (m.text_.size() > UINT32_MAX / 2) m.exact_ = false;  // offsets are 32-bit
+    return Status::Ok();
+  }));
+  m.ids_.shrink_to_fit();
+  m.offsets_.shrink_to_fit();
+  m.text_.shrink_to_fit();
+  return m;
+}
+
+bool LookupMap::Find(int64_t id, std::string_view* out) const {
+  auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+  if (it == ids_.end() || *it != id) return false;
+  size_t row = static_cast<size_t>(it - ids_.begin());
+  const uint32_t* o = &offsets_[row * (naturals_ + 1)];
+  for (size_t k = 0; k < naturals_; ++k) out[k] = std::string_view(text_).substr(o[k], o[k + 1] - o[k]);
+  return true;
+}
+
+bool ClientResolvedTable::Supported(const ResolvedTable& table) {
+  for (const auto& j : table.joins)
+    if (!j.integer_ids) return false;
+  for (const auto& c : table.columns) {
+    if (c.join >= static_cast<int>(table.joins.size())) return false;
+    if (c.join < 0 && c.plain_expr.empty()) return false;
+  }
+  if (!table.lateral.empty() && !table.orientation) return false;
+  if (table.orientation) {
+    const auto& o = *table.orientation;
+    if (o.base < 0 || o.counter < 0 || o.base >= static_cast<int>(table.joins.size()) ||
+        o.counter >= static_cast<int>(table.joins.size()) ||
+        table.joins[o.base].natural.size() != table.joins[o.counter].natural.size())
+      return false;
+    // The canonical query swaps a kept column with a dropped one's value: only when both are kept
+    // (or both dropped) does a swap on the client give the same fields.
+    for (const auto& [x, y] : o.swap)
+      if ((FindColumn(table, x) < 0) != (FindColumn(table, y) < 0)) return false;
+  }
+  return true;
+}
+
+ClientResolvedTable::ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps)
+    : table_(table), maps_(std::move(maps)) {
+  for (size_t i = 0; i < table.columns.size(); ++i) {
+    const CanonicalColumn& c = table.columns[i];
+    if (c.join < 0) {
+      source_.emplace_back(-1, plain_.size());
+      plain_.push_back(i);
+    } else {
+      source_.emplace_back(c.join, c.natural);
+    }
+  }
+  if (table.orientation) {
+    for (const auto& [x, y] : table.orientation->swap) {
+      int a = FindColumn(table, x), b = FindColumn(table, y);
+      if (a >= 0 && b >= 0) swap_.emplace_back(a, b);
+    }
+    for (const auto& n : table.orientation->negate)
+      if (int a = FindColumn(table, n); a >= 0) negate_.push_back(static_cast<size_t>(a));
+  }
+  natural_.resize(table.joins.size());
+  for (size_t j = 0; j < table.joins.size(); ++j) natural_[j].resize(table.joins[j].natural.size());
+  scratch_.resize(table.joins.size());
+}
+
+std::string ClientResolvedTable::Copy(const std::string& schema, const LedgerRange& range) const {
+  std::string sql = "COPY (SELECT " + LedgerExpr(table_);
+  for (size_t i : plain_) sql += ", " + table_.columns[i].plain_expr;
+  for (const auto& j : table_.joins) sql += ", " + j.on_expr;
+  sql += " FROM " + pg::Qualified(schema, table_.name) + " t WHERE " + RangePredicate(table_, range) + ") TO STDOUT";
+  return sql;
+}
+
+Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, std::vector<std::string_view>& out) {
+  enum State : uint8_t { kNullId, kMissing, kFound };
+  const size_t J = table_.joins.size();
+  State state[64];
+  if (J > 64) return Status::Runtimef("table {}: more than 64 lookups", table_.name);
+  const size_t first_id = 1 + plain_.size();
+  for (size_t j = 0; j < J; ++j) {
+    std::string_view f = row[first_id + j];
+    int64_t id = 0;
+    if (f == kNull) {
+      state[j] = kNullId;
+    } else if (!ParseId(f, id)) {
+      return Status::Runtimef("table {}: surrogate id \"{}\" is not an integer", table_.name, f);
+    } else if (maps_[j]->Find(id, natural_[j].data())) {
+      state[j] = kFound;
+    } else {
+      scratch_[j] = "!unresolved:";
+      scratch_[j].append(f);
+      state[j] = kMissing;
+    }
+  }
+  out.resize(source_.size());
+  for (size_t i = 0; i < source_.size(); ++i) {
+    auto [join, k] = source_[i];
+    if (join < 0) {
+      out[i] = row[1 + k];
+    } else {
+      size_t j = static_cast<size_t>(join);
+      out[i] = state[j] == kNullId ? kNull : state[j] == kMissing ? std::string_view(scratch_[j]) : natural_[j][k];
+    }
+  }
+  if (table_.orientation) {
+    // COALESCE((base key) > (counter key), false) over text COLLATE "C": compared left to right,
+    // a NULL pair (or a missing lookup row) makes it false.
+    size_t b = static_cast<size_t>(table_.orientation->base), c = static_cast<size_t>(table_.orientation->counter);
+    bool flip = false;
+    if (state[b] == kFound && state[c] == kFound) {
+      std::string lb, rb;
+      for (size_t k = 0; k < natural_[b].size(); ++k) {
+        if (natural_[b][k] == kNull || natural_[c][k] == kNull) break;
+        std::string_view l = Unescaped(natural_[b][k], lb), r = Unescaped(natural_[c][k], rb);
+        if (l == r) continue;
+        flip = l > r;  // char_traits<char>::compare: unsigned bytes, as COLLATE "C"
+        break;
+      }
+    }
+    if (flip) {
+      for (auto [x, y] : swap_) std::swap(out[x], out[y]);
+      for (size_t i : negate_) out[i] = out[i] == "t" ? "f" : out[i] == "f" ? "t" : out[i];
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace ledgerdiff::dump
