@@ -127,6 +127,43 @@ TEST(Range, LedgerZeroIsCompared) {
   EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(0));
 }
 
+// Ledger 0 through the CLI: `--range 0:N` is a legal comparison range and finds a transaction
+// planted at ledger_sequence 0 (and a TOID with high bits 0); the default range finds it too, and
+// a range that starts at 1 reports it as a row outside the range.
+TEST(Range, ExplicitRangeFromLedgerZeroFindsPlantedRows) {
+  std::string a = LoadDump(), b = LoadDump();
+  int64_t top = QueryInt(a, "SELECT max(sequence) FROM history_ledgers");
+  ASSERT_GT(top, 0);
+  ExecSql(b, "CREATE TEMP TABLE x AS SELECT * FROM history_transactions ORDER BY id LIMIT 1; "
+             "UPDATE x SET ledger_sequence = 0, id = 4096, transaction_hash = md5('planted') || md5('zero'); "
+             "INSERT INTO history_transactions SELECT * FROM x");
+  ASSERT_EQ(QueryInt(b, "SELECT count(*) FROM history_transactions WHERE ledger_sequence = 0"), 1);
+  const std::string left = a + "::public", right = b + "::public", to = std::to_string(top);
+  for (const std::vector<std::string>& range : {std::vector<std::string>{"--range", "0:" + to},
+                                                std::vector<std::string>{}}) {
+    std::vector<std::string> args = {"diff", left, right, "--format", "json"};
+    args.insert(args.end(), range.begin(), range.end());
+    auto cli = testing::RunCli(args);
+    ASSERT_EQ(cli.exit_code, 1) << cli.out << cli.err;
+    auto j = nlohmann::json::parse(cli.out);
+    EXPECT_EQ(j["identical"], false);
+    EXPECT_EQ(j["first_divergent_ledger"], 0) << cli.out;
+    EXPECT_EQ(j["divergent_tables"], nlohmann::json::array({"history_transactions"})) << cli.out;
+    EXPECT_EQ(j["range"]["from"], 0) << cli.out;
+  }
+  auto from_one = testing::RunCli({"diff", left, right, "--range", "1:" + to, "--format", "json"});
+  ASSERT_EQ(from_one.exit_code, 0) << from_one.out << from_one.err;
+  auto j = nlohmann::json::parse(from_one.out);
+  ASSERT_EQ(j["rows_outside_range"].size(), 1u) << from_one.out;
+  EXPECT_EQ(j["rows_outside_range"][0]["table"], "history_transactions");
+  EXPECT_EQ(j["rows_outside_range"][0]["side"], "right");
+  EXPECT_EQ(j["rows_outside_range"][0]["before"], 1);
+  // Ingestion still refuses ledger 0 (it does not exist on the chain), with exit 2.
+  auto ingest = testing::RunCli({"ingest", "--range", "0:5", "--schema", UniqueName("zero"), "--db", TestConninfo()});
+  EXPECT_EQ(ingest.exit_code, 2) << ingest.out << ingest.err;
+  EXPECT_NE(ingest.err.find("FROM is 0"), std::string::npos) << ingest.err;
+}
+
 // A schema with a TOID table (profile auto) holding rows at the top ledger 2^31 - 1.
 std::string TopLedgerSchema(const std::string& value) {
   std::string s = UniqueName("top");
