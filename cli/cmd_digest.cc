@@ -28,7 +28,7 @@ struct Common {
   }
   Status Check() {
     if (!range_text.empty()) {
-      LD_ASSIGN_OR_RETURN(range, ParseLedgerRange(range_text));
+      LD_ASSIGN_OR_RETURN(range, ParseLedgerRange(range_text, RangeUse::kCompare));
     }
     LD_ASSIGN_OR_RETURN(spec, dump::LoadProfileSpec(profile));
     return Status::Ok();

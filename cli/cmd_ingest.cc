@@ -46,7 +46,7 @@ Action SetupIngest(CLI::App* sub) {
   sub->add_option("--ingest-cmd", o.ingest_cmd,
                   "Run this command per job instead of the built-in ingester; placeholders {from} {to} {schema} {db} "
                   "{worker} {job} (shell-quoted); DATABASE_URL, PG* and PGOPTIONS=search_path are set");
-  sub->add_option("--inject-bug", o.bug, "Self-test: misbehave at one ledger, KIND@LEDGER");
+  sub->add_option("--inject-bug", o.bug, "Self-test: misbehave at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--force", o.force, "Write into a schema ledgerdiff did not create");
   sub->add_flag("--fresh", o.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
   sub->add_option("--resume", o.resume_run, "Continue an interrupted run from the job table");

@@ -28,7 +28,7 @@ Action SetupSweep(CLI::App* sub) {
                   "External ingester per job (and over the whole range for the serial reference); placeholders "
                   "{from} {to} {schema} {db} {worker} {job}");
   sub->add_option("--baseline", o.baseline, "Reference manifest (verify --save-baseline): no serial ingest");
-  sub->add_option("--inject-bug", p.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER");
+  sub->add_option("--inject-bug", p.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--keep", o.keep, "Keep every cell's schema (divergent ones are always kept)");
   sub->add_option("--report", f->report_dir, "Also write a self-contained HTML report into DIR");
   sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE");

@@ -44,8 +44,7 @@ Action SetupVerify(CLI::App* sub) {
                   "External ingester per job (and over the whole range for the serial side); placeholders {from} {to} "
                   "{schema} {db} {worker} {job}");
   sub->add_option("--inject-bug", o.bug,
-                  "Self-test: the parallel side misbehaves at one ledger, KIND@LEDGER (skip-ledger, duplicate-row, "
-                  "drop-row, mutate-row, swap-order, stale-surrogate, boundary-gap, partial-commit)");
+                  "Self-test: the parallel side misbehaves at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE");
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
   sub->add_option("--junit", f->junit, "Also write a JUnit XML report (one test case per table)");
@@ -99,7 +98,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
   Action a;
   a.check = [f]() -> Status {
-    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
+    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range, RangeUse::kCompare));
     return Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {

@@ -70,6 +70,9 @@ enum class PlanFlags { kAll, kWithoutShape };
 void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan, PlanFlags which = PlanFlags::kAll);
 // --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
+// The --inject-bug kinds as every --help lists them, "skip-ledger, duplicate-row, ...", from their
+// one declaration (fixtures::AllBugKinds, which the self-test plans from too).
+std::string InjectBugKinds();
 
 // Writes a report file (--junit, --markdown, --csv ...): Usage error when it cannot be opened.
 Status WriteFile(const std::string& path, const std::string& content);

@@ -10,6 +10,7 @@
 #include "cli/command.h"
 #include "cli/help.h"
 #include "core/process.h"
+#include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
 
 namespace ledgerdiff::cli {
@@ -49,6 +50,15 @@ Status WriteFile(const std::string& path, const std::string& content) {
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile) {
   sub->add_option("--profile", profile, "Digest profile: horizon | auto | FILE.json (see dump/README.md)")
       ->capture_default_str();
+}
+
+std::string InjectBugKinds() {
+  std::string kinds;
+  for (fixtures::BugKind kind : fixtures::AllBugKinds()) {
+    if (!kinds.empty()) kinds += ", ";
+    kinds += fixtures::BugKindName(kind);
+  }
+  return kinds;
 }
 
 namespace {

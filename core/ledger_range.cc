@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint64_t kMaxLedger = (uint64_t{1} << 31) - 1;
 
-Result<Ledger> ParseLedger(std::string_view whole, std::string_view part, const char* which) {
+Result<Ledger> ParseLedger(std::string_view whole, std::string_view part, const char* which, RangeUse use) {
   if (part.empty()) return Status::Usagef("range \"{}\": {} is missing (expected FROM:TO)", whole, which);
   if (part.front() == '-') return Status::Usagef("range \"{}\": {} ({}) is negative", whole, which, part);
   uint64_t v = 0;
@@ -21,19 +21,20 @@ Result<Ledger> ParseLedger(std::string_view whole, std::string_view part, const 
     return Status::Usagef("range \"{}\": {} ({}) is larger than {}", whole, which, part, kMaxLedger);
   if (ec != std::errc() || end != part.data() + part.size())
     return Status::Usagef("range \"{}\": {} (\"{}\") is not a number", whole, which, part);
-  if (v == 0) return Status::Usagef("range \"{}\": {} is 0; ledgers start at 1", whole, which);
+  if (v == 0 && use == RangeUse::kIngest)
+    return Status::Usagef("range \"{}\": {} is 0; ledgers to ingest start at 1", whole, which);
   return static_cast<Ledger>(v);
 }
 
 }  // namespace
 
-Result<LedgerRange> ParseLedgerRange(std::string_view text) {
+Result<LedgerRange> ParseLedgerRange(std::string_view text, RangeUse use) {
   if (text.empty()) return Status::Usage("range is empty (expected FROM:TO, e.g. 2:5001)");
   auto colon = text.find(':');
   std::string_view from_s = colon == std::string_view::npos ? text : text.substr(0, colon);
   std::string_view to_s = colon == std::string_view::npos ? text : text.substr(colon + 1);
-  LD_ASSIGN_OR_RETURN(Ledger from, ParseLedger(text, from_s, "FROM"));
-  LD_ASSIGN_OR_RETURN(Ledger to, ParseLedger(text, to_s, "TO"));
+  LD_ASSIGN_OR_RETURN(Ledger from, ParseLedger(text, from_s, "FROM", use));
+  LD_ASSIGN_OR_RETURN(Ledger to, ParseLedger(text, to_s, "TO", use));
   if (to < from) return Status::Usagef("range \"{}\": TO ({}) is before FROM ({})", text, to, from);
   return LedgerRange{from, to};
 }

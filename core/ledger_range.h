@@ -12,7 +12,8 @@ namespace ledgerdiff {
 
 using Ledger = uint32_t;
 
-// An inclusive range of ledger sequence numbers. INVARIANT: 1 <= from <= to.
+// An inclusive range of ledger sequence numbers. INVARIANT: 0 <= from <= to < 2^31; a range that
+// is ingested also has 1 <= from (see RangeUse).
 struct LedgerRange {
   Ledger from = 1;
   Ledger to = 1;
@@ -24,9 +25,19 @@ struct LedgerRange {
   bool operator==(const LedgerRange&) const = default;
 };
 
-// Parses "FROM:TO" (both inclusive, 1 <= FROM <= TO < 2^31). A single "N" means N:N.
-// Errors name the problem: "range \"5:2\": TO (2) is before FROM (5)".
-Result<LedgerRange> ParseLedgerRange(std::string_view text);
+// What a parsed range is for.
+// - kIngest: ledgers to ingest. Ledger 0 does not exist on the Stellar chain (it starts at ledger
+//   1) and the ingestion code relies on that: GenerateLedger REQUIRES ledger >= 1, and the
+//   orchestrator (restart range), the split-lookup ingester and BugInjection use 0 for "none".
+//   So FROM >= 1.
+// - kCompare: ledgers to digest, diff, dump or verify. A broken copy can hold rows at ledger 0
+//   (a TOID that lost its ledger bits, a ledger_sequence of 0), and the comparison reads
+//   whatever the sides hold, so FROM >= 0.
+enum class RangeUse { kIngest, kCompare };
+
+// Parses "FROM:TO" (both inclusive, FROM <= TO < 2^31; FROM >= 1 for kIngest, see RangeUse).
+// A single "N" means N:N. Errors name the problem: "range \"5:2\": TO (2) is before FROM (5)".
+Result<LedgerRange> ParseLedgerRange(std::string_view text, RangeUse use = RangeUse::kIngest);
 
 // Cuts `range` into consecutive jobs of `job_size` ledgers; the last one may be shorter (down to
 // one ledger). REQUIRES: job_size >= 1. The jobs cover the range exactly, in order.

@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -525,6 +526,7 @@ class DiffRun {
       LD_ASSIGN_OR_RETURN(auto inv, CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name));
       for (auto& v : inv) report_.invariants.push_back(std::move(v));
     }
+    if (!scoped && conns[0] && conns[1]) FindOutsideRangeDifferences();
     if (conns[0] && conns[1]) {
       report_.lookups = CompareLookups(facts[0], facts[1], scoped, options_.max_rows);
     } else {
@@ -573,7 +575,7 @@ class DiffRun {
     bool invariants_broken = std::any_of(report_.invariants.begin(), report_.invariants.end(),
                                          [](const InvariantResult& v) { return v.violations > 0; });
     report_.identical = !report_.first_divergent_ledger && report_.schema_differences.empty() && !lookups_differ &&
-                        !invariants_broken;
+                        !invariants_broken && report_.outside_range_differences.empty();
     if (report_.identical && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
         !options_.allow_empty)
       return Status::Usagef("nothing compared: {} and {} hold no rows in ledgers {} (wrong --range or --db?); "
@@ -583,6 +585,22 @@ class DiffRun {
   }
 
  private:
+  // REQUIRES: no --range, both sides are schemas, rows_outside_range counted for both. A table
+  // whose rows outside the range differ in number between the sides (a NULL ledger on one side
+  // only, rows written after the range was chosen) is a provable difference.
+  void FindOutsideRangeDifferences() {
+    std::map<std::string, std::array<OutsideRows, 2>> by_table;
+    for (const auto& o : report_.rows_outside_range) by_table[o.table][o.side == "left" ? 0 : 1] = o;
+    for (const auto& [table, o] : by_table) {
+      if (o[0].before == o[1].before && o[0].after == o[1].after && o[0].no_ledger == o[1].no_ledger) continue;
+      report_.outside_range_differences.push_back(
+          fmt::format("{}: rows outside ledgers {} (before / after / without a ledger): left {} / {} / {}, right "
+                      "{} / {} / {}",
+                      table, range_.str(), o[0].before, o[0].after, o[0].no_ledger, o[1].before, o[1].after,
+                      o[1].no_ledger));
+    }
+  }
+
   // The common form of a table: the columns both sides have (by name), class-equal widenings
   // noted, anything else a schema difference.
   ResolvedTable MatchColumns(const ResolvedTable& lt, const ResolvedTable& rt) {

@@ -54,7 +54,8 @@ struct DiffOptions {
   bool allow_empty = false;
 };
 
-// Rows of one side's compared table that the range leaves out (a warning, not a divergence).
+// Rows of one side's compared table that the range leaves out: a warning, except without
+// --range (see DiffReport::outside_range_differences).
 struct OutsideRows {
   std::string table, side;
   uint64_t before = 0, after = 0, no_ledger = 0;
@@ -117,6 +118,10 @@ struct DiffReport {
   std::vector<std::string> schema_differences;  // tables/columns present on one side only: divergence
   std::vector<std::string> schema_notes;        // class-equal widenings (timestamp/timestamptz...)
   std::vector<OutsideRows> rows_outside_range;  // per side and table, when not 0
+  // Without --range the range is meant to hold every row; a compared table whose rows outside it
+  // (NULL ledger; or written after the range was chosen) number differently on the two schema
+  // sides cannot be identical: each such table is listed here, and any makes the result divergent.
+  std::vector<std::string> outside_range_differences;
   std::vector<LookupComparison> lookups;        // per lookup table (schema sides)
   std::vector<InvariantResult> invariants;      // per side and invariant (schema sides)
   std::vector<std::string> notes;
@@ -129,7 +134,8 @@ struct DiffReport {
 };
 
 // Compares `left` and `right` under profile `spec`. identical means: no ledger differs, no
-// table or column is on one side only, lookup tables hold the same natural keys and keep their
+// table or column is on one side only, without --range no compared table holds a different
+// number of rows outside the range on the two sides, lookup tables hold the same natural keys and keep their
 // identity rules, and no side breaks an invariant of the profile.
 // Errors (exit 2): unreachable database, missing schema, unreadable / corrupt manifest, range
 // outside a manifest, nothing compared (zero rows on both sides) unless options.allow_empty.

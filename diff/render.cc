@@ -75,6 +75,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   j["tables_one_side"] = {{"left", r.tables_only_left}, {"right", r.tables_only_right}};
   j["schema_differences"] = r.schema_differences;
   j["schema_notes"] = r.schema_notes;
+  j["outside_range_differences"] = r.outside_range_differences;
   j["rows_outside_range"] = nlohmann::json::array();
   for (const auto& o : r.rows_outside_range)
     j["rows_outside_range"].push_back({{"table", o.table},
@@ -192,10 +193,13 @@ std::string RenderDiffText(const DiffReport& r) {
   }
   out += RenderInventory(r);
   for (const auto& d : r.schema_differences) out += "schema difference: " + d + "\n";
+  for (const auto& d : r.outside_range_differences) out += "rows outside the range differ: " + d + "\n";
   out += RenderSideChecks(r);
   if (!r.first_divergent_ledger) {
     out += fmt::format("divergent: {}; the data of the {} ledgers ({}) is identical\n",
-                       r.schema_differences.empty() ? "lookup tables or side invariants differ" : "schemas differ",
+                       !r.schema_differences.empty()          ? "schemas differ"
+                       : !r.outside_range_differences.empty() ? "rows outside the range differ"
+                                                              : "lookup tables or side invariants differ",
                        FormatCount(r.ledgers_compared), r.range.str());
     for (const auto& n : r.notes) out += "note: " + n + "\n";
     return out;

@@ -6,11 +6,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <set>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "core/database.h"
+#include "core/history_tables.h"
 #include "core/process.h"
 #include "core/text.h"
 #include "fixtures/generator.h"
@@ -72,6 +75,15 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   // Worker A claims job 1 and pauses inside its data transaction, rows already written.
   pid_t a = StartWorker(spec.run_id, "A");
   ASSERT_TRUE(WaitFor(*conn, spec.run_id, [](const auto& jobs) { return jobs[0].stage == "hold:history_operations"; }));
+  // A's data transaction: the only one holding a write lock on the schema's operations now. Its
+  // id marks A's rows: none of them may ever become visible.
+  auto holder = conn->Exec(
+      "SELECT a.backend_xid::text FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
+      "WHERE l.relation = $1::regclass AND l.mode = 'RowExclusiveLock' AND a.backend_xid IS NOT NULL",
+      {pg::Qualified(spec.schema, "history_operations")});
+  ASSERT_TRUE(holder.ok()) << holder.status().message();
+  ASSERT_EQ(holder->size(), 1);
+  const std::string fenced_xid(holder->Get(0, 0));
   // A is declared dead (say its heartbeats were cut off) and job 1 is handed out again.
   ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.jobs SET state = 'pending' WHERE run_id = $1 AND job_id = 1",
                          {spec.run_id})
@@ -97,6 +109,22 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   auto counts = ingest::CountRowsInRange(*conn, spec.schema, spec.range);
   ASSERT_TRUE(counts.ok());
   EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, spec.range));
+  // The data of the fenced attempt itself: no row of any table carries A's transaction id, its
+  // transaction ended aborted, and job 1's range holds exactly one generated copy (B's).
+  for (const auto& table : fixtures::HistoryTables()) {
+    auto mine = conn->Exec(fmt::format("SELECT count(*) FROM {} WHERE xmin::text = $1", pg::Qualified(spec.schema, table)),
+                           {fenced_xid});
+    ASSERT_TRUE(mine.ok()) << mine.status().message();
+    EXPECT_EQ(mine->GetInt(0, 0), 0) << table << ": rows of the fenced attempt (xid " << fenced_xid << ") committed";
+  }
+  auto status = conn->Exec("SELECT pg_xact_status(($1::bigint + ((pg_current_xact_id()::text::bigint >> 32) << 32))"
+                           "::text::xid8)",
+                           {fenced_xid});
+  ASSERT_TRUE(status.ok()) << status.status().message();
+  EXPECT_EQ(std::string(status->Get(0, 0)), "aborted") << "xid " << fenced_xid;
+  auto job1 = ingest::CountRowsInRange(*conn, spec.schema, (*jobs)[0].range);
+  ASSERT_TRUE(job1.ok());
+  EXPECT_EQ(*job1, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, (*jobs)[0].range));
 }
 
 TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
@@ -227,6 +255,64 @@ TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
     EXPECT_TRUE(inside) << a << "-" << b;
   }
   EXPECT_TRUE(j["anomalies"]["lost"].empty());
+
+  // The data, not only the label: the invalid round's schema is kept. In it, per ledger, every
+  // table a unique index protects (ledgers, transactions, operations, effects, trades) holds its
+  // generated rows exactly once, and every other table (the participants) k times the generated
+  // rows with one k per ledger; the ledgers with k >= 2 are exactly the ones reported duplicated.
+  ASSERT_TRUE(j["rounds"][0]["schema_kept"].get<bool>()) << r.out;
+  const std::string schema = j["rounds"][0]["schema"];
+  std::set<Ledger> reported;
+  for (const auto& iv : j["anomalies"]["duplicated"])
+    for (Ledger l = iv[0]; l <= iv[1].get<Ledger>(); ++l) reported.insert(l);
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const LedgerRange range{2, 1201};
+  std::map<std::string, std::map<Ledger, int64_t>> rows_per_ledger;  // table -> ledger -> rows
+  for (const auto& table : fixtures::HistoryTables()) {
+    const auto mapping = FindHistoryTable(table);
+    ASSERT_TRUE(mapping) << table;
+    auto rows = conn->Exec(fmt::format("SELECT {}, count(*) FROM {} GROUP BY 1",
+                                       LedgerExpression(mapping->ledger_column, mapping->kind),
+                                       pg::Qualified(schema, table)));
+    ASSERT_TRUE(rows.ok()) << rows.status().message();
+    for (int i = 0; i < rows->size(); ++i) {
+      const auto ledger = static_cast<Ledger>(rows->GetInt(i, 0));
+      EXPECT_TRUE(range.contains(ledger)) << table << " has rows at ledger " << ledger;
+      rows_per_ledger[table][ledger] = rows->GetInt(i, 1);
+    }
+  }
+  // The tables a unique index protects (ON CONFLICT DO NOTHING drops their retried rows).
+  std::set<std::string> unique_tables;
+  auto unique = conn->Exec("SELECT DISTINCT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN "
+                           "pg_namespace n ON n.oid = c.relnamespace WHERE i.indisunique AND n.nspname = $1",
+                           {schema});
+  ASSERT_TRUE(unique.ok()) << unique.status().message();
+  for (int i = 0; i < unique->size(); ++i) unique_tables.insert(std::string(unique->Get(i, 0)));
+  ASSERT_TRUE(unique_tables.count("history_ledgers"));
+  ASSERT_FALSE(unique_tables.count("history_operation_participants"));
+  const fixtures::GeneratorConfig generated{5, fixtures::Density::kFlat};
+  std::set<Ledger> duplicated;
+  for (Ledger l = range.from; l <= range.to; ++l) {
+    int64_t copies = -1;  // the ledger's multiplicity in the tables without a unique index
+    for (const auto& [table, expected_rows] : fixtures::GeneratedRowCounts(generated, {l, l})) {
+      const auto expected = static_cast<int64_t>(expected_rows);
+      const int64_t actual = rows_per_ledger[table][l];
+      if (unique_tables.count(table)) {
+        EXPECT_EQ(actual, expected) << table << " at ledger " << l;
+      } else if (expected > 0) {
+        ASSERT_EQ(actual % expected, 0) << table << " at ledger " << l << ": " << actual << " rows, " << expected
+                                        << " generated";
+        if (copies < 0) copies = actual / expected;
+        EXPECT_EQ(actual / expected, copies) << table << " at ledger " << l;
+      }
+    }
+    ASSERT_GE(copies, 1) << "ledger " << l << " lost or without rows to count";
+    if (copies > 1) duplicated.insert(l);
+  }
+  EXPECT_FALSE(duplicated.empty());
+  EXPECT_EQ(duplicated, reported);
+  ASSERT_TRUE(conn->Run(fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(schema))).ok());
 }
 
 TEST(ChaosCli, BadFaultsAreUsageErrors) {

@@ -30,6 +30,26 @@ TEST(LedgerRange, ParsesAndRejects) {
   EXPECT_NE(ParseLedgerRange("5:2").status().message().find("before"), std::string::npos);
 }
 
+// Ledger 0 is comparable (a broken copy can hold rows there) but never ingested.
+TEST(LedgerRange, LedgerZeroOnlyInComparisonRanges) {
+  auto compare = ParseLedgerRange("0:7", RangeUse::kCompare);
+  ASSERT_TRUE(compare.ok()) << compare.status().message();
+  EXPECT_EQ(*compare, (LedgerRange{0, 7}));
+  EXPECT_EQ(compare->size(), 8u);
+  EXPECT_TRUE(compare->contains(0));
+  EXPECT_EQ(*ParseLedgerRange("0", RangeUse::kCompare), (LedgerRange{0, 0}));
+  auto ingest = ParseLedgerRange("0:7");  // kIngest is the default
+  ASSERT_FALSE(ingest.ok());
+  EXPECT_EQ(ingest.status().kind(), Status::Kind::kUsage);
+  EXPECT_NE(ingest.status().message().find("FROM is 0"), std::string::npos) << ingest.status().message();
+  EXPECT_FALSE(ParseLedgerRange("0:7", RangeUse::kIngest).ok());
+  for (const char* bad : {"5:2", "-1:4", "a:b", "1:", ":3", "", "1:2:3", "0:99999999999", "0:-1"}) {
+    auto e = ParseLedgerRange(bad, RangeUse::kCompare);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.status().kind(), Status::Kind::kUsage) << bad;
+  }
+}
+
 TEST(LedgerRange, SplitJobsCoversRangeExactlyWithShortLastJob) {
   auto jobs = SplitJobs({2, 11}, 3);
   ASSERT_EQ(jobs.size(), 4u);

@@ -133,6 +133,26 @@ TEST(Help, FormatFlagsShowTheirChoices) {
   EXPECT_NE(dump.out.find("--format jsonl|csv"), std::string::npos) << dump.out;
 }
 
+// Every --inject-bug lists every bug kind the self-test plans (split-lookup and row-past-end
+// included), each of which the ingester accepts.
+TEST(Help, InjectBugListsEveryKind) {
+  const std::vector<std::string> kinds = {"skip-ledger",  "duplicate-row",  "drop-row",     "mutate-row",
+                                          "swap-order",   "stale-surrogate", "boundary-gap", "partial-commit",
+                                          "split-lookup", "row-past-end"};
+  for (const char* command : {"ingest", "verify", "sweep"}) {
+    CliResult help = RunCli({command, "--help"});
+    ASSERT_EQ(help.exit_code, 0) << command;
+    std::string flat = std::regex_replace(help.out, std::regex("\\s+"), " ");
+    const auto at = flat.find("--inject-bug");
+    ASSERT_NE(at, std::string::npos) << command << ": " << help.out;
+    for (const auto& kind : kinds)
+      EXPECT_NE(flat.find(kind, at), std::string::npos) << command << " --help lacks " << kind << ": " << help.out;
+  }
+  CliResult bad = RunCli({"ingest", "--range", "2:101", "--schema", "x", "--inject-bug", "row-past-the-end@50"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("split-lookup, row-past-end"), std::string::npos) << bad.err;
+}
+
 TEST(Help, UsageErrorsSayWhatWasMeant) {
   CliResult typo = RunCli({"verfy", "--range", "2:101"});
   EXPECT_EQ(typo.exit_code, 2);

@@ -127,6 +127,83 @@ TEST(Range, LedgerZeroIsCompared) {
   EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(0));
 }
 
+// Ledger 0 through the CLI: `--range 0:N` is a legal comparison range and finds a transaction
+// planted at ledger_sequence 0 (and a TOID with high bits 0); the default range finds it too, and
+// a range that starts at 1 reports it as a row outside the range.
+TEST(Range, ExplicitRangeFromLedgerZeroFindsPlantedRows) {
+  std::string a = LoadDump(), b = LoadDump();
+  int64_t top = QueryInt(a, "SELECT max(sequence) FROM history_ledgers");
+  ASSERT_GT(top, 0);
+  ExecSql(b, "CREATE TEMP TABLE x AS SELECT * FROM history_transactions ORDER BY id LIMIT 1; "
+             "UPDATE x SET ledger_sequence = 0, id = 4096, transaction_hash = md5('planted') || md5('zero'); "
+             "INSERT INTO history_transactions SELECT * FROM x");
+  ASSERT_EQ(QueryInt(b, "SELECT count(*) FROM history_transactions WHERE ledger_sequence = 0"), 1);
+  const std::string left = a + "::public", right = b + "::public", to = std::to_string(top);
+  for (const std::vector<std::string>& range : {std::vector<std::string>{"--range", "0:" + to},
+                                                std::vector<std::string>{}}) {
+    std::vector<std::string> args = {"diff", left, right, "--format", "json"};
+    args.insert(args.end(), range.begin(), range.end());
+    auto cli = testing::RunCli(args);
+    ASSERT_EQ(cli.exit_code, 1) << cli.out << cli.err;
+    auto j = nlohmann::json::parse(cli.out);
+    EXPECT_EQ(j["identical"], false);
+    EXPECT_EQ(j["first_divergent_ledger"], 0) << cli.out;
+    EXPECT_EQ(j["divergent_tables"], nlohmann::json::array({"history_transactions"})) << cli.out;
+    EXPECT_EQ(j["range"]["from"], 0) << cli.out;
+  }
+  auto from_one = testing::RunCli({"diff", left, right, "--range", "1:" + to, "--format", "json"});
+  ASSERT_EQ(from_one.exit_code, 0) << from_one.out << from_one.err;
+  auto j = nlohmann::json::parse(from_one.out);
+  ASSERT_EQ(j["rows_outside_range"].size(), 1u) << from_one.out;
+  EXPECT_EQ(j["rows_outside_range"][0]["table"], "history_transactions");
+  EXPECT_EQ(j["rows_outside_range"][0]["side"], "right");
+  EXPECT_EQ(j["rows_outside_range"][0]["before"], 1);
+  // Ingestion still refuses ledger 0 (it does not exist on the chain), with exit 2.
+  auto ingest = testing::RunCli({"ingest", "--range", "0:5", "--schema", UniqueName("zero"), "--db", TestConninfo()});
+  EXPECT_EQ(ingest.exit_code, 2) << ingest.out << ingest.err;
+  EXPECT_NE(ingest.err.find("FROM is 0"), std::string::npos) << ingest.err;
+}
+
+// A row no ledger can hold (NULL ledger_sequence, on a copy whose column lost NOT NULL): without
+// --range the range is meant to hold every row, so a different number of such rows on the two
+// sides is a divergence (it once was a warning under "identical"); with --range it stays a warning.
+TEST(Range, RowWithoutALedgerOnOneSideIsADivergenceWithoutRange) {
+  std::string a = LoadDump(), b = LoadDump();
+  const std::string plant =
+      "ALTER TABLE history_transactions ALTER COLUMN ledger_sequence DROP NOT NULL; "
+      "CREATE TEMP TABLE x AS SELECT * FROM history_transactions ORDER BY id LIMIT 1; "
+      "UPDATE x SET ledger_sequence = NULL, id = 4095, transaction_hash = md5('null') || md5('ledger'); "
+      "INSERT INTO history_transactions SELECT * FROM x";
+  ExecSql(b, plant);
+  ExecSql(a, "ALTER TABLE history_transactions ALTER COLUMN ledger_sequence DROP NOT NULL");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical) << diff::RenderDiffText(*r);
+  EXPECT_FALSE(r->first_divergent_ledger.has_value());
+  ASSERT_EQ(r->outside_range_differences.size(), 1u);
+  EXPECT_EQ(r->outside_range_differences[0].rfind("history_transactions: ", 0), 0u) << r->outside_range_differences[0];
+  EXPECT_NE(diff::RenderDiffText(*r).find("divergent: rows outside the range differ"), std::string::npos)
+      << diff::RenderDiffText(*r);
+  EXPECT_EQ(diff::DiffReportToJson(*r)["outside_range_differences"].size(), 1u);
+  auto cli = testing::RunCli({"diff", a + "::public", b + "::public"});
+  EXPECT_EQ(cli.exit_code, 1) << cli.out << cli.err;
+  // With --range the user chose the scope: a warning, counted.
+  diff::DiffOptions o;
+  o.range = LedgerRange{1, static_cast<Ledger>(QueryInt(a, "SELECT max(sequence) FROM history_ledgers"))};
+  auto scoped = Diff(Db(a), Db(b), o);
+  ASSERT_TRUE(scoped.ok()) << scoped.status().message();
+  EXPECT_TRUE(scoped->identical) << diff::RenderDiffText(*scoped);
+  ASSERT_EQ(scoped->rows_outside_range.size(), 1u);
+  EXPECT_EQ(scoped->rows_outside_range[0].no_ledger, 1u);
+  // The same row on both sides: nothing tells them apart; warned, not divergent.
+  ExecSql(a, plant.substr(plant.find("CREATE TEMP")));
+  auto both = Diff(Db(a), Db(b));
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_TRUE(both->identical) << diff::RenderDiffText(*both);
+  EXPECT_EQ(both->rows_outside_range.size(), 2u);
+  EXPECT_NE(diff::RenderDiffText(*both).find("1 rows outside ledgers"), std::string::npos);
+}
+
 // A schema with a TOID table (profile auto) holding rows at the top ledger 2^31 - 1.
 std::string TopLedgerSchema(const std::string& value) {
   std::string s = UniqueName("top");
