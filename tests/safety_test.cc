@@ -424,6 +424,14 @@ TEST(AtomicOutput, AnInterruptedDumpOrDigestLeavesNothingBehind) {
   EXPECT_EQ(ReadAll(manifest), "a previous manifest\n");
 }
 
+TEST(Bounds, AnEndlessProfileIsAOneLineUsageError) {
+  // /dev/zero never ends: it used to be read until memory ran out (exit 134).
+  auto r = RunCli({"digest", "--schema", "s", "--profile", "/dev/zero", "--db", "host=/nonexistent"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("profile \"/dev/zero\": larger than 4 MiB"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
 TEST(Dump, TableNamesNeverEscapeTheOutputDirectory) {
   auto conn = Connect();
   ASSERT_TRUE(conn);
