@@ -45,7 +45,11 @@ Action SetupIngest(CLI::App* sub) {
       ->group("");
   sub->add_option("--ingest-cmd", o.ingest_cmd,
                   "Run this command per job instead of the built-in ingester; placeholders {from} {to} {schema} {db} "
-                  "{worker} {job} (shell-quoted); DATABASE_URL, PG* and PGOPTIONS=search_path are set");
+                  "{worker} {job} (passed as $LEDGERDIFF_JOB_* variables, safe in any quoting); DATABASE_URL, PG* and "
+                  "PGOPTIONS=search_path are set; its output goes to per-job logs (--log-dir)");
+  sub->add_option("--log-dir", o.log_root,
+                  "External ingester: each job's stdout and stderr go to DIR/RUN/job-N.{stdout,stderr}.log "
+                  "(default $TMPDIR/ledgerdiff-logs)");
   sub->add_option("--inject-bug", o.bug, "Self-test: misbehave at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--force", o.force, "Write into a schema ledgerdiff did not create");
   sub->add_flag("--fresh", o.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
@@ -81,7 +85,7 @@ Action SetupIngest(CLI::App* sub) {
     return ingest::ValidateIngestOptions(o);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), f->options, ctx.reporter()));
     return IngestOutcome(report, *db);
   };
@@ -111,6 +115,8 @@ Action SetupWorker(CLI::App* sub) {
   a.run = [worker](Context&) -> Result<Outcome> {
     const char* db = std::getenv(ingest::kWorkerDbEnv);
     worker->conninfo = db ? db : "";
+    const char* log_dir = std::getenv(ingest::kWorkerLogDirEnv);
+    worker->log_dir = log_dir ? log_dir : "";
     Outcome out;
     out.exit_code = ingest::RunWorker(*worker);
     return out;

@@ -1,4 +1,6 @@
 // sweep: measure every workers x job size cell against the serial reference and recommend one.
+#include <algorithm>
+
 #include "cli/command.h"
 #include "core/ledger_range.h"
 #include "report/sweep.h"
@@ -42,7 +44,9 @@ Action SetupSweep(CLI::App* sub) {
     return verify::ValidateSweepOptions(f->options);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    uint32_t most_workers = 0;
+    for (uint32_t w : f->options.workers) most_workers = std::max(most_workers, w);
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(most_workers)));
     LD_ASSIGN_OR_RETURN(verify::SweepReport report, verify::RunSweep(db->conninfo(), f->options, ctx.reporter()));
     if (!f->csv.empty()) LD_RETURN_IF_ERROR(WriteFile(f->csv, report::RenderSweepCsv(report)));
     if (!f->report_dir.empty()) LD_RETURN_IF_ERROR(report::WriteSweepHtml(report, f->report_dir));

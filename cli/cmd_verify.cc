@@ -1,4 +1,5 @@
 // verify (the CI gate), verify-range (the cut-over check) and selftest (the gate's self-test).
+#include <algorithm>
 #include <fstream>
 
 #include "cli/command.h"
@@ -61,7 +62,9 @@ Action SetupVerify(CLI::App* sub) {
     return o.resume_run.empty() ? verify::ValidateVerifyOptions(o) : Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    // Both sides' digests run next to the workers: size the embedded server for all of them.
+    LD_ASSIGN_OR_RETURN(Database * db,
+                        ctx.database(static_cast<int>(f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
     f->options.reconnect_flags = ReconnectFlags(*db);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
     if (!f->junit.empty()) LD_RETURN_IF_ERROR(WriteFile(f->junit, report::RenderVerifyJUnit(report)));
@@ -125,7 +128,7 @@ Action SetupSelftest(CLI::App* sub) {
     return verify::PlanSelftest(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, verify::RunSelftest(db->conninfo(), f->options, ctx.reporter()));
     return Outcome{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),
                    ""};

@@ -25,8 +25,10 @@ class Context {
   Context(const DatabaseOptions& db_options, Reporter& reporter) : db_options_(db_options), reporter_(reporter) {}
   // The database of --db / LEDGERDIFF_DB / PG* / the embedded default, resolved on first use
   // (a command that turns out not to need one never starts the embedded server).
+  // `workers`: the most worker processes the command runs at once; an embedded server is sized
+  // for them (EmbeddedMaxConnectionsFor) unless the database is resolved already.
   // REQUIRES: the command is declared with needs_database.
-  Result<Database*> database();
+  Result<Database*> database(int workers = 0);
   Reporter& reporter() { return reporter_; }
 
  private:

@@ -15,9 +15,11 @@
 
 namespace ledgerdiff::cli {
 
-Result<Database*> Context::database() {
+Result<Database*> Context::database(int workers) {
   if (!db_) {
-    LD_ASSIGN_OR_RETURN(db_, Database::Resolve(db_options_));
+    DatabaseOptions options = db_options_;
+    if (options.max_connections <= 0 && workers > 0) options.max_connections = EmbeddedMaxConnectionsFor(workers);
+    LD_ASSIGN_OR_RETURN(db_, Database::Resolve(options));
   }
   return db_.get();
 }

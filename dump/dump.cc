@@ -1,5 +1,7 @@
 #include "dump/dump.h"
 
+#include <stdlib.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -8,6 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "core/process.h"
 #include "core/tempdir.h"
 #include "core/text.h"
 #include "dump/canonical.h"
@@ -18,6 +21,64 @@ namespace ledgerdiff::dump {
 namespace {
 
 std::string CsvField(const std::optional<std::string>& v) { return v ? QuoteByDoubling(*v, '"') : ""; }
+
+// The dump's files are written into a fresh sibling of the --out directory (OUT.tmpXXXXXX) and
+// moved into OUT only once every table is written; on any failure, and on SIGINT/SIGTERM/SIGHUP
+// (the cleanup registry), the sibling is removed.
+// INVARIANT: until Commit() succeeds, OUT (absent or pre-existing) is untouched.
+class StagedDirectory {
+ public:
+  static Result<std::unique_ptr<StagedDirectory>> Create(const std::string& out) {
+    namespace fs = std::filesystem;
+    std::string target = out;
+    while (target.size() > 1 && target.back() == '/') target.pop_back();
+    std::error_code ec;
+    if (fs::exists(target, ec) && !fs::is_directory(target, ec))
+      return Status::Usagef("dump directory {}: exists and is not a directory", out);
+    const fs::path parent = fs::path(target).parent_path();
+    if (!parent.empty()) {
+      fs::create_directories(parent, ec);
+      if (ec) return Status::Usagef("dump directory {}: {}", out, ec.message());
+    }
+    std::string pattern = target + ".tmpXXXXXX";
+    if (!mkdtemp(pattern.data())) return Status::Usagef("dump directory {}: {}", out, std::strerror(errno));
+    std::unique_ptr<StagedDirectory> d(new StagedDirectory(target, pattern));
+    d->cleanup_ = RegisterCleanup([staging = pattern] { (void)RemoveTree(staging); });
+    return d;
+  }
+  ~StagedDirectory() {
+    if (!committed_) (void)RemoveTree(staging_);
+    UnregisterCleanup(cleanup_);
+  }
+  const std::string& staging() const { return staging_; }
+  const std::string& target() const { return target_; }
+
+  // Moves the staged files into the target: one rename of the whole directory when the target
+  // does not exist, else file by file (each replacing its namesake; other files stay).
+  Status Commit() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::exists(target_, ec)) {
+      fs::rename(staging_, target_, ec);
+      if (ec) return Status::Runtimef("dump directory {}: cannot move {} into place: {}", target_, staging_, ec.message());
+    } else {
+      for (const auto& entry : fs::directory_iterator(staging_, ec)) {
+        fs::rename(entry.path(), fs::path(target_) / entry.path().filename(), ec);
+        if (ec) return Status::Runtimef("dump directory {}: cannot move {} into it: {}", target_, entry.path().string(), ec.message());
+      }
+      if (ec) return Status::Runtimef("dump directory {}: {}", staging_, ec.message());
+      LD_RETURN_IF_ERROR(RemoveTree(staging_));
+    }
+    committed_ = true;
+    return Status::Ok();
+  }
+
+ private:
+  StagedDirectory(std::string target, std::string staging) : target_(std::move(target)), staging_(std::move(staging)) {}
+  std::string target_, staging_;
+  int cleanup_ = 0;
+  bool committed_ = false;
+};
 
 }  // namespace
 
@@ -35,10 +96,9 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
   summary.excluded_columns = profile.ExcludedColumns();
   const bool to_stdout = options.out == "-";
   const bool csv = options.format == DumpFormat::kCsv;
+  std::unique_ptr<StagedDirectory> staged;
   if (!to_stdout) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.out, ec);
-    if (ec) return Status::Usagef("dump directory {}: {}", options.out, ec.message());
+    LD_ASSIGN_OR_RETURN(staged, StagedDirectory::Create(options.out));
   }
   std::vector<std::string_view> fields;
   std::string line_out;
@@ -46,11 +106,11 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
     FILE* f = stdout;
     if (!to_stdout) {
       // Table names are arbitrary ("../../x", "/etc/x"): the file name is derived, never taken as is.
-      std::string path =
-          (std::filesystem::path(options.out) / (SafeFileName(table.name) + (csv ? ".csv" : ".jsonl"))).string();
+      const std::string name = SafeFileName(table.name) + (csv ? ".csv" : ".jsonl");
+      const std::string path = (std::filesystem::path(staged->staging()) / name).string();
       f = std::fopen(path.c_str(), "wb");
-      if (!f) return Status::Usagef("dump file {}: {}", path, std::strerror(errno));
-      summary.files.push_back(path);
+      if (!f) return Status::Runtimef("dump file {}: {}", path, std::strerror(errno));
+      summary.files.push_back((std::filesystem::path(staged->target()) / name).string());
     }
     if (csv) {
       if (to_stdout) std::fprintf(f, "# table %s\n", table.name.c_str());
@@ -83,13 +143,15 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
       ++rows;
       return Status::Ok();
     });
-    if (!to_stdout) std::fclose(f);
+    if (!to_stdout && std::fclose(f) != 0 && s.ok())
+      s = Status::Runtimef("dump write failed: {}", std::strerror(errno));
     if (!s.ok()) return s.With("dump table " + table.name);
     summary.tables.emplace_back(table.name, rows);
     reporter.Note(fmt::format("dumped {}: {} rows", table.name, FormatCount(rows)));
   }
   std::fflush(stdout);
   (void)conn->Run("COMMIT");
+  if (staged) LD_RETURN_IF_ERROR(staged->Commit());
   return summary;
 }
 

@@ -23,7 +23,10 @@ enum class DumpFormat { kJsonl, kCsv };
 struct DumpOptions {
   std::optional<LedgerRange> range;  // default: the range present in the schema
   DumpFormat format = DumpFormat::kJsonl;
-  std::string out = "-";             // "-": stdout; else a directory (created), one file per table
+  // "-": stdout; else a directory, one file per table, written atomically: the files are staged
+  // in a sibling OUT.tmpXXXXXX and moved into OUT only when every table is written; a failure
+  // or an interrupt (SIGINT/SIGTERM/SIGHUP) removes the sibling and leaves OUT as it was.
+  std::string out = "-";
 };
 
 struct DumpSummary {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/process.h"
 #include "ledgerdiff/version.h"
 
 namespace ledgerdiff::dump {
@@ -52,6 +53,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
   w->next_ = header.range.from;
   w->f_ = std::fopen(w->tmp_.c_str(), "wb");
   if (!w->f_) return Status::Usagef("manifest {}: cannot write: {}", path, std::strerror(errno));
+  w->cleanup_ = RegisterCleanup([tmp = w->tmp_] { std::remove(tmp.c_str()); });
   w->sha_ = EVP_MD_CTX_new();
   EVP_DigestInit_ex(Sha(w->sha_), EVP_sha256(), nullptr);
   nlohmann::json j;
@@ -81,6 +83,7 @@ ManifestWriter::~ManifestWriter() {
     std::fclose(f_);
     std::remove(tmp_.c_str());
   }
+  if (cleanup_) UnregisterCleanup(cleanup_);
   if (sha_) EVP_MD_CTX_free(Sha(sha_));
 }
 

@@ -56,7 +56,8 @@ struct ManifestHeader {
   std::string fingerprint;         // header key "fingerprint"; the writer computes it
 };
 
-// Streaming writer. Writes PATH.tmp and renames it to PATH on Finish.
+// Streaming writer. Writes PATH.tmp and renames it to PATH on Finish; PATH.tmp is removed when
+// the writer goes away unfinished and on SIGINT/SIGTERM/SIGHUP (core/process.h cleanups).
 class ManifestWriter {
  public:
   static Result<std::unique_ptr<ManifestWriter>> Create(const std::string& path, const ManifestHeader& header);
@@ -75,6 +76,7 @@ class ManifestWriter {
   void* sha_ = nullptr;  // EVP_MD_CTX*
   std::string buf_;
   Ledger next_ = 0;
+  int cleanup_ = 0;
 };
 
 // Streaming reader; verifies the checksum when the last entry has been read.

@@ -412,11 +412,16 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
 Result<ProfileSpec> LoadProfileSpec(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "horizon") return HorizonProfileSpec();
   if (name_or_path == "auto") return AutoProfileSpec();
-  std::ifstream in(name_or_path);
+  std::ifstream in(name_or_path, std::ios::binary);
   if (!in) return Status::Usagef("profile \"{}\": not horizon, auto, or a readable JSON file", name_or_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ParseProfileSpecJson(ss.str(), name_or_path);
+  // Bounded: a profile is a small JSON file; /dev/zero or a huge file is refused, not read.
+  constexpr std::streamsize kMaxProfileBytes = 4 << 20;
+  std::string text(static_cast<size_t>(kMaxProfileBytes) + 1, '\0');
+  in.read(text.data(), kMaxProfileBytes + 1);
+  if (in.gcount() > kMaxProfileBytes)
+    return Status::Usagef("profile \"{}\": larger than {} MiB, not a profile", name_or_path, kMaxProfileBytes >> 20);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return ParseProfileSpecJson(text, name_or_path);
 }
 
 std::vector<std::string> ResolvedProfile::ExcludedColumns() const {

@@ -32,6 +32,7 @@ struct IngestReport {
   std::optional<LedgerRange> restart_range;
   std::vector<AttemptRow> timeline;  // every attempt, for reports
   std::string error;             // why the run failed
+  std::string log_dir;           // external ingester: the run's per-job stdout/stderr logs; "" otherwise
 
   double ledgers_per_s() const { return wall_s > 0 ? static_cast<double>(ledgers) / wall_s : 0; }
   double rows_per_s() const { return wall_s > 0 ? static_cast<double>(rows) / wall_s : 0; }

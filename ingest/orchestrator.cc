@@ -15,6 +15,7 @@
 #include "fixtures/ingester.h"
 #include "fixtures/schema.h"
 #include "core/history_tables.h"
+#include "ingest/ingest_command.h"
 #include "ingest/schema_guard.h"
 #include "ingest/worker.h"
 
@@ -34,8 +35,9 @@ struct WorkerProcess {
 // Owns the worker processes; kills them all when it goes away (or on Ctrl-C).
 class WorkerPool {
  public:
-  WorkerPool(std::string binary, std::string conninfo, std::string run_id)
-      : binary_(std::move(binary)), conninfo_(std::move(conninfo)), run_id_(std::move(run_id)) {
+  WorkerPool(std::string binary, std::string conninfo, std::string run_id, std::string log_dir)
+      : binary_(std::move(binary)), conninfo_(std::move(conninfo)), run_id_(std::move(run_id)),
+        log_dir_(std::move(log_dir)) {
     cleanup_ = RegisterCleanup([this] { KillAll(SIGKILL); });
     char host[256] = {};
     gethostname(host, sizeof host - 1);
@@ -58,6 +60,7 @@ class WorkerPool {
     so.new_process_group = true;
     so.parent_death_signal = SIGKILL;  // workers die with the orchestrator; the job table survives
     so.env[kWorkerDbEnv] = conninfo_;
+    if (!log_dir_.empty()) so.env[kWorkerLogDirEnv] = log_dir_;
     LD_ASSIGN_OR_RETURN(pid_t pid,
                         Spawn({binary_, "_worker", "--run", run_id_, "--worker", name, "--slot", std::to_string(slot)}, so));
     workers_.push_back({slot, name, pid});
@@ -116,6 +119,7 @@ class WorkerPool {
   std::string binary_;
   std::string conninfo_;
   std::string run_id_;
+  std::string log_dir_;
   std::vector<WorkerProcess> workers_;
   std::map<int, int> generation_;
   std::string instance_;
@@ -226,7 +230,11 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   report.workers = spec.workers;
   report.job_size = spec.job_size;
 
-  WorkerPool pool(options.worker_binary.empty() ? SelfExecutable() : options.worker_binary, conninfo, spec.run_id);
+  if (!spec.ingest_cmd.empty()) {
+    LD_ASSIGN_OR_RETURN(report.log_dir, RunLogDir(spec.run_id, options.log_root));
+  }
+  WorkerPool pool(options.worker_binary.empty() ? SelfExecutable() : options.worker_binary, conninfo, spec.run_id,
+                  report.log_dir);
   for (uint32_t slot = 1; slot <= spec.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
 
   std::set<uint32_t> reported_done;

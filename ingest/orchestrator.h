@@ -38,6 +38,9 @@ struct IngestOptions : IngestPlan {
   std::string run_id;           // empty: a new id
   std::string resume_run;       // continue this run from the job table (the plan comes from there)
   std::string worker_binary;    // the ledgerdiff executable for workers; empty: this executable
+  // External ingester: the root of the runs' log directories (each job's stdout and stderr go to
+  // ROOT/RUN_ID/job-N.{stdout,stderr}.log); empty: $TMPDIR/ledgerdiff-logs (RunLogDir).
+  std::string log_root;
 };
 
 // Checks flags before any database is touched. Errors are Usage errors naming the flag.

@@ -145,6 +145,14 @@ int RunWorker(const WorkerOptions& o) {
     ingest.unsafe_commit_every = spec.unsafe_commit_every;
   }
 
+  // An external ingester's output goes to per-job logs here, never to our stdout/stderr.
+  std::string log_dir = o.log_dir;
+  if (!spec.ingest_cmd.empty() && log_dir.empty()) {
+    auto dir = RunLogDir(o.run_id);
+    if (!dir.ok()) return fail(dir.status());
+    log_dir = *dir;
+  }
+
   int idle_polls = 0;
   for (;;) {
     if (!conn->Healthy()) {
@@ -202,7 +210,8 @@ int RunWorker(const WorkerOptions& o) {
       auto stats = fixtures::IngestJob(*conn, spec.schema, job.range, ingest);
       result = stats.status();
     } else {
-      result = RunIngestCommand(spec.ingest_cmd, {o.conninfo, spec.schema, o.worker, job.job_id, job.range});
+      result = RunIngestCommand(spec.ingest_cmd,
+                                {o.conninfo, spec.schema, o.worker, job.job_id, job.attempt, job.range, log_dir});
       if (result.ok()) {
         auto rows = RowsInJob(*conn, spec, job);
         result = rows.ok() ? FinishJob(*conn, o.run_id, job, *rows) : rows.status();

@@ -21,12 +21,16 @@
 namespace ledgerdiff::ingest {
 
 inline constexpr const char* kWorkerDbEnv = "LEDGERDIFF_WORKER_DB";
+// The run's log directory for external ingesters' output, set by the orchestrator; a worker
+// started without it uses RunLogDir(run_id) (ingest/ingest_command.h).
+inline constexpr const char* kWorkerLogDirEnv = "LEDGERDIFF_WORKER_LOG_DIR";
 
 struct WorkerOptions {
   std::string conninfo;
   std::string run_id;
   std::string worker;  // name shown in the job table, e.g. "w3" or "w3.1"
   int slot = 0;        // lane 1..N recorded with every attempt (0: none, e.g. a worker elsewhere)
+  std::string log_dir;  // external ingester: where each job's stdout/stderr go; empty: RunLogDir(run_id)
 };
 
 // Runs until the run has no pending or running job, or the run stops. Returns the exit code:

@@ -25,6 +25,7 @@ std::string RenderIngestText(const IngestReport& r) {
   out += fmt::format("  {:<36} {:>12}\n", "total", FormatCount(r.rows));
   out += fmt::format("  {:.0f} ledgers/s, {:.0f} rows/s; {} attempts, {} jobs retried, {} workers replaced; run {}\n",
                      r.ledgers_per_s(), r.rows_per_s(), r.attempts, r.retried_jobs, r.workers_replaced, r.run_id);
+  if (!r.log_dir.empty()) out += fmt::format("  ingester output per job: {}/job-N.{{stdout,stderr}}.log\n", r.log_dir);
   return out;
 }
 
@@ -57,6 +58,7 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
                       {"timeline", timeline}};
   if (r.restart_range) j["restart_range"] = {{"from", r.restart_range->from}, {"to", r.restart_range->to}};
   if (!r.ok) j["error"] = r.error;
+  if (!r.log_dir.empty()) j["log_dir"] = r.log_dir;
   return j;
 }
 

@@ -4,7 +4,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
+#include <set>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -230,6 +233,81 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   EXPECT_EQ(round.redone_after_resume, 0u);
   EXPECT_GE(round.recovered_jobs, 4u);  // kill, hang, crash, disconnect each cost an attempt
   EXPECT_FALSE(round.schema_kept);
+}
+
+// The orchestrator kill fires at its planned point (issue 11), not after the run's other faults
+// have played out: the job table shows the first orchestrator's workers finished the planned
+// number of jobs (or the one or two more that ended within the nemesis's poll) and left jobs in
+// flight; the resumed orchestrator finishes the run, and its schema digests identically to the
+// serial baseline.
+TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIdentical) {
+  verify::ChaosOptions o;
+  o.range = {2, 1201};
+  o.workers = 3;
+  o.job_size = 100;
+  o.seed = 5;
+  o.rounds = 1;
+  o.faults = {{"kill", 1}, {"hang", 1}, {"orchestrator", 1}};
+  o.density = "flat";
+  o.job_timeout_s = 3;
+  o.hold_s = 1.5;
+  o.keep = true;  // both schemas stay for the digests below
+  o.worker_binary = testing::LedgerdiffBinary();
+  NullReporter reporter;
+  auto r = verify::RunChaos(TestConninfo(), o, reporter);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->valid) << report::RenderChaosText(*r);
+  ASSERT_EQ(r->rounds.size(), 1u);
+  const auto& round = r->rounds[0];
+  EXPECT_EQ(round.orchestrator_restarts, 1u);
+  uint32_t planned = 0;
+  std::set<uint32_t> targets;  // jobs whose first attempt a per-job fault took
+  for (const auto& f : r->schedule[0].faults) {
+    if (f.kind == "orchestrator") planned = f.after_jobs_done;
+    else targets.insert(f.job);
+  }
+  ASSERT_GT(planned, 0u);
+
+  auto conn = Connect();
+  auto attempts = ingest::ListAttempts(*conn, round.run_id);
+  ASSERT_TRUE(attempts.ok()) << attempts.status().message();
+  ASSERT_FALSE(attempts->empty());
+  // Worker names end in "@host:pid:start" of their orchestrator: the first one is the instance
+  // of the earliest attempt.
+  auto instance = [](const std::string& worker) { return worker.substr(worker.find('@') + 1); };
+  const auto first = std::min_element(attempts->begin(), attempts->end(),
+                                      [](const auto& a, const auto& b) { return a.start_s < b.start_s; });
+  const std::string killed = instance(first->worker);
+  uint32_t done_before_kill = 0, in_flight_at_kill = 0, done_after = 0;
+  for (const auto& a : *attempts) {
+    if (instance(a.worker) != killed) {
+      done_after += a.outcome == "done" ? 1 : 0;
+      continue;
+    }
+    if (a.outcome == "done") ++done_before_kill;
+    else if (!(targets.count(a.job_id) && a.attempt == 1)) ++in_flight_at_kill;  // not a planned fault's victim
+  }
+  EXPECT_GE(done_before_kill, planned);
+  EXPECT_LE(done_before_kill, planned + o.workers - 1) << "the kill waited past its planned point";
+  EXPECT_GE(in_flight_at_kill, 1u) << "the resume never saw a job in flight";
+  EXPECT_EQ(done_before_kill + done_after, round.jobs);
+  for (const auto& f : round.faults) {
+    if (f.plan.kind == "orchestrator") {
+      EXPECT_NE(f.detail.find(fmt::format("(planned {})", planned)), std::string::npos) << f.detail;
+    }
+  }
+
+  // The resumed run is identical to the baseline, digest for digest.
+  const std::string baseline = round.schema.substr(0, round.schema.rfind("_r")) + "_baseline";
+  std::map<std::string, std::string> roots;
+  for (const auto& schema : {baseline, round.schema}) {
+    auto d = testing::RunCli({"digest", "--schema", schema, "--range", "2:1201", "--db", TestConninfo(), "--format",
+                              "json"});
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    roots[schema] = nlohmann::json::parse(d.out)["root"];
+  }
+  EXPECT_EQ(roots[baseline], roots[round.schema]);
+  for (const auto& schema : {baseline, round.schema}) EXPECT_TRUE(DropOwnedSchema(*conn, schema).ok()) << schema;
 }
 
 TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {

@@ -345,13 +345,12 @@ TEST(IngestCli, EmbeddedDefaultPrintsSummaryAndCleansUp) {
 namespace ledgerdiff {
 namespace {
 
-TEST(IngestCommand, PlaceholdersAreShellQuotedAndShellBracesPassThrough) {
-  std::map<std::string, std::string> v = {{"from", "2"},      {"to", "9"},   {"schema", "it's mine"},
-                                          {"db", "host=/x"}, {"worker", "w1"}, {"job", "3"}};
-  auto e = ingest::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }", v);
+TEST(IngestCommand, PlaceholdersBecomeQuotedVariablesAndShellBracesPassThrough) {
+  auto e = ingest::ExpandIngestCommand("run {from} {to} {schema} ${HOME} {{job}} awk '{print $1}' { a; }");
   ASSERT_TRUE(e.ok()) << e.status().message();
-  EXPECT_EQ(*e, "run '2' '9' 'it'\\''s mine' ${HOME} {job} awk '{print $1}' { a; }");
-  auto bad = ingest::ExpandIngestCommand("run {from} {form}", v);
+  EXPECT_EQ(*e, "run \"${LEDGERDIFF_JOB_FROM}\" \"${LEDGERDIFF_JOB_TO}\" \"${LEDGERDIFF_JOB_SCHEMA}\" ${HOME} {job} "
+                "awk '{print $1}' { a; }");
+  auto bad = ingest::ExpandIngestCommand("run {from} {form}");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("{form}"), std::string::npos);
 }

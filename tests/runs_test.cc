@@ -2,7 +2,9 @@
 // allowed, ownership and row counts re-checked at a run's end and on resume, worker identity
 // across a resumed orchestrator, and flags refused before anything is created.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -12,7 +14,9 @@
 #include <gtest/gtest.h>
 
 #include "core/database.h"
+#include "core/embedded_pg.h"
 #include "core/process.h"
+#include "core/tempdir.h"
 #include "tests/harness.h"
 #include "ingest/ingest_command.h"
 #include "ingest/job_table.h"
@@ -268,6 +272,160 @@ TEST(Runs, IngesterSearchPathNamesTheSchemaExactly) {
     ASSERT_TRUE(current.ok()) << current.status().message();
     EXPECT_EQ(std::string(current->Get(0, 0)), schema) << env.at("PGOPTIONS");
   }
+}
+
+// A scratch directory (mode 0755: the embedded server's user can reach a cluster inside it),
+// removed at scope end.
+struct Scratch {
+  std::string path;
+  Scratch() {
+    auto d = MakeOwnedTempDir("ledgerdiff-runs-test-");
+    EXPECT_TRUE(d.ok()) << d.status().message();
+    path = d.ok() ? *d : "";
+    std::filesystem::remove(std::filesystem::path(path) / kOwnerMarkerFile);
+    chmod(path.c_str(), 0755);
+  }
+  ~Scratch() { (void)RemoveTree(path); }
+};
+
+// `ledgerdiff verify` with many workers (and many digest connections) on the embedded
+// default: the server is sized for them (EmbeddedMaxConnectionsFor), never "too many clients".
+TEST(Runs, VerifyWithManyWorkersOnTheEmbeddedServer) {
+  Scratch scratch;
+  const std::string cluster = scratch.path + "/cluster";
+  auto r = RunCli({"verify", "--range", "2:129", "--workers", "64", "--job-size", "2", "--density", "flat", "--jobs",
+                   "64", "--keep-db", cluster, "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "identical");
+  EXPECT_EQ(j["workers"], 64);
+  EXPECT_EQ(j["parallel_run"]["jobs"], 64);
+  // The server was started for 64 workers and 2 x 64 digest connections.
+  const std::string opts = Slurp(cluster + "/data/postmaster.opts");
+  EXPECT_NE(opts.find("max_connections=" + std::to_string(EmbeddedMaxConnectionsFor(64 + 2 * 64))), std::string::npos)
+      << opts;
+}
+
+// ---- External ingesters (--ingest-cmd) ----
+
+// An ingester's stdout and stderr go to per-job logs in the run's log directory (named in the
+// JSON), never to ledgerdiff's stdout or stderr: --format json stays parseable.
+TEST(ExternalIngester, OutputGoesToPerJobLogsNeverToLedgerdiffsOutput) {
+  Scratch tmp;
+  const std::string cmd = "echo \"INGESTER-OUT job {job} from {from}\"; echo \"INGESTER-ERR job {job}\" >&2";
+  for (const bool explicit_dir : {false, true}) {
+    std::vector<std::string> args = {"ingest", "--range", "2:41", "--schema", UniqueName("ing_logs"), "--workers", "2",
+                                     "--job-size", "20", "--ingest-cmd", cmd, "--db", TestConninfo(), "--format",
+                                     "json"};
+    if (explicit_dir) args.insert(args.end(), {"--log-dir", tmp.path + "/mine"});
+    auto r = RunCli(args, {"TMPDIR=" + tmp.path});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("INGESTER-"), std::string::npos) << r.out;
+    EXPECT_EQ(r.err.find("INGESTER-"), std::string::npos) << r.err;
+    auto j = nlohmann::json::parse(r.out);  // nothing else on stdout
+    const std::string run_id = j["run_id"];
+    ASSERT_TRUE(j["log_dir"].is_string()) << r.out;
+    const std::string log_dir = j["log_dir"];
+    EXPECT_EQ(log_dir, tmp.path + (explicit_dir ? "/mine/" : "/ledgerdiff-logs/") + run_id);
+    for (uint32_t job : {1u, 2u}) {
+      const std::string out = Slurp(ingest::JobStdoutLog(log_dir, job)), err = Slurp(ingest::JobStderrLog(log_dir, job));
+      EXPECT_NE(out.find(fmt::format("== ledgerdiff: job {} attempt 1 [ledgers", job)), std::string::npos) << out;
+      EXPECT_NE(out.find(fmt::format("INGESTER-OUT job {} from {}", job, job == 1 ? 2 : 22)), std::string::npos) << out;
+      EXPECT_EQ(out.find("INGESTER-ERR"), std::string::npos) << out;
+      EXPECT_NE(err.find(fmt::format("INGESTER-ERR job {}", job)), std::string::npos) << err;
+    }
+  }
+}
+
+// A failing ingester: the error (stderr, JSON) names how it ended, its stderr log and the last
+// lines it wrote there.
+TEST(ExternalIngester, AFailureShowsTheLastLinesOfTheJobsStderr) {
+  Scratch tmp;
+  const std::string cmd =
+      "echo 'progress 1 of 3'; echo 'connecting' >&2; echo 'fatal: ledger {from} not found' >&2; exit 3";
+  auto r = RunCli({"ingest", "--range", "2:41", "--schema", UniqueName("ing_fail"), "--workers", "1", "--job-size",
+                   "40", "--retries", "0", "--ingest-cmd", cmd, "--db", TestConninfo(), "--format", "json"},
+                  {"TMPDIR=" + tmp.path});
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_EQ(r.out.find("progress 1 of 3"), std::string::npos);
+  for (const char* part : {"exit 3", "job-1.stderr.log", "connecting | fatal: ledger 2 not found"})
+    EXPECT_NE(r.err.find(part), std::string::npos) << part << " missing from: " << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["failed_jobs"].size(), 1u) << r.out;
+  EXPECT_NE(j["failed_jobs"][0]["error"].get<std::string>().find("fatal: ledger 2 not found"), std::string::npos);
+}
+
+// verify under an ingester that logs to stdout (as Horizon does): the JSON still parses.
+TEST(ExternalIngester, VerifyJsonStaysCleanWithAChattyIngester) {
+  Scratch tmp;
+  const std::string source = UniqueName("chatty_source");
+  auto src = RunCli({"ingest", "--range", "2:81", "--schema", source, "--workers", "1", "--db", TestConninfo()});
+  ASSERT_EQ(src.exit_code, 0) << src.err;
+  const std::string script = testing::SourceDir() + "/tests/ingesters/copy_from_source.sh";
+  const std::string cmd = "echo 'horizon: ingesting {from}-{to}'; echo 'horizon: warning' >&2; '" + script +
+                          "' {from} {to} {schema}";
+  auto r = RunCli({"verify", "--range", "2:81", "--workers", "2", "--job-size", "40", "--ingest-cmd", cmd, "--db",
+                   TestConninfo(), "--format", "json"},
+                  {"LEDGERDIFF_TEST_SOURCE_SCHEMA=" + source, "TMPDIR=" + tmp.path});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "identical");
+  const std::string log_dir = j["parallel_run"]["log_dir"];
+  EXPECT_NE(Slurp(ingest::JobStdoutLog(log_dir, 1)).find("horizon: ingesting 2-41"), std::string::npos);
+  EXPECT_NE(Slurp(ingest::JobStderrLog(log_dir, 2)).find("horizon: warning"), std::string::npos);
+  EXPECT_EQ(r.err.find("horizon:"), std::string::npos) << r.err;
+}
+
+// Placeholder values are data in every quoting context: a schema name carrying $(...),
+// backticks, double or single quotes runs nothing, whether the template writes {schema},
+// "{schema}" or '{schema}', and the command receives the name exactly.
+TEST(ExternalIngester, HostileValuesNeverRunInAnyQuotingContext) {
+  Scratch tmp;
+  const std::string tag = std::to_string(getpid());
+  std::vector<std::string> markers;
+  auto marker = [&](char which) {
+    markers.push_back("/tmp/ldpw" + tag + which);
+    return markers.back();
+  };
+  const std::vector<std::string> names = {
+      "x$(touch " + marker('a') + ")",
+      "x`touch " + marker('b') + "`",
+      "x\"; touch " + marker('c') + "; echo \"",
+      "x'; touch " + marker('d') + "; echo '",
+      "'\"$(touch " + marker('e') + ")\"'`touch " + marker('f') + "`",
+      "a b\\\\c *",
+  };
+  const std::string out = tmp.path + "/value";
+  // Template, and what it prints around the value.
+  const std::vector<std::pair<std::string, std::pair<std::string, std::string>>> templates = {
+      {"printf '%s\\n' {schema} > '" + out + "'", {"", ""}},
+      {"printf '%s\\n' \"{schema}\" > '" + out + "'", {"", ""}},
+      {"printf '%s\\n' '{schema}' > '" + out + "'", {"", ""}},
+      {"printf '%s\\n' \"[{schema}] {job}\" > '" + out + "'", {"[", "] 7"}},
+      {"printf '%s\\n' '[{schema}] {job}' > '" + out + "'", {"[", "] 7"}},
+      {"printf '%s\\n' pre{schema}post > '" + out + "' # it's {schema}", {"pre", "post"}},
+  };
+  for (const auto& name : names) {
+    for (const auto& [tmpl, around] : templates) {
+      std::filesystem::remove(out);
+      ingest::IngestCommandJob job{"host=/nonexistent", name, "w1", 7, 1, {2, 41}, tmp.path + "/logs/run"};
+      Status s = ingest::RunIngestCommand(tmpl, job);
+      EXPECT_TRUE(s.ok()) << tmpl << " with " << name << ": " << s.message();
+      EXPECT_EQ(Slurp(out), around.first + name + around.second + "\n") << tmpl << " with " << name;
+    }
+  }
+  // End to end, through a run and its workers, with the name as a real schema.
+  const std::string hostile = "x$(touch " + marker('g') + ")\"`touch " + marker('h') + "`";
+  for (const std::string quoted : {"{schema}", "\"{schema}\"", "'{schema}'"}) {
+    std::filesystem::remove(out);
+    auto r = RunCli({"ingest", "--range", "2:21", "--schema", hostile, "--fresh", "--workers", "1", "--ingest-cmd",
+                     "printf '%s\\n' " + quoted + " > '" + out + "'", "--db", TestConninfo()},
+                    {"TMPDIR=" + tmp.path});
+    EXPECT_EQ(r.exit_code, 0) << quoted << ": " << r.err;
+    EXPECT_EQ(Slurp(out), hostile + "\n") << quoted;
+  }
+  for (const auto& m : markers) EXPECT_FALSE(std::filesystem::exists(m)) << m << " was created: code ran";
+  for (const auto& m : markers) std::filesystem::remove(m);
 }
 
 }  // namespace

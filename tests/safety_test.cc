@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -309,6 +310,126 @@ TEST(Embedded, ServerDeathNamesTheCauseFromItsLog) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("No space left on device"), std::string::npos) << s.message();
   (void)(*server)->Stop();
+}
+
+// ---- Atomic outputs: dump --out DIR and digest --out FILE (issue 11) ----
+
+// A schema of two tables for the auto profile: "a_first" is read before "z_last" (tables go in
+// name order), so locking z_last stops a dump or digest midway, after a_first's file is written.
+std::string TwoTableSchema(pg::Connection& conn) {
+  std::string schema = UniqueName("atomic_out");
+  EXPECT_TRUE(CreateOwnedSchema(conn, schema, "t", true, false).ok());
+  for (const char* table : {"a_first", "z_last"})
+    EXPECT_TRUE(conn.Run(fmt::format("CREATE TABLE {0} (ledger_sequence int, v text); "
+                                     "INSERT INTO {0} SELECT g, 'row ' || g FROM generate_series(2, 41) g",
+                                     pg::Qualified(schema, table)))
+                    .ok());
+  return schema;
+}
+
+// Every entry of `dir` whose name starts with `prefix`.
+std::vector<std::string> EntriesStartingWith(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.path().filename().string().rfind(prefix, 0) == 0) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The z_last table locked by another session for the guard's life.
+struct TableLock {
+  std::unique_ptr<pg::Connection> conn;
+  TableLock(const std::string& schema, const std::string& table) : conn(Connect()) {
+    EXPECT_TRUE(conn->Run("BEGIN; LOCK TABLE " + pg::Qualified(schema, table) + " IN ACCESS EXCLUSIVE MODE").ok());
+  }
+  ~TableLock() { (void)conn->Run("ROLLBACK"); }
+};
+
+TEST(AtomicOutput, AFailedDumpLeavesNoDirectoryAndAPreExistingOneUntouched) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const std::string schema = TwoTableSchema(*conn);
+  Scratch scratch;
+  const fs::path fresh = fs::path(scratch.path) / "fresh";
+  const fs::path existing = fs::path(scratch.path) / "existing";
+  fs::create_directories(existing);
+  std::ofstream(existing / "keep.txt") << "mine\n";
+  std::ofstream(existing / "a_first.jsonl") << "old\n";
+  {
+    TableLock lock(schema, "z_last");  // the dump fails on its second table (lock timeout)
+    for (const fs::path& out : {fresh, existing}) {
+      auto r = RunCli({"dump", "--db", testing::TestConninfo(), "--schema", schema, "--profile", "auto", "--range",
+                       "2:41", "--out", out.string()},
+                      {"PGOPTIONS=-c lock_timeout=300"});
+      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_NE(r.err.find("z_last"), std::string::npos) << r.err;
+    }
+  }
+  EXPECT_FALSE(fs::exists(fresh));
+  EXPECT_EQ(EntriesStartingWith(scratch.path, "fresh"), std::vector<std::string>{});
+  EXPECT_EQ(EntriesStartingWith(scratch.path, "existing"), std::vector<std::string>{"existing"});
+  EXPECT_EQ(EntriesStartingWith(existing, ""), (std::vector<std::string>{"a_first.jsonl", "keep.txt"}));
+  EXPECT_EQ(ReadAll(existing / "a_first.jsonl"), "old\n");
+
+  // Once it succeeds, the pre-existing directory gets the dump's files and keeps its others.
+  auto ok = RunCli({"dump", "--db", testing::TestConninfo(), "--schema", schema, "--profile", "auto", "--range", "2:41",
+                    "--out", existing.string()});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_EQ(EntriesStartingWith(existing, ""),
+            (std::vector<std::string>{"a_first.jsonl", "keep.txt", "z_last.jsonl"}));
+  EXPECT_NE(ReadAll(existing / "a_first.jsonl").find("row 41"), std::string::npos);
+  EXPECT_EQ(EntriesStartingWith(scratch.path, "existing"), std::vector<std::string>{"existing"});
+}
+
+// Ctrl-C while a dump or a digest is half-way: the cleanup registry removes the staging
+// directory / FILE.tmp; the target is never created and a pre-existing manifest is untouched.
+TEST(AtomicOutput, AnInterruptedDumpOrDigestLeavesNothingBehind) {
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const std::string schema = TwoTableSchema(*conn);
+  Scratch scratch;
+  const fs::path dir = fs::path(scratch.path) / "dumped";
+  const fs::path manifest = fs::path(scratch.path) / "m.ldm";
+  std::ofstream(manifest) << "a previous manifest\n";
+  TableLock lock(schema, "z_last");  // both block on z_last until interrupted
+  struct Case {
+    std::vector<std::string> args;
+    std::string staged_prefix;  // what appears in scratch while it runs
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"dump", "--schema", schema, "--out", dir.string()}, "dumped.tmp"},
+           {{"digest", "--schema", schema, "--out", manifest.string()}, "m.ldm.tmp"}}) {
+    std::vector<std::string> args = c.args;
+    args.insert(args.end(), {"--db", testing::TestConninfo(), "--profile", "auto", "--range", "2:41"});
+    pid_t pid = StartCli(args, scratch.path, -1);
+    bool staged = false;
+    for (int i = 0; i < 400 && !staged; ++i) {
+      staged = !EntriesStartingWith(scratch.path, c.staged_prefix).empty();
+      if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ASSERT_TRUE(staged) << c.args[0] << " never started writing";
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // now blocked on z_last
+    kill(pid, SIGINT);
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 128 + SIGINT) << c.args[0] << ": wait status " << ws;
+    EXPECT_EQ(EntriesStartingWith(scratch.path, c.staged_prefix), std::vector<std::string>{}) << c.args[0];
+  }
+  EXPECT_FALSE(fs::exists(dir));
+  EXPECT_EQ(ReadAll(manifest), "a previous manifest\n");
+}
+
+TEST(Bounds, AnEndlessProfileIsAOneLineUsageError) {
+  // /dev/zero never ends: it used to be read until memory ran out (exit 134).
+  auto r = RunCli({"digest", "--schema", "s", "--profile", "/dev/zero", "--db", "host=/nonexistent"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("profile \"/dev/zero\": larger than 4 MiB"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
 }
 
 TEST(Dump, TableNamesNeverEscapeTheOutputDirectory) {

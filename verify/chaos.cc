@@ -141,7 +141,7 @@ class Round {
     r_.round = plan.round;
     r_.run_id = fmt::format("{}_r{}", chaos_id, plan.round);
     r_.schema = fmt::format("ld_{}_r{}", chaos_id, plan.round);
-    for (const auto& f : plan.faults) r_.faults.push_back({f, false, ""});
+    for (const auto& f : plan.faults) r_.faults.push_back({f, 1, false, ""});
   }
 
   Result<ChaosRound> Run() {
@@ -193,10 +193,10 @@ class Round {
     for (auto& f : r_.faults) {
       if (f.plan.kind != "crash") continue;
       for (const auto& a : attempts) {
-        if (a.job_id == f.plan.job && a.attempt == 1 && a.outcome == "lost") {
+        if (a.job_id == f.plan.job && a.attempt == f.attempt && a.outcome == "lost") {
           f.injected = true;
-          f.detail = fmt::format("worker {} aborted inside job {} attempt 1 after {} ({})", a.worker, a.job_id,
-                                 f.plan.stage, a.error);
+          f.detail = fmt::format("worker {} aborted inside job {} attempt {} after {} ({})", a.worker, a.job_id,
+                                 a.attempt, f.plan.stage, a.error);
         }
       }
     }
@@ -249,11 +249,11 @@ class Round {
     for (auto& f : r_.faults) {
       if (f.injected || !PerJob(f.plan.kind) || f.plan.kind == "crash") continue;
       for (const auto& j : jobs) {
-        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != 1 || j.worker_pid <= 0) continue;
+        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt || j.worker_pid <= 0) continue;
         bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
         if (!in_hold) continue;
-        std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt 1 ({})", j.worker, j.worker_pid,
-                                        j.job_id, j.range.str(), j.stage);
+        std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt {} ({})", j.worker,
+                                        j.worker_pid, j.job_id, j.range.str(), j.attempt, j.stage);
         if (f.plan.kind == "kill") {
           kill(-j.worker_pid, SIGKILL);
           f.detail = "SIGKILL " + where;
@@ -280,15 +280,16 @@ class Round {
       }
     if (!due) return false;
     uint32_t done = 0;
-    std::set<uint32_t> pending_targets;
+    std::set<std::pair<uint32_t, uint32_t>> pending_targets;  // (job, attempt) of faults not fired yet
     for (const auto& f : r_.faults)
-      if (PerJob(f.plan.kind) && !f.injected) pending_targets.insert(f.plan.job);
+      if (PerJob(f.plan.kind) && !f.injected) pending_targets.insert({f.plan.job, f.attempt});
     for (const auto& j : jobs) {
       if (j.state == "done") ++done;
       // Never kill the orchestrator while a fault's target attempt is in flight before its
-      // fault fired (the fault would be lost with it); once fired (a hung worker), the kill
-      // does not wait for it: resume with jobs in flight is the point.
-      if (pending_targets.count(j.job_id) && j.state == "running" && j.attempt == 1) return false;
+      // fault fired (the fault would be lost with it; one claimed after this look is moved to
+      // the next attempt, see RetargetFaultsLostWithTheOrchestrator); once fired (a hung
+      // worker), the kill does not wait for it: resume with jobs in flight is the point.
+      if (pending_targets.count({j.job_id, j.attempt}) && j.state == "running") return false;
     }
     if (done < due->plan.after_jobs_done) return false;
     due->injected = true;
@@ -306,7 +307,49 @@ class Round {
     int ws = 0;
     waitpid(orchestrator_, &ws, 0);
     ++r_.orchestrator_restarts;
+    LD_RETURN_IF_ERROR(RetargetFaultsLostWithTheOrchestrator());
     return StartOrchestrator();
+  }
+
+  // A worker may claim a fault's target job between the nemesis's look at the job table and the
+  // kill: that first attempt dies with the orchestrator before its fault fired, and the fault
+  // (planned for attempt 1) could never fire. Such a fault moves to the next attempt: its hold
+  // or crash point is added to the run's spec before the resumed orchestrator (and its workers)
+  // load it. Waits until the killed instance's worker sessions are gone, so that no claim of
+  // theirs can still commit afterwards.
+  Status RetargetFaultsLostWithTheOrchestrator() {
+    const std::string sessions = fmt::format(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE {}",
+        pg::QuoteLiteral(fmt::format("ledgerdiff worker %:{}:%", orchestrator_)));
+    for (int i = 0; i < 250; ++i) {
+      auto n = conn_->Exec(sessions);
+      if (n.ok() && n->GetInt(0, 0) == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn_, r_.run_id));
+    LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::LoadRun(*conn_, r_.run_id));
+    bool changed = false;
+    for (auto& f : r_.faults) {
+      if (f.injected || !PerJob(f.plan.kind)) continue;
+      for (const auto& j : jobs) {
+        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt) continue;
+        ++f.attempt;
+        if (f.plan.kind == "crash") {
+          spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, "abort"});
+        } else if (o_.ingest_cmd.empty()) {
+          spec.hold_points.push_back({f.plan.job, f.attempt, f.plan.stage, o_.hold_s});
+        }
+        changed = true;
+        reporter_.Note(fmt::format("round {}: {} moves to job {} attempt {} (attempt {} died with the orchestrator)",
+                                   r_.round, DescribeFault(f.plan), f.plan.job, f.attempt, f.attempt - 1));
+      }
+    }
+    if (!changed) return Status::Ok();
+    return conn_
+        ->Exec(fmt::format("UPDATE {} SET spec = $2::jsonb WHERE run_id = $1",
+                           pg::Qualified(ingest::kControlSchema, "runs")),
+               {r_.run_id, spec.ToJson().dump()})
+        .status();
   }
 
   const std::string& conninfo_;

@@ -81,6 +81,9 @@ std::string DescribeFault(const PlannedFault& fault);
 
 struct RoundFault {
   PlannedFault plan;
+  // The attempt of plan.job the fault targets: 1, or 2 when an orchestrator kill took the
+  // first attempt (claimed but not yet at its fault) with it.
+  uint32_t attempt = 1;
   bool injected = false;
   std::string detail;  // what was done ("SIGKILL worker w2 (pid 123) during job 4 attempt 1")
 };
