@@ -16,6 +16,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "diff/diff.h"
+#include "dump/manifest.h"
 #include "ingest/orchestrator.h"
 
 namespace ledgerdiff::verify {
@@ -84,6 +85,10 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
 // verify-range: the read-only cut-over check between two databases. Digests the range on
 // both sides (each from one consistent snapshot, both sides concurrently) and diffs them;
 // writes nothing to either database (works against a read-only hot standby).
+// Sharded (deploy/k8s/cutover): shard K of N compares only dump::ShardSlice(range, N, K) and
+// writes a partial manifest (`out`); `manifest merge` of the N parts gives the outcome and the
+// manifest of the unsharded run with `out` (same entries, roots, identical / first divergent
+// ledger / counts).
 struct VerifyRangeOptions {
   LedgerRange range;
   std::string left, right;  // conninfos
@@ -93,7 +98,20 @@ struct VerifyRangeOptions {
   uint32_t max_rows = 20;
   bool all = false;
   bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
+  uint32_t shards = 0;                // 0: unsharded
+  std::optional<int64_t> shard;       // default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX
+  // Write the left side's manifest of the compared range (full detail; the tables and columns
+  // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
+  std::string out;
 };
-Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
+struct VerifyRangeReport {
+  diff::DiffReport diff;                   // over the compared range (the shard's slice)
+  std::optional<dump::ShardInfo> shard;
+  std::optional<dump::DigestSummary> manifest;  // written to options.out
+};
+// A shard's slice that compares zero rows on both sides is not an error (the merge checks the
+// whole range).
+Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
+Status ValidateVerifyRangeOptions(const VerifyRangeOptions& options);
 
 }  // namespace ledgerdiff::verify
