@@ -46,6 +46,10 @@ Action SetupVerify(CLI::App* sub) {
   sub->add_option("--inject-bug", o.bug,
                   "Self-test: the parallel side misbehaves at one ledger, KIND@LEDGER (skip-ledger, duplicate-row, "
                   "drop-row, mutate-row, swap-order, stale-surrogate, boundary-gap, partial-commit)");
+  sub->add_flag("--workers-external", o.workers_external,
+                "Start no parallel workers: register the run and wait for `ledgerdiff worker --run ID` from elsewhere");
+  sub->add_option("--workers-timeout", o.workers_timeout_s,
+                  "With --workers-external: give up after S seconds (exit 2); default: wait forever");
   sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE");
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
   sub->add_option("--junit", f->junit, "Also write a JUnit XML report (one test case per table)");

@@ -1,5 +1,6 @@
 #include "verify/verify.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/database.h"
@@ -9,6 +10,7 @@
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
 #include "core/text.h"
+#include "ingest/distributed.h"
 #include "ingest/job_table.h"
 
 namespace ledgerdiff::verify {
@@ -62,6 +64,8 @@ Status ValidateVerifyOptions(const VerifyOptions& o) {
   if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
     return Status::Usagef("--baseline {}: no such file", o.baseline);
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
+  if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
+    return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)", o.workers_timeout_s);
   LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
   return Status::Ok();
 }
@@ -138,7 +142,11 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
-  LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
+  if (o.workers_external) {
+    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, reporter));
+  } else {
+    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
+  }
   r.phases.push_back({"parallel ingest", r.parallel.wall_s});
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
   if (!r.parallel.ok) {

@@ -46,6 +46,11 @@ struct VerifyOptions : ingest::IngestPlan {
   // Continue an interrupted verify (its run id): finished ingestion jobs are not redone; the
   // range, seed and density come from the job table.
   std::string resume_run;
+  // The parallel side is done by `ledgerdiff worker --run ID` processes started elsewhere
+  // (ingest::RunWithExternalWorkers); verify registers the run and waits, up to workers_timeout_s
+  // (0: no limit).
+  bool workers_external = false;
+  double workers_timeout_s = 0;
 };
 
 Status ValidateVerifyOptions(const VerifyOptions& options);
