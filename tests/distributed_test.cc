@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -147,6 +148,8 @@ std::string ReadFile(const std::string& path) {
 // machines) do every job, and the verdict is a pass.
 TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
   const std::string log = UniqueName("/tmp/ledgerdiff_dist_verify_log");
+  // Logs are appended to: a file left by an earlier run with the same name must not be read.
+  for (const char* suffix : {"", "_a", "_b"}) std::remove((log + suffix).c_str());
   SpawnOptions so;
   so.output_file = log;
   auto verify = Spawn({testing::LedgerdiffBinary(), "verify", "--db", TestConninfo(), "--range", "2:201", "--job-size",
@@ -188,6 +191,7 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
                           at.worker.find("-" + std::to_string(b) + "-") != std::string::npos;
     EXPECT_TRUE(external) << at.worker;
   }
+  for (const char* suffix : {"", "_a", "_b"}) std::remove((log + suffix).c_str());
 }
 
 TEST(Distributed, VerifyWithExternalWorkersTimesOutWithoutWorkers) {
