@@ -1,8 +1,8 @@
 // plan, worker, wait, runs: a distributed ingestion with no orchestrator process (ingest/distributed.h).
 // `plan` registers the run and prints its id as the last stdout line (deploy/ reads it).
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "cli/command.h"
 #include "core/ledger_range.h"

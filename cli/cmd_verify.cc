@@ -107,7 +107,8 @@ Action SetupVerifyRange(CLI::App* sub) {
                   "join the parts with `manifest merge`");
   sub->add_option("--shard", f->shard,
                   "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
-  sub->add_option("--out", o.out, "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)");
+  sub->add_option("--out", o.out,
+                  "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)");
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
@@ -122,16 +123,18 @@ Action SetupVerifyRange(CLI::App* sub) {
     Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff),
                 ""};
     if (report.shard)
-      out.json["shard"] = {{"index", report.shard->index},
-                           {"count", report.shard->count},
-                           {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
+      out.json["shard"] = {
+          {"index", report.shard->index},
+          {"count", report.shard->count},
+          {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
     if (report.manifest) {
       out.json["manifest"] = {{"path", report.manifest->manifest_path},
                               {"bytes", report.manifest->manifest_bytes},
                               {"root", report.manifest->root}};
-      out.text += report.shard ? fmt::format("part {} (shard {} of {}) written: join the parts with `ledgerdiff "
-                                             "manifest merge --out FULL PART...`\n",
-                                             report.manifest->manifest_path, report.shard->index, report.shard->count)
+      out.text += report.shard ? fmt::format(
+                                     "part {} (shard {} of {}) written: join the parts with `ledgerdiff "
+                                     "manifest merge --out FULL PART...`\n",
+                                     report.manifest->manifest_path, report.shard->index, report.shard->count)
                                : fmt::format("manifest {} written\n", report.manifest->manifest_path);
     }
     return out;

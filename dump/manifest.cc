@@ -326,7 +326,8 @@ Status ManifestReader::Finish() {
       const auto& jc = j.at("comparison");
       ComparisonOutcome c;
       c.identical = jc.at("identical").get<bool>();
-      if (!jc.at("first_divergent_ledger").is_null()) c.first_divergent_ledger = jc.at("first_divergent_ledger").get<Ledger>();
+      if (!jc.at("first_divergent_ledger").is_null())
+        c.first_divergent_ledger = jc.at("first_divergent_ledger").get<Ledger>();
       c.divergent_ledgers = jc.at("divergent_ledgers").get<uint64_t>();
       c.ledgers_compared = jc.at("ledgers_compared").get<uint64_t>();
       c.rows_left = jc.at("rows_left").get<uint64_t>();

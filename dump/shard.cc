@@ -147,9 +147,10 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
     outcome->allow_empty = part.allow_empty;
   }
   if (outcome && outcome->rows_left == 0 && outcome->rows_right == 0 && !outcome->allow_empty)
-    return Status::Usagef("the parts compared zero rows on both sides over ledgers {} (a wrong --range or "
-                          "database?); nothing merged (verify-range --allow-empty accepts an empty range)",
-                          RangeText(rs.full_range));
+    return Status::Usagef(
+        "the parts compared zero rows on both sides over ledgers {} (a wrong --range or "
+        "database?); nothing merged (verify-range --allow-empty accepts an empty range)",
+        RangeText(rs.full_range));
   DigestSummary summary = builder.Finish();
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary, outcome));
   summary.manifest_path = out;

@@ -47,8 +47,8 @@ Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const s
 // mismatch (naming both files), verify-range parts that compared zero rows on both sides in all
 // (unless they were run with --allow-empty).
 struct MergedManifest {
-  DigestSummary summary;                         // of the merged manifest
-  std::optional<ComparisonOutcome> comparison;   // verify-range parts
+  DigestSummary summary;                        // of the merged manifest
+  std::optional<ComparisonOutcome> comparison;  // verify-range parts
 };
 Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
                                       ManifestDetail detail);

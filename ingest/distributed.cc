@@ -56,8 +56,8 @@ std::string UniqueWorkerId() {
 Status RequireRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
   if (exists.Get(0, 0) != "t")
-    return Status::Usagef("no such run \"{}\": this database has no job table ({}); plan prints the run id",
-                          run_id, kControlSchema);
+    return Status::Usagef("no such run \"{}\": this database has no job table ({}); plan prints the run id", run_id,
+                          kControlSchema);
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT 1 FROM {} WHERE run_id = $1", T("runs")), {run_id}));
   if (rows.size() != 1)
     return Status::Usagef("no such run \"{}\" in this database's job table (`ledgerdiff runs` lists them)", run_id);
@@ -68,9 +68,10 @@ Result<RunSpec> PlanRun(pg::Connection& conn, const IngestOptions& options) {
   LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
   LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, options.schema));
   if (state == SchemaState::kForeign && !options.force)
-    return Status::Usagef("schema \"{}\" exists and was not created by ledgerdiff; refusing to plan into it (use "
-                          "another --schema, or --force)",
-                          options.schema);
+    return Status::Usagef(
+        "schema \"{}\" exists and was not created by ledgerdiff; refusing to plan into it (use "
+        "another --schema, or --force)",
+        options.schema);
   return RegisterRun(conn, options);
 }
 
@@ -200,9 +201,10 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
     LD_ASSIGN_OR_RETURN(spec, LoadRun(*conn, options.resume_run));
     LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "running"));
   }
-  reporter.Note(fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}` on machines that "
-                            "reach this database",
-                            spec.run_id, spec.run_id));
+  reporter.Note(
+      fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}` on machines that "
+                  "reach this database",
+                  spec.run_id, spec.run_id));
   LD_ASSIGN_OR_RETURN(RunStatus status, WaitForRun(*conn, spec.run_id, timeout_s, reporter));
   IngestReport report;
   report.run_id = spec.run_id;
@@ -218,8 +220,8 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
       report.error = intact.message();
     }
   } else {
-    report.error = fmt::format("run {} is {}: a job ran out of retries (continue it with --resume)", spec.run_id,
-                               status.state);
+    report.error =
+        fmt::format("run {} is {}: a job ran out of retries (continue it with --resume)", spec.run_id, status.state);
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));

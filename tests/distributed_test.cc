@@ -10,11 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "core/pg.h"
 #include "core/process.h"
@@ -199,8 +198,8 @@ TEST(Distributed, VerifyWithExternalWorkersTimesOutWithoutWorkers) {
                    "--workers-timeout", "1"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("not finished after 1 s"), std::string::npos) << r.err;
-  auto bad = RunCli({"verify", "--db", TestConninfo(), "--range", "2:31", "--workers-external", "--workers-timeout",
-                     "-3"});
+  auto bad =
+      RunCli({"verify", "--db", TestConninfo(), "--range", "2:31", "--workers-external", "--workers-timeout", "-3"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--workers-timeout -3"), std::string::npos) << bad.err;
 }

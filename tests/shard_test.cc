@@ -3,17 +3,17 @@
 // their merge is byte-identical to a single digest of the whole range; a missing, duplicate or
 // foreign part is refused with exit 2 and nothing written. verify-range --shards: the parts' merge
 // gives the unsharded verify-range's outcome and manifest.
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
-
-#include <nlohmann/json.hpp>
+#include "dump/shard.h"
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
 #include "core/pg.h"
-#include "dump/shard.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff {
@@ -212,9 +212,9 @@ class VerifyRangeShards : public ShardCli {
     std::vector<std::thread> threads;
     for (uint32_t k = 0; k < n; ++k)
       threads.emplace_back([&, k] {
-        results[k] = RunCli(VerifyArgs(right, {"--shards", std::to_string(n), "--out",
-                                               Path(prefix + std::to_string(k) + ".ldm")}),
-                            {"JOB_COMPLETION_INDEX=" + std::to_string(k)});
+        results[k] = RunCli(
+            VerifyArgs(right, {"--shards", std::to_string(n), "--out", Path(prefix + std::to_string(k) + ".ldm")}),
+            {"JOB_COMPLETION_INDEX=" + std::to_string(k)});
       });
     for (auto& t : threads) t.join();
     std::vector<int> codes;
@@ -225,13 +225,15 @@ class VerifyRangeShards : public ShardCli {
     return codes;
   }
   static std::vector<std::string> VerifyArgs(const std::string& right, std::vector<std::string> extra) {
-    std::vector<std::string> args = {"verify-range", "--range", "2:601", "--left", TestConninfo(), "--right",
-                                     TestConninfo(), "--left-schema", schema_, "--right-schema", right};
+    std::vector<std::string> args = {"verify-range", "--range",        "2:601",        "--left",
+                                     TestConninfo(), "--right",        TestConninfo(), "--left-schema",
+                                     schema_,        "--right-schema", right};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
   static testing::CliResult Merge(const std::string& prefix, uint32_t n) {
-    std::vector<std::string> args = {"manifest", "merge", "--manifest-detail", "full", "--out", Path(prefix + "full.ldm")};
+    std::vector<std::string> args = {"manifest", "merge", "--manifest-detail",
+                                     "full",     "--out", Path(prefix + "full.ldm")};
     for (uint32_t k = 0; k < n; ++k) args.push_back(Path(prefix + std::to_string(k) + ".ldm"));
     args.insert(args.end(), {"--format", "json"});
     return RunCli(args);
@@ -240,8 +242,8 @@ class VerifyRangeShards : public ShardCli {
 
 TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
   const std::string right = testing::UniqueName("shard_right");
-  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", right, "--range", "2:601", "--workers", "2",
-                        "--job-size", "50"});
+  auto ingest = RunCli(
+      {"ingest", "--db", TestConninfo(), "--schema", right, "--range", "2:601", "--workers", "2", "--job-size", "50"});
   ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
 
   // Identical sides.
@@ -264,9 +266,10 @@ TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
   // merge says so with the unsharded run's first divergent ledger and exits 1, as does show.
   auto conn = testing::Connect();
   ASSERT_TRUE(conn);
-  ASSERT_TRUE(conn->Run(fmt::format("UPDATE {}.history_transactions SET max_fee = max_fee + 1 WHERE ledger_sequence = 450",
-                                    pg::QuoteIdent(right)))
-                  .ok());
+  ASSERT_TRUE(
+      conn->Run(fmt::format("UPDATE {}.history_transactions SET max_fee = max_fee + 1 WHERE ledger_sequence = 450",
+                            pg::QuoteIdent(right)))
+          .ok());
   auto single_bad = RunCli(VerifyArgs(right, {"--out", Path("vb-single.ldm"), "--format", "json"}));
   ASSERT_EQ(single_bad.exit_code, 1) << single_bad.out << single_bad.err;
   EXPECT_EQ(nlohmann::json::parse(single_bad.out).at("first_divergent_ledger"), 450);
@@ -287,7 +290,8 @@ TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("missing shard 1"), std::string::npos) << missing.err;
   RunShards(3, "vd-");
-  auto mixed = RunCli({"manifest", "merge", "--out", Path("vx.ldm"), Path("vb-0.ldm"), Path("vd-1.ldm"), Path("vb-2.ldm")});
+  auto mixed =
+      RunCli({"manifest", "merge", "--out", Path("vx.ldm"), Path("vb-0.ldm"), Path("vd-1.ldm"), Path("vb-2.ldm")});
   EXPECT_EQ(mixed.exit_code, 2);
   EXPECT_NE(mixed.err.find("parts of different commands"), std::string::npos) << mixed.err;
   EXPECT_FALSE(fs::exists(Path("vx.ldm")));

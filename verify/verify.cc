@@ -65,7 +65,8 @@ Status ValidateVerifyOptions(const VerifyOptions& o) {
     return Status::Usagef("--baseline {}: no such file", o.baseline);
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
   if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
-    return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)", o.workers_timeout_s);
+    return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",
+                          o.workers_timeout_s);
   LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
   return Status::Ok();
 }
@@ -273,8 +274,8 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     LD_ASSIGN_OR_RETURN(uint32_t index, dump::ResolveShardIndex(o.shard, o.shards));
     LD_ASSIGN_OR_RETURN(compared, dump::ShardSlice(o.range, o.shards, index));
     report.shard = dump::ShardInfo{index, o.shards, o.range};
-    reporter.Note(fmt::format("verify-range shard {} of {}: ledgers {} of {}", index, o.shards, compared.str(),
-                              o.range.str()));
+    reporter.Note(
+        fmt::format("verify-range shard {} of {}: ledgers {} of {}", index, o.shards, compared.str(), o.range.str()));
   }
   const diff::Source left = diff::Source::Schema(o.left, o.left_schema);
   const diff::Source right = diff::Source::Schema(o.right, o.right_schema);
@@ -287,7 +288,9 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   std::optional<ComparisonManifest> manifest;
   if (!o.out.empty()) {
     manifest.emplace(o.out, left.Describe(), compared, report.shard);
-    dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) { return manifest->Add(common, c); };
+    dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
+      return manifest->Add(common, c);
+    };
   }
   LD_ASSIGN_OR_RETURN(report.diff, diff::DiffSources(left, right, spec, dopt, reporter));
   if (manifest) {

@@ -6,11 +6,10 @@
 // both, diffs them and returns the verdict. Schemas are dropped after a pass (unless `keep`) and
 // kept after a divergence, with the exact `ledgerdiff diff` command to look again.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/ledger_range.h"
 #include "core/report.h"
@@ -103,14 +102,14 @@ struct VerifyRangeOptions {
   uint32_t max_rows = 20;
   bool all = false;
   bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
-  uint32_t shards = 0;                // 0: unsharded
-  std::optional<int64_t> shard;       // default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX
+  uint32_t shards = 0;       // 0: unsharded
+  std::optional<int64_t> shard;  // default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX
   // Write the left side's manifest of the compared range (full detail; the tables and columns
   // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
   std::string out;
 };
 struct VerifyRangeReport {
-  diff::DiffReport diff;                   // over the compared range (the shard's slice)
+  diff::DiffReport diff;  // over the compared range (the shard's slice)
   std::optional<dump::ShardInfo> shard;
   std::optional<dump::DigestSummary> manifest;  // written to options.out
 };
