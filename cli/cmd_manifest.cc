@@ -1,4 +1,5 @@
-// manifest merge, manifest show: thin shells over dump/shard.h.
+// manifest merge, manifest show: thin shells over dump/shard.h. Exit 1 when the manifest (or the
+// merged parts) holds a divergent verify-range outcome.
 #include <fmt/format.h>
 
 #include "cli/command.h"
@@ -30,15 +31,23 @@ Action SetupManifest(CLI::App* sub) {
     Outcome out;
     if (f->merge->parsed()) {
       const auto detail = f->detail == "full" ? dump::ManifestDetail::kFull : dump::ManifestDetail::kCompact;
-      LD_ASSIGN_OR_RETURN(auto summary, dump::MergeManifests(f->parts, f->out, detail));
-      out.json = dump::DigestSummaryToJson(summary);
+      LD_ASSIGN_OR_RETURN(auto merged, dump::MergeManifests(f->parts, f->out, detail));
+      out.json = dump::DigestSummaryToJson(merged.summary);
       out.json["parts"] = f->parts.size();
-      out.text = fmt::format("merged {} parts into {}\n", f->parts.size(), f->out) + dump::RenderDigestText(summary);
+      out.text = fmt::format("merged {} parts into {}\n", f->parts.size(), f->out);
+      if (merged.comparison) {
+        // verify-range parts: the exit code is the joined verdict, as verify-range's own.
+        out.json["comparison"] = dump::ComparisonOutcomeToJson(*merged.comparison);
+        out.text += "comparison (verify-range): " + dump::RenderComparisonOutcome(*merged.comparison) + "\n";
+        out.exit_code = merged.comparison->identical ? 0 : 1;
+      }
+      out.text += dump::RenderDigestText(merged.summary);
       return out;
     }
     LD_ASSIGN_OR_RETURN(auto info, dump::ReadManifestInfo(f->file));
     out.json = dump::ManifestInfoToJson(info);
     out.text = dump::RenderManifestText(info);
+    out.exit_code = info.comparison && !info.comparison->identical ? 1 : 0;
     return out;
   };
   return a;

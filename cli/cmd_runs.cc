@@ -2,6 +2,8 @@
 // `plan` registers the run and prints its id as the last stdout line (deploy/ reads it).
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "cli/command.h"
 #include "core/ledger_range.h"
 #include "ingest/distributed.h"
@@ -67,7 +69,7 @@ Action SetupPlan(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff plan"));
-    LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::RegisterRun(*conn, f->options));
+    LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::PlanRun(*conn, f->options));
     const auto jobs = SplitJobs(spec.range, spec.job_size).size();
     Outcome out;
     out.text = fmt::format("# run {}: schema \"{}\", ledgers {}, {} jobs of {} ledgers; start workers with "
@@ -105,9 +107,13 @@ Action SetupWait(CLI::App* sub) {
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("--run", f->run, "The run (printed by plan)")->required();
-  sub->add_option("--timeout", f->timeout, "Give up after S seconds (exit 2); default: wait forever")
-      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--timeout", f->timeout, "Give up after S seconds (exit 2); default: wait forever");
   Action a;
+  a.check = [f]() -> Status {
+    if (!std::isfinite(f->timeout) || f->timeout < 0)
+      return Status::Usagef("--timeout {}: must be a number of seconds from 0 (0: wait forever)", f->timeout);
+    return Status::Ok();
+  };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff wait"));

@@ -46,6 +46,10 @@ Action SetupVerify(CLI::App* sub) {
                   "{schema} {db} {worker} {job}");
   sub->add_option("--inject-bug", o.bug,
                   "Self-test: the parallel side misbehaves at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
+  sub->add_flag("--workers-external", o.workers_external,
+                "Start no parallel workers: register the run and wait for `ledgerdiff worker --run ID` from elsewhere");
+  sub->add_option("--workers-timeout", o.workers_timeout_s,
+                  "With --workers-external: give up after S seconds (exit 2); default: wait forever");
   sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE");
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
   sub->add_option("--junit", f->junit, "Also write a JUnit XML report (one test case per table)");
@@ -85,6 +89,7 @@ Action SetupVerify(CLI::App* sub) {
 Action SetupVerifyRange(CLI::App* sub) {
   struct Flags {
     std::string range;
+    int64_t shard = -1;
     verify::VerifyRangeOptions options;
   };
   auto f = std::make_shared<Flags>();
@@ -99,14 +104,42 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
   sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
+  sub->add_option("--shards", o.shards,
+                  "Compare one shard of N (deterministic contiguous slices of --range) and write its part (--out); "
+                  "join the parts with `manifest merge`");
+  sub->add_option("--shard", f->shard,
+                  "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
+  sub->add_option("--out", o.out,
+                  "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)");
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range, RangeUse::kCompare));
-    return Status::Ok();
+    if (f->shard != -1) {
+      if (f->shard < 0) return Status::Usagef("--shard {} is not a shard index (a number from 0)", f->shard);
+      f->options.shard = f->shard;
+    }
+    return verify::ValidateVerifyRangeOptions(f->options);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(f->options, ctx.reporter()));
-    return Outcome{report.identical ? 0 : 1, diff::RenderDiffText(report), diff::DiffReportToJson(report), ""};
+    Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff),
+                ""};
+    if (report.shard)
+      out.json["shard"] = {
+          {"index", report.shard->index},
+          {"count", report.shard->count},
+          {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
+    if (report.manifest) {
+      out.json["manifest"] = {{"path", report.manifest->manifest_path},
+                              {"bytes", report.manifest->manifest_bytes},
+                              {"root", report.manifest->root}};
+      out.text += report.shard ? fmt::format(
+                                     "part {} (shard {} of {}) written: join the parts with `ledgerdiff "
+                                     "manifest merge --out FULL PART...`\n",
+                                     report.manifest->manifest_path, report.shard->index, report.shard->count)
+                               : fmt::format("manifest {} written\n", report.manifest->manifest_path);
+    }
+    return out;
   };
   return a;
 }

@@ -426,10 +426,15 @@ class DiffRun {
       dopts.restrict_to = common_;
       dopts.phase = fmt::format("digest {}", s.name);
       dopts.before_commit = [&s](const std::string& id) { return s.gate.PublishAndWait(id); };
-      s.thread = std::jthread([&s, this, dopts] {
+      const bool tapped = &s == &sides_[0] && options_.left_chunks;
+      s.thread = std::jthread([&s, this, dopts, tapped] {
         auto r = dump::DigestSchema(
             s.source.conninfo, s.source.schema, spec_, dopts,
-            [&s](const Chunk& c) { return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled"); }, reporter_);
+            [&](const Chunk& c) {
+              if (tapped) LD_RETURN_IF_ERROR(options_.left_chunks(common_, c));
+              return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled");
+            },
+            reporter_);
         if (r.ok()) {
           s.summary = std::move(r).value();
           s.queue.Close(Status::Ok());

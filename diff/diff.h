@@ -7,6 +7,7 @@
 // from rendering: DiffSources returns a DiffReport; RenderDiffText / DiffReportToJson render it.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "diff/checks.h"
+#include "dump/digest.h"
 #include "dump/profile.h"
 
 namespace ledgerdiff::diff {
@@ -52,6 +54,10 @@ struct DiffOptions {
   // Accept a comparison of zero rows on both sides as identical (else a Usage error: a gate
   // must not pass on nothing, e.g. a wrong --range or a forgotten --db).
   bool allow_empty = false;
+  // Called with every chunk of the left side's digest, in ledger order, from its digest thread,
+  // restricted to the tables and columns both sides have (`common`); a non-ok Status stops the
+  // diff. Only when the left side is a schema. verify-range --out writes its manifest from it.
+  std::function<Status(const dump::ResolvedProfile& common, const dump::Chunk& chunk)> left_chunks;
 };
 
 // Rows of one side's compared table that the range leaves out: a warning, except without

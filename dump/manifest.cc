@@ -69,6 +69,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
     j["shard"] = {{"index", header.shard->index},
                   {"count", header.shard->count},
                   {"full_range", {{"from", header.shard->full_range.from}, {"to", header.shard->full_range.to}}}};
+  if (header.comparison) j["comparison"] = "verify-range";
   std::string js = j.dump();
   std::string head(kMagic, 8);
   PutU32(head, kManifestVersion);
@@ -119,9 +120,12 @@ Status ManifestWriter::Add(const Chunk& c) {
   return Write(buf_.data(), buf_.size());
 }
 
-Result<uint64_t> ManifestWriter::Finish(const DigestSummary& s) {
+Result<uint64_t> ManifestWriter::Finish(const DigestSummary& s, const std::optional<ComparisonOutcome>& outcome) {
   if (next_ != header_.range.to + 1) return Status::Runtimef("manifest {}: entries incomplete", path_);
+  if (outcome.has_value() != header_.comparison)
+    return Status::Runtimef("manifest {}: a comparison's outcome belongs with a comparison's header", path_);
   nlohmann::json j;
+  if (outcome) j["comparison"] = ComparisonOutcomeToJson(*outcome);
   j["root"] = s.root;
   j["rows"] = s.rows;
   j["tables"] = nlohmann::json::array();
@@ -229,6 +233,7 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
         return Status::Usagef("manifest {} is corrupted (shard)", path);
       r->header_.shard = s;
     }
+    r->header_.comparison = j.contains("comparison");
   } catch (const std::exception& e) {
     return Status::Usagef("manifest {} is corrupted (header: {})", path, e.what());
   }
@@ -311,6 +316,21 @@ Status ManifestReader::Finish() {
     for (const auto& jt : j.at("tables"))
       summary_.tables.push_back({jt.at("table").get<std::string>(), jt.at("rows").get<uint64_t>(),
                                  jt.at("ledgers_with_rows").get<uint64_t>(), jt.at("root").get<std::string>()});
+    if (header_.comparison != j.contains("comparison"))
+      return Status::Usagef("manifest {} is corrupted (comparison outcome)", path_);
+    if (header_.comparison) {
+      const auto& jc = j.at("comparison");
+      ComparisonOutcome c;
+      c.identical = jc.at("identical").get<bool>();
+      if (!jc.at("first_divergent_ledger").is_null())
+        c.first_divergent_ledger = jc.at("first_divergent_ledger").get<Ledger>();
+      c.divergent_ledgers = jc.at("divergent_ledgers").get<uint64_t>();
+      c.ledgers_compared = jc.at("ledgers_compared").get<uint64_t>();
+      c.rows_left = jc.at("rows_left").get<uint64_t>();
+      c.rows_right = jc.at("rows_right").get<uint64_t>();
+      c.allow_empty = jc.at("allow_empty").get<bool>();
+      comparison_ = c;
+    }
   } catch (const std::exception& e) {
     return Status::Usagef("manifest {} is corrupted (trailer: {})", path_, e.what());
   }
@@ -351,17 +371,64 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   return summary;
 }
 
-Result<DigestSummary> ReadManifestSummary(const std::string& path) {
+SummaryBuilder::SummaryBuilder(const ResolvedProfile& profile, const LedgerRange& range, std::string source) {
+  summary_.source = std::move(source);
+  summary_.range = range;
+  summary_.profile = profile;
+  for (const auto& t : summary_.profile.tables) summary_.tables.push_back({t.name, 0, 0, ""});
+  roots_ = std::make_unique<RootBuilder>(summary_.profile);
+}
+
+void SummaryBuilder::Add(const Chunk& chunk) {
+  roots_->Add(chunk);
+  for (size_t i = 0; i < chunk.counts.size(); ++i) {
+    auto& ts = summary_.tables[i % chunk.tables];
+    ts.rows += chunk.counts[i];
+    if (chunk.counts[i]) ++ts.ledgers_with_rows;
+    summary_.rows += chunk.counts[i];
+  }
+}
+
+DigestSummary SummaryBuilder::Finish() {
+  std::vector<std::string> table_roots;
+  roots_->Finish(summary_.range, table_roots, summary_.root);
+  roots_.reset();
+  for (size_t t = 0; t < table_roots.size(); ++t) summary_.tables[t].root = table_roots[t];
+  return std::move(summary_);
+}
+
+Result<ManifestInfo> ReadManifestInfo(const std::string& path) {
   LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
   Chunk c;
   for (;;) {
     LD_ASSIGN_OR_RETURN(bool more, reader->Next(c));
     if (!more) break;
   }
-  DigestSummary s = reader->summary();
+  ManifestInfo info{reader->header(), reader->summary(), reader->comparison()};
   std::error_code ec;
-  s.manifest_bytes = std::filesystem::file_size(path, ec);
-  return s;
+  info.summary.manifest_bytes = std::filesystem::file_size(path, ec);
+  return info;
+}
+
+nlohmann::json ComparisonOutcomeToJson(const ComparisonOutcome& c) {
+  return {{"identical", c.identical},
+          {"first_divergent_ledger", c.first_divergent_ledger ? nlohmann::json(*c.first_divergent_ledger) : nullptr},
+          {"divergent_ledgers", c.divergent_ledgers},
+          {"ledgers_compared", c.ledgers_compared},
+          {"rows_left", c.rows_left},
+          {"rows_right", c.rows_right},
+          {"allow_empty", c.allow_empty}};
+}
+
+std::string RenderComparisonOutcome(const ComparisonOutcome& c) {
+  if (c.identical)
+    return fmt::format("identical over {} ledgers ({} rows left, {} rows right)", c.ledgers_compared, c.rows_left,
+                       c.rows_right);
+  const std::string where = c.first_divergent_ledger
+                                ? fmt::format("first divergent ledger {}", *c.first_divergent_ledger)
+                                : std::string("no ledger differs (tables, columns, lookups or invariants do)");
+  return fmt::format("divergent: {}, {} divergent ledgers of {} ({} rows left, {} rows right)", where,
+                     c.divergent_ledgers, c.ledgers_compared, c.rows_left, c.rows_right);
 }
 
 }  // namespace ledgerdiff::dump

@@ -11,7 +11,9 @@
 //   SHA-256 of every byte before it (32 bytes)
 // The header JSON holds: format, tool version, source, detail, range, the resolved profile (per
 // table: ledger mapping, canonical columns with classes, key, excluded columns), lookup and
-// uncompared tables, the profile fingerprint and, on a partial manifest, "shard" (ShardInfo). Roots are in the trailer because the writer streams.
+// uncompared tables, the profile fingerprint, on a partial manifest "shard" (ShardInfo) and, on a
+// comparison's manifest, "comparison": "verify-range". Roots are in the trailer because the writer
+// streams; so is a comparison's outcome (trailer key "comparison", ComparisonOutcome).
 // Detection strength of a compact manifest stays 128-bit per ledger (combined digest) and 256-bit
 // per table over the range (roots); the 32-bit tags only localise which table differs.
 //
@@ -46,6 +48,17 @@ struct ShardInfo {
 // two digests with equal fingerprints hashed the same columns the same way.
 std::string ProfileFingerprint(const ResolvedProfile& profile);
 
+// The outcome of a comparison, stored with the manifest of its left side (verify-range --out, its
+// shards and their merge; verify/verify.h): the entries are the left side's, restricted to the
+// tables and columns both sides have; the outcome covers the manifest's range.
+struct ComparisonOutcome {
+  bool identical = true;
+  std::optional<Ledger> first_divergent_ledger;
+  uint64_t divergent_ledgers = 0, ledgers_compared = 0;
+  uint64_t rows_left = 0, rows_right = 0;
+  bool allow_empty = false;  // zero rows on both sides counts as identical (verify-range --allow-empty)
+};
+
 struct ManifestHeader {
   std::string tool_version;
   std::string source;
@@ -54,6 +67,7 @@ struct ManifestHeader {
   ResolvedProfile profile;
   std::optional<ShardInfo> shard;  // header key "shard": {"index","count","full_range"}
   std::string fingerprint;         // header key "fingerprint"; the writer computes it
+  bool comparison = false;         // header key "comparison": the trailer holds a ComparisonOutcome
 };
 
 // Streaming writer. Writes PATH.tmp and renames it to PATH on Finish; PATH.tmp is removed when
@@ -64,8 +78,9 @@ class ManifestWriter {
   ~ManifestWriter();
   // REQUIRES: chunks consecutive from header.range.from, full, with the header's tables.
   Status Add(const Chunk& chunk);
-  // Writes the trailer (roots from `summary`) and the checksum; returns the file size.
-  Result<uint64_t> Finish(const DigestSummary& summary);
+  // Writes the trailer (roots from `summary`, `outcome`) and the checksum; returns the file size.
+  // REQUIRES: outcome.has_value() == header.comparison.
+  Result<uint64_t> Finish(const DigestSummary& summary, const std::optional<ComparisonOutcome>& outcome = {});
 
  private:
   ManifestWriter() = default;
@@ -88,8 +103,9 @@ class ManifestReader {
   // Reads up to `max_ledgers` next entries into `out` (compact: !full). Returns false after the
   // last entry, once the trailer and the checksum are verified.
   Result<bool> Next(Chunk& out, uint32_t max_ledgers = 4096);
-  // After Next returned false: the stored summary (rows per table, roots).
+  // After Next returned false: the stored summary (rows per table, roots) and outcome.
   const DigestSummary& summary() const { return summary_; }
+  const std::optional<ComparisonOutcome>& comparison() const { return comparison_; }
 
  private:
   ManifestReader() = default;
@@ -104,6 +120,7 @@ class ManifestReader {
   size_t pos_ = 0;
   ManifestHeader header_;
   DigestSummary summary_;
+  std::optional<ComparisonOutcome> comparison_;
   Ledger next_ = 0;
   bool entries_done_ = false;  // every entry read (next_ may not pass range.to at 2^32 - 1)
   bool done_ = false;
@@ -115,7 +132,36 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                                        const std::string& path, ManifestDetail detail, Reporter& reporter,
                                        const std::optional<ShardInfo>& shard = std::nullopt);
 
-// Reads a whole manifest and verifies it; returns its summary.
-Result<DigestSummary> ReadManifestSummary(const std::string& path);
+// Rows, ledgers with rows and roots per table and the overall root of a manifest's entries, from
+// its chunks in ledger order, as DigestSchema computes them (the merge and verify-range use it).
+class SummaryBuilder {
+ public:
+  SummaryBuilder(const ResolvedProfile& profile, const LedgerRange& range, std::string source);
+  // REQUIRES: chunk.full, chunks consecutive from range.from, with the profile's tables.
+  void Add(const Chunk& chunk);
+  // Call once, after the chunk holding range.to.
+  DigestSummary Finish();
+
+ private:
+  DigestSummary summary_;
+  std::unique_ptr<RootBuilder> roots_;  // refers to summary_.profile
+};
+
+// A manifest read whole and verified (entries, trailer, checksum).
+struct ManifestInfo {
+  ManifestHeader header;
+  DigestSummary summary;  // manifest_bytes: the file's size
+  std::optional<ComparisonOutcome> comparison;
+};
+// The one reader of a whole manifest.
+Result<ManifestInfo> ReadManifestInfo(const std::string& path);
+inline Result<DigestSummary> ReadManifestSummary(const std::string& path) {
+  LD_ASSIGN_OR_RETURN(ManifestInfo info, ReadManifestInfo(path));
+  return std::move(info.summary);
+}
+
+nlohmann::json ComparisonOutcomeToJson(const ComparisonOutcome& outcome);
+// "identical over N ledgers (R rows left, R rows right)" / "divergent: first divergent ledger L, ...".
+std::string RenderComparisonOutcome(const ComparisonOutcome& outcome);
 
 }  // namespace ledgerdiff::dump

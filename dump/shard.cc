@@ -63,8 +63,8 @@ std::string RangeText(const LedgerRange& r) { return fmt::format("{}:{}", r.from
 
 }  // namespace
 
-Result<DigestSummary> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
-                                     ManifestDetail detail) {
+Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
+                                      ManifestDetail detail) {
   if (parts.empty()) return Status::Usage("manifest merge needs at least one part");
   struct Part {
     std::string path;
@@ -87,6 +87,9 @@ Result<DigestSummary> MergeManifests(const std::vector<std::string>& parts, cons
     const ShardInfo& s = *h.shard;
     const std::string& p = opened[i].path;
     const std::string& p0 = opened[0].path;
+    if (h.comparison != ref.comparison)
+      return Status::Usagef("{} is a {} part, {} a {} part: parts of different commands", p,
+                            h.comparison ? "verify-range" : "digest", p0, ref.comparison ? "verify-range" : "digest");
     if (s.count != rs.count)
       return Status::Usagef("{} is shard {} of {}, {} of {}: parts of different splits", p, s.index, s.count, p0, rs.count);
     if (s.full_range.from != rs.full_range.from || s.full_range.to != rs.full_range.to)
@@ -120,49 +123,40 @@ Result<DigestSummary> MergeManifests(const std::vector<std::string>& parts, cons
   header.shard.reset();
   header.detail = detail;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
-  DigestSummary summary;
-  summary.source = ref.source;
-  summary.range = rs.full_range;
-  summary.profile = ref.profile;
-  for (const auto& t : ref.profile.tables) summary.tables.push_back({t.name, 0, 0, ""});
-  RootBuilder roots(summary.profile);
+  SummaryBuilder builder(ref.profile, rs.full_range, ref.source);
+  std::optional<ComparisonOutcome> outcome;
+  if (ref.comparison) outcome = ComparisonOutcome{};
   Chunk chunk;
   for (uint32_t k = 0; k < rs.count; ++k) {
     ManifestReader& reader = *opened[slot[k]].reader;
     for (;;) {
       LD_ASSIGN_OR_RETURN(bool more, reader.Next(chunk));
       if (!more) break;
-      roots.Add(chunk);
+      builder.Add(chunk);
       LD_RETURN_IF_ERROR(writer->Add(chunk));
-      for (size_t i = 0; i < chunk.counts.size(); ++i) {
-        auto& ts = summary.tables[i % chunk.tables];
-        ts.rows += chunk.counts[i];
-        if (chunk.counts[i]) ++ts.ledgers_with_rows;
-        summary.rows += chunk.counts[i];
-      }
     }
+    if (!outcome) continue;
+    const ComparisonOutcome& part = *reader.comparison();
+    outcome->identical = outcome->identical && part.identical;
+    if (part.first_divergent_ledger && !outcome->first_divergent_ledger)  // parts in ledger order
+      outcome->first_divergent_ledger = part.first_divergent_ledger;
+    outcome->divergent_ledgers += part.divergent_ledgers;
+    outcome->ledgers_compared += part.ledgers_compared;
+    outcome->rows_left += part.rows_left;
+    outcome->rows_right += part.rows_right;
+    outcome->allow_empty = part.allow_empty;
   }
-  std::vector<std::string> table_roots;
-  roots.Finish(summary.range, table_roots, summary.root);
-  for (size_t t = 0; t < table_roots.size(); ++t) summary.tables[t].root = table_roots[t];
-  LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
+  if (outcome && outcome->rows_left == 0 && outcome->rows_right == 0 && !outcome->allow_empty)
+    return Status::Usagef(
+        "the parts compared zero rows on both sides over ledgers {} (a wrong --range or "
+        "database?); nothing merged (verify-range --allow-empty accepts an empty range)",
+        RangeText(rs.full_range));
+  DigestSummary summary = builder.Finish();
+  LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary, outcome));
   summary.manifest_path = out;
   summary.manifest_bytes = size;
   summary.manifest_detail = ManifestDetailName(detail);
-  return summary;
-}
-
-Result<ManifestInfo> ReadManifestInfo(const std::string& path) {
-  LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
-  Chunk c;
-  for (;;) {
-    LD_ASSIGN_OR_RETURN(bool more, reader->Next(c));
-    if (!more) break;
-  }
-  ManifestInfo info{reader->header(), reader->summary()};
-  std::error_code ec;
-  info.summary.manifest_bytes = std::filesystem::file_size(path, ec);
-  return info;
+  return MergedManifest{std::move(summary), outcome};
 }
 
 std::string RenderManifestText(const ManifestInfo& info) {
@@ -176,6 +170,7 @@ std::string RenderManifestText(const ManifestInfo& info) {
                      RangeText(h.range), h.range.size(), h.shard->index, h.shard->count, RangeText(h.shard->full_range));
   else
     s += fmt::format("  coverage: ledgers {} ({} ledgers, complete)\n", RangeText(h.range), h.range.size());
+  if (info.comparison) s += "  comparison (verify-range): " + RenderComparisonOutcome(*info.comparison) + "\n";
   return s + RenderDigestText(info.summary);
 }
 
@@ -198,6 +193,7 @@ nlohmann::json ManifestInfoToJson(const ManifestInfo& info) {
                   {"full_range", {{"from", h.shard->full_range.from}, {"to", h.shard->full_range.to}}}};
   else
     j["shard"] = nullptr;
+  j["comparison"] = info.comparison ? ComparisonOutcomeToJson(*info.comparison) : nlohmann::json(nullptr);
   j["digest"] = DigestSummaryToJson(info.summary);
   return j;
 }

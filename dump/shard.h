@@ -40,18 +40,20 @@ Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const s
 
 // Joins partial manifests into `out` (detail `detail`). The parts must fit: every one a partial
 // manifest of full detail with the same full range, count, profile fingerprint, profile name and
-// tool version, its slice exactly ShardSlice(full_range, count, index); every index present once.
+// tool version, its slice exactly ShardSlice(full_range, count, index); every index present once;
+// all of one kind (digest parts, or verify-range parts whose outcomes are joined: identical when
+// every part is, the first divergent ledger the smallest, counts summed).
 // Usage errors (exit 2, nothing written): a missing shard (named with its slice), a duplicate, a
-// mismatch (naming both files). The summary is that of the merged manifest.
-Result<DigestSummary> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
-                                     ManifestDetail detail);
-
-// Header, coverage (ledgers with entries, shard) and roots of a manifest, read and verified.
-struct ManifestInfo {
-  ManifestHeader header;
-  DigestSummary summary;
+// mismatch (naming both files), verify-range parts that compared zero rows on both sides in all
+// (unless they were run with --allow-empty).
+struct MergedManifest {
+  DigestSummary summary;                        // of the merged manifest
+  std::optional<ComparisonOutcome> comparison;  // verify-range parts
 };
-Result<ManifestInfo> ReadManifestInfo(const std::string& path);
+Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
+                                      ManifestDetail detail);
+
+// Header, coverage (ledgers with entries, shard), roots and outcome of a manifest (ReadManifestInfo).
 std::string RenderManifestText(const ManifestInfo& info);
 nlohmann::json ManifestInfoToJson(const ManifestInfo& info);
 

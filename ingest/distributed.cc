@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/database.h"
+#include "ingest/schema_guard.h"
 #include "ingest/worker.h"
 
 namespace ledgerdiff::ingest {
@@ -51,12 +53,33 @@ std::string UniqueWorkerId() {
   return fmt::format("{}-{}-{}", host, getpid(), ms);
 }
 
-Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) {
+Status RequireRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
-  if (exists.Get(0, 0) != "t") return Status::Usagef("no run {}: the database has no job table ({})", run_id, kControlSchema);
+  if (exists.Get(0, 0) != "t")
+    return Status::Usagef("no such run \"{}\": this database has no job table ({}); plan prints the run id", run_id,
+                          kControlSchema);
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT 1 FROM {} WHERE run_id = $1", T("runs")), {run_id}));
+  if (rows.size() != 1)
+    return Status::Usagef("no such run \"{}\" in this database's job table (`ledgerdiff runs` lists them)", run_id);
+  return Status::Ok();
+}
+
+Result<RunSpec> PlanRun(pg::Connection& conn, const IngestOptions& options) {
+  LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, options.schema));
+  if (state == SchemaState::kForeign && !options.force)
+    return Status::Usagef(
+        "schema \"{}\" exists and was not created by ledgerdiff; refusing to plan into it (use "
+        "another --schema, or --force)",
+        options.schema);
+  return RegisterRun(conn, options);
+}
+
+Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) {
+  LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT {} FROM {} WHERE run_id = $1", kRunColumns, T("runs")), {run_id}));
-  if (rows.size() != 1) return Status::Usagef("no run {} in the job table", run_id);
+  if (rows.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
   RunStatus s = RowToStatus(rows, 0);
   LD_RETURN_IF_ERROR(FillDetails(conn, s));
   return s;
@@ -102,6 +125,7 @@ int RunDistributedWorker(const std::string& conninfo, const std::string& run_id,
   auto control = pg::Connection::Open(conninfo, "ledgerdiff worker " + worker);
   if (!control.ok()) return fail(control.status());
   pg::Connection& conn = **control;
+  if (Status known = RequireRun(conn, run_id); !known.ok()) return fail(known);
   auto spec = LoadRun(conn, run_id);
   if (!spec.ok()) return fail(spec.status());
   reporter.Note(fmt::format("worker {} joins run {} (schema \"{}\", ledgers {})", worker, run_id, spec->schema,
@@ -146,6 +170,7 @@ int RunDistributedWorker(const std::string& conninfo, const std::string& run_id,
 Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, double timeout_s, Reporter& reporter) {
   const auto start = std::chrono::steady_clock::now();
   std::string last;
+  LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
   for (;;) {
     LD_ASSIGN_OR_RETURN(std::string state, SettleRun(conn, run_id));
     LD_ASSIGN_OR_RETURN(RunStatus s, GetRunStatus(conn, run_id));
@@ -163,6 +188,55 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
                               s.counts.pending, s.counts.running);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
+}
+
+Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const IngestOptions& options, double timeout_s,
+                                            Reporter& reporter) {
+  const auto started = std::chrono::steady_clock::now();
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
+  RunSpec spec;
+  if (options.resume_run.empty()) {
+    LD_ASSIGN_OR_RETURN(spec, PlanRun(*conn, options));
+  } else {
+    LD_ASSIGN_OR_RETURN(spec, LoadRun(*conn, options.resume_run));
+    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "running"));
+  }
+  reporter.Note(
+      fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}` on machines that "
+                  "reach this database",
+                  spec.run_id, spec.run_id));
+  LD_ASSIGN_OR_RETURN(RunStatus status, WaitForRun(*conn, spec.run_id, timeout_s, reporter));
+  IngestReport report;
+  report.run_id = spec.run_id;
+  report.schema = spec.schema;
+  report.range = spec.range;
+  report.job_size = spec.job_size;
+  report.workers = static_cast<uint32_t>(status.workers.size());
+  if (status.state == "done") {
+    Status intact = CheckRunOwnsSchema(*conn, spec);
+    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(*conn, spec);
+    if (!intact.ok()) {
+      LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "failed"));
+      report.error = intact.message();
+    }
+  } else {
+    report.error =
+        fmt::format("run {} is {}: a job ran out of retries (continue it with --resume)", spec.run_id, status.state);
+  }
+  report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
+  LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(*conn, spec.run_id));
+  report.jobs = static_cast<uint32_t>(jobs.size());
+  report.attempts = static_cast<uint32_t>(report.timeline.size());
+  report.ledgers = status.counts.ledgers_done;
+  for (const auto& j : jobs) {
+    if (j.attempt > 1) ++report.retried_jobs;
+    if (j.state == "failed") report.failed_jobs.push_back(j);
+  }
+  LD_ASSIGN_OR_RETURN(report.rows_per_table, CountRowsInRange(*conn, spec.schema, spec.range));
+  for (const auto& [table, n] : report.rows_per_table) report.rows += n;
+  report.ok = report.error.empty();
+  return report;
 }
 
 }  // namespace ledgerdiff::ingest

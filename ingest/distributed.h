@@ -18,7 +18,9 @@
 #include "core/pg.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "ingest/ingest_report.h"
 #include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
 
 namespace ledgerdiff::ingest {
 
@@ -33,6 +35,14 @@ struct RunStatus {
   RunCounts counts;
   std::vector<std::string> workers;  // distinct workers that made an attempt
 };
+
+// Usage error "no such run ..." (exit 2, one line) unless the job table holds `run_id`.
+Status RequireRun(pg::Connection& conn, const std::string& run_id);
+
+// `plan`: registers a run (orchestrator.h RegisterRun) after checking the options and that the
+// target schema is absent, or ledgerdiff's, or --force: a refusal creates nothing, not even the
+// job table.
+Result<RunSpec> PlanRun(pg::Connection& conn, const IngestOptions& options);
 
 Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id);
 // Every run in the job table, newest first (empty when there is no control schema).
@@ -51,5 +61,13 @@ int RunDistributedWorker(const std::string& conninfo, const std::string& run_id,
 // Blocks until the run is done or failed, reporting progress. timeout_s <= 0: no limit.
 // Runtime error (exit 2) on timeout or an unknown run.
 Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, double timeout_s, Reporter& reporter);
+
+// verify --workers-external: registers the run (PlanRun; or continues options.resume_run) and
+// waits (WaitForRun, timeout_s <= 0: no limit) for workers started elsewhere (`ledgerdiff worker
+// --run ID`, printed as a note) to finish it; starts no worker itself. Then RunIngest's end-of-run
+// checks (the schema is still the run's; committed rows match its jobs, unless unsafe commits are
+// planned) and its report; a failed run or check is a report with `ok` false and `error` set.
+Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const IngestOptions& options, double timeout_s,
+                                            Reporter& reporter);
 
 }  // namespace ledgerdiff::ingest

@@ -1,5 +1,6 @@
 #include "ingest/schema_guard.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -10,6 +11,12 @@ namespace ledgerdiff::ingest {
 
 Status ValidateTargetSchema(const std::string& schema, bool force) {
   LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
+  // A name the tool creates is printed on one line (plan's output, errors, logs).
+  if (std::any_of(schema.begin(), schema.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; })) {
+    std::string shown;
+    for (unsigned char c : schema) shown += c < 0x20 || c == 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
+    return Status::Usagef("--schema \"{}\": a control character in a schema name is refused", shown);
+  }
   if (schema == kControlSchema)
     return Status::Usagef("--schema {}: that is ledgerdiff's job table, never an ingestion target", schema);
   if (schema == "information_schema")

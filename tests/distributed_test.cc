@@ -1,15 +1,21 @@
 // Distributed ingestion without an orchestrator (`plan`, `worker`, `wait`, `runs`): three worker
 // processes join a planned run at different times, one is SIGKILLed in the middle of a job (held
 // open inside its data transaction), the others requeue its job through the lease and finish the
-// run; the schema's digest equals a serial ingest's.
+// run; the schema's digest equals a serial ingest's. verify --workers-external: the parallel side done by
+// such workers. Bad input: exit 2 with one clear line, nothing created.
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
+#include "core/pg.h"
 #include "core/process.h"
 #include "ingest/job_table.h"
 #include "tests/harness.h"
@@ -129,15 +135,122 @@ TEST(Distributed, AJobOutOfRetriesFailsTheRunForEveryWorkerAndWait) {
   EXPECT_NE(wait.out.find("failed"), std::string::npos) << wait.out;
 }
 
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// verify --workers-external starts no worker of its own: it registers the parallel run, says which
+// command joins it, and waits; two workers started later as separate processes (as on other
+// machines) do every job, and the verdict is a pass.
+TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
+  const std::string log = UniqueName("/tmp/ledgerdiff_dist_verify_log");
+  // Logs are appended to: a file left by an earlier run with the same name must not be read.
+  for (const char* suffix : {"", "_a", "_b"}) std::remove((log + suffix).c_str());
+  SpawnOptions so;
+  so.output_file = log;
+  auto verify = Spawn({testing::LedgerdiffBinary(), "verify", "--db", TestConninfo(), "--range", "2:201", "--job-size",
+                       "20", "--workers-external", "--workers-timeout", "240", "--keep"},
+                      so);
+  ASSERT_TRUE(verify.ok()) << verify.status().message();
+  // The run id comes from verify's own note (after its serial side).
+  const std::regex join("ledgerdiff worker --run (\\S+)`");
+  std::smatch m;
+  std::string text;
+  for (int i = 0; i < 2400; ++i) {
+    text = ReadFile(log);
+    if (std::regex_search(text, m, join)) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(std::regex_search(text, m, join)) << text;
+  const std::string run_id = m[1];
+  // Nothing is claimed while no external worker runs.
+  std::this_thread::sleep_for(1500ms);
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  auto before = ingest::ListAttempts(*conn, run_id);
+  ASSERT_TRUE(before.ok()) << before.status().message();
+  EXPECT_TRUE(before->empty());
+
+  pid_t a = StartWorker(run_id, log + "_a");
+  std::this_thread::sleep_for(700ms);
+  pid_t b = StartWorker(run_id, log + "_b");
+  EXPECT_EQ(ExitCodeOf(*verify), 0) << ReadFile(log);
+  EXPECT_EQ(ExitCodeOf(a), 0) << ReadFile(log + "_a");
+  EXPECT_EQ(ExitCodeOf(b), 0) << ReadFile(log + "_b");
+  EXPECT_NE(ReadFile(log).find("identical"), std::string::npos) << ReadFile(log);
+  // Every attempt was made by one of the two external workers (host-<pid>-<start>).
+  auto attempts = ingest::ListAttempts(*conn, run_id);
+  ASSERT_TRUE(attempts.ok());
+  EXPECT_GE(attempts->size(), 10u);
+  for (const auto& at : *attempts) {
+    const bool external = at.worker.find("-" + std::to_string(a) + "-") != std::string::npos ||
+                          at.worker.find("-" + std::to_string(b) + "-") != std::string::npos;
+    EXPECT_TRUE(external) << at.worker;
+  }
+  for (const char* suffix : {"", "_a", "_b"}) std::remove((log + suffix).c_str());
+}
+
+TEST(Distributed, VerifyWithExternalWorkersTimesOutWithoutWorkers) {
+  auto r = RunCli({"verify", "--db", TestConninfo(), "--range", "2:31", "--job-size", "10", "--workers-external",
+                   "--workers-timeout", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("not finished after 1 s"), std::string::npos) << r.err;
+  auto bad =
+      RunCli({"verify", "--db", TestConninfo(), "--range", "2:31", "--workers-external", "--workers-timeout", "-3"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--workers-timeout -3"), std::string::npos) << bad.err;
+}
+
+// Counts the runs planned into `schema` (`runs` lists every run, also with no job table yet).
+int RunsInto(const std::string& schema) {
+  auto runs = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  int n = 0;
+  for (const auto& r : nlohmann::json::parse(runs.out)) n += r.at("schema") == schema;
+  return n;
+}
+
 TEST(Distributed, BadInputExitsTwo) {
   EXPECT_EQ(RunCli({"plan", "--db", TestConninfo(), "--range", "9:2", "--schema", UniqueName("bad")}).exit_code, 2);
   EXPECT_EQ(RunCli({"plan", "--db", TestConninfo(), "--range", "2:9"}).exit_code, 2);  // no --schema
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  // A schema name the tool would print on two lines: refused by name before anything is created.
+  const std::string newline = UniqueName("bad") + "\nname";
+  auto control = RunCli({"plan", "--db", TestConninfo(), "--range", "2:9", "--schema", newline});
+  EXPECT_EQ(control.exit_code, 2);
+  EXPECT_NE(control.err.find("\\x0a"), std::string::npos) << control.err;
+  EXPECT_EQ(std::count(control.err.begin(), control.err.end(), '\n'), 1) << control.err;
+  auto exists = conn->Exec("SELECT count(*) FROM pg_namespace WHERE nspname = $1", {newline});
+  ASSERT_TRUE(exists.ok());
+  EXPECT_EQ(exists->GetInt(0, 0), 0);
+  // A schema ledgerdiff did not create: refused, no run planned into it.
+  const std::string foreign = UniqueName("foreign");
+  ASSERT_TRUE(conn->Run("CREATE SCHEMA " + pg::QuoteIdent(foreign)).ok());
+  auto refused = RunCli({"plan", "--db", TestConninfo(), "--range", "2:9", "--schema", foreign});
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("schema \"" + foreign + "\" exists and was not created by ledgerdiff"), std::string::npos)
+      << refused.err;
+  EXPECT_EQ(RunsInto(foreign), 0);
+
+  // An unknown run: one clear line, no SQL error.
   auto unknown = RunCli({"worker", "--db", TestConninfo(), "--run", "no-such-run"});
   EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_EQ(RunCli({"wait", "--db", TestConninfo(), "--run", "no-such-run"}).exit_code, 2);
-  // A run with no worker times out.
+  EXPECT_NE(unknown.err.find("no such run \"no-such-run\""), std::string::npos) << unknown.err;
+  EXPECT_EQ(unknown.err.find("ERROR"), std::string::npos) << unknown.err;
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1) << unknown.err;
+  auto wait_unknown = RunCli({"wait", "--db", TestConninfo(), "--run", "no-such-run"});
+  EXPECT_EQ(wait_unknown.exit_code, 2);
+  EXPECT_NE(wait_unknown.err.find("no such run \"no-such-run\""), std::string::npos) << wait_unknown.err;
+  // A run with no worker times out; a negative timeout is a usage error.
   auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:51", "--schema", UniqueName("idle")});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  auto negative = RunCli({"wait", "--db", TestConninfo(), "--run", LastLine(plan.out), "--timeout", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("--timeout -1: must be a number of seconds from 0"), std::string::npos) << negative.err;
   auto timeout = RunCli({"wait", "--db", TestConninfo(), "--run", LastLine(plan.out), "--timeout", "1"});
   EXPECT_EQ(timeout.exit_code, 2);
   EXPECT_NE(timeout.err.find("not finished after 1 s"), std::string::npos) << timeout.err;

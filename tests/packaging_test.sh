@@ -64,7 +64,7 @@ complete_bash() {  # complete_bash WORD... : completions of the last word
 expect_bash() { local want=$1; shift; local got; got=$(complete_bash "$@"); [[ "$got" == "$want" ]] || fail "bash: '$*' completed to '$got', want '$want'"; }
 expect_bash "verify verify-range " ledgerdiff ver
 expect_bash "--version " ledgerdiff --ver
-expect_bash "--workers " ledgerdiff verify --range 2:10 --wor
+expect_bash "--workers --workers-external --workers-timeout " ledgerdiff verify --range 2:10 --wor
 expect_bash "json text " ledgerdiff verify --format ""
 expect_bash "csv jsonl " ledgerdiff dump --format ""
 expect_bash "compact full " ledgerdiff digest --manifest-detail ""

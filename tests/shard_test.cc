@@ -1,15 +1,19 @@
 // Sharded digests (dump/shard.h, `digest --shards`, `manifest merge|show`): the Indexed Job
 // simulated on one machine. N shard processes run in parallel with JOB_COMPLETION_INDEX=0..N-1;
 // their merge is byte-identical to a single digest of the whole range; a missing, duplicate or
-// foreign part is refused with exit 2 and nothing written.
+// foreign part is refused with exit 2 and nothing written. verify-range --shards: the parts' merge
+// gives the unsharded verify-range's outcome and manifest.
+#include "dump/shard.h"
+
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
-#include "dump/shard.h"
+#include "core/pg.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff {
@@ -195,6 +199,109 @@ TEST_F(ShardCli, BadShardFlagsExitTwoBeforeTouchingTheDatabase) {
   EXPECT_EQ(show_missing.exit_code, 2);
   auto merge_nothing = RunCli({"manifest", "merge", "--out", Path("x.ldm")});
   EXPECT_EQ(merge_nothing.exit_code, 2);
+}
+
+// verify-range --shards N: each shard compares its slice and writes a part; the merged parts carry
+// the outcome and the manifest of the unsharded verify-range --out, for an identical and for a
+// divergent pair of schemas.
+class VerifyRangeShards : public ShardCli {
+ protected:
+  // Shard processes run concurrently, each with only JOB_COMPLETION_INDEX; returns their exit codes.
+  static std::vector<int> RunVerifyShards(uint32_t n, const std::string& right, const std::string& prefix) {
+    std::vector<testing::CliResult> results(n);
+    std::vector<std::thread> threads;
+    for (uint32_t k = 0; k < n; ++k)
+      threads.emplace_back([&, k] {
+        results[k] = RunCli(
+            VerifyArgs(right, {"--shards", std::to_string(n), "--out", Path(prefix + std::to_string(k) + ".ldm")}),
+            {"JOB_COMPLETION_INDEX=" + std::to_string(k)});
+      });
+    for (auto& t : threads) t.join();
+    std::vector<int> codes;
+    for (uint32_t k = 0; k < n; ++k) {
+      EXPECT_NE(results[k].exit_code, 2) << "shard " << k << ": " << results[k].err;
+      codes.push_back(results[k].exit_code);
+    }
+    return codes;
+  }
+  static std::vector<std::string> VerifyArgs(const std::string& right, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"verify-range", "--range",        "2:601",        "--left",
+                                     TestConninfo(), "--right",        TestConninfo(), "--left-schema",
+                                     schema_,        "--right-schema", right};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  static testing::CliResult Merge(const std::string& prefix, uint32_t n) {
+    std::vector<std::string> args = {"manifest", "merge", "--manifest-detail",
+                                     "full",     "--out", Path(prefix + "full.ldm")};
+    for (uint32_t k = 0; k < n; ++k) args.push_back(Path(prefix + std::to_string(k) + ".ldm"));
+    args.insert(args.end(), {"--format", "json"});
+    return RunCli(args);
+  }
+};
+
+TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
+  const std::string right = testing::UniqueName("shard_right");
+  auto ingest = RunCli(
+      {"ingest", "--db", TestConninfo(), "--schema", right, "--range", "2:601", "--workers", "2", "--job-size", "50"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+
+  // Identical sides.
+  auto single = RunCli(VerifyArgs(right, {"--out", Path("vr-single.ldm"), "--format", "json"}));
+  ASSERT_EQ(single.exit_code, 0) << single.out << single.err;
+  EXPECT_EQ(RunVerifyShards(3, right, "vr-"), (std::vector<int>{0, 0, 0}));
+  auto merged = Merge("vr-", 3);
+  ASSERT_EQ(merged.exit_code, 0) << merged.out << merged.err;
+  auto mj = nlohmann::json::parse(merged.out);
+  EXPECT_EQ(mj.at("comparison").at("identical"), true);
+  EXPECT_EQ(mj.at("comparison").at("ledgers_compared"), 600);
+  EXPECT_EQ(mj.at("comparison").at("rows_left"), nlohmann::json::parse(single.out).at("rows_compared").at("left"));
+  EXPECT_EQ(ReadAll(Path("vr-full.ldm")), ReadAll(Path("vr-single.ldm")));
+  // The entries are the left side's: the same roots as a plain digest of it.
+  auto digest = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--format", "json"});
+  ASSERT_EQ(digest.exit_code, 0) << digest.err;
+  EXPECT_EQ(mj.at("root"), nlohmann::json::parse(digest.out).at("root"));
+
+  // One changed row at ledger 450 on the right: shard 2 (402:601) is divergent, the others not; the
+  // merge says so with the unsharded run's first divergent ledger and exits 1, as does show.
+  auto conn = testing::Connect();
+  ASSERT_TRUE(conn);
+  ASSERT_TRUE(
+      conn->Run(fmt::format("UPDATE {}.history_transactions SET max_fee = max_fee + 1 WHERE ledger_sequence = 450",
+                            pg::QuoteIdent(right)))
+          .ok());
+  auto single_bad = RunCli(VerifyArgs(right, {"--out", Path("vb-single.ldm"), "--format", "json"}));
+  ASSERT_EQ(single_bad.exit_code, 1) << single_bad.out << single_bad.err;
+  EXPECT_EQ(nlohmann::json::parse(single_bad.out).at("first_divergent_ledger"), 450);
+  EXPECT_EQ(RunVerifyShards(3, right, "vb-"), (std::vector<int>{0, 0, 1}));
+  auto merged_bad = Merge("vb-", 3);
+  EXPECT_EQ(merged_bad.exit_code, 1) << merged_bad.out << merged_bad.err;
+  auto bj = nlohmann::json::parse(merged_bad.out);
+  EXPECT_EQ(bj.at("comparison").at("identical"), false);
+  EXPECT_EQ(bj.at("comparison").at("first_divergent_ledger"), 450);
+  EXPECT_EQ(bj.at("comparison").at("divergent_ledgers"), 1);
+  EXPECT_EQ(ReadAll(Path("vb-full.ldm")), ReadAll(Path("vb-single.ldm")));
+  auto show = RunCli({"manifest", "show", Path("vb-full.ldm")});
+  EXPECT_EQ(show.exit_code, 1);
+  EXPECT_NE(show.out.find("first divergent ledger 450"), std::string::npos) << show.out;
+
+  // Refused: a missing part, a digest part among verify-range parts, --shards without --out.
+  auto missing = RunCli({"manifest", "merge", "--out", Path("vx.ldm"), Path("vb-0.ldm"), Path("vb-2.ldm")});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("missing shard 1"), std::string::npos) << missing.err;
+  RunShards(3, "vd-");
+  auto mixed =
+      RunCli({"manifest", "merge", "--out", Path("vx.ldm"), Path("vb-0.ldm"), Path("vd-1.ldm"), Path("vb-2.ldm")});
+  EXPECT_EQ(mixed.exit_code, 2);
+  EXPECT_NE(mixed.err.find("parts of different commands"), std::string::npos) << mixed.err;
+  EXPECT_FALSE(fs::exists(Path("vx.ldm")));
+  auto no_out = RunCli(VerifyArgs(right, {"--shards", "3", "--shard", "0"}));
+  EXPECT_EQ(no_out.exit_code, 2);
+  EXPECT_NE(no_out.err.find("--shards needs --out"), std::string::npos) << no_out.err;
+  auto no_index = RunCli(VerifyArgs(right, {"--shards", "3", "--out", Path("vx.ldm")}));
+  EXPECT_EQ(no_index.exit_code, 2);
+  EXPECT_NE(no_index.err.find("JOB_COMPLETION_INDEX"), std::string::npos) << no_index.err;
+  EXPECT_FALSE(fs::exists(Path("vx.ldm")));
 }
 
 }  // namespace

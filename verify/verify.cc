@@ -1,13 +1,16 @@
 #include "verify/verify.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "core/database.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
+#include "dump/shard.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
 #include "core/text.h"
+#include "ingest/distributed.h"
 #include "ingest/job_table.h"
 
 namespace ledgerdiff::verify {
@@ -61,6 +64,9 @@ Status ValidateVerifyOptions(const VerifyOptions& o) {
   if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
     return Status::Usagef("--baseline {}: no such file", o.baseline);
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
+  if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
+    return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",
+                          o.workers_timeout_s);
   LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
   return Status::Ok();
 }
@@ -137,7 +143,11 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
-  LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
+  if (o.workers_external) {
+    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, reporter));
+  } else {
+    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
+  }
   r.phases.push_back({"parallel ingest", r.parallel.wall_s});
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
   if (!r.parallel.ok) {
@@ -199,20 +209,103 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   return r;
 }
 
-Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
+Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
   if (o.left.empty() || o.right.empty()) return Status::Usage("verify-range needs --left CONNINFO and --right CONNINFO");
   if (o.jobs < 1) return Status::Usage("--jobs must be at least 1");
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.left_schema));
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
+  if (o.shards == 0 && o.shard) return Status::Usage("--shard K needs --shards N");
+  if (o.shards > 0) {
+    if (o.out.empty()) return Status::Usage("--shards needs --out PART (the partial manifest for `manifest merge`)");
+    LD_ASSIGN_OR_RETURN(uint32_t index, dump::ResolveShardIndex(o.shard, o.shards));
+    LD_RETURN_IF_ERROR(dump::ShardSlice(o.range, o.shards, index).status());
+  }
+  return dump::LoadProfileSpec(o.table_profile).status();
+}
+
+namespace {
+
+// Writes the left side's chunks as they stream through the diff; the header waits for the first
+// chunk because the tables and columns both sides have are known only once the diff has them.
+class ComparisonManifest {
+ public:
+  ComparisonManifest(std::string path, std::string source, LedgerRange range, std::optional<dump::ShardInfo> shard)
+      : path_(std::move(path)), source_(std::move(source)), range_(range), shard_(shard) {}
+  Status Add(const dump::ResolvedProfile& common, const dump::Chunk& chunk) {
+    if (!writer_) {
+      dump::ManifestHeader header;
+      header.source = source_;
+      header.detail = dump::ManifestDetail::kFull;
+      header.range = range_;
+      header.profile = common;
+      header.shard = shard_;
+      header.comparison = true;
+      LD_ASSIGN_OR_RETURN(writer_, dump::ManifestWriter::Create(path_, header));
+      builder_.emplace(common, range_, source_);
+    }
+    builder_->Add(chunk);
+    return writer_->Add(chunk);
+  }
+  Result<dump::DigestSummary> Finish(const dump::ComparisonOutcome& outcome) {
+    if (!writer_) return Status::Runtimef("manifest {}: the diff read no ledger", path_);
+    dump::DigestSummary summary = builder_->Finish();
+    LD_ASSIGN_OR_RETURN(summary.manifest_bytes, writer_->Finish(summary, outcome));
+    summary.manifest_path = path_;
+    summary.manifest_detail = dump::ManifestDetailName(dump::ManifestDetail::kFull);
+    return summary;
+  }
+
+ private:
+  std::string path_, source_;
+  LedgerRange range_;
+  std::optional<dump::ShardInfo> shard_;
+  std::unique_ptr<dump::ManifestWriter> writer_;
+  std::optional<dump::SummaryBuilder> builder_;
+};
+
+}  // namespace
+
+Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
+  LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(o));
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  VerifyRangeReport report;
+  LedgerRange compared = o.range;
+  if (o.shards > 0) {
+    LD_ASSIGN_OR_RETURN(uint32_t index, dump::ResolveShardIndex(o.shard, o.shards));
+    LD_ASSIGN_OR_RETURN(compared, dump::ShardSlice(o.range, o.shards, index));
+    report.shard = dump::ShardInfo{index, o.shards, o.range};
+    reporter.Note(
+        fmt::format("verify-range shard {} of {}: ledgers {} of {}", index, o.shards, compared.str(), o.range.str()));
+  }
+  const diff::Source left = diff::Source::Schema(o.left, o.left_schema);
+  const diff::Source right = diff::Source::Schema(o.right, o.right_schema);
   diff::DiffOptions dopt;
-  dopt.range = o.range;
+  dopt.range = compared;
   dopt.jobs = o.jobs;
   dopt.max_rows = o.max_rows;
   dopt.all = o.all;
-  dopt.allow_empty = o.allow_empty;
-  return diff::DiffSources(diff::Source::Schema(o.left, o.left_schema), diff::Source::Schema(o.right, o.right_schema),
-                           spec, dopt, reporter);
+  dopt.allow_empty = o.allow_empty || report.shard.has_value();  // a slice may be empty; the merge checks the whole
+  std::optional<ComparisonManifest> manifest;
+  if (!o.out.empty()) {
+    manifest.emplace(o.out, left.Describe(), compared, report.shard);
+    dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
+      return manifest->Add(common, c);
+    };
+  }
+  LD_ASSIGN_OR_RETURN(report.diff, diff::DiffSources(left, right, spec, dopt, reporter));
+  if (manifest) {
+    const diff::DiffReport& d = report.diff;
+    dump::ComparisonOutcome outcome;
+    outcome.identical = d.identical;
+    outcome.first_divergent_ledger = d.first_divergent_ledger;
+    outcome.divergent_ledgers = d.divergent_ledgers;
+    outcome.ledgers_compared = d.ledgers_compared;
+    outcome.rows_left = d.rows_compared_left;
+    outcome.rows_right = d.rows_compared_right;
+    outcome.allow_empty = o.allow_empty;
+    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(outcome));
+  }
+  return report;
 }
 
 }  // namespace ledgerdiff::verify

@@ -6,16 +6,16 @@
 // both, diffs them and returns the verdict. Schemas are dropped after a pass (unless `keep`) and
 // kept after a divergence, with the exact `ledgerdiff diff` command to look again.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
 #include "diff/diff.h"
+#include "dump/manifest.h"
 #include "ingest/orchestrator.h"
 
 namespace ledgerdiff::verify {
@@ -45,6 +45,11 @@ struct VerifyOptions : ingest::IngestPlan {
   // Continue an interrupted verify (its run id): finished ingestion jobs are not redone; the
   // range, seed and density come from the job table.
   std::string resume_run;
+  // The parallel side is done by `ledgerdiff worker --run ID` processes started elsewhere
+  // (ingest::RunWithExternalWorkers); verify registers the run and waits, up to workers_timeout_s
+  // (0: no limit).
+  bool workers_external = false;
+  double workers_timeout_s = 0;
 };
 
 Status ValidateVerifyOptions(const VerifyOptions& options);
@@ -84,6 +89,10 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
 // verify-range: the read-only cut-over check between two databases. Digests the range on
 // both sides (each from one consistent snapshot, both sides concurrently) and diffs them;
 // writes nothing to either database (works against a read-only hot standby).
+// Sharded (deploy/k8s/cutover): shard K of N compares only dump::ShardSlice(range, N, K) and
+// writes a partial manifest (`out`); `manifest merge` of the N parts gives the outcome and the
+// manifest of the unsharded run with `out` (same entries, roots, identical / first divergent
+// ledger / counts).
 struct VerifyRangeOptions {
   LedgerRange range;
   std::string left, right;  // conninfos
@@ -93,7 +102,20 @@ struct VerifyRangeOptions {
   uint32_t max_rows = 20;
   bool all = false;
   bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
+  uint32_t shards = 0;       // 0: unsharded
+  std::optional<int64_t> shard;  // default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX
+  // Write the left side's manifest of the compared range (full detail; the tables and columns
+  // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
+  std::string out;
 };
-Result<diff::DiffReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
+struct VerifyRangeReport {
+  diff::DiffReport diff;  // over the compared range (the shard's slice)
+  std::optional<dump::ShardInfo> shard;
+  std::optional<dump::DigestSummary> manifest;  // written to options.out
+};
+// A shard's slice that compares zero rows on both sides is not an error (the merge checks the
+// whole range).
+Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
+Status ValidateVerifyRangeOptions(const VerifyRangeOptions& options);
 
 }  // namespace ledgerdiff::verify
