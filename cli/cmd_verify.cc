@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "core/text.h"
 #include "verify/selftest.h"
 #include "verify/verify.h"
 #include "report/html.h"
@@ -17,10 +18,19 @@ namespace {
 
 // How to reach the database again after this process: the look-again command uses it.
 std::string ReconnectFlags(Database& db) {
-  if (db.embedded()) {
-    return db.embedded_server()->kept() ? "--keep-db " + db.embedded_server()->dir() : "";
-  }
+  if (db.embedded()) return "--keep-db " + ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
   return db.conninfo().empty() ? "" : "--db '" + pg::RedactConninfo(db.conninfo()) + "'";
+}
+
+// Evidence in the embedded default cluster would die with this process: keep the cluster.
+void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
+  o.reconnect_flags = ReconnectFlags(db);
+  if (!db.embedded() || db.embedded_server()->kept()) return;
+  o.keep_database = [&db]() -> Result<verify::KeptDatabase> {
+    LD_RETURN_IF_ERROR(db.embedded_server()->Keep());
+    const std::string dir = ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
+    return verify::KeptDatabase{"--keep-db " + dir, db.embedded_server()->dir(), "rm -rf " + dir};
+  };
 }
 
 }  // namespace
@@ -63,7 +73,7 @@ Action SetupVerify(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
-    f->options.reconnect_flags = ReconnectFlags(*db);
+    WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
     if (!f->junit.empty()) LD_RETURN_IF_ERROR(WriteFile(f->junit, report::RenderVerifyJUnit(report)));
     if (!f->markdown.empty()) LD_RETURN_IF_ERROR(WriteFile(f->markdown, report::RenderVerifyMarkdown(report)));
@@ -71,8 +81,6 @@ Action SetupVerify(CLI::App* sub) {
     Outcome out;
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
-    if (report.schemas_kept && db->embedded() && !db->embedded_server()->kept())
-      out.text += "  (the embedded database is removed on exit: rerun with --keep-db DIR to keep the schemas)\n";
     out.error = report.error;
     out.exit_code = !report.error.empty() ? 2 : report.identical ? 0 : 1;
     return out;

@@ -9,6 +9,7 @@
 
 #include "core/report.h"
 #include "report/escape.h"
+#include "report/verify_text_json.h"
 #include "report/verify_view.h"
 
 namespace ledgerdiff::report {
@@ -105,6 +106,10 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
   if (r.schemas_kept)
     m += fmt::format("- schemas kept: {}{}\n", r.serial_schema.empty() ? "" : MdCode(r.serial_schema) + ", ",
                      MdCode(r.parallel_schema));
+  if (!r.kept_cluster.empty())
+    m += fmt::format("- embedded cluster kept in {} (remove it when done: {})\n", MdCode(r.kept_cluster),
+                     MdCode(r.remove_command));
+  if (!r.evidence_gone.empty()) m += "- nothing kept: " + MdText(r.evidence_gone) + "\n";
   m += "\n";
 
   if (!r.phases.empty()) {
@@ -134,6 +139,8 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     if (!names.empty() && r.diff.first_divergent_ledger)
       m += fmt::format("Divergent tables at ledger {}: {}\n\n", *r.diff.first_divergent_ledger,
                        fmt::join(names, ", "));
+    if (r.first_divergent_job && r.diff.first_divergent_ledger)
+      m += MdText(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) + ".\n\n";
     for (const auto& s : r.diff.schema_differences) m += "- schema difference: " + MdText(s) + "\n";
     if (!r.diff.schema_differences.empty()) m += "\n";
     for (const auto& rd : r.diff.rows) {
@@ -163,6 +170,17 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     };
     if (r.serial) failed("serial", *r.serial);
     failed("parallel", r.parallel);
+    m += "\n";
+  }
+  const Soundness sound = SoundnessOf(r.diff);
+  if (!sound.problems.empty()) {
+    m += "**Lookup and invariant problems:**\n\n";
+    for (const auto& p : sound.problems) m += "- \xe2\x9d\x8c " + MdText(p.detail) + "\n";
+    m += "\n";
+  }
+  if (!sound.warnings.empty()) {
+    m += "**Not compared / warnings:**\n\n";
+    for (const auto& w : sound.warnings) m += "- " + MdText(w) + "\n";
     m += "\n";
   }
   if (!r.look_again.empty()) m += "Look again:\n\n" + MdBlock("sh", r.look_again) + "\n";

@@ -18,6 +18,7 @@
 #include "report/junit.h"
 #include "report/markdown.h"
 #include "report/svg_chart.h"
+#include "report/verify_text_json.h"
 #include "tests/harness.h"
 #include "verify/verify.h"
 
@@ -682,6 +683,85 @@ TEST(RenderHtml, SampleReportForBrowser) {
     ASSERT_TRUE(WriteVerifyHtml(report, (fs::path(dir) / name).string()).ok()) << name;
   for (const char* page : {"index.html", "identical/index.html", "error/index.html", "huge/index.html"})
     EXPECT_GT(fs::file_size(fs::path(dir) / page), 1000u) << page;
+}
+
+
+// Issue 14: the first divergent ledger is linked to the parallel job, attempt and worker that
+// wrote it, and to its place in the job (a boundary bug hits a job's first or last ledger).
+TEST(FirstDivergentJob, TheDoneAttemptWhoseRangeHoldsTheLedger) {
+  IngestReport run;
+  run.timeline = {Attempt(1, 1, "w1", 0, 1, "done", "", {2, 26}), Attempt(2, 1, "w2", 0, 1, "failed", "x", {27, 51}),
+                  Attempt(2, 2, "w3", 1, 2, "done", "", {27, 51}), Attempt(3, 1, "w1", 1, 2, "done", "", {52, 52})};
+  auto w = verify::FindWritingJob(run, 27);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->job, 2u);
+  EXPECT_EQ(w->attempt, 2u);  // the failed first attempt wrote nothing that stayed
+  EXPECT_EQ(w->worker, "w3");
+  EXPECT_EQ(w->position, "first");
+  EXPECT_EQ(verify::FindWritingJob(run, 51)->position, "last");
+  EXPECT_EQ(verify::FindWritingJob(run, 30)->position, "inner");
+  EXPECT_EQ(verify::FindWritingJob(run, 52)->position, "first");
+  EXPECT_FALSE(verify::FindWritingJob(run, 53).has_value());
+}
+
+TEST(FirstDivergentJob, EveryOutputNamesTheJobWorkerAndPosition) {
+  VerifyReport r = DivergentReport();
+  r.first_divergent_job = verify::WritingJob{8, 2, "w2.1", {177, 200}, "last"};
+  auto j = report::VerifyReportToJson(r);
+  EXPECT_EQ(j["first_divergent_job"], (nlohmann::json{{"job", 8}, {"attempt", 2}, {"worker", "w2.1"},
+                                                      {"from", 177}, {"to", 200}, {"position", "last"}}));
+  const std::string sentence = "ledger 200 was written on the parallel side by job 8 (ledgers 177:200, attempt 2, worker w2.1)";
+  EXPECT_NE(report::RenderVerifyText(r).find(sentence), std::string::npos) << report::RenderVerifyText(r);
+  EXPECT_NE(report::RenderVerifyText(r).find("job's last ledger: a job boundary"), std::string::npos);
+  EXPECT_NE(RenderVerifyJUnit(r).find(sentence), std::string::npos);
+  EXPECT_NE(RenderVerifyJUnit(r).find("property name=\"first_divergent_job\""), std::string::npos);
+  EXPECT_NE(RenderVerifyMarkdown(r).find("job 8"), std::string::npos) << RenderVerifyMarkdown(r);
+  Html h = WriteHtml(r, "divergent_job");
+  ASSERT_TRUE(h.status.ok()) << h.status.message();
+  EXPECT_NE(h.text.find(sentence), std::string::npos);
+  // Identical: null in JSON, nothing in text.
+  EXPECT_TRUE(report::VerifyReportToJson(IdenticalReport())["first_divergent_job"].is_null());
+}
+
+// Issue 14: the soundness sections of the diff reach JUnit, Markdown and HTML.
+TEST(RenderSoundness, LookupAndInvariantProblemsFailAndWarningsAreShown) {
+  VerifyReport r = DivergentReport();
+  diff::LookupComparison lc;
+  lc.table = "history_accounts";
+  lc.left_keys = 5;
+  lc.right_keys = 4;
+  lc.only_left = {"GBXQ_ONLY_LEFT"};
+  lc.only_left_total = 1;
+  r.diff.lookups = {lc};
+  diff::InvariantResult inv;
+  inv.name = "op_has_tx";
+  inv.table = "history_operations";
+  inv.side = "parallel";
+  inv.description = "every operation has its transaction";
+  inv.violations = 3;
+  inv.first_ledger = 42;
+  r.diff.invariants = {inv};
+  r.diff.uncompared_right = {"asset_stats"};
+  r.diff.schema_notes = {"ledger_close: timestamp vs timestamptz"};
+  r.diff.rows_outside_range = {{"history_ledgers", "left", 1, 2, 0}};
+  const std::string x = RenderVerifyJUnit(r);
+  EXPECT_NE(x.find("name=\"lookup history_accounts\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"invariant op_has_tx (parallel)\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("GBXQ_ONLY_LEFT"), std::string::npos);
+  EXPECT_NE(x.find("not compared (no ledger mapping): left none; right asset_stats"), std::string::npos);
+  EXPECT_EQ(CheckWellFormed(x), "") << x;
+  const std::string md = RenderVerifyMarkdown(r);
+  EXPECT_NE(md.find("invariant op_has_tx broken on the parallel side: 3 rows of history_operations, first at ledger 42"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("schema note: ledger_close: timestamp vs timestamptz"), std::string::npos);
+  EXPECT_NE(md.find("history_ledgers (left): 3 rows outside ledgers 2:401"), std::string::npos) << md;
+  Html h = WriteHtml(r, "soundness");
+  ASSERT_TRUE(h.status.ok());
+  EXPECT_NE(h.text.find("<h2>Soundness</h2>"), std::string::npos);
+  EXPECT_NE(h.text.find("lookup history_accounts differs"), std::string::npos);
+  // A clean report has no such section.
+  EXPECT_EQ(RenderVerifyMarkdown(IdenticalReport()).find("Lookup and invariant problems"), std::string::npos);
 }
 
 }  // namespace
