@@ -6,9 +6,7 @@
 #include "core/text.h"
 #include "verify/selftest.h"
 #include "verify/verify.h"
-#include "report/html.h"
-#include "report/junit.h"
-#include "report/markdown.h"
+#include "report/gate.h"
 #include "report/selftest_text_json.h"
 #include "report/verify_text_json.h"
 
@@ -35,11 +33,21 @@ void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
 
 }  // namespace
 
+void AddReportFlags(CLI::App* sub, ReportFiles& files) {
+  sub->add_option("--junit", files.junit, "Also write a JUnit XML report to FILE (one test case per check)");
+  sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE");
+  sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR");
+}
+
+Status EmitReports(const GateReports& reports, const ReportFiles& files) {
+  return EmitGateReports(reports, files, CiEnvironment::FromEnvironment());
+}
+
 Action SetupVerify(CLI::App* sub) {
   struct Flags {
     std::string range;
     verify::VerifyOptions options;
-    std::string junit, markdown, report_dir;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
@@ -58,9 +66,7 @@ Action SetupVerify(CLI::App* sub) {
                   "drop-row, mutate-row, swap-order, stale-surrogate, boundary-gap, partial-commit)");
   sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE");
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
-  sub->add_option("--junit", f->junit, "Also write a JUnit XML report (one test case per table)");
-  sub->add_option("--markdown", f->markdown, "Also write a Markdown summary");
-  sub->add_option("--report", f->report_dir, "Also write a self-contained HTML report into DIR");
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     auto& o = f->options;
@@ -75,9 +81,7 @@ Action SetupVerify(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
-    if (!f->junit.empty()) LD_RETURN_IF_ERROR(WriteFile(f->junit, report::RenderVerifyJUnit(report)));
-    if (!f->markdown.empty()) LD_RETURN_IF_ERROR(WriteFile(f->markdown, report::RenderVerifyMarkdown(report)));
-    if (!f->report_dir.empty()) LD_RETURN_IF_ERROR(report::WriteVerifyHtml(report, f->report_dir));
+    LD_RETURN_IF_ERROR(EmitReports(report::VerifyReports(report), f->reports));
     Outcome out;
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
@@ -92,6 +96,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   struct Flags {
     std::string range;
     verify::VerifyRangeOptions options;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
@@ -105,6 +110,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
   sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
@@ -112,6 +118,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(f->options, ctx.reporter()));
+    LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report), f->reports));
     return Outcome{report.identical ? 0 : 1, diff::RenderDiffText(report), diff::DiffReportToJson(report), ""};
   };
   return a;
@@ -121,12 +128,14 @@ Action SetupSelftest(CLI::App* sub) {
   struct Flags {
     std::string range = "2:2001";
     verify::SelftestOptions options;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO")->capture_default_str();
   AddPlanFlags(sub, o);
   AddDigestProfileFlag(sub, o.table_profile);
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
@@ -136,6 +145,7 @@ Action SetupSelftest(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     LD_ASSIGN_OR_RETURN(auto report, verify::RunSelftest(db->conninfo(), f->options, ctx.reporter()));
+    LD_RETURN_IF_ERROR(EmitReports(report::SelftestReports(report), f->reports));
     return Outcome{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),
                    ""};
   };

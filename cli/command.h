@@ -71,6 +71,12 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan, PlanFlags which = Pla
 // --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
 
+// --junit FILE, --markdown FILE and --report DIR of every gate (verify, verify-range, selftest,
+// chaos, sweep); the report sink (core/report.h EmitGateReports) writes them, prints GitHub
+// annotations and appends the step summary (cmd_verify.cc).
+void AddReportFlags(CLI::App* sub, ReportFiles& files);
+Status EmitReports(const GateReports& reports, const ReportFiles& files);
+
 // Writes a report file (--junit, --markdown, --csv ...): Usage error when it cannot be opened.
 Status WriteFile(const std::string& path, const std::string& content);
 

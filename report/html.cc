@@ -216,6 +216,8 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
 
 }  // namespace
 
+std::string_view ReportCss() { return kCss; }
+
 std::string RenderVerifyHtml(const VerifyReport& r) {
   const Sides sides = SideNames(r);
   const std::vector<TableLine> tables = TableLines(r);
