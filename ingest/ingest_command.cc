@@ -2,8 +2,15 @@
 
 #include <libpq-fe.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
 #include "core/pg.h"
 #include "core/process.h"
+#include "core/redact.h"
+#include "core/tempdir.h"
 #include "core/text.h"
 
 namespace ledgerdiff::ingest {
@@ -72,6 +79,30 @@ std::map<std::string, std::string> IngesterEnvironment(const std::string& connin
   return env;
 }
 
+namespace {
+
+// "; its stderr ended: a | b | c" with the last `lines` non-empty lines (each cut at 300 bytes,
+// secrets scrubbed), or "" when it wrote nothing.
+std::string StderrTail(const std::string& err, size_t lines) {
+  std::vector<std::string> last;
+  size_t start = 0;
+  while (start < err.size()) {
+    size_t end = err.find('\n', start);
+    if (end == std::string::npos) end = err.size();
+    std::string line = err.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") != std::string::npos) last.push_back(line.substr(0, 300));
+    if (last.size() > lines) last.erase(last.begin());
+    start = end + 1;
+  }
+  if (last.empty()) return "";
+  std::string out = "; its stderr ended: ";
+  for (size_t i = 0; i < last.size(); ++i) out += (i ? " | " : "") + last[i];
+  return ScrubSecrets(out);
+}
+
+}  // namespace
+
 Status RunIngestCommand(const std::string& tmpl, const IngestCommandJob& job) {
   std::map<std::string, std::string> values = {{"from", std::to_string(job.range.from)},
                                                {"to", std::to_string(job.range.to)},
@@ -84,9 +115,23 @@ Status RunIngestCommand(const std::string& tmpl, const IngestCommandJob& job) {
   so.new_process_group = false;
   so.env = IngesterEnvironment(job.conninfo, job.schema);
   so.stdin_null = true;
-  LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({"/bin/sh", "-c", cmd}, so));
-  if (!ex.exited || ex.code != 0) return Status::Runtimef("ingest command failed ({})", ex.str());
-  return Status::Ok();
+  // Its stderr is captured (then passed on to ours) so a failure can quote its last lines.
+  LD_ASSIGN_OR_RETURN(std::string dir, MakeOwnedTempDir("ledgerdiff-ingest-cmd-"));
+  so.error_file = dir + "/stderr";
+  Result<ExitInfo> ran = RunToCompletion({"/bin/sh", "-c", cmd}, so);
+  std::string err;
+  {
+    std::ifstream in(so.error_file, std::ios::binary);
+    err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  (void)RemoveTree(dir);
+  if (!err.empty()) {
+    std::fwrite(err.data(), 1, err.size(), stderr);
+    std::fflush(stderr);
+  }
+  LD_ASSIGN_OR_RETURN(ExitInfo ex, std::move(ran));
+  if (ex.exited && ex.code == 0) return Status::Ok();
+  return Status::Runtimef("ingest command failed ({}){}", ex.str(), StderrTail(err, 5));
 }
 
 }  // namespace ledgerdiff::ingest

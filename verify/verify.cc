@@ -1,5 +1,6 @@
 #include "verify/verify.h"
 
+#include <cctype>
 #include <filesystem>
 
 #include "core/database.h"
@@ -67,6 +68,18 @@ std::string KeepEvidence(const VerifyOptions& o, VerifyReport& r) {
   return kept->reconnect_flags;
 }
 
+// An ingestion's "--resume R_s" / "--resume R_p" hint names a side's run; `verify --resume`
+// takes the verify run's id R.
+std::string ResumeHintOfVerify(std::string error, const std::string& side_run_id, const std::string& verify_run_id) {
+  const std::string from = "--resume " + side_run_id, to = "--resume " + verify_run_id;
+  for (size_t at = error.find(from); at != std::string::npos; at = error.find(from, at + to.size())) {
+    const size_t end = at + from.size();
+    if (end < error.size() && (std::isalnum(static_cast<unsigned char>(error[end])) || error[end] == '_')) continue;
+    error.replace(at, from.size(), to);
+  }
+  return error;
+}
+
 bool RunExists(const std::string& conninfo, const std::string& run_id) {
   auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify");
   return conn.ok() && ingest::LoadRun(**conn, run_id).ok();
@@ -118,6 +131,9 @@ Result<VerifyOptions> ResumeOptions(const std::string& conninfo, const VerifyOpt
     o.workers = parallel->workers;
     o.job_size = parallel->job_size;
     o.bug = parallel->bug;
+  } else if (any.ingest_cmd.empty()) {
+    // Interrupted in the serial ingest: it ran with the run's job size (SideOptions).
+    o.job_size = serial->job_size;
   }
   return o;
 }
@@ -157,7 +173,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
       r.phases.push_back({"serial ingest", serial.wall_s});
       r.serial = serial;
       if (!serial.ok) {
-        r.error = "serial ingest failed: " + serial.error;
+        r.error = "serial ingest failed: " + ResumeHintOfVerify(serial.error, so.run_id, r.run_id);
         return r;
       }
     }
@@ -170,10 +186,13 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
   LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
+  // What the parallel side really ran with (a resumed run takes its plan from the job table).
+  r.workers = r.parallel.workers ? r.parallel.workers : r.workers;
+  r.job_size = r.parallel.job_size ? r.parallel.job_size : r.job_size;
   r.phases.push_back({"parallel ingest", r.parallel.wall_s});
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
   if (!r.parallel.ok) {
-    r.error = "parallel ingest failed: " + r.parallel.error;
+    r.error = "parallel ingest failed: " + ResumeHintOfVerify(r.parallel.error, po.run_id, r.run_id);
     (void)KeepEvidence(o, r);
     return r;
   }
