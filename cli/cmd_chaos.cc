@@ -3,6 +3,7 @@
 #include "core/ledger_range.h"
 #include "verify/chaos.h"
 #include "report/chaos_text_json.h"
+#include "report/gate.h"
 
 namespace ledgerdiff::cli {
 
@@ -11,6 +12,7 @@ Action SetupChaos(CLI::App* sub) {
     std::string range;
     std::string faults;
     verify::ChaosOptions options;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
@@ -25,6 +27,7 @@ Action SetupChaos(CLI::App* sub) {
                 "Negative control: commit every 100 ledgers inside a job and retry without clearing");
   sub->add_option("--ingest-cmd", o.ingest_cmd, "External ingester per job (kill and hang signal its process group)");
   sub->add_flag("--keep", o.keep, "Keep every round's schema (invalid rounds are always kept)");
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
@@ -36,16 +39,9 @@ Action SetupChaos(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
-    nlohmann::json json = report::ChaosReportToJson(report);
+    LD_RETURN_IF_ERROR(EmitReports(report::ChaosReports(report), f->reports));
     // A planned fault that never fired makes its round (and the campaign) inconclusive: exit 1.
-    json["inconclusive"] = report.inconclusive;
-    json["verdict"] = report.valid ? "valid" : report.inconclusive ? "unknown" : "invalid";
-    if (json.contains("rounds") && json["rounds"].is_array())
-      for (size_t i = 0; i < json["rounds"].size() && i < report.rounds.size(); ++i)
-        json["rounds"][i]["inconclusive"] = report.rounds[i].inconclusive;
-    std::string text = report::RenderChaosText(report);
-    if (report.inconclusive) text += "verdict: unknown (a planned fault never fired; see the rounds above)\n";
-    return Outcome{report.valid ? 0 : 1, text, json, ""};
+    return Outcome{report.valid ? 0 : 1, report::RenderChaosText(report), report::ChaosReportToJson(report), ""};
   };
   return a;
 }

@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "report/gate.h"
 #include "report/sweep.h"
 #include "verify/sweep.h"
 
@@ -14,7 +15,8 @@ Action SetupSweep(CLI::App* sub) {
     std::string workers = "1,2,4";
     std::string job_sizes = "100,500,2000";
     verify::SweepOptions options;
-    std::string report_dir, csv;
+    ReportFiles reports;
+    std::string csv;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
@@ -32,7 +34,7 @@ Action SetupSweep(CLI::App* sub) {
   sub->add_option("--baseline", o.baseline, "Reference manifest (verify --save-baseline): no serial ingest");
   sub->add_option("--inject-bug", p.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--keep", o.keep, "Keep every cell's schema (divergent ones are always kept)");
-  sub->add_option("--report", f->report_dir, "Also write a self-contained HTML report into DIR");
+  AddReportFlags(sub, f->reports);
   sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE");
   Action a;
   // Everything the user gave, checked before a database is resolved.
@@ -49,7 +51,7 @@ Action SetupSweep(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(most_workers)));
     LD_ASSIGN_OR_RETURN(verify::SweepReport report, verify::RunSweep(db->conninfo(), f->options, ctx.reporter()));
     if (!f->csv.empty()) LD_RETURN_IF_ERROR(WriteFile(f->csv, report::RenderSweepCsv(report)));
-    if (!f->report_dir.empty()) LD_RETURN_IF_ERROR(report::WriteSweepHtml(report, f->report_dir));
+    LD_RETURN_IF_ERROR(EmitReports(report::SweepReports(report), f->reports));
     Outcome out;
     out.exit_code = report.exit_code();
     out.json = report::SweepReportToJson(report);

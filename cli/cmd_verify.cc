@@ -4,11 +4,10 @@
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "core/text.h"
 #include "verify/selftest.h"
 #include "verify/verify.h"
-#include "report/html.h"
-#include "report/junit.h"
-#include "report/markdown.h"
+#include "report/gate.h"
 #include "report/selftest_text_json.h"
 #include "report/verify_text_json.h"
 
@@ -18,19 +17,38 @@ namespace {
 
 // How to reach the database again after this process: the look-again command uses it.
 std::string ReconnectFlags(Database& db) {
-  if (db.embedded()) {
-    return db.embedded_server()->kept() ? "--keep-db " + db.embedded_server()->dir() : "";
-  }
+  if (db.embedded()) return "--keep-db " + ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
   return db.conninfo().empty() ? "" : "--db '" + pg::RedactConninfo(db.conninfo()) + "'";
 }
 
+// Evidence in the embedded default cluster would die with this process: keep the cluster.
+void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
+  o.reconnect_flags = ReconnectFlags(db);
+  if (!db.embedded() || db.embedded_server()->kept()) return;
+  o.keep_database = [&db]() -> Result<verify::KeptDatabase> {
+    LD_RETURN_IF_ERROR(db.embedded_server()->Keep());
+    const std::string dir = ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
+    return verify::KeptDatabase{"--keep-db " + dir, db.embedded_server()->dir(), "rm -rf " + dir};
+  };
+}
+
 }  // namespace
+
+void AddReportFlags(CLI::App* sub, ReportFiles& files) {
+  sub->add_option("--junit", files.junit, "Also write a JUnit XML report to FILE (one test case per check)");
+  sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE");
+  sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR");
+}
+
+Status EmitReports(const GateReports& reports, const ReportFiles& files) {
+  return EmitGateReports(reports, files, CiEnvironment::FromEnvironment());
+}
 
 Action SetupVerify(CLI::App* sub) {
   struct Flags {
     std::string range;
     verify::VerifyOptions options;
-    std::string junit, markdown, report_dir;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
@@ -52,9 +70,7 @@ Action SetupVerify(CLI::App* sub) {
                   "With --workers-external: give up after S seconds (exit 2); default: wait forever");
   sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE");
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
-  sub->add_option("--junit", f->junit, "Also write a JUnit XML report (one test case per table)");
-  sub->add_option("--markdown", f->markdown, "Also write a Markdown summary");
-  sub->add_option("--report", f->report_dir, "Also write a self-contained HTML report into DIR");
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     auto& o = f->options;
@@ -69,16 +85,12 @@ Action SetupVerify(CLI::App* sub) {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
     LD_ASSIGN_OR_RETURN(Database * db,
                         ctx.database(static_cast<int>(f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
-    f->options.reconnect_flags = ReconnectFlags(*db);
+    WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
-    if (!f->junit.empty()) LD_RETURN_IF_ERROR(WriteFile(f->junit, report::RenderVerifyJUnit(report)));
-    if (!f->markdown.empty()) LD_RETURN_IF_ERROR(WriteFile(f->markdown, report::RenderVerifyMarkdown(report)));
-    if (!f->report_dir.empty()) LD_RETURN_IF_ERROR(report::WriteVerifyHtml(report, f->report_dir));
+    LD_RETURN_IF_ERROR(EmitReports(report::VerifyReports(report), f->reports));
     Outcome out;
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
-    if (report.schemas_kept && db->embedded() && !db->embedded_server()->kept())
-      out.text += "  (the embedded database is removed on exit: rerun with --keep-db DIR to keep the schemas)\n";
     out.error = report.error;
     out.exit_code = !report.error.empty() ? 2 : report.identical ? 0 : 1;
     return out;
@@ -91,6 +103,7 @@ Action SetupVerifyRange(CLI::App* sub) {
     std::string range;
     int64_t shard = -1;
     verify::VerifyRangeOptions options;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
@@ -111,6 +124,7 @@ Action SetupVerifyRange(CLI::App* sub) {
                   "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
   sub->add_option("--out", o.out,
                   "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)");
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range, RangeUse::kCompare));
@@ -139,6 +153,7 @@ Action SetupVerifyRange(CLI::App* sub) {
                                      report.manifest->manifest_path, report.shard->index, report.shard->count)
                                : fmt::format("manifest {} written\n", report.manifest->manifest_path);
     }
+    LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report.diff), f->reports));
     return out;
   };
   return a;
@@ -148,12 +163,14 @@ Action SetupSelftest(CLI::App* sub) {
   struct Flags {
     std::string range = "2:2001";
     verify::SelftestOptions options;
+    ReportFiles reports;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO")->capture_default_str();
   AddPlanFlags(sub, o);
   AddDigestProfileFlag(sub, o.table_profile);
+  AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
@@ -163,6 +180,7 @@ Action SetupSelftest(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, verify::RunSelftest(db->conninfo(), f->options, ctx.reporter()));
+    LD_RETURN_IF_ERROR(EmitReports(report::SelftestReports(report), f->reports));
     return Outcome{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),
                    ""};
   };

@@ -76,6 +76,12 @@ void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
 // one declaration (fixtures::AllBugKinds, which the self-test plans from too).
 std::string InjectBugKinds();
 
+// --junit FILE, --markdown FILE and --report DIR of every gate (verify, verify-range, selftest,
+// chaos, sweep); the report sink (core/report.h EmitGateReports) writes them, prints GitHub
+// annotations and appends the step summary (cmd_verify.cc).
+void AddReportFlags(CLI::App* sub, ReportFiles& files);
+Status EmitReports(const GateReports& reports, const ReportFiles& files);
+
 // Writes a report file (--junit, --markdown, --csv ...): Usage error when it cannot be opened.
 Status WriteFile(const std::string& path, const std::string& content);
 

@@ -304,6 +304,16 @@ Status EmbeddedPostgres::CreateDatabase(const std::string& name) {
   return conn->Run("CREATE DATABASE " + pg::QuoteIdent(name));
 }
 
+Status EmbeddedPostgres::Keep() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (stopped_ && !keep_) return Status::Runtimef("embedded cluster {} is already removed", dir_);
+  keep_ = true;
+  std::error_code ec;
+  fs::remove(fs::path(dir_) / kOwnerMarkerFile, ec);
+  if (ec) return Status::Runtimef("cannot keep {}: {}", dir_, ec.message());
+  return Status::Ok();
+}
+
 Status EmbeddedPostgres::Stop() {
   std::lock_guard<std::mutex> lock(stop_mu_);
   if (stopped_) return Status::Ok();

@@ -57,6 +57,10 @@ class EmbeddedPostgres {
   std::string conninfo(const std::string& dbname = "postgres") const;
   const std::string& dir() const { return dir_; }
   bool kept() const { return keep_; }
+  // From now on the cluster outlives this process: Stop() (and Ctrl-C) only stop the server,
+  // and a later run no longer reaps the directory (its owner marker goes). The directory can
+  // be reused with --keep-db dir() and removed with `rm -rf dir()`. Idempotent.
+  Status Keep();
   // Stops the server; removes the directory unless kept. Idempotent.
   Status Stop();
   // Creates a database in this cluster (for tests and two-database checks).

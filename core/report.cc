@@ -4,17 +4,68 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 
 #include <fmt/format.h>
 
 namespace ledgerdiff {
 
-StderrReporter::StderrReporter(bool quiet) : tty_(isatty(2) != 0), quiet_(quiet) {}
+void RecentRate::Add(const std::string& phase, double t_s, uint64_t done) {
+  if (phase != phase_ || (!samples_.empty() && done < samples_.back().second)) {
+    phase_ = phase;
+    samples_.clear();
+  }
+  samples_.emplace_back(t_s, done);
+  // Keep one sample at or before the window's start so the window is always covered.
+  while (samples_.size() > 2 && samples_[1].first <= t_s - window_s_) samples_.pop_front();
+}
+
+double RecentRate::rate() const {
+  if (samples_.size() < 2) return 0;
+  const auto& [t0, d0] = samples_.front();
+  const auto& [t1, d1] = samples_.back();
+  if (t1 - t0 < 0.2 || d1 <= d0) return 0;
+  return static_cast<double>(d1 - d0) / (t1 - t0);
+}
+
+double RecentRate::Eta(uint64_t total) const {
+  const double r = rate();
+  if (r <= 0 || total == 0 || samples_.empty()) return -1;
+  const uint64_t done = samples_.back().second;
+  return done >= total ? 0 : static_cast<double>(total - done) / r;
+}
+
+std::string FormatProgressLine(const Progress& p, double rate, double eta_s) {
+  std::string head = p.total ? fmt::format("{}: {} / {} {}", p.phase, FormatCount(p.done), FormatCount(p.total), p.unit)
+                             : fmt::format("{}: {} {}", p.phase, FormatCount(p.done), p.unit);
+  if (p.total) head += fmt::format(" ({:.1f}%)", 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total));
+  if (rate > 0) head += fmt::format(", {:.0f} {}/s", rate, p.unit);
+  if (eta_s >= 0 && p.done != p.total) head += ", ETA " + FormatDuration(eta_s);
+  return head;
+}
+
+std::string IsoTimeNow() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+StderrReporter::StderrReporter(bool quiet, double log_interval_s)
+    : StderrReporter(quiet, isatty(2) != 0, log_interval_s, stderr) {}
+
+StderrReporter::StderrReporter(bool quiet, bool tty, double log_interval_s, std::FILE* out)
+    : tty_(tty), quiet_(quiet), log_interval_s_(log_interval_s), out_(out) {}
 
 void StderrReporter::ClearLive() {
-  for (int i = 0; i < live_lines_; ++i) std::fputs("\x1b[1A\x1b[2K", stderr);
-  if (live_lines_) std::fputs("\r", stderr);
+  for (int i = 0; i < live_lines_; ++i) std::fputs("\x1b[1A\x1b[2K", out_);
+  if (live_lines_) std::fputs("\r", out_);
   live_lines_ = 0;
 }
 
@@ -22,33 +73,137 @@ void StderrReporter::Note(std::string_view line) {
   if (quiet_) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (tty_) ClearLive();
-  fmt::print(stderr, "{}\n", ScrubSecrets(std::string(line)));  // notes may quote foreign text
-  std::fflush(stderr);
+  fmt::print(out_, "{}\n", ScrubSecrets(std::string(line)));  // notes may quote foreign text
+  std::fflush(out_);
 }
 
 void StderrReporter::Update(const Progress& p) {
-  if (!tty_ || quiet_) return;
+  if (quiet_) return;
   std::lock_guard<std::mutex> lock(mu_);
   auto now = std::chrono::steady_clock::now();
-  if (now - last_draw_ < std::chrono::milliseconds(100) && p.done != p.total) return;
+  Phase& phase = phases_[p.phase];
+  phase.rate.Add(p.phase, std::chrono::duration<double>(now - start_).count(), p.done);
+  phase.last = p;
+  if (!tty_) {
+    // A log: one line per interval and phase, the first once the phase has run an interval (a
+    // short phase stays out of the log; its notes say what happened).
+    if (!phase.logged) {
+      phase.logged = true;
+      phase.last_line = now;
+      return;
+    }
+    if (now - phase.last_line < std::chrono::duration<double>(log_interval_s_)) return;
+    phase.last_line = now;
+    const double rate = phase.rate.rate() > 0 ? phase.rate.rate() : p.rate_per_s;
+    fmt::print(out_, "{} {}\n", IsoTimeNow(), FormatProgressLine(p, rate, phase.rate.Eta(p.total)));
+    std::fflush(out_);
+    return;
+  }
+  const bool finished = p.total && p.done >= p.total;
+  auto at = std::find(live_order_.begin(), live_order_.end(), p.phase);
+  if (at == live_order_.end() && !finished) live_order_.push_back(p.phase);
+  if (at != live_order_.end() && finished) live_order_.erase(at);
+  if (now - last_draw_ < std::chrono::milliseconds(100) && !finished) return;
   last_draw_ = now;
   ClearLive();
-  std::string head = fmt::format("{}: {} / {} {}", p.phase, FormatCount(p.done), FormatCount(p.total), p.unit);
-  if (p.total) head += fmt::format(" ({:.1f}%)", 100.0 * static_cast<double>(p.done) / static_cast<double>(p.total));
-  if (p.rate_per_s > 0) head += fmt::format(", {:.0f} {}/s", p.rate_per_s, p.unit);
-  if (p.eta_s >= 0) head += ", ETA " + FormatDuration(p.eta_s);
-  fmt::print(stderr, "{}\n", head);
-  live_lines_ = 1;
-  for (const auto& w : p.workers) {
-    fmt::print(stderr, "  {}\n", w);
+  for (const auto& name : live_order_) {
+    const Phase& ph = phases_[name];
+    const double rate = ph.rate.rate() > 0 ? ph.rate.rate() : ph.last.rate_per_s;
+    fmt::print(out_, "{}\n", FormatProgressLine(ph.last, rate, ph.rate.Eta(ph.last.total)));
     ++live_lines_;
+    for (const auto& w : ph.last.workers) {
+      fmt::print(out_, "  {}\n", w);
+      ++live_lines_;
+    }
   }
-  std::fflush(stderr);
+  std::fflush(out_);
 }
 
 void StderrReporter::Done() {
   std::lock_guard<std::mutex> lock(mu_);
   if (tty_) ClearLive();
+}
+
+namespace {
+
+// GitHub workflow command escaping: data may not contain %, CR or LF; properties also not : or ,.
+std::string GithubData(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '%') out += "%25";
+    else if (c == '\r') out += "%0D";
+    else if (c == '\n') out += "%0A";
+    else out += c;
+  }
+  return out;
+}
+std::string GithubProperty(std::string_view s) {
+  std::string out;
+  for (char c : GithubData(s)) {
+    if (c == ':') out += "%3A";
+    else if (c == ',') out += "%2C";
+    else out += c;
+  }
+  return out;
+}
+
+Status WriteWhole(const std::string& path, const std::string& content, std::ios::openmode mode) {
+  std::ofstream out(path, std::ios::binary | mode);
+  if (!out) return Status::Usagef("cannot write {}", path);
+  out << content;
+  out.close();
+  if (!out) return Status::Runtimef("cannot write {}", path);
+  return Status::Ok();
+}
+
+}  // namespace
+
+CiEnvironment CiEnvironment::FromEnvironment() {
+  CiEnvironment ci;
+  const char* gha = std::getenv("GITHUB_ACTIONS");
+  ci.github_annotations = gha && std::string_view(gha) == "true";
+  if (const char* summary = std::getenv("GITHUB_STEP_SUMMARY")) ci.step_summary = summary;
+  return ci;
+}
+
+std::vector<std::string> GithubAnnotations(const GateSummary& s) {
+  std::vector<std::string> out;
+  bool failing_check = false;
+  for (const auto& c : s.checks) {
+    if (c.state == GateCheck::State::kPass) continue;
+    const bool warning = c.state == GateCheck::State::kWarning;
+    failing_check = failing_check || !warning;
+    out.push_back(fmt::format("::{} title={}::{}", warning ? "warning" : "error",
+                              GithubProperty("ledgerdiff " + s.command + ": " + c.name),
+                              GithubData(c.message.empty() ? c.name : c.message)));
+  }
+  if (!s.passed && !failing_check) {
+    std::string message = "verdict " + s.verdict;
+    for (const auto& [label, command] : s.next_steps) message += "\n" + label + ": " + command;
+    out.push_back(fmt::format("::error title={}::{}", GithubProperty("ledgerdiff " + s.command), GithubData(message)));
+  } else if (!s.passed) {
+    // The failing checks say what; this says what to run next.
+    for (const auto& [label, command] : s.next_steps)
+      out.push_back(fmt::format("::notice title={}::{}", GithubProperty("ledgerdiff " + s.command + ": " + label),
+                                GithubData(command)));
+  }
+  return out;
+}
+
+Status EmitGateReports(const GateReports& r, const ReportFiles& files, const CiEnvironment& ci,
+                       std::FILE* annotations_out) {
+  if (!files.junit.empty() && r.junit) LD_RETURN_IF_ERROR(WriteWhole(files.junit, r.junit(), std::ios::trunc));
+  std::string markdown;
+  if ((!files.markdown.empty() || !ci.step_summary.empty()) && r.markdown) markdown = r.markdown();
+  if (!files.markdown.empty() && r.markdown) LD_RETURN_IF_ERROR(WriteWhole(files.markdown, markdown, std::ios::trunc));
+  if (!files.report_dir.empty() && r.html) LD_RETURN_IF_ERROR(r.html(files.report_dir));
+  if (ci.github_annotations) {
+    for (const auto& line : GithubAnnotations(r.summary)) fmt::print(annotations_out, "{}\n", ScrubSecrets(line));
+    std::fflush(annotations_out);
+  }
+  if (!ci.step_summary.empty() && !markdown.empty())
+    LD_RETURN_IF_ERROR(WriteWhole(ci.step_summary, markdown + "\n", std::ios::app));
+  return Status::Ok();
 }
 
 std::string FormatDuration(double s) {

@@ -4,10 +4,17 @@
 // text, JSON, JUnit, Markdown or HTML with the renderers of its room.
 
 #include <chrono>
+#include <cstdio>
+#include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#include "core/status.h"
 
 namespace ledgerdiff {
 
@@ -36,11 +43,33 @@ class Reporter {
   virtual bool live() const { return false; }
 };
 
-// Writes notes to stderr; on a terminal, progress is one live status block redrawn at most
-// 10 times a second, otherwise progress updates are dropped and notes are the log.
+// The rate of recent work in one phase: units per second over the samples of the last
+// `window` seconds (the whole phase until it is that old). The ETA comes from it, not from the
+// phase's average, so a slow start does not make the ETA lie later.
+class RecentRate {
+ public:
+  explicit RecentRate(double window_s = 30) : window_s_(window_s) {}
+  // Records `done` units at time `t_s` (seconds on any monotonic clock); a new phase resets.
+  void Add(const std::string& phase, double t_s, uint64_t done);
+  double rate() const;                  // units/s; 0 while unknown
+  double Eta(uint64_t total) const;     // seconds left; -1 while unknown
+
+ private:
+  double window_s_;
+  std::string phase_;
+  std::deque<std::pair<double, uint64_t>> samples_;
+};
+
+// Writes notes to stderr. On a terminal, progress is one live status block redrawn at most 10
+// times a second, one line per phase in progress (with its workers); otherwise (a CI log) a
+// line every `log_interval_s` seconds per phase, the first one interval after the phase began:
+//   2026-11-30T23:40:05Z parallel ingest: 1,500 / 5,000 ledgers (30.0%), 410 ledgers/s, ETA 8.5 s
+// The rate and ETA come from the recent work of the phase (RecentRate).
 class StderrReporter : public Reporter {
  public:
-  explicit StderrReporter(bool quiet = false);
+  explicit StderrReporter(bool quiet = false, double log_interval_s = 10);
+  // For tests: `tty` forced, lines to `out`.
+  StderrReporter(bool quiet, bool tty, double log_interval_s, std::FILE* out);
   void Note(std::string_view line) override;
   void Update(const Progress& progress) override;
   void Done() override;
@@ -50,10 +79,82 @@ class StderrReporter : public Reporter {
   void ClearLive();
   bool tty_;
   bool quiet_;
+  double log_interval_s_;
+  std::FILE* out_;
+  // Phases may run at once (left and right digests): each keeps its own rate and log clock.
+  struct Phase {
+    RecentRate rate;
+    Progress last;
+    std::chrono::steady_clock::time_point last_line{};
+    bool logged = false;
+  };
   std::mutex mu_;
   int live_lines_ = 0;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_draw_{};
+  std::map<std::string, Phase> phases_;
+  std::vector<std::string> live_order_;  // phases shown on a terminal, oldest first
 };
+
+// One progress line (without the timestamp): "phase: 1,500 / 5,000 ledgers (30.0%), 410
+// ledgers/s, ETA 8.5 s". `rate`, `eta_s` as measured by the caller (0 / -1: left out).
+std::string FormatProgressLine(const Progress& p, double rate, double eta_s);
+// The current UTC time as ISO 8601, "2026-11-30T23:40:05Z".
+std::string IsoTimeNow();
+
+// ---- The report sink: every gate (verify, verify-range, selftest, chaos, sweep) speaks CI the
+// same way. A command builds a GateSummary (its checks as CI sees them) and hands it, with its
+// renderers, to EmitGateReports, which writes --junit / --markdown / --report DIR, prints GitHub
+// annotations and appends the Markdown to $GITHUB_STEP_SUMMARY.
+
+// One check of a gate: a JUnit test case, a row of the Markdown summary, an annotation.
+struct GateCheck {
+  enum class State { kPass, kFail, kError, kWarning };
+  std::string name;     // "history_trades", "round 2", "skip-ledger@150"
+  State state = State::kPass;
+  std::string message;  // one line; why it failed (may be empty on a pass)
+  std::string detail;   // more lines (row diff, faults), may be empty
+};
+
+struct GateSummary {
+  std::string command;  // "chaos"
+  std::string verdict;  // as the command prints it: "identical", "valid", "PASSED" ...
+  bool passed = false;
+  std::vector<std::pair<std::string, std::string>> facts;  // label, value: range, workers, ...
+  std::vector<GateCheck> checks;
+  std::vector<std::pair<std::string, std::string>> next_steps;  // what to run next: label, command
+  std::string text;  // the text rendering (JUnit system-out)
+};
+
+// Where the reports go: the --junit FILE, --markdown FILE, --report DIR flags.
+struct ReportFiles {
+  std::string junit, markdown, report_dir;
+};
+
+// What CI the process runs under: GitHub annotations when GITHUB_ACTIONS=true; the step summary
+// file from GITHUB_STEP_SUMMARY.
+struct CiEnvironment {
+  bool github_annotations = false;
+  std::string step_summary;
+  static CiEnvironment FromEnvironment();
+};
+
+// A gate's summary and its renderings, made only when asked for.
+struct GateReports {
+  GateSummary summary;
+  std::function<std::string()> junit;               // JUnit XML
+  std::function<std::string()> markdown;            // Markdown (also the step summary)
+  std::function<Status(const std::string&)> html;   // writes DIR/index.html
+};
+
+// The GitHub workflow commands for `s`: one ::error per failed or errored check, one ::warning
+// per warning, one ::error for a failed gate with no failing check. Data is escaped (%, CR, LF;
+// in properties also : and ,) so it cannot end the command.
+std::vector<std::string> GithubAnnotations(const GateSummary& s);
+// Writes the files asked for, then (under CI) prints the annotations on `annotations_out` and
+// appends the Markdown to the step summary. Errors: Usage when a file cannot be opened.
+Status EmitGateReports(const GateReports& reports, const ReportFiles& files, const CiEnvironment& ci,
+                       std::FILE* annotations_out = stderr);
 
 class NullReporter : public Reporter {
  public:

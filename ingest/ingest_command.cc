@@ -16,6 +16,7 @@
 #include "core/process.h"
 #include "core/redact.h"
 #include "core/tempdir.h"
+#include "core/text.h"
 
 namespace ledgerdiff::ingest {
 

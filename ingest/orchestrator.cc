@@ -294,11 +294,19 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     bool want_jobs = reporter.live() || counts.done > reported_done.size();
     if (want_jobs) {
       LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
+      // Each note counts the ledgers done up to its own job: those done before this tick, then
+      // the jobs newly done in it one by one (one snapshot: this job list).
+      uint64_t done_ledgers = 0;
+      for (const auto& j : jobs)
+        if (j.state == "done" && reported_done.count(j.job_id)) done_ledgers += j.range.size();
       for (const auto& j : jobs) {
         if (j.state == "running") p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
-        if (j.state == "done" && reported_done.insert(j.job_id).second && !reporter.live())
-          reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
-                                    j.worker, j.attempt, FormatCount(counts.ledgers_done), FormatCount(total_ledgers)));
+        if (j.state == "done" && reported_done.insert(j.job_id).second) {
+          done_ledgers += j.range.size();
+          if (!reporter.live())
+            reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
+                                      j.worker, j.attempt, FormatCount(done_ledgers), FormatCount(total_ledgers)));
+        }
       }
     }
     reporter.Update(p);

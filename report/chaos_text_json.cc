@@ -52,6 +52,7 @@ std::string RenderChaosText(const ChaosReport& r) {
   out += fmt::format(" :time {{:baseline \"{}\" :total \"{}\"}}}}\n", FormatDuration(r.baseline_s),
                      FormatDuration(r.seconds));
   out += fmt::format("replay: {}\n", r.replay);
+  if (r.inconclusive) out += "verdict: unknown (a planned fault never fired; see the rounds above)\n";
   return out;
 }
 
@@ -89,6 +90,7 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
                       {"orchestrator_restarts", round.orchestrator_restarts},
                       {"redone_after_resume", round.redone_after_resume},
                       {"anomalies", anomalies},
+                      {"inconclusive", round.inconclusive},
                       {"seconds", round.seconds}});
   }
   nlohmann::json anomalies = nlohmann::json::object();
@@ -102,6 +104,8 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     planned[k] = r.planned.count(k) ? r.planned.at(k) : 0;
   }
   return {{"valid", r.valid},
+          {"inconclusive", r.inconclusive},
+          {"verdict", r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid"},
           {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
           {"workers", r.options.workers},
           {"job_size", r.options.job_size},

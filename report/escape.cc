@@ -1,6 +1,8 @@
 // Text hygiene shared by every renderer (contracts in escape.h).
 #include "report/escape.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "core/report.h"
@@ -95,6 +97,62 @@ std::string Intervals(const std::vector<LedgerRange>& iv, size_t max_items) {
   }
   if (iv.size() > max_items) out += fmt::format(", \xe2\x80\xa6 {} more intervals", FormatCount(iv.size() - max_items));
   return out;
+}
+
+// Inline code span that survives any content: backtick fence longer than any run inside, and
+// `|` escaped for table cells. Newlines become spaces.
+std::string MdCode(std::string_view s, bool in_table) {
+  std::string v = Clean(s);
+  for (auto& c : v)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  if (in_table) {
+    std::string t;
+    for (char c : v) {
+      if (c == '|') t += "\\|";
+      else t += c;
+    }
+    v = t;
+  }
+  size_t run = 0, longest = 0;
+  for (char c : v) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  std::string fence(longest + 1, '`');
+  bool pad = v.empty() || v.front() == '`' || v.back() == '`' || v.front() == ' ';
+  return fence + (pad ? " " : "") + v + (pad ? " " : "") + fence;
+}
+
+// Plain text in Markdown: escapes what could turn into markup or HTML.
+std::string MdText(std::string_view s) {
+  std::string out;
+  for (char c : Clean(s)) {
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '\n': out += ' '; break;
+      case '\\': case '`': case '*': case '_': case '[': case ']': case '|': case '#':
+        out += '\\';
+        out += c;
+        break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+// A fenced code block whose fence cannot be closed by its content.
+std::string MdBlock(const std::string& lang, const std::string& body) {
+  std::string b = Clean(body);
+  size_t run = 0, longest = 0;
+  for (char c : b) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  std::string fence(std::max<size_t>(3, longest + 1), '`');
+  if (!b.empty() && b.back() != '\n') b += '\n';
+  return fence + lang + "\n" + b + fence + "\n";
 }
 
 }  // namespace ledgerdiff::report

@@ -41,4 +41,10 @@ std::string Plural(uint64_t n, std::string_view one, std::string_view many);
 std::string Intervals(const std::vector<LedgerRange>& intervals,
                       size_t max_items = std::numeric_limits<size_t>::max());
 
+// Markdown: an inline code span no content can close (`|` escaped in table cells, newlines
+// become spaces); plain text with markup characters escaped; a fenced block no content closes.
+std::string MdCode(std::string_view s, bool in_table = false);
+std::string MdText(std::string_view s);
+std::string MdBlock(const std::string& lang, const std::string& body);
+
 }  // namespace ledgerdiff::report

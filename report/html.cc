@@ -4,6 +4,7 @@
 // manifest stood in for it), the right side is "parallel"; "first divergent ledger",
 // "divergent tables", "only serial / only parallel / changed" rows, "look again".
 #include "report/html.h"
+#include "report/verify_text_json.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -215,6 +216,8 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
 
 }  // namespace
 
+std::string_view ReportCss() { return kCss; }
+
 std::string RenderVerifyHtml(const VerifyReport& r) {
   const Sides sides = SideNames(r);
   const std::vector<TableLine> tables = TableLines(r);
@@ -269,7 +272,9 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   if (!r.baseline.empty()) fact("baseline", "<code>" + Esc(r.baseline) + "</code>");
   if (!r.serial_schema.empty()) fact("serial schema", "<code>" + Esc(r.serial_schema) + "</code>");
   if (!r.parallel_schema.empty()) fact("parallel schema", "<code>" + Esc(r.parallel_schema) + "</code>");
-  fact("schemas", r.schemas_kept ? "kept" : "dropped after the pass");
+  fact("schemas", r.schemas_kept                ? (r.kept_cluster.empty() ? "kept" : "kept in " + Esc(r.kept_cluster))
+                  : !r.evidence_gone.empty() ? "gone: " + Esc(r.evidence_gone)
+                                             : "dropped after the pass");
   if (!r.bug.empty()) fact("injected bug", "<code>" + Esc(r.bug) + "</code>");
   if (!r.saved_baseline.empty()) fact("baseline saved to", "<code>" + Esc(r.saved_baseline) + "</code>");
   if (!r.diff.profile.empty()) fact("table profile", Esc(r.diff.profile));
@@ -351,6 +356,9 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
       h += fmt::format("<p>First divergent ledger <b>{}</b>: {} of {} ledgers compared differ.</p>\n",
                        *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
                        FormatCount(r.diff.ledgers_compared));
+      if (r.first_divergent_job)
+        h += "<p class=\"note\">" + Esc(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) +
+             "</p>\n";
       if (!r.diff.left.empty() || !r.diff.right.empty())
         h += fmt::format("<p class=\"muted\">{}: {}<br/>{}: {}</p>\n", sides.left, Esc(r.diff.left), sides.right,
                          Esc(r.diff.right));
@@ -368,9 +376,24 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     for (const auto& rd : r.diff.rows) h += RowDiffHtml(r, rd, sides);
   }
   for (const auto& n : r.diff.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
+  if (const Soundness sound = SoundnessOf(r.diff); !sound.problems.empty() || !sound.warnings.empty()) {
+    h += "<h2>Soundness</h2>\n";
+    if (!sound.problems.empty()) {
+      h += "<p>Lookup and invariant problems:</p>\n<ul>\n";
+      for (const auto& p : sound.problems) h += "<li class=\"bad\">" + Esc(p.detail) + "</li>\n";
+      h += "</ul>\n";
+    }
+    if (!sound.warnings.empty()) {
+      h += "<p class=\"muted\">Not compared / warnings:</p>\n<ul>\n";
+      for (const auto& w : sound.warnings) h += "<li>" + Esc(w) + "</li>\n";
+      h += "</ul>\n";
+    }
+  }
   if (!r.look_again.empty()) {
     h += "<h2>Look again</h2>\n<p class=\"muted\">The schemas were kept; this compares them again:</p>\n";
     h += "<pre class=\"look-again\">" + Esc(r.look_again) + "</pre>\n";
+    if (!r.remove_command.empty())
+      h += "<p class=\"muted\">Remove the kept cluster when done:</p>\n<pre>" + Esc(r.remove_command) + "</pre>\n";
   }
 
   // Timeline and throughput of the parallel run.

@@ -8,6 +8,7 @@
 // data string is escaped, so the markup is well-formed (XHTML-compatible apart from the doctype).
 
 #include <string>
+#include <string_view>
 
 #include "core/status.h"
 #include "verify/verify.h"
@@ -15,6 +16,8 @@
 namespace ledgerdiff::report {
 
 std::string RenderVerifyHtml(const verify::VerifyReport& report);
+// The style sheet every HTML report of report/ inlines (verify, the gates of gate.h).
+std::string_view ReportCss();
 
 // Writes `html` to DIR/index.html, creating DIR (and its parents) if needed. The page is
 // written to a temporary file in DIR and renamed: DIR/index.html is never half-written.

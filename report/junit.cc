@@ -56,11 +56,23 @@ std::string RenderVerifyJUnit(const VerifyReport& r) {
         if (t.at_first && r.diff.first_divergent_ledger)
           b += fmt::format("at ledger {}: {} {} rows, {} {} rows\n", *r.diff.first_divergent_ledger, sides.left,
                            FormatCount(t.at_first->left_rows), sides.right, FormatCount(t.at_first->right_rows));
+        if (t.at_first && r.first_divergent_job && r.diff.first_divergent_ledger)
+          b += DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job) + "\n";
         if (t.row_diff)
           for (const auto& line : RowDiffLines(*t.row_diff, sides, 5, 200)) b += "  " + line + "\n";
         if (!r.look_again.empty()) b += "look again: " + r.look_again + "\n";
+        if (!r.remove_command.empty()) b += "remove the kept cluster when done: " + r.remove_command + "\n";
+        if (!r.evidence_gone.empty()) b += "nothing kept: " + r.evidence_gone + "\n";
       }
       cases.push_back(std::move(c));
+    }
+    // A failing case per lookup difference and per broken invariant; what was not compared rides along.
+    const Soundness sound = SoundnessOf(r.diff);
+    for (const auto& p : sound.problems) cases.push_back({p.name, "failure", p.detail, p.detail + "\n"});
+    if (!sound.warnings.empty()) {
+      std::string body;
+      for (const auto& w : sound.warnings) body += "warning: " + w + "\n";
+      cases.push_back({"soundness warnings", "", "", body});
     }
     // Divergent without a divergent table (schemas differ only): fail visibly anyway.
     if (!r.identical && std::none_of(cases.begin(), cases.end(), [](const Case& c) { return !c.kind.empty(); })) {
@@ -102,11 +114,17 @@ std::string RenderVerifyJUnit(const VerifyReport& r) {
   prop("speedup", fmt::format("{:.2f}", r.speedup));
   if (r.diff.first_divergent_ledger) prop("first_divergent_ledger", std::to_string(*r.diff.first_divergent_ledger));
   if (!r.look_again.empty()) prop("look_again", r.look_again);
+  if (const auto& w = r.first_divergent_job)
+    prop("first_divergent_job", fmt::format("job {} ({}) attempt {} worker {} position {}", w->job, w->range.str(),
+                                            w->attempt, w->worker, w->position));
+  prop("schemas_kept", r.schemas_kept ? "true" : "false");
+  if (!r.kept_cluster.empty()) prop("kept_cluster", r.kept_cluster);
+  if (!r.evidence_gone.empty()) prop("evidence_gone", r.evidence_gone);
   x += "    </properties>\n";
   for (const auto& c : cases) {
     x += fmt::format("    <testcase classname=\"ledgerdiff.verify\" name=\"{}\"", Attr(c.name));
     if (c.kind.empty()) {
-      x += "/>\n";
+      x += c.body.empty() ? "/>\n" : ">\n      <system-out>" + Esc(c.body) + "</system-out>\n    </testcase>\n";
       continue;
     }
     x += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n", c.kind, Attr(c.message),

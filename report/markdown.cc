@@ -9,72 +9,13 @@
 
 #include "core/report.h"
 #include "report/escape.h"
+#include "report/verify_text_json.h"
 #include "report/verify_view.h"
 
 namespace ledgerdiff::report {
 
 using ingest::IngestReport;
 using verify::VerifyReport;
-
-namespace {
-
-// Inline code span that survives any content: backtick fence longer than any run inside, and
-// `|` escaped for table cells. Newlines become spaces.
-std::string MdCode(std::string_view s, bool in_table = false) {
-  std::string v = Clean(s);
-  for (auto& c : v)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  if (in_table) {
-    std::string t;
-    for (char c : v) {
-      if (c == '|') t += "\\|";
-      else t += c;
-    }
-    v = t;
-  }
-  size_t run = 0, longest = 0;
-  for (char c : v) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  std::string fence(longest + 1, '`');
-  bool pad = v.empty() || v.front() == '`' || v.back() == '`' || v.front() == ' ';
-  return fence + (pad ? " " : "") + v + (pad ? " " : "") + fence;
-}
-
-// Plain text in Markdown: escapes what could turn into markup or HTML.
-std::string MdText(std::string_view s) {
-  std::string out;
-  for (char c : Clean(s)) {
-    switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '\n': out += ' '; break;
-      case '\\': case '`': case '*': case '_': case '[': case ']': case '|': case '#':
-        out += '\\';
-        out += c;
-        break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-// A fenced code block whose fence cannot be closed by its content.
-std::string MdBlock(const std::string& lang, const std::string& body) {
-  std::string b = Clean(body);
-  size_t run = 0, longest = 0;
-  for (char c : b) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  std::string fence(std::max<size_t>(3, longest + 1), '`');
-  if (!b.empty() && b.back() != '\n') b += '\n';
-  return fence + lang + "\n" + b + fence + "\n";
-}
-
-}  // namespace
 
 std::string RenderVerifyMarkdown(const VerifyReport& r) {
   const Sides sides = SideNames(r);
@@ -105,6 +46,10 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
   if (r.schemas_kept)
     m += fmt::format("- schemas kept: {}{}\n", r.serial_schema.empty() ? "" : MdCode(r.serial_schema) + ", ",
                      MdCode(r.parallel_schema));
+  if (!r.kept_cluster.empty())
+    m += fmt::format("- embedded cluster kept in {} (remove it when done: {})\n", MdCode(r.kept_cluster),
+                     MdCode(r.remove_command));
+  if (!r.evidence_gone.empty()) m += "- nothing kept: " + MdText(r.evidence_gone) + "\n";
   m += "\n";
 
   if (!r.phases.empty()) {
@@ -134,6 +79,8 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     if (!names.empty() && r.diff.first_divergent_ledger)
       m += fmt::format("Divergent tables at ledger {}: {}\n\n", *r.diff.first_divergent_ledger,
                        fmt::join(names, ", "));
+    if (r.first_divergent_job && r.diff.first_divergent_ledger)
+      m += MdText(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) + ".\n\n";
     for (const auto& s : r.diff.schema_differences) m += "- schema difference: " + MdText(s) + "\n";
     if (!r.diff.schema_differences.empty()) m += "\n";
     for (const auto& rd : r.diff.rows) {
@@ -163,6 +110,17 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     };
     if (r.serial) failed("serial", *r.serial);
     failed("parallel", r.parallel);
+    m += "\n";
+  }
+  const Soundness sound = SoundnessOf(r.diff);
+  if (!sound.problems.empty()) {
+    m += "**Lookup and invariant problems:**\n\n";
+    for (const auto& p : sound.problems) m += "- \xe2\x9d\x8c " + MdText(p.detail) + "\n";
+    m += "\n";
+  }
+  if (!sound.warnings.empty()) {
+    m += "**Not compared / warnings:**\n\n";
+    for (const auto& w : sound.warnings) m += "- " + MdText(w) + "\n";
     m += "\n";
   }
   if (!r.look_again.empty()) m += "Look again:\n\n" + MdBlock("sh", r.look_again) + "\n";

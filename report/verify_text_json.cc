@@ -39,10 +39,24 @@ nlohmann::json VerifyReportToJson(const VerifyReport& r) {
   };
   if (r.serial) j["serial_run"] = IngestReportToJson(*r.serial);
   if (!r.look_again.empty()) j["look_again"] = r.look_again;
+  j["first_divergent_job"] = nullptr;
+  if (const auto& w = r.first_divergent_job)
+    j["first_divergent_job"] = {{"job", w->job},         {"attempt", w->attempt},   {"worker", w->worker},
+                                {"from", w->range.from}, {"to", w->range.to}, {"position", w->position}};
+  if (!r.kept_cluster.empty())
+    j["kept_cluster"] = {{"dir", r.kept_cluster}, {"remove", r.remove_command}};
+  if (!r.evidence_gone.empty()) j["evidence_gone"] = r.evidence_gone;
   if (!r.saved_baseline.empty()) j["saved_baseline"] = r.saved_baseline;
   if (!r.bug.empty()) j["injected_bug"] = r.bug;
   if (!r.error.empty()) j["error"] = r.error;
   return j;
+}
+
+std::string DescribeWritingJob(Ledger ledger, const verify::WritingJob& w) {
+  return fmt::format("ledger {} was written on the parallel side by job {} (ledgers {}, attempt {}, worker {}); it is the job's "
+                     "{} ledger{}",
+                     ledger, w.job, w.range.str(), w.attempt, w.worker, w.position,
+                     w.position == "inner" ? "" : ": a job boundary, suspect the boundary handling");
 }
 
 std::string RenderVerifyText(const VerifyReport& r) {
@@ -53,6 +67,8 @@ std::string RenderVerifyText(const VerifyReport& r) {
     out += diff::RenderDiffText(r.diff);
     if (!out.empty() && out.back() != '\n') out += '\n';
   }
+  if (r.first_divergent_job && r.diff.first_divergent_ledger)
+    out += DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job) + "\n";
   out += fmt::format("verify {}: {} ({} ledgers), {} workers, jobs of {}\n", r.run_id, r.range.str(),
                      FormatCount(r.range.size()), r.workers, r.job_size);
   for (const auto& p : r.phases) out += fmt::format("  {:<18} {:>10}\n", p.name, FormatDuration(p.seconds));
@@ -61,8 +77,11 @@ std::string RenderVerifyText(const VerifyReport& r) {
   if (r.schemas_kept) {
     out += fmt::format("  schemas kept: {}{}\n", r.serial_schema.empty() ? "" : "\"" + r.serial_schema + "\", ",
                        "\"" + r.parallel_schema + "\"");
+    if (!r.kept_cluster.empty()) out += fmt::format("  embedded cluster kept in {}\n", r.kept_cluster);
     if (!r.look_again.empty()) out += fmt::format("  look again: {}\n", r.look_again);
+    if (!r.remove_command.empty()) out += fmt::format("  remove it when done: {}\n", r.remove_command);
   }
+  if (!r.evidence_gone.empty()) out += fmt::format("  nothing kept: {}\n", r.evidence_gone);
   out += fmt::format("verdict: {}\n", r.verdict() == "identical" ? "IDENTICAL" : r.verdict() == "divergent" ? "DIVERGENT" : "ERROR");
   return out;
 }

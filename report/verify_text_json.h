@@ -15,6 +15,8 @@
 namespace ledgerdiff::report {
 
 nlohmann::json VerifyReportToJson(const verify::VerifyReport& report);
+// One sentence linking the first divergent ledger to the parallel job that wrote it.
+std::string DescribeWritingJob(Ledger ledger, const verify::WritingJob& w);
 std::string RenderVerifyText(const verify::VerifyReport& report);
 
 }  // namespace ledgerdiff::report

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/report.h"
 #include "report/escape.h"
@@ -142,6 +143,52 @@ std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides&
                                 FormatCount(total - shown), FormatCount(rd.only_left_total), sides.left,
                                 FormatCount(rd.only_right_total), sides.right, FormatCount(rd.changed_total)));
   return lines;
+}
+
+namespace {
+std::string JoinOrNone(const std::vector<std::string>& v) {
+  return v.empty() ? "none" : fmt::format("{}", fmt::join(v, ", "));
+}
+}  // namespace
+
+Soundness SoundnessOf(const diff::DiffReport& d) {
+  Soundness s;
+  for (const auto& c : d.lookups) {
+    if (!c.divergent()) continue;
+    std::string detail = fmt::format("lookup {} differs: left {} keys, right {} keys; {} only left, {} only right, {} "
+                                     "issues",
+                                     c.table, c.left_keys, c.right_keys, c.only_left_total, c.only_right_total,
+                                     c.issues_total);
+    for (const auto& k : c.only_left) detail += "; only left: " + k;
+    for (const auto& k : c.only_right) detail += "; only right: " + k;
+    for (const auto& i : c.issues) detail += fmt::format("; {} {}: {}", i.side, i.kind, i.detail);
+    s.problems.push_back({"lookup " + c.table, detail});
+  }
+  for (const auto& v : d.invariants) {
+    if (!v.violations) continue;
+    s.problems.push_back({fmt::format("invariant {} ({})", v.name, v.side),
+                          fmt::format("invariant {} broken on the {} side: {} rows of {}{} ({})", v.name, v.side,
+                                      v.violations, v.table,
+                                      v.first_ledger ? fmt::format(", first at ledger {}", *v.first_ledger) : "",
+                                      v.description)});
+  }
+  for (const auto& o : d.rows_outside_range)
+    s.warnings.push_back(fmt::format("{} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} "
+                                     "without a ledger)",
+                                     o.table, o.side, o.before + o.after + o.no_ledger, d.range.str(), o.before,
+                                     o.after, o.no_ledger));
+  if (!d.uncompared_left.empty() || !d.uncompared_right.empty())
+    s.warnings.push_back(fmt::format("not compared (no ledger mapping): left {}; right {}",
+                                     JoinOrNone(d.uncompared_left), JoinOrNone(d.uncompared_right)));
+  if (!d.tables_only_left.empty() || !d.tables_only_right.empty())
+    s.warnings.push_back(fmt::format("tables on one side only: left {}; right {}", JoinOrNone(d.tables_only_left),
+                                     JoinOrNone(d.tables_only_right)));
+  for (const auto& n : d.schema_notes) s.warnings.push_back("schema note: " + n);
+  for (const auto& c : d.lookups)
+    if (c.unreferenced_left || c.unreferenced_right)
+      s.warnings.push_back(fmt::format("{}: ids no compared row references: left {}, right {}", c.table,
+                                       c.unreferenced_left, c.unreferenced_right));
+  return s;
 }
 
 }  // namespace ledgerdiff::report

@@ -57,4 +57,18 @@ double TotalSeconds(const verify::VerifyReport& r);
 std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides& sides, size_t max_lines,
                                       size_t max_value_bytes);
 
+// The diff's soundness findings as one-line sentences, shared by JUnit, Markdown and HTML.
+// `problems`: lookup differences and side invariant violations (each fails the gate);
+// `warnings`: what was not compared (uncompared / one-side-only tables, rows outside the range,
+// unreferenced lookup ids) and schema notes.
+struct Soundness {
+  struct Problem {
+    std::string name;    // e.g. "lookup history_accounts", "invariant X (parallel)"
+    std::string detail;  // one line
+  };
+  std::vector<Problem> problems;
+  std::vector<std::string> warnings;
+};
+Soundness SoundnessOf(const diff::DiffReport& d);
+
 }  // namespace ledgerdiff::report

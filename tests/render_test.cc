@@ -7,17 +7,26 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "report/chaos_text_json.h"
+#include "report/gate.h"
 #include "report/html.h"
+#include "report/ingest_text_json.h"
+#include "report/sweep.h"
 #include "report/junit.h"
 #include "report/markdown.h"
 #include "report/svg_chart.h"
+#include "report/verify_text_json.h"
 #include "tests/harness.h"
 #include "verify/verify.h"
 
@@ -682,6 +691,398 @@ TEST(RenderHtml, SampleReportForBrowser) {
     ASSERT_TRUE(WriteVerifyHtml(report, (fs::path(dir) / name).string()).ok()) << name;
   for (const char* page : {"index.html", "identical/index.html", "error/index.html", "huge/index.html"})
     EXPECT_GT(fs::file_size(fs::path(dir) / page), 1000u) << page;
+}
+
+
+// Issue 14: the first divergent ledger is linked to the parallel job, attempt and worker that
+// wrote it, and to its place in the job (a boundary bug hits a job's first or last ledger).
+TEST(FirstDivergentJob, TheDoneAttemptWhoseRangeHoldsTheLedger) {
+  IngestReport run;
+  run.timeline = {Attempt(1, 1, "w1", 0, 1, "done", "", {2, 26}), Attempt(2, 1, "w2", 0, 1, "failed", "x", {27, 51}),
+                  Attempt(2, 2, "w3", 1, 2, "done", "", {27, 51}), Attempt(3, 1, "w1", 1, 2, "done", "", {52, 52})};
+  auto w = verify::FindWritingJob(run, 27);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->job, 2u);
+  EXPECT_EQ(w->attempt, 2u);  // the failed first attempt wrote nothing that stayed
+  EXPECT_EQ(w->worker, "w3");
+  EXPECT_EQ(w->position, "first");
+  EXPECT_EQ(verify::FindWritingJob(run, 51)->position, "last");
+  EXPECT_EQ(verify::FindWritingJob(run, 30)->position, "inner");
+  EXPECT_EQ(verify::FindWritingJob(run, 52)->position, "first");
+  EXPECT_FALSE(verify::FindWritingJob(run, 53).has_value());
+}
+
+TEST(FirstDivergentJob, EveryOutputNamesTheJobWorkerAndPosition) {
+  VerifyReport r = DivergentReport();
+  r.first_divergent_job = verify::WritingJob{8, 2, "w2.1", {177, 200}, "last"};
+  auto j = report::VerifyReportToJson(r);
+  EXPECT_EQ(j["first_divergent_job"], (nlohmann::json{{"job", 8}, {"attempt", 2}, {"worker", "w2.1"},
+                                                      {"from", 177}, {"to", 200}, {"position", "last"}}));
+  const std::string sentence = "ledger 200 was written on the parallel side by job 8 (ledgers 177:200, attempt 2, worker w2.1)";
+  EXPECT_NE(report::RenderVerifyText(r).find(sentence), std::string::npos) << report::RenderVerifyText(r);
+  EXPECT_NE(report::RenderVerifyText(r).find("job's last ledger: a job boundary"), std::string::npos);
+  EXPECT_NE(RenderVerifyJUnit(r).find(sentence), std::string::npos);
+  EXPECT_NE(RenderVerifyJUnit(r).find("property name=\"first_divergent_job\""), std::string::npos);
+  EXPECT_NE(RenderVerifyMarkdown(r).find("job 8"), std::string::npos) << RenderVerifyMarkdown(r);
+  Html h = WriteHtml(r, "divergent_job");
+  ASSERT_TRUE(h.status.ok()) << h.status.message();
+  EXPECT_NE(h.text.find(sentence), std::string::npos);
+  // Identical: null in JSON, nothing in text.
+  EXPECT_TRUE(report::VerifyReportToJson(IdenticalReport())["first_divergent_job"].is_null());
+}
+
+// Issue 14: the soundness sections of the diff reach JUnit, Markdown and HTML.
+TEST(RenderSoundness, LookupAndInvariantProblemsFailAndWarningsAreShown) {
+  VerifyReport r = DivergentReport();
+  diff::LookupComparison lc;
+  lc.table = "history_accounts";
+  lc.left_keys = 5;
+  lc.right_keys = 4;
+  lc.only_left = {"GBXQ_ONLY_LEFT"};
+  lc.only_left_total = 1;
+  r.diff.lookups = {lc};
+  diff::InvariantResult inv;
+  inv.name = "op_has_tx";
+  inv.table = "history_operations";
+  inv.side = "parallel";
+  inv.description = "every operation has its transaction";
+  inv.violations = 3;
+  inv.first_ledger = 42;
+  r.diff.invariants = {inv};
+  r.diff.uncompared_right = {"asset_stats"};
+  r.diff.schema_notes = {"ledger_close: timestamp vs timestamptz"};
+  r.diff.rows_outside_range = {{"history_ledgers", "left", 1, 2, 0}};
+  const std::string x = RenderVerifyJUnit(r);
+  EXPECT_NE(x.find("name=\"lookup history_accounts\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"invariant op_has_tx (parallel)\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("GBXQ_ONLY_LEFT"), std::string::npos);
+  EXPECT_NE(x.find("not compared (no ledger mapping): left none; right asset_stats"), std::string::npos);
+  EXPECT_EQ(CheckWellFormed(x), "") << x;
+  const std::string md = RenderVerifyMarkdown(r);
+  // Markdown escapes the underscores of names in plain text.
+  EXPECT_NE(md.find("invariant op\\_has\\_tx broken on the parallel side: 3 rows of history\\_operations, first at "
+                    "ledger 42"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("schema note: ledger\\_close: timestamp vs timestamptz"), std::string::npos);
+  EXPECT_NE(md.find("history\\_ledgers (left): 3 rows outside ledgers 2:401"), std::string::npos) << md;
+  Html h = WriteHtml(r, "soundness");
+  ASSERT_TRUE(h.status.ok());
+  EXPECT_NE(h.text.find("<h2>Soundness</h2>"), std::string::npos);
+  EXPECT_NE(h.text.find("lookup history_accounts differs"), std::string::npos);
+  // A clean report has no such section.
+  EXPECT_EQ(RenderVerifyMarkdown(IdenticalReport()).find("Lookup and invariant problems"), std::string::npos);
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Issue 14: every gate speaks CI through the report sink (core/report.h, report/gate.h).
+
+verify::ChaosReport SampleChaos(bool valid) {
+  verify::ChaosReport r;
+  r.options.range = {2, 3001};
+  r.options.workers = 4;
+  r.options.job_size = 100;
+  r.options.seed = 7;
+  r.replay = "ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --seed 7";
+  for (uint32_t i = 1; i <= 2; ++i) {
+    verify::ChaosRound round;
+    round.round = i;
+    round.ingest_ok = true;
+    round.jobs = 30;
+    round.valid = true;
+    round.faults.push_back({{"kill", 4, "mid-job", 0}, true, "SIGKILL worker w2 (pid 123) during job 4 attempt 1"});
+    round.faults.push_back({{"orchestrator", 0, "", 25}, true, "killed the orchestrator after 25 jobs done"});
+    r.rounds.push_back(round);
+  }
+  if (!valid) {
+    r.rounds[1].valid = false;
+    r.rounds[1].anomalies["duplicated"] = {{401, 500}};
+    r.rounds[1].schema_kept = true;
+    r.rounds[1].schema = "ld_c_r2";
+  }
+  r.valid = valid;
+  return r;
+}
+
+TEST(GateReports, ChaosJUnitMarkdownHtmlNameTheFailingRoundAndTheReplay) {
+  const verify::ChaosReport r = SampleChaos(false);
+  const GateSummary s = report::ChaosGate(r);
+  EXPECT_FALSE(s.passed);
+  EXPECT_EQ(s.verdict, "invalid");
+  const std::string x = report::RenderGateJUnit(s);
+  EXPECT_EQ(CheckWellFormed(x), "") << x;
+  EXPECT_NE(x.find("<testcase classname=\"ledgerdiff.chaos\" name=\"round 2\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("anomalies: duplicated ledgers 401-500"), std::string::npos) << x;
+  EXPECT_EQ(Count(x, "<failure "), 1u);
+  EXPECT_NE(x.find("replay: ledgerdiff chaos --range 2:3001"), std::string::npos);
+  const std::string md = report::RenderGateMarkdown(s);
+  EXPECT_NE(md.find("ledgerdiff chaos: invalid"), std::string::npos) << md;
+  // Failing checks come first in the table.
+  EXPECT_LT(md.find("round 2"), md.find("round 1")) << md;
+  EXPECT_NE(md.find("```sh\nledgerdiff chaos --range 2:3001"), std::string::npos) << md;
+  const std::string h = report::RenderGateHtml(s, report::ChaosTimelineHtml(r));
+  EXPECT_EQ(CheckWellFormed(h.substr(h.find("<html"))), "");
+  EXPECT_NE(h.find("Rounds &#215; faults"), std::string::npos);
+  EXPECT_NE(h.find("killed the orchestrator after 25 jobs done"), std::string::npos);
+  EXPECT_NE(h.find("<td>invalid</td>"), std::string::npos) << h;
+  EXPECT_TRUE(report::ChaosGate(SampleChaos(true)).passed);
+}
+
+TEST(GateReports, SelftestAndVerifyRangeChecks) {
+  verify::SelftestReport st;
+  st.range = {2, 2001};
+  st.cases = {{"clean", 0, std::nullopt, {}, true, 1, ""},
+              {"skip-ledger", 150, 150, {"history_ledgers"}, true, 1, ""},
+              {"boundary-gap", 251, 252, {"history_ledgers"}, false, 1, ""}};
+  const GateSummary s = report::SelftestGate(st);
+  EXPECT_FALSE(s.passed);
+  const std::string x = report::RenderGateJUnit(s);
+  EXPECT_NE(x.find("tests=\"3\" failures=\"1\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("boundary-gap injected at ledger 251 but reported at ledger 252"), std::string::npos) << x;
+
+  VerifyReport v = DivergentReport();
+  const GateSummary d = report::VerifyRangeGate(v.diff);
+  EXPECT_EQ(d.command, "verify-range");
+  EXPECT_FALSE(d.passed);
+  ASSERT_FALSE(d.checks.empty());
+  const auto failing = std::find_if(d.checks.begin(), d.checks.end(),
+                                    [](const GateCheck& c) { return c.state == GateCheck::State::kFail; });
+  ASSERT_NE(failing, d.checks.end());
+  EXPECT_EQ(failing->name, "history_effects");
+  EXPECT_NE(failing->message.find("first divergent ledger 200; left 12,044 rows, right 12,043 rows"), std::string::npos)
+      << failing->message;
+  EXPECT_NE(failing->detail.find("only left"), std::string::npos) << failing->detail;
+  EXPECT_TRUE(report::VerifyRangeGate(IdenticalReport().diff).passed);
+}
+
+TEST(GateReports, GithubAnnotationsNameTableLedgerJobAndNextStepAndCannotBeBrokenByData) {
+  VerifyReport r = DivergentReport();
+  r.first_divergent_job = verify::WritingJob{8, 2, "w2.1", {177, 200}, "last"};
+  const auto lines = GithubAnnotations(report::VerifyGate(r));
+  ASSERT_FALSE(lines.empty());
+  EXPECT_EQ(lines[0].rfind("::error title=ledgerdiff verify%3A history_effects::history_effects: first divergent "
+                           "ledger 200",
+                           0),
+            0u)
+      << lines[0];
+  EXPECT_NE(lines[0].find("job 8 (ledgers 177:200, attempt 2, worker w2.1)"), std::string::npos);
+  EXPECT_NE(lines.back().find("::notice title=ledgerdiff verify%3A look again::ledgerdiff diff --keep-db"),
+            std::string::npos)
+      << lines.back();
+  GateSummary hostile;
+  hostile.command = "chaos";
+  hostile.checks = {{"a:b,c", GateCheck::State::kFail, "line1\nline2 100%\r", ""},
+                    {"w", GateCheck::State::kWarning, "careful", ""},
+                    {"ok", GateCheck::State::kPass, "fine", ""}};
+  const auto h = GithubAnnotations(hostile);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0], "::error title=ledgerdiff chaos%3A a%3Ab%2Cc::line1%0Aline2 100%25%0D");
+  EXPECT_EQ(h[1], "::warning title=ledgerdiff chaos%3A w::careful");
+  // A failed gate with no failing check still fails visibly; a passed one says nothing.
+  GateSummary bare;
+  bare.command = "sweep";
+  bare.verdict = "divergent or failed cells";
+  EXPECT_EQ(GithubAnnotations(bare), std::vector<std::string>{"::error title=ledgerdiff sweep::verdict divergent or failed cells"});
+  bare.passed = true;
+  EXPECT_TRUE(GithubAnnotations(bare).empty());
+}
+
+TEST(GateReports, SinkWritesFilesAnnotatesAndAppendsTheStepSummary) {
+  TempDir dir("sink");
+  fs::create_directories(dir.path());
+  const verify::ChaosReport r = SampleChaos(false);
+  const GateReports g = report::ChaosReports(r);
+  const fs::path summary = dir.path() / "step_summary.md";
+  { std::ofstream(summary) << "earlier step\n"; }
+  ReportFiles files{(dir.path() / "chaos.xml").string(), (dir.path() / "chaos.md").string(),
+                    (dir.path() / "html").string()};
+  CiEnvironment ci;
+  ci.github_annotations = true;
+  ci.step_summary = summary.string();
+  std::FILE* annotations = std::tmpfile();
+  ASSERT_NE(annotations, nullptr);
+  Status st = EmitGateReports(g, files, ci, annotations);
+  ASSERT_TRUE(st.ok()) << st.message();
+  std::rewind(annotations);
+  std::string printed;
+  for (int c; (c = std::fgetc(annotations)) != EOF;) printed += static_cast<char>(c);
+  std::fclose(annotations);
+  EXPECT_NE(printed.find("::error title=ledgerdiff chaos%3A round 2::anomalies: duplicated ledgers 401-500"),
+            std::string::npos)
+      << printed;
+  EXPECT_EQ(ReadFile(dir.path() / "chaos.xml"), report::RenderGateJUnit(g.summary));
+  const std::string md = ReadFile(dir.path() / "chaos.md");
+  EXPECT_EQ(ReadFile(summary), "earlier step\n" + md + "\n");
+  EXPECT_NE(ReadFile(dir.path() / "html" / "index.html").find("Rounds &#215; faults"), std::string::npos);
+  // Outside CI: files only.
+  std::FILE* quiet = std::tmpfile();
+  ASSERT_TRUE(EmitGateReports(g, ReportFiles{}, CiEnvironment{}, quiet).ok());
+  EXPECT_EQ(std::ftell(quiet), 0);
+  std::fclose(quiet);
+  // An unwritable file is a usage error naming it.
+  Status bad = EmitGateReports(g, ReportFiles{"/nonexistent-dir/x.xml", "", ""}, CiEnvironment{}, stderr);
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("/nonexistent-dir/x.xml"), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 14: progress off a terminal, ETA from recent work.
+
+TEST(Progress, RecentRateFollowsTheRecentWorkNotThePhaseAverage) {
+  RecentRate rate(10);
+  rate.Add("digest", 0, 0);
+  rate.Add("digest", 20, 100);  // slow start: 5/s
+  rate.Add("digest", 25, 600);  // now 100/s
+  rate.Add("digest", 30, 1100);
+  // The window [20, 30] holds 1000 units in 10 s, not the phase's 1100 in 30 s.
+  EXPECT_NEAR(rate.rate(), 100, 1e-9);
+  EXPECT_NEAR(rate.Eta(2100), 10, 1e-9);
+  rate.Add("diff", 31, 5);  // a new phase starts afresh
+  EXPECT_EQ(rate.rate(), 0);
+  EXPECT_EQ(rate.Eta(10), -1);
+}
+
+TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
+  std::FILE* out = std::tmpfile();
+  ASSERT_NE(out, nullptr);
+  {
+    StderrReporter rep(/*quiet=*/false, /*tty=*/false, /*log_interval_s=*/0.2, out);
+    Progress left, right;
+    left.phase = "digest left";
+    right.phase = "digest right";
+    left.total = right.total = 5000;
+    rep.Update(left);   // a phase's first line waits an interval: short phases stay out of the log
+    rep.Update(right);
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    for (uint64_t d = 250; d <= 1000; d += 250) {
+      left.done = right.done = d;
+      rep.Update(left);  // interleaved phases: one line each per interval, not one per switch
+      rep.Update(right);
+    }
+  }
+  std::rewind(out);
+  std::string log;
+  for (int c; (c = std::fgetc(out)) != EOF;) log += static_cast<char>(c);
+  std::fclose(out);
+  EXPECT_EQ(Count(log, "\n"), 2u) << log;
+  EXPECT_NE(log.find("Z digest left: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
+  EXPECT_NE(log.find("Z digest right: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
+  EXPECT_EQ(log[4], '-');  // 2026-11-30T23:40:05Z ...
+  EXPECT_EQ(log[10], 'T');
+  EXPECT_EQ(log.find('\x1b'), std::string::npos);  // no terminal control off a terminal
+  Progress p;
+  p.phase = "digest";
+  p.done = 300;
+  p.total = 1200;
+  EXPECT_EQ(FormatProgressLine(p, 100, 9), "digest: 300 / 1,200 ledgers (25.0%), 100 ledgers/s, ETA 9.0 s");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 14: the JSON keys a README documents are exactly the keys emitted.
+
+// The keys in the first column of the Markdown table under `heading` (each `backticked` name).
+std::set<std::string> DocumentedTableKeys(const std::string& readme, const std::string& heading) {
+  std::set<std::string> keys;
+  const size_t at = readme.find("\n" + heading + "\n");
+  EXPECT_NE(at, std::string::npos) << heading;
+  if (at == std::string::npos) return keys;
+  std::istringstream in(readme.substr(at + heading.size() + 2));
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#", 0) == 0) break;
+    if (line.rfind("|", 0) != 0) {
+      if (in_table) break;
+      continue;
+    }
+    in_table = true;
+    const std::string first = line.substr(1, line.find('|', 1) - 1);
+    for (size_t b = first.find('`'); b != std::string::npos; b = first.find('`', b + 1)) {
+      const size_t e = first.find('`', b + 1);
+      if (e == std::string::npos) break;
+      keys.insert(first.substr(b + 1, e - b - 1));
+      b = e;
+    }
+  }
+  return keys;
+}
+
+// The `backticked` names of a prose key list (nested keys in parentheses left out), after `lead`.
+std::set<std::string> DocumentedProseKeys(const std::string& readme, const std::string& lead) {
+  std::set<std::string> keys;
+  size_t at = readme.find(lead);
+  EXPECT_NE(at, std::string::npos) << lead;
+  if (at == std::string::npos) return keys;
+  at += lead.size();
+  const std::string para = readme.substr(at, readme.find("\n\n", at) - at);
+  int depth = 0;
+  for (size_t i = 0; i < para.size(); ++i) {
+    if (para[i] == '(' || para[i] == '[' || para[i] == '{') ++depth;
+    if (para[i] == ')' || para[i] == ']' || para[i] == '}') --depth;
+    if (para[i] != '`' || depth) continue;
+    const size_t e = para.find('`', i + 1);
+    keys.insert(para.substr(i + 1, e - i - 1));
+    i = e;
+  }
+  return keys;
+}
+
+std::set<std::string> Keys(const nlohmann::json& j) {
+  std::set<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.insert(k);
+  return keys;
+}
+
+TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {
+  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  VerifyReport r = DivergentReport();  // every optional key present
+  r.first_divergent_job = verify::WritingJob{8, 2, "w2", {177, 200}, "last"};
+  r.kept_cluster = "/tmp/ld";
+  r.remove_command = "rm -rf /tmp/ld";
+  r.evidence_gone = "gone";
+  r.saved_baseline = "base.ldm";
+  r.error = "x";
+  EXPECT_EQ(DocumentedTableKeys(readme, "## `verify --format json`"), Keys(report::VerifyReportToJson(r)));
+  // Optional keys come and go; nothing undocumented ever appears.
+  for (const auto& k : Keys(report::VerifyReportToJson(IdenticalReport())))
+    EXPECT_TRUE(DocumentedTableKeys(readme, "## `verify --format json`").count(k)) << k;
+  // divergent_tables holds names; the counts are under diff.divergent_table_counts.
+  const auto j = report::VerifyReportToJson(DivergentReport());
+  EXPECT_EQ(j["divergent_tables"], nlohmann::json::array({"history_effects"}));
+  EXPECT_EQ(j["diff"]["divergent_table_counts"][0]["left_rows"], 31);
+}
+
+TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {
+  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  EXPECT_EQ(DocumentedTableKeys(readme, "## `chaos --format json`"), Keys(report::ChaosReportToJson(SampleChaos(false))));
+}
+
+TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
+  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  verify::SweepReport r;
+  r.range = {2, 401};
+  r.workers = {1, 2};
+  r.job_sizes = {100};
+  verify::SweepCell cell;
+  cell.workers = 2;
+  cell.job_size = 100;
+  cell.verdict = "identical";
+  cell.repeats.resize(1);
+  r.cells = {cell};
+  const auto j = report::SweepReportToJson(r);
+  EXPECT_EQ(DocumentedTableKeys(readme, "## `sweep --format json`"), Keys(j));
+  EXPECT_EQ(DocumentedTableKeys(readme, "### sweep cells"), Keys(j["cells"][0]));
+}
+
+TEST(DocumentedJson, IngestKeysAreTheEmittedKeys) {
+  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "ingest" / "README.md");
+  IngestReport run = BaseReport().parallel;
+  run.ok = false;
+  run.error = "x";
+  run.restart_range = LedgerRange{2, 401};
+  JobRow failed{};
+  run.failed_jobs = {failed};
+  EXPECT_EQ(DocumentedProseKeys(readme, "`ingest --format json`:"), Keys(report::IngestReportToJson(run)));
 }
 
 }  // namespace

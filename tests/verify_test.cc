@@ -795,5 +795,95 @@ TEST(VerifyCli, BadInputIsOneLineAndExit2) {
   }
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Issue 14: what a failure tells the operator, and CI.
+
+// On the embedded default a divergence keeps the cluster so the printed look-again works; under
+// GitHub Actions the failing table is an annotation and the step summary gets the Markdown.
+TEST(VerifyCli, EmbeddedDivergenceKeepsTheClusterAndSpeaksGithub) {
+  const fs::path dir = TempDir("ld-keep");
+  const fs::path summary = dir / "step_summary.md";
+  const Ledger ledger = PlannedLedger("drop-row", {2, 151});
+  std::vector<std::string> env = kEmbeddedEnv;
+  env.push_back("GITHUB_ACTIONS=true");
+  env.push_back("GITHUB_STEP_SUMMARY=" + summary.string());
+  auto r = RunCli({"verify", "--range", "2:151", "--workers", "2", "--job-size", "50", "--density", "flat",
+                   "--inject-bug", "drop-row@" + std::to_string(ledger), "--format", "json"},
+                  env);
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  json j = ParseJson(r);
+  ASSERT_TRUE(j.contains("kept_cluster")) << r.out;
+  const std::string cluster = j["kept_cluster"]["dir"].get<std::string>();
+  EXPECT_TRUE(fs::is_directory(cluster)) << cluster;
+  EXPECT_EQ(j["schemas"]["kept"], true);
+  EXPECT_FALSE(j.contains("evidence_gone"));
+  EXPECT_EQ(j["kept_cluster"]["remove"], "rm -rf " + cluster);
+  EXPECT_TRUE(Contains(j["look_again"].get<std::string>(), "--keep-db " + cluster)) << j["look_again"];
+  ASSERT_TRUE(j["first_divergent_job"].is_object()) << j.dump();
+  EXPECT_LE(j["first_divergent_job"]["from"].get<Ledger>(), ledger);
+  EXPECT_GE(j["first_divergent_job"]["to"].get<Ledger>(), ledger);
+  // The look-again command works after the process is gone.
+  const std::string serial = j["schemas"]["serial"].get<std::string>(),
+                    parallel = j["schemas"]["parallel"].get<std::string>();
+  auto again = RunCli({"diff", "--keep-db", cluster, serial, parallel, "--range", "2:151", "--format", "json"},
+                      kEmbeddedEnv);
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  EXPECT_EQ(ParseJson(again)["first_divergent_ledger"], ledger);
+  // GitHub: the table, the ledger and the job in an annotation on stderr; the summary appended.
+  EXPECT_TRUE(Contains(r.err, "::error title=ledgerdiff verify%3A history_effects::history_effects: first divergent "
+                              "ledger " +
+                                  std::to_string(ledger)))
+      << r.err;
+  EXPECT_TRUE(Contains(r.err, "was written on the parallel side by job")) << r.err;
+  EXPECT_TRUE(Contains(r.err, "::notice title=ledgerdiff verify%3A look again::")) << r.err;
+  const std::string md = Slurp(summary);
+  EXPECT_TRUE(Contains(md, "ledgerdiff verify: divergent")) << md;
+  EXPECT_TRUE(Contains(md, "rm -rf")) << md;
+  // The look-again run must not have removed it either.
+  EXPECT_TRUE(fs::is_directory(cluster));
+  fs::remove_all(cluster);
+  fs::remove_all(dir);
+}
+
+// A failed external ingester: its exit code and the last lines of its stderr in the error; the
+// resume hint names the verify run id that --resume accepts.
+TEST(VerifyCli, FailedIngesterShowsItsStderrAndAResumableId) {
+  auto r = RunCli({"verify", "--range", "2:41", Db(), "--workers", "2", "--job-size", "20", "--retries", "0",
+                   "--ingest-cmd", "echo first line >&2; echo 'boom from the ingester' >&2; exit 3 # {from} {to}",
+                   "--format", "json"});
+  ASSERT_EQ(r.exit_code, 2) << r.err << r.out;
+  json j = ParseJson(r);
+  const std::string error = j.value("error", "");
+  const std::string id = j["run_id"].get<std::string>();
+  EXPECT_TRUE(Contains(error, "ingest command failed (exit 3); its stderr ended: first line | boom from the ingester"))
+      << error;
+  EXPECT_TRUE(Contains(error, "--resume " + id + " ")) << error;
+  EXPECT_FALSE(Contains(error, "--resume " + id + "_")) << error;
+}
+
+// verify-range speaks CI like verify: JUnit with a case per table, Markdown and HTML.
+TEST(VerifyRange, ReportsLikeVerify) {
+  const std::string left = UniqueName("ld_vr_left"), right = UniqueName("ld_vr_right");
+  IngestInto(TestConninfo(), left, "2:61");
+  IngestInto(TestConninfo(), right, "2:61");
+  const fs::path dir = TempDir("ld-vr-reports");
+  auto r = RunCli({"verify-range", "--range", "2:61", "--left", TestConninfo(), "--right", TestConninfo(),
+                   "--left-schema", left, "--right-schema", right, "--junit", (dir / "vr.xml").string(),
+                   "--markdown", (dir / "vr.md").string(), "--report", (dir / "html").string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const std::string x = Slurp(dir / "vr.xml");
+  EXPECT_TRUE(Contains(x, "<testsuite name=\"ledgerdiff.verify-range\"")) << x;
+  EXPECT_TRUE(Contains(x, "name=\"history_ledgers\"")) << x;
+  EXPECT_EQ(Occurrences(x, "<failure"), 0u) << x;
+  EXPECT_TRUE(Contains(Slurp(dir / "vr.md"), "ledgerdiff verify-range: identical"));
+  EXPECT_TRUE(fs::exists(dir / "html" / "index.html"));
+  auto conn = Connect();
+  ASSERT_TRUE(conn->Run(fmt::format("DROP SCHEMA {} CASCADE; DROP SCHEMA {} CASCADE", pg::QuoteIdent(left),
+                                    pg::QuoteIdent(right)))
+                  .ok());
+  fs::remove_all(dir);
+}
+
 } // namespace
 } // namespace ledgerdiff

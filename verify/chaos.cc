@@ -408,7 +408,11 @@ Status ValidateChaosOptions(const ChaosOptions& o) {
 }
 
 std::string DescribeFault(const PlannedFault& f) {
-  if (f.kind == "orchestrator") return fmt::format("orchestrator after {} jobs done", f.after_jobs_done);
+  // What happens (OrchestratorDue): the kill fires at the first poll with at least this many jobs
+  // done and no job fault's target attempt running before its fault fired; its detail names the count.
+  if (f.kind == "orchestrator")
+    return fmt::format("orchestrator once >= {} jobs are done (not while a job fault's target runs unfired)",
+                       f.after_jobs_done);
   if (f.stage.empty()) return fmt::format("{} job {}", f.kind, f.job);
   return fmt::format("{} job {} after {}", f.kind, f.job, f.stage);
 }

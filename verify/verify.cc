@@ -1,6 +1,7 @@
 #include "verify/verify.h"
 
 #include <cmath>
+#include <cctype>
 #include <filesystem>
 
 #include "core/database.h"
@@ -49,12 +50,56 @@ Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump
   return Status::Ok();
 }
 
+// Keeps the evidence: the schemas, and the embedded cluster that holds them. Fills the report's
+// schemas_kept, kept_cluster, remove_command or evidence_gone; returns the reconnect flags.
+std::string KeepEvidence(const VerifyOptions& o, VerifyReport& r) {
+  if (!o.keep_database) {
+    r.schemas_kept = true;
+    return o.reconnect_flags;
+  }
+  auto kept = o.keep_database();
+  if (!kept.ok() || kept->reconnect_flags.empty()) {
+    r.schemas_kept = false;
+    r.evidence_gone = "the embedded database is removed on exit, schemas included" +
+                      (kept.ok() ? std::string() : " (" + kept.status().message() + ")") +
+                      ": rerun with --keep-db DIR to keep them";
+    return "";
+  }
+  r.schemas_kept = true;
+  r.kept_cluster = kept->dir;
+  r.remove_command = kept->remove_command;
+  return kept->reconnect_flags;
+}
+
+// An ingestion's "--resume R_s" / "--resume R_p" hint names a side's run; `verify --resume`
+// takes the verify run's id R.
+std::string ResumeHintOfVerify(std::string error, const std::string& side_run_id, const std::string& verify_run_id) {
+  const std::string from = "--resume " + side_run_id, to = "--resume " + verify_run_id;
+  for (size_t at = error.find(from); at != std::string::npos; at = error.find(from, at + to.size())) {
+    const size_t end = at + from.size();
+    if (end < error.size() && (std::isalnum(static_cast<unsigned char>(error[end])) || error[end] == '_')) continue;
+    error.replace(at, from.size(), to);
+  }
+  return error;
+}
+
 bool RunExists(const std::string& conninfo, const std::string& run_id) {
   auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify");
   return conn.ok() && ingest::LoadRun(**conn, run_id).ok();
 }
 
 }  // namespace
+
+std::optional<WritingJob> FindWritingJob(const IngestReport& run, Ledger ledger) {
+  std::optional<WritingJob> found;
+  for (const auto& a : run.timeline) {
+    if (a.outcome != "done" || ledger < a.range.from || ledger > a.range.to) continue;
+    if (found && found->attempt > a.attempt) continue;
+    found = WritingJob{a.job_id, a.attempt, a.worker, a.range,
+                       ledger == a.range.from ? "first" : ledger == a.range.to ? "last" : "inner"};
+  }
+  return found;
+}
 
 Status ValidateVerifyOptions(const VerifyOptions& o) {
   IngestOptions probe = SideOptions(o, "probe", false);
@@ -92,6 +137,9 @@ Result<VerifyOptions> ResumeOptions(const std::string& conninfo, const VerifyOpt
     o.workers = parallel->workers;
     o.job_size = parallel->job_size;
     o.bug = parallel->bug;
+  } else if (any.ingest_cmd.empty()) {
+    // Interrupted in the serial ingest: it ran with the run's job size (SideOptions).
+    o.job_size = serial->job_size;
   }
   return o;
 }
@@ -131,7 +179,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
       r.phases.push_back({"serial ingest", serial.wall_s});
       r.serial = serial;
       if (!serial.ok) {
-        r.error = "serial ingest failed: " + serial.error;
+        r.error = "serial ingest failed: " + ResumeHintOfVerify(serial.error, so.run_id, r.run_id);
         return r;
       }
     }
@@ -148,11 +196,14 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   } else {
     LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
   }
+  // What the parallel side really ran with (a resumed run takes its plan from the job table).
+  r.workers = r.parallel.workers ? r.parallel.workers : r.workers;
+  r.job_size = r.parallel.job_size ? r.parallel.job_size : r.job_size;
   r.phases.push_back({"parallel ingest", r.parallel.wall_s});
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
   if (!r.parallel.ok) {
-    r.error = "parallel ingest failed: " + r.parallel.error;
-    r.schemas_kept = true;
+    r.error = "parallel ingest failed: " + ResumeHintOfVerify(r.parallel.error, po.run_id, r.run_id);
+    (void)KeepEvidence(o, r);
     return r;
   }
 
@@ -182,14 +233,19 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
   if (!diffed.ok()) {
     // The evidence stays: say where it is, so nothing is left behind unannounced.
-    return diffed.status().With(fmt::format("diff (schemas kept: {}{})",
+    std::string flags = KeepEvidence(o, r);
+    if (!r.schemas_kept) return diffed.status().With("diff (" + r.evidence_gone + ")");
+    return diffed.status().With(fmt::format("diff (schemas kept: {}{}{})",
                                             r.serial_schema.empty() ? "" : "\"" + r.serial_schema + "\", ",
-                                            "\"" + r.parallel_schema + "\""));
+                                            "\"" + r.parallel_schema + "\"",
+                                            r.kept_cluster.empty() ? "" : " in " + flags));
   }
   r.diff = std::move(diffed).value();
   r.phases.push_back({"digests", r.diff.digest_seconds});
   r.phases.push_back({"diff", r.diff.row_diff_seconds});
   r.identical = r.diff.identical;
+  if (r.diff.first_divergent_ledger)
+    r.first_divergent_job = FindWritingJob(r.parallel, *r.diff.first_divergent_ledger);
 
   // 5. Clean up after a pass; keep the evidence after a divergence.
   if (r.identical && !o.keep) {
@@ -199,10 +255,11 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
     (void)ingest::DeleteRun(*conn, r.run_id + "_s");
     (void)ingest::DeleteRun(*conn, r.run_id + "_p");
   } else {
-    r.schemas_kept = true;
+    const std::string reconnect_flags = KeepEvidence(o, r);
+    if (!r.schemas_kept) return r;
     std::string left_arg = o.baseline.empty() ? r.serial_schema : "file:" + o.baseline;
-    r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", o.reconnect_flags,
-                               o.reconnect_flags.empty() ? "" : " ", ShellQuote(left_arg, ShellQuoting::kWhenNeeded),
+    r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", reconnect_flags,
+                               reconnect_flags.empty() ? "" : " ", ShellQuote(left_arg, ShellQuoting::kWhenNeeded),
                                ShellQuote(r.parallel_schema, ShellQuoting::kWhenNeeded),
                                o.range.str());
   }

@@ -6,6 +6,7 @@
 // both, diffs them and returns the verdict. Schemas are dropped after a pass (unless `keep`) and
 // kept after a divergence, with the exact `ledgerdiff diff` command to look again.
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -26,6 +27,13 @@ using ingest::IngestOptions;
 using ingest::IngestReport;
 using ingest::JobRow;
 
+// Where a database that would have died with the process was kept (see keep_database).
+struct KeptDatabase {
+  std::string reconnect_flags;  // e.g. "--keep-db /tmp/ledgerdiff-pg-x"
+  std::string dir;              // the cluster directory
+  std::string remove_command;   // e.g. "rm -rf /tmp/ledgerdiff-pg-x"
+};
+
 // The plan is the parallel side's (the serial side runs it with one worker; the bug is
 // injected into the parallel side only); its `schema` is unused: verify names its own.
 struct VerifyOptions : ingest::IngestPlan {
@@ -39,6 +47,10 @@ struct VerifyOptions : ingest::IngestPlan {
   // How a user reaches this database again, for the look-again command: e.g.
   // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
   std::string reconnect_flags;
+  // Set when the database dies with this process (the embedded default): called once when the
+  // schemas are to be kept (a divergence, a failed parallel ingest, --keep); makes the database
+  // outlive the process and returns where it stays. Unset: the database outlives the process.
+  std::function<Result<KeptDatabase>()> keep_database;
   // Reuse an existing serial schema (self-test runs many parallel sides against one serial).
   std::string reuse_serial_schema;
   std::string run_id;  // empty: a new one
@@ -59,6 +71,18 @@ struct PhaseTiming {
   double seconds = 0;
 };
 
+// The parallel-side job that wrote a ledger: its done attempt whose range holds the ledger.
+struct WritingJob {
+  uint32_t job = 0;
+  uint32_t attempt = 0;
+  std::string worker;
+  LedgerRange range;
+  std::string position;  // first | last | inner: where the ledger sits in the job (boundary bugs hit first/last)
+};
+// The done attempt of `run` whose range contains `ledger` (the latest, should there be several);
+// nullopt when no done attempt covers it. A one-ledger job counts as "first".
+std::optional<WritingJob> FindWritingJob(const IngestReport& run, Ledger ledger);
+
 struct VerifyReport {
   std::string run_id;
   LedgerRange range;
@@ -71,10 +95,14 @@ struct VerifyReport {
   IngestReport parallel;
   diff::DiffReport diff;
   std::vector<PhaseTiming> phases;
+  std::optional<WritingJob> first_divergent_job;  // the parallel job that wrote the first divergent ledger
   double speedup = 0;           // serial ingest time / parallel ingest time
   bool identical = false;
-  bool schemas_kept = false;
+  bool schemas_kept = false;     // the schemas outlive this process (look_again works)
   std::string look_again;       // the exact diff command, when schemas are kept
+  std::string kept_cluster;     // the embedded cluster directory kept for look_again
+  std::string remove_command;   // how to remove kept_cluster when done
+  std::string evidence_gone;    // why nothing was kept although it should have been
   std::string saved_baseline;   // path written by --save-baseline
   std::string bug;
   std::string error;            // ingestion failure (then the verdict is "error")

@@ -1,0 +1,379 @@
+// Gate summaries and their JUnit, Markdown and HTML (contracts in gate.h).
+#include "report/gate.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "report/chaos_text_json.h"
+#include "report/escape.h"
+#include "report/html.h"
+#include "report/junit.h"
+#include "report/markdown.h"
+#include "report/selftest_text_json.h"
+#include "report/sweep.h"
+#include "report/verify_text_json.h"
+#include "report/verify_view.h"
+
+namespace ledgerdiff::report {
+
+using State = GateCheck::State;
+
+namespace {
+
+// The per-table checks and soundness problems of a diff, as verify and verify-range show them.
+void AddDiffChecks(const verify::VerifyReport& shell, const Sides& sides, GateSummary& s) {
+  for (const auto& t : TableLines(shell)) {
+    GateCheck c{t.table, State::kPass, "", ""};
+    if (t.differs) {
+      c.state = State::kFail;
+      c.message = fmt::format("{}: {}; {} {} rows, {} {} rows; {}", t.table,
+                              t.first ? fmt::format("first divergent ledger {}", *t.first) : "divergent", sides.left,
+                              CountOrDash(t.left_rows), sides.right, CountOrDash(t.right_rows),
+                              Plural(t.divergent_ledgers, "divergent ledger", "divergent ledgers"));
+      if (t.at_first && shell.first_divergent_job && shell.diff.first_divergent_ledger)
+        c.message += "; " + DescribeWritingJob(*shell.diff.first_divergent_ledger, *shell.first_divergent_job);
+      if (t.row_diff)
+        for (const auto& line : RowDiffLines(*t.row_diff, sides, 5, 200)) c.detail += line + "\n";
+    } else if (!t.compared) {
+      continue;
+    }
+    s.checks.push_back(std::move(c));
+  }
+  const Soundness sound = SoundnessOf(shell.diff);
+  for (const auto& p : sound.problems) s.checks.push_back({p.name, State::kFail, p.detail, ""});
+  for (const auto& w : sound.warnings) s.checks.push_back({"not compared", State::kWarning, w, ""});
+  if (!shell.identical && shell.error.empty() &&
+      std::none_of(s.checks.begin(), s.checks.end(), [](const GateCheck& c) { return c.state == State::kFail; })) {
+    std::string detail;
+    for (const auto& d : shell.diff.schema_differences) detail += d + "\n";
+    s.checks.push_back({"schema", State::kFail, "the schemas differ", detail});
+  }
+}
+
+const char* StateWord(State st) {
+  switch (st) {
+    case State::kPass: return "pass";
+    case State::kFail: return "FAIL";
+    case State::kError: return "ERROR";
+    case State::kWarning: return "warning";
+  }
+  return "";
+}
+
+// Failing checks first, then warnings, then passes; stable within each.
+std::vector<const GateCheck*> Ordered(const GateSummary& s) {
+  std::vector<const GateCheck*> out;
+  for (State st : {State::kError, State::kFail, State::kWarning, State::kPass})
+    for (const auto& c : s.checks)
+      if (c.state == st) out.push_back(&c);
+  return out;
+}
+
+}  // namespace
+
+GateSummary VerifyGate(const verify::VerifyReport& r) {
+  GateSummary s;
+  s.command = "verify";
+  s.verdict = r.verdict();
+  s.passed = r.verdict() == "identical";
+  s.facts = {{"range", r.range.str()},
+             {"run", r.run_id},
+             {"workers", std::to_string(r.workers)},
+             {"job size", std::to_string(r.job_size)}};
+  if (r.diff.first_divergent_ledger) s.facts.push_back({"first divergent ledger", std::to_string(*r.diff.first_divergent_ledger)});
+  if (r.first_divergent_job && r.diff.first_divergent_ledger)
+    s.facts.push_back({"written by", DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)});
+  if (!r.error.empty()) {
+    std::string detail;
+    auto failed = [&](const char* side, const ingest::IngestReport& run) {
+      for (const auto& j : run.failed_jobs)
+        detail += fmt::format("{} job {} [{}] failed after {}: {}\n", side, j.job_id, j.range.str(),
+                              Plural(j.attempt, "attempt", "attempts"), j.error);
+    };
+    if (r.serial) failed("serial", *r.serial);
+    failed("parallel", r.parallel);
+    s.checks.push_back({"ingest", State::kError, r.error, detail});
+  } else {
+    AddDiffChecks(r, SideNames(r), s);
+  }
+  if (!r.look_again.empty()) s.next_steps.push_back({"look again", r.look_again});
+  if (!r.remove_command.empty()) s.next_steps.push_back({"remove the kept cluster", r.remove_command});
+  if (!r.evidence_gone.empty()) s.facts.push_back({"nothing kept", r.evidence_gone});
+  s.text = RenderVerifyText(r);
+  return s;
+}
+
+GateSummary VerifyRangeGate(const diff::DiffReport& d) {
+  verify::VerifyReport shell;
+  shell.diff = d;
+  shell.identical = d.identical;
+  shell.range = d.range;
+  GateSummary s;
+  s.command = "verify-range";
+  s.verdict = d.identical ? "identical" : "divergent";
+  s.passed = d.identical;
+  s.facts = {{"range", d.range.str()}, {"left", d.left}, {"right", d.right},
+             {"ledgers compared", FormatCount(d.ledgers_compared)}};
+  if (d.first_divergent_ledger) s.facts.push_back({"first divergent ledger", std::to_string(*d.first_divergent_ledger)});
+  AddDiffChecks(shell, Sides{"left", "right"}, s);
+  s.text = diff::RenderDiffText(d);
+  return s;
+}
+
+GateSummary SelftestGate(const verify::SelftestReport& r) {
+  GateSummary s;
+  s.command = "selftest";
+  s.passed = r.passed();
+  s.verdict = s.passed ? "passed" : "failed";
+  s.facts = {{"range", r.range.str()}, {"cases", std::to_string(r.cases.size())}, {"time", FormatDuration(r.seconds)}};
+  for (const auto& c : r.cases) {
+    GateCheck check;
+    check.name = c.ledger ? fmt::format("{}@{}", c.kind, c.ledger) : c.kind;
+    std::string tables;
+    for (const auto& t : c.tables) tables += (tables.empty() ? "" : ", ") + t;
+    if (!c.error.empty()) {
+      check.state = State::kError;
+      check.message = c.error;
+    } else if (!c.caught) {
+      check.state = State::kFail;
+      check.message = c.ledger ? fmt::format("{} injected at ledger {} but {}", c.kind, c.ledger,
+                                             c.reported ? fmt::format("reported at ledger {}", *c.reported)
+                                                        : std::string("not reported"))
+                               : fmt::format("the clean run diverged at ledger {}", c.reported ? *c.reported : 0);
+    } else {
+      check.message = c.ledger ? fmt::format("caught at ledger {} ({})", c.ledger, tables) : "identical";
+    }
+    s.checks.push_back(std::move(check));
+  }
+  s.text = RenderSelftestText(r);
+  return s;
+}
+
+GateSummary ChaosGate(const verify::ChaosReport& r) {
+  GateSummary s;
+  s.command = "chaos";
+  s.passed = r.valid;
+  s.verdict = r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid";
+  s.facts = {{"range", r.options.range.str()},
+             {"workers", std::to_string(r.options.workers)},
+             {"job size", std::to_string(r.options.job_size)},
+             {"seed", std::to_string(r.options.seed)},
+             {"rounds", std::to_string(r.rounds.size())},
+             {"jobs retried / recovered", fmt::format("{} / {}", r.jobs_retried, r.jobs_recovered)}};
+  if (r.options.unsafe_ingester) s.facts.push_back({"ingester", "UNSAFE (negative control)"});
+  for (const auto& round : r.rounds) {
+    GateCheck c;
+    c.name = fmt::format("round {}", round.round);
+    for (const auto& f : round.faults)
+      c.detail += fmt::format("{}: {}\n", verify::DescribeFault(f.plan), f.injected ? f.detail : "not injected");
+    std::string anomalies;
+    for (const auto& [cls, iv] : round.anomalies)
+      if (!iv.empty()) anomalies += fmt::format("{}{} ledgers {}", anomalies.empty() ? "" : "; ", cls, Intervals(iv, 10));
+    if (!round.ingest_ok) {
+      c.state = State::kError;
+      c.message = "ingest failed: " + round.ingest_error;
+    } else if (!anomalies.empty()) {
+      c.state = State::kFail;
+      c.message = "anomalies: " + anomalies;
+    } else if (round.inconclusive) {
+      c.state = State::kFail;
+      c.message = "unknown: a planned fault never fired, the round proves nothing";
+    } else if (!round.valid) {
+      c.state = State::kFail;
+      c.message = "invalid";
+    } else {
+      c.message = fmt::format("valid: {} jobs, {} retried, {} recovered", round.jobs, round.retried_jobs,
+                              round.recovered_jobs);
+    }
+    if (round.schema_kept) c.detail += "schema kept: " + round.schema + "\n";
+    s.checks.push_back(std::move(c));
+  }
+  if (!r.replay.empty()) s.next_steps.push_back({"replay", r.replay});
+  s.text = RenderChaosText(r);
+  return s;
+}
+
+GateSummary SweepGate(const verify::SweepReport& r) {
+  GateSummary s;
+  s.command = "sweep";
+  s.passed = r.exit_code() == 0;
+  s.verdict = s.passed ? "all identical" : "divergent or failed cells";
+  s.facts = {{"range", r.range.str()}, {"run", r.run_id}, {"repeat", std::to_string(r.repeat)},
+             {"reference", r.reference}};
+  const auto& rec = r.recommendation;
+  s.facts.push_back({"recommendation", rec.found ? fmt::format("{} workers, jobs of {} ({})", rec.workers,
+                                                               rec.job_size, rec.reason)
+                                                 : "none: " + rec.reason});
+  for (const auto& cell : r.cells) {
+    GateCheck c;
+    c.name = cell.Name();
+    if (cell.verdict == "divergent") {
+      c.state = State::kFail;
+      c.message = cell.first_divergent_ledger ? fmt::format("divergent at ledger {}", *cell.first_divergent_ledger)
+                                              : "divergent";
+    } else if (cell.verdict == "failed") {
+      c.state = State::kError;
+      c.message = "failed: " + cell.error;
+    } else {
+      c.message = fmt::format("identical, median {:.2f} s, {:.0f} ledgers/s", cell.median_s, cell.ledgers_per_s);
+    }
+    for (const auto& rep : cell.repeats)
+      if (rep.kept) c.detail += "schema kept: " + rep.schema + "\n";
+    s.checks.push_back(std::move(c));
+  }
+  s.text = RenderSweepText(r);
+  return s;
+}
+
+std::string RenderGateJUnit(const GateSummary& s) {
+  size_t failures = 0, errors = 0;
+  for (const auto& c : s.checks) {
+    failures += c.state == State::kFail;
+    errors += c.state == State::kError;
+  }
+  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  x += fmt::format("<testsuites name=\"ledgerdiff {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n", Attr(s.command),
+                   s.checks.size(), failures, errors);
+  x += fmt::format("  <testsuite name=\"ledgerdiff.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n",
+                   Attr(s.command), s.checks.size(), failures, errors);
+  x += "    <properties>\n";
+  auto prop = [&](const std::string& k, const std::string& v) {
+    x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", Attr(k), Attr(v));
+  };
+  prop("verdict", s.verdict);
+  for (const auto& [k, v] : s.facts) prop(k, v);
+  for (const auto& [k, v] : s.next_steps) prop(k, v);
+  x += "    </properties>\n";
+  for (const auto& c : s.checks) {
+    x += fmt::format("    <testcase classname=\"ledgerdiff.{}\" name=\"{}\"", Attr(s.command), Attr(c.name));
+    if (c.state == State::kPass || c.state == State::kWarning) {
+      std::string out = c.state == State::kWarning ? "warning: " + c.message + "\n" + c.detail : c.detail;
+      x += out.empty() ? "/>\n" : ">\n      <system-out>" + Esc(out) + "</system-out>\n    </testcase>\n";
+      continue;
+    }
+    const char* kind = c.state == State::kFail ? "failure" : "error";
+    std::string body = c.message + "\n" + c.detail;
+    for (const auto& [k, v] : s.next_steps) body += k + ": " + v + "\n";
+    x += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n", kind, Attr(c.message),
+                     c.state == State::kFail ? "Divergence" : "Error", Esc(body), kind);
+  }
+  if (!s.text.empty()) x += "    <system-out>" + Esc(s.text) + "</system-out>\n";
+  x += "  </testsuite>\n</testsuites>\n";
+  return x;
+}
+
+std::string RenderGateMarkdown(const GateSummary& s) {
+  const char* icon = s.passed ? "\xe2\x9c\x85" : "\xe2\x9d\x8c";
+  std::string m = fmt::format("## {} ledgerdiff {}: {}\n\n", icon, MdText(s.command), MdText(s.verdict));
+  for (const auto& [k, v] : s.facts) m += fmt::format("- {}: {}\n", MdText(k), MdCode(v));
+  m += "\n";
+  if (!s.checks.empty()) {
+    m += "| check | result | detail |\n|---|---|---|\n";
+    for (const GateCheck* c : Ordered(s)) {
+      const char* mark = c->state == State::kPass      ? "\xe2\x9c\x85 pass"
+                         : c->state == State::kWarning ? "\xe2\x9a\xa0\xef\xb8\x8f warning"
+                         : c->state == State::kFail    ? "\xe2\x9d\x8c FAIL"
+                                                       : "\xe2\x9d\x8c ERROR";
+      m += fmt::format("| {} | {} | {} |\n", MdCode(c->name, true), mark, MdText(c->message));
+    }
+    m += "\n";
+  }
+  for (const GateCheck* c : Ordered(s)) {
+    if (c->state == State::kPass || c->detail.empty()) continue;
+    m += fmt::format("<details><summary>{}</summary>\n\n{}\n</details>\n\n", MdText(c->name), MdBlock("", c->detail));
+  }
+  for (const auto& [label, command] : s.next_steps) m += MdText(label) + ":\n\n" + MdBlock("sh", command) + "\n";
+  return m;
+}
+
+std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) {
+  const std::string title = "ledgerdiff " + s.command + ": " + s.verdict;
+  const char* banner = s.passed ? "identical" : "divergent";
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += "<title>" + Esc(title) + "</title>\n<style>" + std::string(ReportCss()) + "</style>\n</head>\n<body>\n<main>\n";
+  h += "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
+  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
+                   Esc(s.verdict));
+  h += "<dl class=\"facts\">\n";
+  for (const auto& [k, v] : s.facts) h += "<div><dt>" + Esc(k) + "</dt><dd>" + Esc(v) + "</dd></div>\n";
+  h += "</dl>\n";
+  h += extra_html;
+  if (!s.checks.empty()) {
+    h += "<h2>Checks</h2>\n<table>\n<tr><th>check</th><th>result</th><th>detail</th></tr>\n";
+    for (const GateCheck* c : Ordered(s)) {
+      const bool bad = c->state == State::kFail || c->state == State::kError;
+      h += fmt::format("<tr{}><td><code>{}</code></td><td>{}</td><td>{}{}</td></tr>\n", bad ? " class=\"bad\"" : "",
+                       Esc(c->name), StateWord(c->state), Esc(c->message),
+                       c->detail.empty() ? "" : "<pre>" + Esc(c->detail) + "</pre>");
+    }
+    h += "</table>\n";
+  }
+  for (const auto& [label, command] : s.next_steps)
+    h += "<h2>" + Esc(label) + "</h2>\n<pre class=\"look-again\">" + Esc(command) + "</pre>\n";
+  h += "</main>\n</body>\n</html>\n";
+  return h;
+}
+
+std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
+  std::string h = "<h2>Rounds &#215; faults</h2>\n<table>\n<tr><th>round</th>";
+  for (const auto& k : verify::FaultKinds()) h += "<th>" + Esc(k) + "</th>";
+  h += "<th>anomalies</th><th>verdict</th></tr>\n";
+  for (const auto& round : r.rounds) {
+    const std::string verdict = round.valid ? "valid" : round.inconclusive ? "unknown" : "invalid";
+    h += fmt::format("<tr{}><td class=\"n\">{}</td>", round.valid ? "" : " class=\"bad\"", round.round);
+    for (const auto& k : verify::FaultKinds()) {
+      std::string cell;
+      for (const auto& f : round.faults) {
+        if (f.plan.kind != k) continue;
+        cell += fmt::format("<div>{}<br/><span class=\"muted\">{}</span></div>", Esc(verify::DescribeFault(f.plan)),
+                            f.injected ? Esc(f.detail) : "<b>not injected</b>");
+      }
+      h += "<td>" + (cell.empty() ? std::string("&#8212;") : cell) + "</td>";
+    }
+    std::string anomalies;
+    for (const auto& [cls, iv] : round.anomalies)
+      if (!iv.empty()) anomalies += "<div>" + Esc(cls) + ": " + Esc(Intervals(iv, 10)) + "</div>";
+    if (!round.ingest_ok) anomalies += "<div>ingest failed: " + Esc(round.ingest_error) + "</div>";
+    h += "<td>" + (anomalies.empty() ? std::string("none") : anomalies) + "</td><td>" + Esc(verdict) + "</td></tr>\n";
+  }
+  h += "</table>\n";
+  return h;
+}
+
+GateReports VerifyReports(const verify::VerifyReport& r) {
+  GateReports g;
+  g.summary = VerifyGate(r);
+  g.junit = [&r] { return RenderVerifyJUnit(r); };
+  g.markdown = [&r] { return RenderVerifyMarkdown(r); };
+  g.html = [&r](const std::string& dir) { return WriteVerifyHtml(r, dir); };
+  return g;
+}
+
+namespace {
+GateReports FromSummary(GateSummary s, std::function<std::string()> extra_html = {}) {
+  GateReports g;
+  g.summary = std::move(s);
+  const GateSummary summary = g.summary;
+  g.junit = [summary] { return RenderGateJUnit(summary); };
+  g.markdown = [summary] { return RenderGateMarkdown(summary); };
+  g.html = [summary, extra_html](const std::string& dir) {
+    return WriteHtmlReport(RenderGateHtml(summary, extra_html ? extra_html() : ""), dir);
+  };
+  return g;
+}
+}  // namespace
+
+GateReports VerifyRangeReports(const diff::DiffReport& r) { return FromSummary(VerifyRangeGate(r)); }
+GateReports SelftestReports(const verify::SelftestReport& r) { return FromSummary(SelftestGate(r)); }
+GateReports ChaosReports(const verify::ChaosReport& r) {
+  return FromSummary(ChaosGate(r), [&r] { return ChaosTimelineHtml(r); });
+}
+GateReports SweepReports(const verify::SweepReport& r) {
+  GateReports g = FromSummary(SweepGate(r));
+  g.html = [&r](const std::string& dir) { return WriteSweepHtml(r, dir); };  // the heatmap and USL page
+  return g;
+}
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,58 @@
+#pragma once
+// Every gate as CI sees it: the GateSummary (core/report.h) of verify, verify-range, selftest,
+// chaos and sweep, and the JUnit XML, Markdown and HTML of any GateSummary. verify keeps its
+// richer renderers (junit.h, markdown.h, html.h) and uses its summary for annotations only;
+// sweep keeps its HTML (sweep.h); chaos adds its rounds x faults timeline to the page.
+//
+// INVARIANT: pure functions of their inputs (same input, same bytes); every data string is
+// escaped for its format.
+
+#include <string>
+
+#include "core/report.h"
+#include "diff/diff.h"
+#include "verify/chaos.h"
+#include "verify/selftest.h"
+#include "verify/sweep.h"
+#include "verify/verify.h"
+
+namespace ledgerdiff::report {
+
+// The summaries. verify: a failing check per divergent table (with the job behind the first
+// divergent ledger), per lookup or invariant problem; an errored check for a failed ingestion;
+// next steps: look again, remove the kept cluster.
+GateSummary VerifyGate(const verify::VerifyReport& report);
+// verify-range: one check per compared table, the soundness problems, as verify.
+GateSummary VerifyRangeGate(const diff::DiffReport& report);
+// selftest: one check per case ("skip-ledger@150": caught at its ledger or not).
+GateSummary SelftestGate(const verify::SelftestReport& report);
+// chaos: one check per round (valid, invalid with its anomalies, or unknown: a fault never
+// fired, a failure); next step: the replay command.
+GateSummary ChaosGate(const verify::ChaosReport& report);
+// sweep: one check per cell (divergent or failed cells fail); the recommendation as a fact.
+GateSummary SweepGate(const verify::SweepReport& report);
+
+// JUnit XML: one <testsuite name="ledgerdiff.COMMAND"> with the facts as properties, one
+// <testcase> per check (failure / error; a warning passes with its message in system-out),
+// the text rendering in the suite's system-out.
+std::string RenderGateJUnit(const GateSummary& s);
+// Markdown: verdict heading, facts, a table of the checks (failing ones first, with details
+// collapsible), the next steps as shell blocks.
+std::string RenderGateMarkdown(const GateSummary& s);
+// One self-contained HTML page: banner, facts, `extra_html` (trusted markup made by report/),
+// the checks, next steps.
+std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html = "");
+
+// Chaos's Jepsen-style timeline: one row per round, one column per fault kind, each cell the
+// planned fault with what happened (fired or not), and the round's verdict and anomalies.
+std::string ChaosTimelineHtml(const verify::ChaosReport& report);
+
+// The GateReports the report sink writes for each command. REQUIRES: `report` outlives the
+// returned value (the renderers refer to it).
+GateReports VerifyReports(const verify::VerifyReport& report);
+GateReports VerifyRangeReports(const diff::DiffReport& report);
+GateReports SelftestReports(const verify::SelftestReport& report);
+GateReports ChaosReports(const verify::ChaosReport& report);
+GateReports SweepReports(const verify::SweepReport& report);
+
+}  // namespace ledgerdiff::report
