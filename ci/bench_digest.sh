@@ -95,7 +95,7 @@ now() { date +%s.%N; }
 # The digest's statements, one per table over the whole range; the floor strips their joins and
 # columns down to SELECT * with the same range predicate.
 "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --chunk-ledgers 2000000000 --print-sql >"$WORK/tables.sql"
-sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t .* WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \2) TO STDOUT/' \
+sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' \
   "$WORK/tables.sql" >"$WORK/floor.sql"
 "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --print-sql >"$WORK/chunks.sql"
 
@@ -126,7 +126,7 @@ run_pg_dump() { pg_dump -d "$DB" --data-only -n "$SCHEMA" | sha256sum >/dev/null
 
 floor_sql_for() {  # RANGE FILE: the floor's statements for a sub-range
   "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --chunk-ledgers 2000000000 --print-sql |
-    sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t .* WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \2) TO STDOUT/' >"$2"
+    sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' >"$2"
 }
 run_floor_file() { tr '\n' '\0' <"$1" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 >/dev/null; }
@@ -192,13 +192,14 @@ if ((PEERS)); then
   MID=$(( (2 + TO) / 2 ))
   # The second copy: the same rows (as two serial ingests give), then one effect changed in the
   # middle ledger. Made once per dataset; the change is idempotent.
-  if [ "$(psql -X -At -d "$DB" -c "SELECT count(*) FROM pg_namespace WHERE nspname = '$COPY'")" = 0 ]; then
+  if [ ! -f "$DIR/.bench-$RANGE-copy" ]; then
     echo "== copying schema $SCHEMA to $COPY"
-    psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "CREATE SCHEMA $COPY" >/dev/null
+    psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "DROP SCHEMA IF EXISTS $COPY CASCADE; CREATE SCHEMA $COPY" >/dev/null
     for t in $(psql -X -At -d "$DB" -c "SELECT tablename FROM pg_tables WHERE schemaname = '$SCHEMA' AND tablename LIKE 'history\_%' ORDER BY 1"); do
       psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "CREATE TABLE $COPY.$t (LIKE $SCHEMA.$t INCLUDING ALL); INSERT INTO $COPY.$t SELECT * FROM $SCHEMA.$t" >/dev/null
     done
     psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
+    touch "$DIR/.bench-$RANGE-copy"  # an interrupted copy is made again
   fi
   psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "UPDATE $COPY.history_effects SET details = coalesce(details, '{}') || '{\"bench_planted\": true}'
     WHERE (history_operation_id, \"order\") = (SELECT history_operation_id, \"order\" FROM $COPY.history_effects
