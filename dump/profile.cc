@@ -183,11 +183,13 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
       for (size_t k = 0; k < rr->natural.size(); ++k) {
         const std::string& n = rr->natural[k];
         outputs_of[c.name].push_back(t.columns.size());
-        CanonicalColumn out{StripIdSuffix(c.name) + "." + n,
-                            fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
-                                        "{0}::text ELSE {2}::text END",
-                                        Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n)),
-                            ColumnClass::kText, "text"};
+        CanonicalColumn out;
+        out.name = StripIdSuffix(c.name) + "." + n;
+        out.expr = fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
+                               "{0}::text ELSE {2}::text END",
+                               Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n));
+        out.cls = ColumnClass::kText;
+        out.type = "text";
         out.join = join;
         out.natural = k;
         t.columns.push_back(std::move(out));
@@ -202,7 +204,11 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
     // timestamptz compares as the UTC timestamp it denotes: equal to a timestamp column holding
     // UTC instants (the session TimeZone is pinned to UTC, so this is exact).
     if (c.type == "timestamptz") expr = "(" + expr + " AT TIME ZONE 'UTC')";
-    CanonicalColumn out{c.name, expr, ClassOf(c), c.type};
+    CanonicalColumn out;
+    out.name = c.name;
+    out.expr = expr;
+    out.cls = ClassOf(c);
+    out.type = c.type;
     out.plain_expr = expr;
     t.columns.push_back(std::move(out));
   }
@@ -574,7 +580,11 @@ Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {
       for (const auto& jc : jt.at("columns")) {
         auto cls = ParseColumnClass(jc.at("class").get<std::string>());
         if (!cls) return Status::Usage("unknown column class in manifest header");
-        t.columns.push_back({jc.at("name").get<std::string>(), "", *cls, jc.value("type", "")});
+        CanonicalColumn col;
+        col.name = jc.at("name").get<std::string>();
+        col.cls = *cls;
+        col.type = jc.value("type", "");
+        t.columns.push_back(std::move(col));
       }
       t.key = jt.at("key").get<std::vector<std::string>>();
       t.excluded = jt.at("excluded").get<std::vector<std::string>>();

@@ -791,8 +791,8 @@ verify::ChaosReport SampleChaos(bool valid) {
     round.ingest_ok = true;
     round.jobs = 30;
     round.valid = true;
-    round.faults.push_back({{"kill", 4, "mid-job", 0}, true, "SIGKILL worker w2 (pid 123) during job 4 attempt 1"});
-    round.faults.push_back({{"orchestrator", 0, "", 25}, true, "killed the orchestrator after 25 jobs done"});
+    round.faults.push_back({{"kill", 4, "mid-job", 0}, 1, true, "SIGKILL worker w2 (pid 123) during job 4 attempt 1"});
+    round.faults.push_back({{"orchestrator", 0, "", 25}, 1, true, "killed the orchestrator after 25 jobs done"});
     r.rounds.push_back(round);
   }
   if (!valid) {
