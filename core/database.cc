@@ -39,11 +39,11 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
     db->conninfo_ = db->embedded_->conninfo();
     return db;
   }
-  ReapStaleTempDirsAndReport();  // the embedded path reaps in EmbeddedPostgres::Start
   if (!options.keep_dir.empty())
     return Status::Usage("--keep-db applies to the embedded server only; it cannot be combined with --db/LEDGERDIFF_DB/PG*");
-  // Fail early and clearly when the database is unreachable.
+  // Fail early and clearly when the database is unreachable (one line: nothing printed before).
   LD_ASSIGN_OR_RETURN(auto probe, db->Connect());
+  ReapStaleTempDirsAndReport();  // the embedded path reaps in EmbeddedPostgres::Start
   return db;
 }
 

@@ -58,7 +58,7 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
                       {"timeline", timeline}};
   if (r.restart_range) j["restart_range"] = {{"from", r.restart_range->from}, {"to", r.restart_range->to}};
   if (!r.ok) j["error"] = r.error;
-  if (!r.log_dir.empty()) j["log_dir"] = r.log_dir;
+  j["log_dir"] = r.log_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.log_dir);  // null: built-in ingester
   return j;
 }
 
