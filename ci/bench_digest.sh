@@ -21,6 +21,7 @@
 # Usage: ci/bench_digest.sh [--to N] [--keep-db DIR] [--old BIN] [--reps R] [--jobs "1 2"]
 #                           [--scale "10001 20001"] [--peers] [--no-main] [--server-share]
 #   --server-share  also time digest-sql (the digest's own statements through psql)
+#   --quick      leave the verify-range way and pg_dump out of the single-side table
 #   --no-main    skip the single-side table (floor, digest, verify-range way, pg_dump)
 #   --to N       ledgers 2:N (default 10001: 3.2M rows; 40001: 28.8M rows)
 #   --keep-db    cluster directory, reused when it already holds the range (default
@@ -41,6 +42,7 @@ SCALE=""
 PEERS=0
 MAIN=1
 SERVER_SHARE=0
+QUICK=0
 while (($#)); do
   case "$1" in
     --to) TO=$2; shift 2 ;;
@@ -52,6 +54,7 @@ while (($#)); do
     --peers) PEERS=1; shift ;;
     --no-main) MAIN=0; shift ;;
     --server-share) SERVER_SHARE=1; shift ;;
+    --quick) QUICK=1; shift ;;
     *) echo "bench_digest: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -152,8 +155,12 @@ measure floor run_floor
 ((SERVER_SHARE)) && measure digest-sql run_digest_sql
 for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
 if [ -n "$OLD" ]; then for j in $JOBS_LIST; do measure "old j$j" run_ld "$OLD" "$j"; done; fi
-measure verify-range run_verify_range
-measure pg_dump run_pg_dump
+if ((QUICK)); then
+  MED[verify-range]=0; MED[pg_dump]=0
+else
+  measure verify-range run_verify_range
+  measure pg_dump run_pg_dump
+fi
 
 echo "== ratios (medians)"
 for name in "${!MED[@]}"; do
