@@ -243,22 +243,9 @@ const std::vector<std::string>& LoadableDumps() {
   return files;
 }
 
-std::string ScenarioDir() {
-  for (const char* d : {"/work/shared/horizon-scenarios", "../shared/horizon-scenarios"})
-    if (std::filesystem::exists(std::string(d) + "/kahuna-horizon.sql")) return d;
-  return "";
-}
+using testing::LoadDump;
+using testing::ScenarioDir;
 
-// Loads a Horizon dump into a fresh database (schema public); returns its conninfo.
-std::string LoadDump(const std::string& file) {
-  std::string db = UniqueName("hz");
-  EXPECT_TRUE(testing::TestServer().CreateDatabase(db).ok());
-  std::string conninfo = testing::TestServer().conninfo(db);
-  std::string cmd = fmt::format("psql -X -q -v ON_ERROR_STOP=1 -d \"{}\" -f {}/{} >/dev/null 2>&1", conninfo,
-                                ScenarioDir(), file);
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return conninfo;
-}
 
 bool HasColumn(pg::Connection& c, const std::string& table, const std::string& column) {
   auto r = c.Exec("SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND "

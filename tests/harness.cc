@@ -95,6 +95,22 @@ CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::st
 std::string LedgerdiffBinary() { return LEDGERDIFF_BINARY; }
 std::string SourceDir() { return LEDGERDIFF_SOURCE_DIR; }
 
+std::string ScenarioDir() {
+  for (const std::string& d : {SourceDir() + "/../shared/horizon-scenarios", std::string("/work/shared/horizon-scenarios")})
+    if (std::filesystem::exists(d + "/kahuna-horizon.sql")) return d;
+  return "";
+}
+
+std::string LoadDump(const std::string& file) {
+  std::string db = UniqueName("hz");
+  EXPECT_TRUE(TestServer().CreateDatabase(db).ok());
+  std::string conninfo = TestServer().conninfo(db);
+  std::string cmd = "psql -X -q -v ON_ERROR_STOP=1 -d \"" + conninfo + "\" -f " + ScenarioDir() + "/" + file +
+                    " >/dev/null 2>&1";
+  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  return conninfo;
+}
+
 }  // namespace ledgerdiff::testing
 
 int main(int argc, char** argv) {

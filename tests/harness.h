@@ -27,6 +27,13 @@ std::string LedgerdiffBinary();
 // Path of the project source tree.
 std::string SourceDir();
 
+// The real Horizon dumps (../shared/horizon-scenarios next to the project, else /work/shared/...);
+// "" when absent.
+std::string ScenarioDir();
+// Loads one of them into a fresh database of the test server (schema public); returns its
+// conninfo. A failed load is a test failure.
+std::string LoadDump(const std::string& file = "kahuna-horizon.sql");
+
 }  // namespace ledgerdiff::testing
 
 #define LD_ASSERT_OK(expr)                                   \

@@ -30,6 +30,17 @@ using testing::RunCli;
 using testing::TestConninfo;
 using testing::UniqueName;
 
+// A run of the flat-density generator (few rows a ledger: quick jobs).
+ingest::IngestOptions FlatPlan(const std::string& schema, LedgerRange range, uint32_t workers, uint32_t job_size) {
+  ingest::IngestOptions o;
+  o.schema = schema;
+  o.range = range;
+  o.workers = workers;
+  o.job_size = job_size;
+  o.density = "flat";
+  return o;
+}
+
 // Starts `ledgerdiff ARGS` in the background (stdout/stderr to files); returns its pid.
 pid_t StartCli(const std::vector<std::string>& args, const std::string& out_file) {
   std::vector<std::string> argv = {testing::LedgerdiffBinary()};
@@ -146,12 +157,7 @@ TEST(Runs, ARunWhoseSchemaIsTakenOverOrTamperedWithFailsAtItsEnd) {
 TEST(Runs, ResumeReChecksOwnership) {
   std::string schema = UniqueName("resume_owner");
   auto conn = Connect();
-  ingest::IngestOptions o;
-  o.schema = schema;
-  o.range = {2, 41};
-  o.workers = 1;
-  o.job_size = 20;
-  o.density = "flat";
+  ingest::IngestOptions o = FlatPlan(schema, {2, 41}, 1, 20);
   auto spec = ingest::RegisterRun(*conn, o);
   LD_ASSERT_OK(spec);
   LD_ASSERT_OK(conn->Exec(fmt::format("COMMENT ON SCHEMA {} IS 'ledgerdiff:owned run=another'", pg::QuoteIdent(schema))));
@@ -205,12 +211,7 @@ TEST(Runs, SixtyFourWorkersOnTheEmbeddedServer) {
 TEST(Runs, ResumedOrchestratorNeverKillsItsOwnHealthyWorkers) {
   std::string schema = UniqueName("orch_kill");
   auto conn = Connect();
-  ingest::IngestOptions o;
-  o.schema = schema;
-  o.range = {2, 161};
-  o.workers = 3;
-  o.job_size = 10;
-  o.density = "flat";
+  ingest::IngestOptions o = FlatPlan(schema, {2, 161}, 3, 10);
   o.retry_backoff_s = 0.05;
   o.job_timeout_s = 3;
   o.hold_points = {{2, 1, "history_ledgers", 3.0}, {3, 1, "history_ledgers", 3.0}};

@@ -40,22 +40,8 @@ int64_t QueryInt(const std::string& conninfo, const std::string& sql) {
   return r->GetInt(0, 0);
 }
 
-std::string ScenarioDir() {
-  for (const char* d : {"/work/shared/horizon-scenarios", "../shared/horizon-scenarios"})
-    if (std::filesystem::exists(std::string(d) + "/kahuna-horizon.sql")) return d;
-  return "";
-}
-
-// Loads a Horizon dump into a fresh database (schema public); returns its conninfo.
-std::string LoadDump(const std::string& file = "kahuna-horizon.sql") {
-  std::string db = UniqueName("hz");
-  EXPECT_TRUE(testing::TestServer().CreateDatabase(db).ok());
-  std::string conninfo = testing::TestServer().conninfo(db);
-  std::string cmd = fmt::format("psql -X -q -v ON_ERROR_STOP=1 -d \"{}\" -f {}/{} >/dev/null 2>&1", conninfo,
-                                ScenarioDir(), file);
-  EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  return conninfo;
-}
+using testing::LoadDump;
+using testing::ScenarioDir;
 
 // Drops every foreign key of a loaded dump (tests renumber ids in several steps).
 void DropForeignKeys(const std::string& conninfo) {
