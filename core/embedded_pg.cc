@@ -261,10 +261,14 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   as_user.working_dir = pg->dir_;
   as_user.unset_env_prefixes = {"PG", "LC_", "LANG"};  // the user's PGPORT etc. must not leak into the server
   if (!reuse) {
+    // A run killed during initdb must not leave initdb writing into a directory the next run
+    // reaps: initdb dies with us (and its single-user backend follows on end of input).
+    SpawnOptions init = as_user;
+    init.parent_death_signal = SIGTERM;
     LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({pg->bin_dir_ + "/initdb", "-D", data.string(), "-U", kSuperuser,
                                                       "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync",
                                                       "--no-instructions"},
-                                                     as_user));
+                                                     init));
     if (!ex.exited || ex.code != 0)
       return Status::Runtimef("initdb failed ({}): {}", ex.str(), Tail(as_user.output_file));
   }

@@ -114,6 +114,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
   int err_pipe[2];
   if (pipe2(err_pipe, O_CLOEXEC) != 0) return Status::Runtimef("pipe: {}", std::strerror(errno));
 
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) {
     if (out_fd >= 0) close(out_fd);
@@ -143,7 +144,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
     // After the credential change, which would clear it.
     if (options.parent_death_signal) {
       prctl(PR_SET_PDEATHSIG, options.parent_death_signal);
-      if (getppid() == 1) _exit(1);
+      if (getppid() != parent) _exit(1);  // died before prctl took hold (reparented, maybe not to 1)
     }
     if (!options.working_dir.empty() && chdir(options.working_dir.c_str()) != 0) fail(errno);
     execvpe(cargv[0], cargv.data(), cenv.data());
