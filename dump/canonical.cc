@@ -1,5 +1,7 @@
 #include "dump/canonical.h"
 
+#include <new>
+
 #include <fmt/format.h>
 
 #include "core/history_tables.h"
@@ -60,10 +62,44 @@ Digest128 RowMultiset::Finish() const {
   return d;
 }
 
-XXH128_hash_t RowHash(const std::string_view* fields, const ColumnClass* classes, size_t n, std::string& scratch) {
-  scratch.clear();
-  for (size_t i = 0; i < n; ++i) AppendEncodedField(scratch, fields[i], classes[i]);
-  return XXH3_128bits(scratch.data(), scratch.size());
+namespace {
+
+// A non-NULL field's encoding before its bytes: the class tag, then the length.
+void AppendValueHeader(std::string& out, size_t size, ColumnClass cls) {
+  out.push_back(static_cast<char>(TagOf(cls)));
+  AppendLeb128(out, size);
+}
+
+}  // namespace
+
+RowHasher::RowHasher() : state_(XXH3_createState()) {
+  if (!state_) throw std::bad_alloc();
+  buf_.reserve(4096);
+}
+
+RowHasher::~RowHasher() { XXH3_freeState(state_); }
+
+XXH128_hash_t RowHasher::Hash(const std::string_view* fields, const ColumnClass* classes, size_t n) {
+  // Below this a field is copied into the buffer: a streaming update costs more than the copy.
+  constexpr size_t kStreamFrom = 1024;
+  buf_.clear();
+  bool streaming = false;
+  for (size_t i = 0; i < n; ++i) {
+    std::string_view v = fields[i];
+    if (v.size() < kStreamFrom) {  // NULL ("\\N") included
+      AppendEncodedField(buf_, v, classes[i]);
+      continue;
+    }
+    AppendValueHeader(buf_, v.size(), classes[i]);
+    if (!streaming) XXH3_128bits_reset(state_);
+    streaming = true;
+    XXH3_128bits_update(state_, buf_.data(), buf_.size());
+    XXH3_128bits_update(state_, v.data(), v.size());  // the long field's bytes, where they lie
+    buf_.clear();
+  }
+  if (!streaming) return XXH3_128bits(buf_.data(), buf_.size());
+  XXH3_128bits_update(state_, buf_.data(), buf_.size());
+  return XXH3_128bits_digest(state_);
 }
 
 std::string LedgerExpr(const ResolvedTable& table) {
@@ -136,8 +172,7 @@ void AppendEncodedField(std::string& out, std::string_view v, ColumnClass cls) {
     out.push_back('\0');
     return;
   }
-  out.push_back(static_cast<char>(TagOf(cls)));
-  AppendLeb128(out, v.size());
+  AppendValueHeader(out, v.size(), cls);
   out.append(v);
 }
 

@@ -72,10 +72,25 @@ struct RowMultiset {
   Digest128 Finish() const;
 };
 
-// Hashes one row: `fields` are the n COPY text fields of the canonical columns (without the
-// ledger field), in the table's column order; classes[i] is the class of fields[i]. `scratch`
-// is reused between calls.
-XXH128_hash_t RowHash(const std::string_view* fields, const ColumnClass* classes, size_t n, std::string& scratch);
+// Hashes rows: XXH3-128 of a row's canonical encoding (the fields' AppendEncodedField bytes in
+// column order). Small rows are encoded into one buffer and hashed at once; a long field (a
+// transaction envelope or meta) is fed to the streaming state where it lies instead of being
+// copied, which gives the very same hash (XXH3's streaming and one-shot forms agree).
+// One per thread: it keeps its buffers between rows.
+class RowHasher {
+ public:
+  RowHasher();
+  ~RowHasher();
+  RowHasher(const RowHasher&) = delete;
+  RowHasher& operator=(const RowHasher&) = delete;
+  // `fields` are the n COPY text fields of the canonical columns (without the ledger field), in
+  // the table's column order; classes[i] is the class of fields[i].
+  XXH128_hash_t Hash(const std::string_view* fields, const ColumnClass* classes, size_t n);
+
+ private:
+  std::string buf_;
+  XXH3_state_t* state_;
+};
 
 // Appends the canonical encoding of one field to `out` (see above). `copy_text` is the COPY
 // field; "\N" means NULL.

@@ -142,8 +142,7 @@ Status ComputeChunk(pg::Connection& conn, const std::string& schema, const Resol
   std::vector<RowMultiset> acc(range.size() * T);
   out.combined.resize(range.size());
   std::vector<std::string_view> fields, canonical;
-  std::string scratch;
-  scratch.reserve(4096);
+  RowHasher hasher;
   for (size_t t = 0; t < T; ++t) {
     const ResolvedTable& table = profile.tables[t];
     const size_t ncols = table.columns.size();
@@ -161,9 +160,9 @@ Status ComputeChunk(pg::Connection& conn, const std::string& schema, const Resol
                                 table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
       if (resolver) {
         LD_RETURN_IF_ERROR(resolver->Resolve(fields, canonical));
-        acc[out.Index(l, t)].Add(RowHash(canonical.data(), cls, ncols, scratch));
+        acc[out.Index(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
       } else {
-        acc[out.Index(l, t)].Add(RowHash(fields.data() + 1, cls, ncols, scratch));
+        acc[out.Index(l, t)].Add(hasher.Hash(fields.data() + 1, cls, ncols));
       }
       return Status::Ok();
     });

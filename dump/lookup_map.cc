@@ -61,13 +61,32 @@ Result<LookupMap> LookupMap::Load(pg::Connection& conn, const std::string& schem
   m.ids_.shrink_to_fit();
   m.offsets_.shrink_to_fit();
   m.text_.shrink_to_fit();
+  if (m.exact_) m.BuildDenseIndex();
   return m;
 }
 
+void LookupMap::BuildDenseIndex() {
+  if (ids_.empty() || ids_.size() >= UINT32_MAX) return;
+  // ids_ is strictly increasing: the span is at least the row count. Unsigned arithmetic: the
+  // span of [INT64_MIN, INT64_MAX] does not overflow.
+  const uint64_t span = static_cast<uint64_t>(ids_.back()) - static_cast<uint64_t>(ids_.front()) + 1;
+  if (span == 0 || span > kDenseSpanPerRow * ids_.size()) return;
+  slot_of_.assign(span, 0);
+  for (size_t row = 0; row < ids_.size(); ++row)
+    slot_of_[static_cast<uint64_t>(ids_[row]) - static_cast<uint64_t>(ids_.front())] = static_cast<uint32_t>(row + 1);
+}
+
 bool LookupMap::Find(int64_t id, std::string_view* out) const {
-  auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
-  if (it == ids_.end() || *it != id) return false;
-  size_t row = static_cast<size_t>(it - ids_.begin());
+  size_t row;
+  if (!slot_of_.empty()) {
+    const uint64_t at = static_cast<uint64_t>(id) - static_cast<uint64_t>(ids_.front());  // wraps below the first id
+    if (at >= slot_of_.size() || slot_of_[at] == 0) return false;
+    row = slot_of_[at] - 1;
+  } else {
+    auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+    if (it == ids_.end() || *it != id) return false;
+    row = static_cast<size_t>(it - ids_.begin());
+  }
   const uint32_t* o = &offsets_[row * (naturals_ + 1)];
   for (size_t k = 0; k < naturals_; ++k) out[k] = std::string_view(text_).substr(o[k], o[k + 1] - o[k]);
   return true;

@@ -9,15 +9,23 @@ installed ledgerdiff (tests/packaging_test.sh calls it):
   variables (before_script installs packages, so ledgerdiff must already be on PATH).
 Usage: ci_templates_run.py SRC_DIR BIN_DIR WORK_DIR
 """
+import atexit
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import yaml
 
 src, bin_dir, work = sys.argv[1:4]
 errors = []
+# The runs' TMPDIR: the embedded server's user must be able to enter it (else ledgerdiff falls
+# back to /tmp), and a divergent gate keeps its cluster there; all of it goes when this ends.
+tmpdir = tempfile.mkdtemp(prefix="ld-ci-templates-")
+os.chmod(tmpdir, 0o755)
+atexit.register(shutil.rmtree, tmpdir, True)
 
 
 def need(cond, what):
@@ -30,6 +38,7 @@ def base_env():
     env["PATH"] = bin_dir + os.pathsep + env["PATH"]
     for k in ["LEDGERDIFF_DB", "PGHOST", "PGPORT", "PGDATABASE", "PGSERVICE", "GITHUB_ACTIONS"]:
         env.pop(k, None)
+    env["TMPDIR"] = tmpdir
     return env
 
 
@@ -82,6 +91,9 @@ need(gate.get("exit-code") == "1", f"action.yml: gate exit-code output is {gate.
 need(code == 1, f"action.yml: the job's last step exited {code}, want 1 (divergent)")
 need("First divergent ledger: 50" in summary, "action.yml: the step summary does not name ledger 50")
 need(summary.count("ledgerdiff verify") == 1, "action.yml: the summary was written other than once")
+kept = [d for d in os.listdir(tmpdir) if d.startswith("ledgerdiff-pg-")]
+need(len(kept) == 1 and f"rm -rf {os.path.join(tmpdir, kept[0])}" in summary,
+     f"action.yml: the kept cluster {kept} is not the one the step summary says how to remove")
 for f in ["junit.xml", "summary.md", "output.txt", "html"]:
     need(os.path.exists(os.path.join(job, "reports", f)), f"action.yml: reports/{f} missing")
 

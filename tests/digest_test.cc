@@ -595,6 +595,13 @@ TEST(Digest, ClientResolutionGivesTheCanonicalJoinsDigests) {
   EXPECT_GE(same(a, "public"), 4u);
   auto before = DigestEntries(a, "public", "horizon");
   ASSERT_TRUE(before.ok());
+  // Sparse ids (a lookup row far past the others, no history row naming it): the map gives up
+  // its dense index and searches; the digests do not move.
+  ExecSql(*c, "INSERT INTO history_accounts (id, address) VALUES (1099511627776, 'GSPARSEACCOUNT')");
+  EXPECT_GE(same(a, "public"), 4u);
+  auto sparse = DigestEntries(a, "public", "horizon");
+  ASSERT_TRUE(sparse.ok());
+  EXPECT_EQ(sparse->summary.root, before->summary.root);
   // A duplicate lookup id: the joins yield a row twice; the client path must give the same.
   ExecSql(*c, "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_pkey CASCADE");
   ExecSql(*c, "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_asset_code_asset_type_asset_issuer_key");
