@@ -2,6 +2,7 @@
 // Text forms every room shares: ledger intervals for people and shell words for commands that
 // a person (or /bin/sh) runs again.
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,17 @@ std::string FormatIntervals(const std::vector<LedgerRange>& intervals);
 // `value` between `quote` characters, each `quote` inside doubled: SQL identifiers ("), SQL
 // standard-conforming literals (') and CSV fields (") all escape this one way.
 std::string QuoteByDoubling(std::string_view value, char quote);
+
+// One character and what it becomes in an escaped text.
+struct CharEscape {
+  char from;
+  std::string_view to;
+};
+// Appends `text` to `out` with every character that has an entry in `escapes` replaced by its
+// `to`; every other character is copied as it is. The one escaping loop of the tool: PostgreSQL
+// COPY text (pg::AppendCopyEscaped) and XML (XmlEscape) are each a table for it.
+// REQUIRES: no two entries share `from`.
+void AppendEscaped(std::string& out, std::string_view text, std::span<const CharEscape> escapes);
 
 enum class ShellQuoting {
   kAlways,     // every value quoted, even "2" -> '2' (placeholders of an --ingest-cmd template)
