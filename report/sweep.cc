@@ -23,6 +23,28 @@ using nlohmann::json;
 json OptLedger(const std::optional<Ledger>& l) { return l ? json(*l) : json(nullptr); }
 json OptString(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// One repeat and one cell of the grid (keys: verify/README.md), a line per aspect: the outcome,
+// the time, the work, where it lies.
+json RepeatJson(const SweepRepeat& x) {
+  return {{"ok", x.ok}, {"identical", x.identical}, {"first_divergent_ledger", OptLedger(x.first_divergent_ledger)},
+          {"error", OptString(x.error)},
+          {"wall_s", x.wall_s}, {"rows", x.rows},
+          {"attempts", x.attempts}, {"retried_jobs", x.retried_jobs}, {"peak_connections", x.peak_connections},
+          {"schema", x.schema}, {"kept", x.kept}};
+}
+
+json CellJson(const SweepCell& c) {
+  json repeats = json::array();
+  for (const auto& x : c.repeats) repeats.push_back(RepeatJson(x));
+  return {{"workers", c.workers}, {"job_size", c.job_size}, {"jobs", c.jobs}, {"bug_injected", c.bug_injected},
+          {"verdict", c.verdict}, {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
+          {"error", OptString(c.error)},
+          {"median_s", c.median_s}, {"min_s", c.min_s}, {"max_s", c.max_s}, {"spread_s", c.spread_s},
+          {"ledgers_per_s", c.ledgers_per_s}, {"rows_per_s", c.rows_per_s}, {"speedup", c.speedup},
+          {"attempts", c.attempts}, {"retries", c.retries}, {"peak_connections", c.peak_connections},
+          {"repeats", repeats}};
+}
+
 std::string UslLine(const SweepReport& r) {
   const UslFit& f = r.usl;
   if (!r.usl_job_size) return "USL fit: no identical cell to fit";
@@ -232,39 +254,7 @@ json SweepReportToJson(const SweepReport& r) {
                     {"seconds", r.reference_s},
                     {"schema", OptString(r.reference_schema)}};
   json cells = json::array();
-  for (const auto& c : r.cells) {
-    json repeats = json::array();
-    for (const auto& x : c.repeats)
-      repeats.push_back({{"ok", x.ok},
-                         {"identical", x.identical},
-                         {"first_divergent_ledger", OptLedger(x.first_divergent_ledger)},
-                         {"wall_s", x.wall_s},
-                         {"rows", x.rows},
-                         {"attempts", x.attempts},
-                         {"retried_jobs", x.retried_jobs},
-                         {"peak_connections", x.peak_connections},
-                         {"schema", x.schema},
-                         {"kept", x.kept},
-                         {"error", OptString(x.error)}});
-    cells.push_back({{"workers", c.workers},
-                     {"job_size", c.job_size},
-                     {"jobs", c.jobs},
-                     {"bug_injected", c.bug_injected},
-                     {"verdict", c.verdict},
-                     {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
-                     {"median_s", c.median_s},
-                     {"min_s", c.min_s},
-                     {"max_s", c.max_s},
-                     {"spread_s", c.spread_s},
-                     {"ledgers_per_s", c.ledgers_per_s},
-                     {"rows_per_s", c.rows_per_s},
-                     {"speedup", c.speedup},
-                     {"attempts", c.attempts},
-                     {"retries", c.retries},
-                     {"peak_connections", c.peak_connections},
-                     {"error", OptString(c.error)},
-                     {"repeats", repeats}});
-  }
+  for (const auto& c : r.cells) cells.push_back(CellJson(c));
   j["cells"] = cells;
   const auto& rec = r.recommendation;
   j["recommendation"] = {{"found", rec.found},
