@@ -198,7 +198,7 @@ GateSummary SweepGate(const verify::SweepReport& r) {
   s.command = "sweep";
   s.passed = r.exit_code() == 0;
   s.verdict = s.passed ? "all identical" : "divergent or failed cells";
-  s.facts = {{"range", r.range.str()}, {"run", r.run_id}, {"repeat", std::to_string(r.repeat)},
+  s.facts = {{"range", r.options.range.str()}, {"run", r.run_id}, {"repeat", std::to_string(r.options.repeat)},
              {"reference", r.reference}};
   const auto& rec = r.recommendation;
   s.facts.push_back({"recommendation", rec.found ? fmt::format("{} workers, jobs of {} ({})", rec.workers,

@@ -1117,9 +1117,9 @@ TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {
 TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
   const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
   verify::SweepReport r;
-  r.range = {2, 401};
-  r.workers = {1, 2};
-  r.job_sizes = {100};
+  r.options.range = {2, 401};
+  r.options.workers = {1, 2};
+  r.options.job_sizes = {100};
   verify::SweepCell cell;
   cell.workers = 2;
   cell.job_size = 100;
