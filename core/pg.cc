@@ -264,7 +264,7 @@ void SplitCopyFields(std::string_view line, std::vector<std::string_view>& out) 
 }
 
 void AppendCopyEscaped(std::string& out, std::string_view value) {
-  static constexpr CharEscape kCopyText[] = {{'\\', "\\\\"}, {'\t', "\\t"}, {'\n', "\\n"}, {'\r', "\\r"}};
+  static constexpr EscapeTable kCopyText{{'\\', "\\\\"}, {'\t', "\\t"}, {'\n', "\\n"}, {'\r', "\\r"}};
   AppendEscaped(out, value, kCopyText);
 }
 

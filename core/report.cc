@@ -226,7 +226,7 @@ std::string FormatCount(uint64_t n) {
 }
 
 std::string XmlEscape(std::string_view s) {
-  static constexpr CharEscape kXml[] = {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
+  static constexpr EscapeTable kXml{{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
   std::string out;
   out.reserve(s.size());
   AppendEscaped(out, s, kXml);

@@ -13,16 +13,14 @@ std::string FormatIntervals(const std::vector<LedgerRange>& intervals) {
   return s;
 }
 
-void AppendEscaped(std::string& out, std::string_view text, std::span<const CharEscape> escapes) {
+void AppendEscaped(std::string& out, std::string_view text, const EscapeTable& table) {
   size_t plain_from = 0;  // start of the run of characters not yet appended, none escaped
   for (size_t i = 0; i < text.size(); ++i) {
-    for (const CharEscape& e : escapes) {
-      if (text[i] != e.from) continue;
-      out.append(text.substr(plain_from, i - plain_from));
-      out.append(e.to);
-      plain_from = i + 1;
-      break;
-    }
+    const std::string_view to = table[text[i]];
+    if (to.empty()) continue;
+    out.append(text.substr(plain_from, i - plain_from));
+    out.append(to);
+    plain_from = i + 1;
   }
   out.append(text.substr(plain_from));
 }

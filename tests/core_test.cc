@@ -86,7 +86,7 @@ TEST(Toid, Layout) {
 // One escaping loop, two tables: COPY text and XML escape exactly their characters, append to
 // what is there, and copy runs of plain text (multi-byte UTF-8 included) unchanged.
 TEST(Text, EscapingTables) {
-  static constexpr CharEscape kBrackets[] = {{'[', "(("}, {']', "))"}};
+  static constexpr EscapeTable kBrackets{{'[', "(("}, {']', "))"}};
   std::string out = "kept:";
   AppendEscaped(out, "a[b]]c", kBrackets);
   EXPECT_EQ(out, "kept:a((b))))c");
