@@ -159,6 +159,9 @@ std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides&
 }
 
 namespace {
+// The table an outside_range_differences entry ("<table>: rows outside ledgers ...") names.
+std::string OutsideRangeTable(const std::string& difference) { return difference.substr(0, difference.find(':')); }
+
 std::string JoinOrNone(const std::vector<std::string>& v) {
   return v.empty() ? "none" : fmt::format("{}", fmt::join(v, ", "));
 }
@@ -185,10 +188,9 @@ Soundness SoundnessOf(const diff::DiffReport& d) {
                                       v.first_ledger ? fmt::format(", first at ledger {}", *v.first_ledger) : "",
                                       v.description)});
   }
-  for (const auto& difference : d.outside_range_differences) {
-    const std::string table = difference.substr(0, difference.find(':'));
-    s.problems.push_back({"rows outside the range of " + table, "rows outside the range differ: " + difference});
-  }
+  for (const auto& difference : d.outside_range_differences)
+    s.problems.push_back(
+        {"rows outside the range of " + OutsideRangeTable(difference), "rows outside the range differ: " + difference});
   for (const auto& o : d.rows_outside_range)
     s.warnings.push_back(fmt::format("{} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} "
                                      "without a ledger)",
@@ -223,8 +225,7 @@ std::string DivergenceWithoutLedger(const diff::DiffReport& d) {
   if (!d.schema_differences.empty()) what.push_back("the schemas differ");
   if (!d.outside_range_differences.empty()) {
     std::vector<std::string> tables;
-    for (const auto& difference : d.outside_range_differences)
-      tables.push_back(difference.substr(0, difference.find(':')));
+    for (const auto& difference : d.outside_range_differences) tables.push_back(OutsideRangeTable(difference));
     what.push_back(fmt::format("rows outside the range differ ({})", fmt::join(tables, ", ")));
   }
   if (what.empty()) what.push_back("the two sides differ");
