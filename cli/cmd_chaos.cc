@@ -7,6 +7,22 @@
 
 namespace ledgerdiff::cli {
 
+namespace {
+
+// The campaign's own flags: its rounds, the faults each round injects (`faults`, parsed by
+// verify::ParseFaultCounts in the check), how long a target job pauses for one, and the
+// negative control.
+void AddCampaignFlags(CLI::App* sub, verify::ChaosOptions& o, std::string& faults) {
+  sub->add_option("--rounds", o.rounds, "Parallel rounds, each with its own faults")->capture_default_str();
+  sub->add_option("--faults", faults,
+                  "Faults per round: kill=K,hang=H,crash=C,disconnect=D,orchestrator=O (default 1 of each)");
+  sub->add_option("--hold", o.hold_s, "Seconds a target job pauses mid-transaction for a fault")->capture_default_str();
+  sub->add_flag("--unsafe-ingester", o.unsafe_ingester,
+                "Negative control: commit every 100 ledgers inside a job and retry without clearing");
+}
+
+}  // namespace
+
 Action SetupChaos(CLI::App* sub) {
   struct Flags {
     std::string range;
@@ -19,12 +35,7 @@ Action SetupChaos(CLI::App* sub) {
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)")->required();
   AddPlanFlags(sub, o);  // chaos's own defaults: --job-timeout 4, --retry-backoff 0.1 (verify/chaos.h)
   AddDigestProfileFlag(sub, o.table_profile);
-  sub->add_option("--rounds", o.rounds, "Parallel rounds, each with its own faults")->capture_default_str();
-  sub->add_option("--faults", f->faults,
-                  "Faults per round: kill=K,hang=H,crash=C,disconnect=D,orchestrator=O (default 1 of each)");
-  sub->add_option("--hold", o.hold_s, "Seconds a target job pauses mid-transaction for a fault")->capture_default_str();
-  sub->add_flag("--unsafe-ingester", o.unsafe_ingester,
-                "Negative control: commit every 100 ledgers inside a job and retry without clearing");
+  AddCampaignFlags(sub, o, f->faults);
   sub->add_option("--ingest-cmd", o.ingest_cmd, "External ingester per job (kill and hang signal its process group)");
   sub->add_flag("--keep", o.keep, "Keep every round's schema (invalid rounds are always kept)");
   AddReportFlags(sub, f->reports);

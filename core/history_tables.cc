@@ -1,5 +1,7 @@
 #include "core/history_tables.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "core/pg.h"
@@ -7,25 +9,35 @@
 namespace ledgerdiff {
 
 const std::vector<HistoryTable>& HorizonHistoryTables() {
-  using K = LedgerColumnKind;
-  static const std::vector<HistoryTable> tables = {
-      {"history_ledgers", "sequence", K::kSequence},
-      {"history_transactions", "ledger_sequence", K::kSequence},
-      {"history_operations", "id", K::kToid},
-      {"history_effects", "history_operation_id", K::kToid},
-      {"history_trades", "history_operation_id", K::kToid},
-      // Trade aggregations (migration 47) have no ledger column: a bucket belongs to the ledger
-      // of its first trade, whose operation TOID is open_ledger_toid.
-      {"history_trades_60000", "open_ledger_toid", K::kToid},
-      // Transaction filtering's staging table (migration 56), shaped like history_transactions.
-      {"history_transactions_filtered_tmp", "ledger_sequence", K::kSequence},
-      {"history_operation_participants", "history_operation_id", K::kToid},
-      {"history_transaction_participants", "history_transaction_id", K::kToid},
-      {"history_operation_claimable_balances", "history_operation_id", K::kToid},
-      {"history_transaction_claimable_balances", "history_transaction_id", K::kToid},
-      {"history_operation_liquidity_pools", "history_operation_id", K::kToid},
-      {"history_transaction_liquidity_pools", "history_transaction_id", K::kToid},
+  // Each ledger column once, with what it holds.
+  struct Column {
+    const char* name;
+    LedgerColumnKind kind;
   };
+  static constexpr Column sequence{"sequence", LedgerColumnKind::kSequence},
+      ledger_sequence{"ledger_sequence", LedgerColumnKind::kSequence}, id{"id", LedgerColumnKind::kToid},
+      operation_id{"history_operation_id", LedgerColumnKind::kToid},
+      transaction_id{"history_transaction_id", LedgerColumnKind::kToid},
+      open_ledger_toid{"open_ledger_toid", LedgerColumnKind::kToid};
+  // Each table once, in Horizon's order, with the column that maps its rows to their ledger.
+  // The participant, claimable balance and liquidity pool tables come in operation /
+  // transaction pairs. Trade aggregations (migration 47) have no ledger column: a bucket belongs
+  // to the ledger of its first trade, whose operation TOID is open_ledger_toid. Transaction
+  // filtering's staging table (migration 56) is shaped like history_transactions.
+  static constexpr std::pair<const char*, Column> kTables[] = {
+      {"history_ledgers", sequence}, {"history_transactions", ledger_sequence}, {"history_operations", id},
+      {"history_effects", operation_id}, {"history_trades", operation_id},
+      {"history_trades_60000", open_ledger_toid}, {"history_transactions_filtered_tmp", ledger_sequence},
+      {"history_operation_participants", operation_id}, {"history_transaction_participants", transaction_id},
+      {"history_operation_claimable_balances", operation_id},
+      {"history_transaction_claimable_balances", transaction_id},
+      {"history_operation_liquidity_pools", operation_id}, {"history_transaction_liquidity_pools", transaction_id},
+  };
+  static const std::vector<HistoryTable> tables = [] {
+    std::vector<HistoryTable> out;
+    for (const auto& [table, column] : kTables) out.push_back({table, column.name, column.kind});
+    return out;
+  }();
   return tables;
 }
 

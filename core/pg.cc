@@ -264,15 +264,8 @@ void SplitCopyFields(std::string_view line, std::vector<std::string_view>& out) 
 }
 
 void AppendCopyEscaped(std::string& out, std::string_view value) {
-  for (char c : value) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      default: out += c;
-    }
-  }
+  static constexpr EscapeTable kCopyText{{'\\', "\\\\"}, {'\t', "\\t"}, {'\n', "\\n"}, {'\r', "\\r"}};
+  AppendEscaped(out, value, kCopyText);
 }
 
 }  // namespace ledgerdiff::pg

@@ -1,6 +1,7 @@
 #include "core/report.h"
 
 #include "core/redact.h"
+#include "core/text.h"
 
 #include <unistd.h>
 
@@ -225,18 +226,10 @@ std::string FormatCount(uint64_t n) {
 }
 
 std::string XmlEscape(std::string_view s) {
+  static constexpr EscapeTable kXml{{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
+  AppendEscaped(out, s, kXml);
   return out;
 }
 

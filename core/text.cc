@@ -13,6 +13,18 @@ std::string FormatIntervals(const std::vector<LedgerRange>& intervals) {
   return s;
 }
 
+void AppendEscaped(std::string& out, std::string_view text, const EscapeTable& table) {
+  size_t plain_from = 0;  // start of the run of characters not yet appended, none escaped
+  for (size_t i = 0; i < text.size(); ++i) {
+    const std::string_view to = table[text[i]];
+    if (to.empty()) continue;
+    out.append(text.substr(plain_from, i - plain_from));
+    out.append(to);
+    plain_from = i + 1;
+  }
+  out.append(text.substr(plain_from));
+}
+
 std::string ShellQuote(std::string_view word, ShellQuoting quoting) {
   constexpr std::string_view kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=";
   if (quoting == ShellQuoting::kWhenNeeded && !word.empty() && word.find_first_not_of(kPlain) == std::string_view::npos)

@@ -2,6 +2,8 @@
 // Text forms every room shares: ledger intervals for people and shell words for commands that
 // a person (or /bin/sh) runs again.
 
+#include <array>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +18,29 @@ std::string FormatIntervals(const std::vector<LedgerRange>& intervals);
 // `value` between `quote` characters, each `quote` inside doubled: SQL identifiers ("), SQL
 // standard-conforming literals (') and CSV fields (") all escape this one way.
 std::string QuoteByDoubling(std::string_view value, char quote);
+
+// One character and what it becomes in an escaped text.
+struct CharEscape {
+  char from;
+  std::string_view to;
+};
+// What each character becomes in an escaped text, looked up in one step; a character without an
+// entry stays as it is. REQUIRES: every `to` is non-empty; no two entries share `from`.
+class EscapeTable {
+ public:
+  constexpr EscapeTable(std::initializer_list<CharEscape> escapes) {
+    for (const CharEscape& e : escapes) to_[static_cast<unsigned char>(e.from)] = e.to;
+  }
+  // "" when `c` stays as it is.
+  constexpr std::string_view operator[](char c) const { return to_[static_cast<unsigned char>(c)]; }
+
+ private:
+  std::array<std::string_view, 256> to_{};
+};
+// Appends `text` to `out` with every character that has an entry in `table` replaced. The one
+// escaping loop of the tool: PostgreSQL COPY text (pg::AppendCopyEscaped) and XML (XmlEscape) are
+// each a table for it.
+void AppendEscaped(std::string& out, std::string_view text, const EscapeTable& table);
 
 enum class ShellQuoting {
   kAlways,     // every value quoted, even "2" -> '2' (placeholders of an --ingest-cmd template)

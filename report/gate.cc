@@ -23,8 +23,9 @@ using State = GateCheck::State;
 namespace {
 
 // The per-table checks and soundness problems of a diff, as verify and verify-range show them.
-void AddDiffChecks(const verify::VerifyReport& shell, const Sides& sides, GateSummary& s) {
-  for (const auto& t : TableLines(shell)) {
+void AddDiffChecks(const verify::VerifyReport& shell, const VerifyView& view, GateSummary& s) {
+  const Sides& sides = view.sides;
+  for (const auto& t : view.tables) {
     GateCheck c{t.table, State::kPass, "", ""};
     if (t.differs) {
       c.state = State::kFail;
@@ -41,7 +42,7 @@ void AddDiffChecks(const verify::VerifyReport& shell, const Sides& sides, GateSu
     }
     s.checks.push_back(std::move(c));
   }
-  const Soundness sound = SoundnessOf(shell.diff);
+  const Soundness& sound = view.soundness;
   for (const auto& p : sound.problems) s.checks.push_back({p.name, State::kFail, p.detail, ""});
   for (const auto& w : sound.warnings) s.checks.push_back({"not compared", State::kWarning, w, ""});
   if (!shell.identical && shell.error.empty() &&
@@ -87,16 +88,11 @@ GateSummary VerifyGate(const verify::VerifyReport& r) {
     s.facts.push_back({"written by", DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)});
   if (!r.error.empty()) {
     std::string detail;
-    auto failed = [&](const char* side, const ingest::IngestReport& run) {
-      for (const auto& j : run.failed_jobs)
-        detail += fmt::format("{} job {} [{}] failed after {}: {}\n", side, j.job_id, j.range.str(),
-                              Plural(j.attempt, "attempt", "attempts"), j.error);
-    };
-    if (r.serial) failed("serial", *r.serial);
-    failed("parallel", r.parallel);
+    for (const auto& [side, run] : SideRuns(r))
+      for (const auto& j : run->failed_jobs) detail += FailedJobLine(side, j) + "\n";
     s.checks.push_back({"ingest", State::kError, r.error, detail});
   } else {
-    AddDiffChecks(r, SideNames(r), s);
+    AddDiffChecks(r, ViewOf(r), s);
   }
   if (!r.look_again.empty()) s.next_steps.push_back({"look again", r.look_again});
   if (!r.remove_command.empty()) s.next_steps.push_back({"remove the kept cluster", r.remove_command});
@@ -117,7 +113,9 @@ GateSummary VerifyRangeGate(const diff::DiffReport& d) {
   s.facts = {{"range", d.range.str()}, {"left", d.left}, {"right", d.right},
              {"ledgers compared", FormatCount(d.ledgers_compared)}};
   if (d.first_divergent_ledger) s.facts.push_back({"first divergent ledger", std::to_string(*d.first_divergent_ledger)});
-  AddDiffChecks(shell, Sides{"left", "right"}, s);
+  VerifyView view = ViewOf(shell);
+  view.sides = {"left", "right"};
+  AddDiffChecks(shell, view, s);
   s.text = diff::RenderDiffText(d);
   return s;
 }
@@ -200,7 +198,7 @@ GateSummary SweepGate(const verify::SweepReport& r) {
   s.command = "sweep";
   s.passed = r.exit_code() == 0;
   s.verdict = s.passed ? "all identical" : "divergent or failed cells";
-  s.facts = {{"range", r.range.str()}, {"run", r.run_id}, {"repeat", std::to_string(r.repeat)},
+  s.facts = {{"range", r.options.range.str()}, {"run", r.run_id}, {"repeat", std::to_string(r.options.repeat)},
              {"reference", r.reference}};
   const auto& rec = r.recommendation;
   s.facts.push_back({"recommendation", rec.found ? fmt::format("{} workers, jobs of {} ({})", rec.workers,

@@ -219,8 +219,7 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
 std::string_view ReportCss() { return kCss; }
 
 std::string RenderVerifyHtml(const VerifyReport& r) {
-  const Sides sides = SideNames(r);
-  const std::vector<TableLine> tables = TableLines(r);
+  const auto [sides, tables, sound] = ViewOf(r);
   const std::string verdict = r.verdict();
   const std::string title = fmt::format("ledgerdiff verify {}: {}", r.range.str(), verdict);
 
@@ -248,7 +247,7 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
                          names.empty() ? "" : fmt::format(" in {}", fmt::join(names, ", ")),
                          FormatCount(r.diff.divergent_ledgers), FormatCount(r.diff.ledgers_compared));
     } else {
-      what = "The schemas differ; the data of the common ledgers is identical.";
+      what = Esc(DivergenceWithoutLedger(r.diff));
     }
   } else {
     what = "The run did not finish: " + Esc(r.error);
@@ -283,19 +282,18 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   // Error details.
   if (!r.error.empty()) {
     h += "<h2>Error</h2>\n<pre>" + Esc(r.error) + "</pre>\n";
-    auto failed = [&](const std::string& side, const IngestReport& run) {
-      if (run.failed_jobs.empty() && !run.restart_range) return;
-      h += "<h3>Failed jobs of the " + side + " run</h3>\n<table><tr><th class=\"n\">job</th><th>range</th>"
-           "<th class=\"n\">attempts</th><th>last error</th></tr>\n";
-      for (const auto& j : run.failed_jobs)
+    for (const auto& [side, run] : SideRuns(r)) {
+      if (run->failed_jobs.empty() && !run->restart_range) continue;
+      h += fmt::format("<h3>Failed jobs of the {} run</h3>\n<table><tr><th class=\"n\">job</th><th>range</th>"
+                       "<th class=\"n\">attempts</th><th>last error</th></tr>\n",
+                       side);
+      for (const auto& j : run->failed_jobs)
         h += fmt::format("<tr><td class=\"n\">{}</td><td class=\"mono\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
                          j.job_id, Esc(j.range.str()), j.attempt, Esc(j.error));
       h += "</table>\n";
-      if (run.restart_range)
-        h += fmt::format("<p>Restart range: <code>{}</code></p>\n", Esc(run.restart_range->str()));
-    };
-    if (r.serial) failed("serial", *r.serial);
-    failed("parallel", r.parallel);
+      if (run->restart_range)
+        h += fmt::format("<p>Restart range: <code>{}</code></p>\n", Esc(run->restart_range->str()));
+    }
   }
 
   // Timings and runs.
@@ -376,16 +374,11 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     for (const auto& rd : r.diff.rows) h += RowDiffHtml(r, rd, sides);
   }
   for (const auto& n : r.diff.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
-  if (const Soundness sound = SoundnessOf(r.diff); !sound.problems.empty() || !sound.warnings.empty()) {
+  if (const auto lists = FindingLists(sound); !lists.empty()) {
     h += "<h2>Soundness</h2>\n";
-    if (!sound.problems.empty()) {
-      h += "<p>Lookup and invariant problems:</p>\n<ul>\n";
-      for (const auto& p : sound.problems) h += "<li class=\"bad\">" + Esc(p.detail) + "</li>\n";
-      h += "</ul>\n";
-    }
-    if (!sound.warnings.empty()) {
-      h += "<p class=\"muted\">Not compared / warnings:</p>\n<ul>\n";
-      for (const auto& w : sound.warnings) h += "<li>" + Esc(w) + "</li>\n";
+    for (const auto& list : lists) {
+      h += fmt::format("<p{}>{}:</p>\n<ul>\n", list.failing ? "" : " class=\"muted\"", list.title);
+      for (const auto& line : list.lines) h += (list.failing ? "<li class=\"bad\">" : "<li>") + Esc(line) + "</li>\n";
       h += "</ul>\n";
     }
   }

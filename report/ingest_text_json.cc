@@ -38,24 +38,14 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
     timeline.push_back({{"job", a.job_id}, {"attempt", a.attempt}, {"worker", a.worker}, {"slot", a.slot}, {"from", a.range.from},
                         {"to", a.range.to}, {"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", a.outcome},
                         {"error", a.error}});
-  nlohmann::json j = {{"ok", r.ok},
-                      {"run_id", r.run_id},
-                      {"schema", r.schema},
+  // A line per aspect: the run, its shape, what it wrote, how fast, what it took.
+  nlohmann::json j = {{"ok", r.ok}, {"run_id", r.run_id}, {"schema", r.schema},
                       {"range", {{"from", r.range.from}, {"to", r.range.to}}},
-                      {"workers", r.workers},
-                      {"job_size", r.job_size},
-                      {"jobs", r.jobs},
-                      {"ledgers", r.ledgers},
-                      {"rows_per_table", r.rows_per_table},
-                      {"rows", r.rows},
-                      {"wall_s", r.wall_s},
-                      {"ledgers_per_s", r.ledgers_per_s()},
-                      {"rows_per_s", r.rows_per_s()},
-                      {"attempts", r.attempts},
-                      {"retried_jobs", r.retried_jobs},
-                      {"workers_replaced", r.workers_replaced},
-                      {"failed_jobs", failed},
-                      {"timeline", timeline}};
+                      {"workers", r.workers}, {"job_size", r.job_size}, {"jobs", r.jobs},
+                      {"ledgers", r.ledgers}, {"rows_per_table", r.rows_per_table}, {"rows", r.rows},
+                      {"wall_s", r.wall_s}, {"ledgers_per_s", r.ledgers_per_s()}, {"rows_per_s", r.rows_per_s()},
+                      {"attempts", r.attempts}, {"retried_jobs", r.retried_jobs}, {"workers_replaced", r.workers_replaced},
+                      {"failed_jobs", failed}, {"timeline", timeline}};
   if (r.restart_range) j["restart_range"] = {{"from", r.restart_range->from}, {"to", r.restart_range->to}};
   if (!r.ok) j["error"] = r.error;
   j["log_dir"] = r.log_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.log_dir);  // null: built-in ingester

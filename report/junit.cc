@@ -15,12 +15,10 @@
 
 namespace ledgerdiff::report {
 
-using ingest::IngestReport;
 using verify::VerifyReport;
 
 std::string RenderVerifyJUnit(const VerifyReport& r) {
-  const Sides sides = SideNames(r);
-  const std::vector<TableLine> tables = TableLines(r);
+  const auto [sides, tables, sound] = ViewOf(r);
   const bool errored = !r.error.empty();
 
   struct Case {
@@ -32,14 +30,10 @@ std::string RenderVerifyJUnit(const VerifyReport& r) {
   std::vector<Case> cases;
   if (errored) {
     std::string body = r.error + "\n";
-    auto failed = [&](const char* side, const IngestReport& run) {
-      for (const auto& j : run.failed_jobs)
-        body += fmt::format("{} job {} [{}] failed after {}: {}\n", side, j.job_id, j.range.str(),
-                            Plural(j.attempt, "attempt", "attempts"), j.error);
-      if (run.restart_range) body += fmt::format("{} restart range: {}\n", side, run.restart_range->str());
-    };
-    if (r.serial) failed("serial", *r.serial);
-    failed("parallel", r.parallel);
+    for (const auto& [side, run] : SideRuns(r)) {
+      for (const auto& j : run->failed_jobs) body += FailedJobLine(side, j) + "\n";
+      if (run->restart_range) body += fmt::format("{} restart range: {}\n", side, run->restart_range->str());
+    }
     cases.push_back({"ingest", "error", r.error, body});
   } else {
     for (const auto& t : tables) {
@@ -66,8 +60,8 @@ std::string RenderVerifyJUnit(const VerifyReport& r) {
       }
       cases.push_back(std::move(c));
     }
-    // A failing case per lookup difference and per broken invariant; what was not compared rides along.
-    const Soundness sound = SoundnessOf(r.diff);
+    // A failing case per lookup difference, broken invariant and table whose rows outside the
+    // range differ; what was not compared rides along.
     for (const auto& p : sound.problems) cases.push_back({p.name, "failure", p.detail, p.detail + "\n"});
     if (!sound.warnings.empty()) {
       std::string body;

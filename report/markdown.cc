@@ -14,12 +14,10 @@
 
 namespace ledgerdiff::report {
 
-using ingest::IngestReport;
 using verify::VerifyReport;
 
 std::string RenderVerifyMarkdown(const VerifyReport& r) {
-  const Sides sides = SideNames(r);
-  const std::vector<TableLine> tables = TableLines(r);
+  const auto [sides, tables, sound] = ViewOf(r);
   const std::string verdict = r.verdict();
   std::string m;
   const char* icon = verdict == "identical" ? "\xe2\x9c\x85" : verdict == "divergent" ? "\xe2\x9d\x8c" : "\xe2\x9a\xa0\xef\xb8\x8f";
@@ -33,7 +31,7 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
                        *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
                        FormatCount(r.diff.ledgers_compared));
     else
-      m += "**The schemas differ**; the data of the common ledgers is identical.\n\n";
+      m += "**" + MdText(DivergenceWithoutLedger(r.diff)) + "**\n\n";
   } else {
     m += "**Error:** " + MdText(r.error) + "\n\n";
   }
@@ -102,25 +100,17 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     m += "\n";
   }
   if (!r.error.empty()) {
-    auto failed = [&](const std::string& side, const IngestReport& run) {
-      for (const auto& j : run.failed_jobs)
+    for (const auto& [side, run] : SideRuns(r)) {
+      for (const auto& j : run->failed_jobs)
         m += fmt::format("- {} job {} {} failed after {}: {}\n", side, j.job_id, MdCode(j.range.str()),
                          Plural(j.attempt, "attempt", "attempts"), MdText(j.error));
-      if (run.restart_range) m += fmt::format("- {} restart range: {}\n", side, MdCode(run.restart_range->str()));
-    };
-    if (r.serial) failed("serial", *r.serial);
-    failed("parallel", r.parallel);
+      if (run->restart_range) m += fmt::format("- {} restart range: {}\n", side, MdCode(run->restart_range->str()));
+    }
     m += "\n";
   }
-  const Soundness sound = SoundnessOf(r.diff);
-  if (!sound.problems.empty()) {
-    m += "**Lookup and invariant problems:**\n\n";
-    for (const auto& p : sound.problems) m += "- \xe2\x9d\x8c " + MdText(p.detail) + "\n";
-    m += "\n";
-  }
-  if (!sound.warnings.empty()) {
-    m += "**Not compared / warnings:**\n\n";
-    for (const auto& w : sound.warnings) m += "- " + MdText(w) + "\n";
+  for (const auto& list : FindingLists(sound)) {
+    m += fmt::format("**{}:**\n\n", list.title);
+    for (const auto& line : list.lines) m += (list.failing ? "- \xe2\x9d\x8c " : "- ") + MdText(line) + "\n";
     m += "\n";
   }
   if (!r.look_again.empty()) m += "Look again:\n\n" + MdBlock("sh", r.look_again) + "\n";

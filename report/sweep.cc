@@ -23,6 +23,28 @@ using nlohmann::json;
 json OptLedger(const std::optional<Ledger>& l) { return l ? json(*l) : json(nullptr); }
 json OptString(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// One repeat and one cell of the grid (keys: verify/README.md), a line per aspect: the outcome,
+// the time, the work, where it lies.
+json RepeatJson(const SweepRepeat& x) {
+  return {{"ok", x.ok}, {"identical", x.identical}, {"first_divergent_ledger", OptLedger(x.first_divergent_ledger)},
+          {"error", OptString(x.error)},
+          {"wall_s", x.wall_s}, {"rows", x.rows},
+          {"attempts", x.attempts}, {"retried_jobs", x.retried_jobs}, {"peak_connections", x.peak_connections},
+          {"schema", x.schema}, {"kept", x.kept}};
+}
+
+json CellJson(const SweepCell& c) {
+  json repeats = json::array();
+  for (const auto& x : c.repeats) repeats.push_back(RepeatJson(x));
+  return {{"workers", c.workers}, {"job_size", c.job_size}, {"jobs", c.jobs}, {"bug_injected", c.bug_injected},
+          {"verdict", c.verdict}, {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
+          {"error", OptString(c.error)},
+          {"median_s", c.median_s}, {"min_s", c.min_s}, {"max_s", c.max_s}, {"spread_s", c.spread_s},
+          {"ledgers_per_s", c.ledgers_per_s}, {"rows_per_s", c.rows_per_s}, {"speedup", c.speedup},
+          {"attempts", c.attempts}, {"retries", c.retries}, {"peak_connections", c.peak_connections},
+          {"repeats", repeats}};
+}
+
 std::string UslLine(const SweepReport& r) {
   const UslFit& f = r.usl;
   if (!r.usl_job_size) return "USL fit: no identical cell to fit";
@@ -59,6 +81,8 @@ std::string Blue(double t) {
 }
 
 std::string Heatmap(const SweepReport& r) {
+  const std::vector<uint32_t>& workers = r.options.workers;
+  const std::vector<uint32_t>& job_sizes = r.options.job_sizes;
   const double cw = 120, ch = 48, left = 90, top = 40;
   double lo = 0, hi = 0;
   bool first = true;
@@ -68,24 +92,24 @@ std::string Heatmap(const SweepReport& r) {
     if (first || c.ledgers_per_s > hi) hi = c.ledgers_per_s;
     first = false;
   }
-  const double width = left + cw * static_cast<double>(r.job_sizes.size()) + 20;
-  const double height = top + ch * static_cast<double>(r.workers.size()) + 20;
+  const double width = left + cw * static_cast<double>(job_sizes.size()) + 20;
+  const double height = top + ch * static_cast<double>(workers.size()) + 20;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
       "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
       N(width), N(height));
   s += fmt::format("<text x=\"{}\" y=\"16\" text-anchor=\"middle\" fill=\"#59636e\">job size (ledgers)</text>\n",
-                   N(left + cw * static_cast<double>(r.job_sizes.size()) / 2));
+                   N(left + cw * static_cast<double>(job_sizes.size()) / 2));
   s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", N(top - 6));
-  for (size_t j = 0; j < r.job_sizes.size(); ++j)
+  for (size_t j = 0; j < job_sizes.size(); ++j)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n",
-                     N(left + cw * (static_cast<double>(j) + 0.5)), N(top - 8), r.job_sizes[j]);
-  for (size_t w = 0; w < r.workers.size(); ++w)
+                     N(left + cw * (static_cast<double>(j) + 0.5)), N(top - 8), job_sizes[j]);
+  for (size_t w = 0; w < workers.size(); ++w)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", N(left - 10),
-                     N(top + ch * (static_cast<double>(w) + 0.5) + 4), r.workers[w]);
+                     N(top + ch * (static_cast<double>(w) + 0.5) + 4), workers[w]);
   for (const auto& c : r.cells) {
-    auto wi = std::find(r.workers.begin(), r.workers.end(), c.workers) - r.workers.begin();
-    auto ji = std::find(r.job_sizes.begin(), r.job_sizes.end(), c.job_size) - r.job_sizes.begin();
+    auto wi = std::find(workers.begin(), workers.end(), c.workers) - workers.begin();
+    auto ji = std::find(job_sizes.begin(), job_sizes.end(), c.job_size) - job_sizes.begin();
     double x = left + cw * static_cast<double>(ji), y = top + ch * static_cast<double>(wi);
     std::string fill, label, text_fill = "#1f2328", title;
     if (c.verdict == "identical") {
@@ -190,10 +214,11 @@ code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,m
 }  // namespace
 
 std::string RenderSweepText(const SweepReport& r) {
-  std::string s = fmt::format("sweep {} ({} ledgers), repeat {}, reference: {}{}\n", r.range.str(), r.range.size(),
-                              r.repeat, r.reference,
+  const SweepOptions& o = r.options;
+  std::string s = fmt::format("sweep {} ({} ledgers), repeat {}, reference: {}{}\n", o.range.str(), o.range.size(),
+                              o.repeat, r.reference,
                               r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
-  if (!r.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", r.bug);
+  if (!o.plan.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.plan.bug);
   s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>8} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers", "job size",
                    "jobs", "median s", "spread s", "ledgers/s", "rows/s", "speed-up", "attempts", "retries", "conns",
                    "verdict");
@@ -221,50 +246,18 @@ json SweepReportToJson(const SweepReport& r) {
   bool all_identical = std::all_of(r.cells.begin(), r.cells.end(), [](const SweepCell& c) { return c.verdict == "identical"; });
   j["all_identical"] = all_identical;
   j["run_id"] = r.run_id;
-  j["range"] = {{"from", r.range.from}, {"to", r.range.to}};
-  j["workers"] = r.workers;
-  j["job_sizes"] = r.job_sizes;
-  j["repeat"] = r.repeat;
-  j["ingest_cmd"] = OptString(r.ingest_cmd);
-  j["baseline"] = OptString(r.baseline);
-  j["injected_bug"] = OptString(r.bug);
+  j["range"] = {{"from", r.options.range.from}, {"to", r.options.range.to}};
+  j["workers"] = r.options.workers;
+  j["job_sizes"] = r.options.job_sizes;
+  j["repeat"] = r.options.repeat;
+  j["ingest_cmd"] = OptString(r.options.plan.ingest_cmd);
+  j["baseline"] = OptString(r.options.baseline);
+  j["injected_bug"] = OptString(r.options.plan.bug);
   j["reference"] = {{"source", r.reference},
                     {"seconds", r.reference_s},
                     {"schema", OptString(r.reference_schema)}};
   json cells = json::array();
-  for (const auto& c : r.cells) {
-    json repeats = json::array();
-    for (const auto& x : c.repeats)
-      repeats.push_back({{"ok", x.ok},
-                         {"identical", x.identical},
-                         {"first_divergent_ledger", OptLedger(x.first_divergent_ledger)},
-                         {"wall_s", x.wall_s},
-                         {"rows", x.rows},
-                         {"attempts", x.attempts},
-                         {"retried_jobs", x.retried_jobs},
-                         {"peak_connections", x.peak_connections},
-                         {"schema", x.schema},
-                         {"kept", x.kept},
-                         {"error", OptString(x.error)}});
-    cells.push_back({{"workers", c.workers},
-                     {"job_size", c.job_size},
-                     {"jobs", c.jobs},
-                     {"bug_injected", c.bug_injected},
-                     {"verdict", c.verdict},
-                     {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
-                     {"median_s", c.median_s},
-                     {"min_s", c.min_s},
-                     {"max_s", c.max_s},
-                     {"spread_s", c.spread_s},
-                     {"ledgers_per_s", c.ledgers_per_s},
-                     {"rows_per_s", c.rows_per_s},
-                     {"speedup", c.speedup},
-                     {"attempts", c.attempts},
-                     {"retries", c.retries},
-                     {"peak_connections", c.peak_connections},
-                     {"error", OptString(c.error)},
-                     {"repeats", repeats}});
-  }
+  for (const auto& c : r.cells) cells.push_back(CellJson(c));
   j["cells"] = cells;
   const auto& rec = r.recommendation;
   j["recommendation"] = {{"found", rec.found},
@@ -302,13 +295,15 @@ std::string RenderSweepHtml(const SweepReport& r) {
   const auto& rec = r.recommendation;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
   h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-                   XmlEscape(r.range.str()), kCss);
+                   XmlEscape(r.options.range.str()), kCss);
   h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
                    "&#183; repeat {} &#183; reference: {}</p>\n",
-                   XmlEscape(r.run_id), r.range.size(), XmlEscape(r.range.str()), r.repeat, XmlEscape(r.reference));
+                   XmlEscape(r.run_id), r.options.range.size(), XmlEscape(r.options.range.str()), r.options.repeat,
+                   XmlEscape(r.reference));
   bool good = rec.found && !rec.every_parallel_divergent;
   h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", XmlEscape(RecommendationLine(rec)));
-  if (!r.bug.empty()) h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", XmlEscape(r.bug));
+  if (const std::string& bug = r.options.plan.bug; !bug.empty())
+    h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", XmlEscape(bug));
   h += "<h2>Ledgers per second, workers &#215; job size</h2>\n" + Heatmap(r);
   h += "<p class=\"muted\">Darker is faster; red cells diverged from the reference (first divergent ledger shown), "
        "grey cells failed; the green outline is the recommendation.</p>\n";

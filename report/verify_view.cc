@@ -2,6 +2,7 @@
 #include "report/verify_view.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <utility>
 
@@ -81,6 +82,18 @@ std::vector<TableLine> TableLines(const VerifyReport& r) {
   return out;
 }
 
+std::vector<SideRun> SideRuns(const VerifyReport& r) {
+  std::vector<SideRun> runs;
+  if (r.serial) runs.push_back({"serial", &*r.serial});
+  runs.push_back({"parallel", &r.parallel});
+  return runs;
+}
+
+std::string FailedJobLine(const char* side, const ingest::JobRow& job) {
+  return fmt::format("{} job {} [{}] failed after {}: {}", side, job.job_id, job.range.str(),
+                     Plural(job.attempt, "attempt", "attempts"), job.error);
+}
+
 std::string TableStatus(const TableLine& t) {
   if (!t.compared) return "not compared";
   return t.differs ? "divergent" : "identical";
@@ -146,6 +159,9 @@ std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides&
 }
 
 namespace {
+// The table an outside_range_differences entry ("<table>: rows outside ledgers ...") names.
+std::string OutsideRangeTable(const std::string& difference) { return difference.substr(0, difference.find(':')); }
+
 std::string JoinOrNone(const std::vector<std::string>& v) {
   return v.empty() ? "none" : fmt::format("{}", fmt::join(v, ", "));
 }
@@ -172,6 +188,9 @@ Soundness SoundnessOf(const diff::DiffReport& d) {
                                       v.first_ledger ? fmt::format(", first at ledger {}", *v.first_ledger) : "",
                                       v.description)});
   }
+  for (const auto& difference : d.outside_range_differences)
+    s.problems.push_back(
+        {"rows outside the range of " + OutsideRangeTable(difference), "rows outside the range differ: " + difference});
   for (const auto& o : d.rows_outside_range)
     s.warnings.push_back(fmt::format("{} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} "
                                      "without a ledger)",
@@ -190,5 +209,31 @@ Soundness SoundnessOf(const diff::DiffReport& d) {
                                        c.unreferenced_left, c.unreferenced_right));
   return s;
 }
+
+std::vector<FindingList> FindingLists(const Soundness& s) {
+  std::vector<FindingList> lists;
+  if (!s.problems.empty()) {
+    FindingList& problems = lists.emplace_back(FindingList{"Soundness problems", true, {}});
+    for (const auto& p : s.problems) problems.lines.push_back(p.detail);
+  }
+  if (!s.warnings.empty()) lists.push_back({"Not compared / warnings", false, s.warnings});
+  return lists;
+}
+
+std::string DivergenceWithoutLedger(const diff::DiffReport& d) {
+  std::vector<std::string> what;
+  if (!d.schema_differences.empty()) what.push_back("the schemas differ");
+  if (!d.outside_range_differences.empty()) {
+    std::vector<std::string> tables;
+    for (const auto& difference : d.outside_range_differences) tables.push_back(OutsideRangeTable(difference));
+    what.push_back(fmt::format("rows outside the range differ ({})", fmt::join(tables, ", ")));
+  }
+  if (what.empty()) what.push_back("the two sides differ");
+  std::string sentence = fmt::format("{}; the data of the common ledgers is identical.", fmt::join(what, " and "));
+  sentence[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sentence[0])));
+  return sentence;
+}
+
+VerifyView ViewOf(const VerifyReport& r) { return {SideNames(r), TableLines(r), SoundnessOf(r.diff)}; }
 
 }  // namespace ledgerdiff::report

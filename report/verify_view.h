@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ledger_range.h"
@@ -45,6 +46,17 @@ std::vector<TableLine> TableLines(const verify::VerifyReport& r);
 // "identical", "divergent" or "not compared".
 std::string TableStatus(const TableLine& t);
 
+// The ingestion runs of a verify report with their side names: "serial" (when it ran), then
+// "parallel". INVARIANT: `run` points into the report.
+struct SideRun {
+  const char* side;
+  const ingest::IngestReport* run;
+};
+std::vector<SideRun> SideRuns(const verify::VerifyReport& r);
+
+// A failed job as one plain line, "parallel job 4 [101:125] failed after 3 attempts: <error>".
+std::string FailedJobLine(const char* side, const ingest::JobRow& job);
+
 // The count with thousands separators, or an em dash for -1 (not known).
 std::string CountOrDash(int64_t n);
 
@@ -58,7 +70,8 @@ std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides&
                                       size_t max_value_bytes);
 
 // The diff's soundness findings as one-line sentences, shared by JUnit, Markdown and HTML.
-// `problems`: lookup differences and side invariant violations (each fails the gate);
+// `problems`: lookup differences, side invariant violations and tables whose rows outside the
+// range differ between the sides (DiffReport::outside_range_differences); each fails the gate.
 // `warnings`: what was not compared (uncompared / one-side-only tables, rows outside the range,
 // unreferenced lookup ids) and schema notes.
 struct Soundness {
@@ -70,5 +83,27 @@ struct Soundness {
   std::vector<std::string> warnings;
 };
 Soundness SoundnessOf(const diff::DiffReport& d);
+
+// The findings as the titled lists Markdown and HTML show: "Soundness problems" (failing), then
+// "Not compared / warnings"; a list without lines is left out.
+struct FindingList {
+  std::string_view title;
+  bool failing = false;
+  std::vector<std::string> lines;
+};
+std::vector<FindingList> FindingLists(const Soundness& s);
+
+// The verdict's sentence for a divergent report that names no divergent ledger: what differs
+// instead (the schemas, rows outside the range), the compared ledgers being identical.
+std::string DivergenceWithoutLedger(const diff::DiffReport& d);
+
+// Everything JUnit, Markdown and HTML show of a verify report beside its own fields, computed
+// once per rendering so the formats cannot disagree.
+struct VerifyView {
+  Sides sides;
+  std::vector<TableLine> tables;
+  Soundness soundness;
+};
+VerifyView ViewOf(const verify::VerifyReport& r);
 
 }  // namespace ledgerdiff::report

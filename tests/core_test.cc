@@ -4,6 +4,8 @@
 #include "core/database.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
+#include "core/report.h"
+#include "core/text.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff {
@@ -69,9 +71,9 @@ TEST(LedgerRange, SplitJobsCoversRangeExactlyWithShortLastJob) {
 }
 
 TEST(LedgerRange, Intervals) {
-  EXPECT_EQ(FormatIntervals({12, 13, 14, 15, 40}), "12-15, 40");
-  EXPECT_EQ(FormatIntervals({}), "");
-  EXPECT_EQ(FormatIntervals({3}), "3");
+  EXPECT_EQ(FormatIntervals(std::vector<Ledger>{12, 13, 14, 15, 40}), "12-15, 40");
+  EXPECT_EQ(FormatIntervals(std::vector<Ledger>{}), "");
+  EXPECT_EQ(FormatIntervals(std::vector<Ledger>{3}), "3");
 }
 
 TEST(Toid, Layout) {
@@ -79,6 +81,25 @@ TEST(Toid, Layout) {
   EXPECT_EQ(Toid(2, 1), (int64_t{2} << 32) | (1 << 12));
   EXPECT_EQ(Toid(2, 1, 1), (int64_t{2} << 32) | (1 << 12) | 1);
   EXPECT_EQ(ToidLedger(Toid(123456, 7, 3)), 123456u);
+}
+
+// One escaping loop, two tables: COPY text and XML escape exactly their characters, append to
+// what is there, and copy runs of plain text (multi-byte UTF-8 included) unchanged.
+TEST(Text, EscapingTables) {
+  static constexpr EscapeTable kBrackets{{'[', "(("}, {']', "))"}};
+  std::string out = "kept:";
+  AppendEscaped(out, "a[b]]c", kBrackets);
+  EXPECT_EQ(out, "kept:a((b))))c");
+  AppendEscaped(out, "", kBrackets);
+  EXPECT_EQ(out, "kept:a((b))))c");
+
+  std::string copy = ">";
+  pg::AppendCopyEscaped(copy, "a\\b\tc\nd\re\xc3\xa9");
+  EXPECT_EQ(copy, ">a\\\\b\\tc\\nd\\re\xc3\xa9");
+
+  EXPECT_EQ(XmlEscape("<a href=\"x\">Tom & Jerry's</a>"),
+            "&lt;a href=&quot;x&quot;&gt;Tom &amp; Jerry&#39;s&lt;/a&gt;");
+  EXPECT_EQ(XmlEscape("plain \xc3\xa9 text"), "plain \xc3\xa9 text");
 }
 
 TEST(Pg, QuotingAndRedaction) {

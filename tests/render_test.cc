@@ -770,8 +770,65 @@ TEST(RenderSoundness, LookupAndInvariantProblemsFailAndWarningsAreShown) {
   ASSERT_TRUE(h.status.ok());
   EXPECT_NE(h.text.find("<h2>Soundness</h2>"), std::string::npos);
   EXPECT_NE(h.text.find("lookup history_accounts differs"), std::string::npos);
+  EXPECT_NE(md.find("**Soundness problems:**"), std::string::npos) << md;
   // A clean report has no such section.
-  EXPECT_EQ(RenderVerifyMarkdown(IdenticalReport()).find("Lookup and invariant problems"), std::string::npos);
+  EXPECT_EQ(RenderVerifyMarkdown(IdenticalReport()).find("Soundness problems"), std::string::npos);
+}
+
+// Issue 9: a table whose rows outside the range differ between the sides (the only divergence
+// here) fails in JUnit, Markdown, HTML and the gate summary, named with its counts; a report
+// without such rows mentions none.
+TEST(RenderSoundness, OutsideRangeDifferencesFailInEveryFormat) {
+  const std::string difference =
+      "history_transactions: rows outside ledgers 2:401 (before / after / without a ledger): left 0 / 0 / 1, right "
+      "0 / 0 / 0";
+  VerifyReport r = IdenticalReport();
+  r.identical = false;
+  r.diff.identical = false;
+  r.diff.outside_range_differences = {difference};
+
+  const std::string x = RenderVerifyJUnit(r);
+  EXPECT_EQ(CheckWellFormed(x), "") << x;
+  EXPECT_NE(x.find("failures=\"1\" errors=\"0\""), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"rows outside the range of history_transactions\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("<failure message=\"rows outside the range differ: " + difference + "\""), std::string::npos) << x;
+  EXPECT_EQ(x.find("name=\"schema\""), std::string::npos) << x;  // not mistaken for a schema difference
+
+  const std::string md = RenderVerifyMarkdown(r);
+  EXPECT_NE(md.find("**Rows outside the range differ (history\\_transactions); the data of the common ledgers is "
+                    "identical.**"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("**Soundness problems:**\n\n- \xe2\x9d\x8c rows outside the range differ: "
+                    "history\\_transactions: rows outside ledgers 2:401"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("left 0 / 0 / 1, right 0 / 0 / 0"), std::string::npos) << md;
+
+  Html h = WriteHtml(r, "outside-range");
+  ASSERT_TRUE(h.status.ok());
+  EXPECT_NE(h.text.find("<div class=\"what\">Rows outside the range differ (history_transactions); the data of the "
+                        "common ledgers is identical.</div>"),
+            std::string::npos)
+      << h.text;
+  EXPECT_NE(h.text.find("<li class=\"bad\">rows outside the range differ: " + difference + "</li>"), std::string::npos)
+      << h.text;
+
+  const GateSummary g = report::VerifyGate(r);
+  const auto failing = std::find_if(g.checks.begin(), g.checks.end(),
+                                    [](const GateCheck& c) { return c.state == GateCheck::State::kFail; });
+  ASSERT_NE(failing, g.checks.end());
+  EXPECT_EQ(failing->name, "rows outside the range of history_transactions");
+  EXPECT_NE(failing->message.find("left 0 / 0 / 1, right 0 / 0 / 0"), std::string::npos) << failing->message;
+
+  // Without such rows no format mentions them, also when the report diverges otherwise.
+  for (const VerifyReport& clean : {IdenticalReport(), DivergentReport()}) {
+    EXPECT_EQ(RenderVerifyJUnit(clean).find("outside the range"), std::string::npos);
+    EXPECT_EQ(RenderVerifyMarkdown(clean).find("outside the range"), std::string::npos);
+    Html ch = WriteHtml(clean, "inside-range");
+    ASSERT_TRUE(ch.status.ok());
+    EXPECT_EQ(ch.text.find("outside the range"), std::string::npos);
+  }
 }
 
 
@@ -1060,9 +1117,9 @@ TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {
 TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
   const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
   verify::SweepReport r;
-  r.range = {2, 401};
-  r.workers = {1, 2};
-  r.job_sizes = {100};
+  r.options.range = {2, 401};
+  r.options.workers = {1, 2};
+  r.options.job_sizes = {100};
   verify::SweepCell cell;
   cell.workers = 2;
   cell.job_size = 100;

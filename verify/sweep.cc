@@ -344,14 +344,8 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
 
   SweepReport rep;
+  rep.options = o;
   rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
-  rep.range = o.range;
-  rep.workers = o.workers;
-  rep.job_sizes = o.job_sizes;
-  rep.repeat = o.repeat;
-  rep.ingest_cmd = o.plan.ingest_cmd;
-  rep.baseline = o.baseline;
-  rep.bug = o.plan.bug;
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff sweep"));
 
   // 1. The reference: a serial ingest digested once into a manifest, or the given baseline.

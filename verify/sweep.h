@@ -90,11 +90,8 @@ struct SweepRecommendation {
 };
 
 struct SweepReport {
-  std::string run_id;
-  LedgerRange range;
-  std::vector<uint32_t> workers, job_sizes;
-  uint32_t repeat = 1;
-  std::string ingest_cmd, baseline, bug;
+  SweepOptions options;           // as asked: range, grid, repeat, workload (ingester, bug), baseline
+  std::string run_id;             // options.run_id, or the new one when that was empty
   std::string reference;          // "serial ingest (1 worker, jobs of N)" or "manifest PATH"
   double reference_s = 0;         // serial ingest wall time (0 with a baseline)
   std::string reference_schema;   // kept when a cell diverged or with keep; "" when dropped
