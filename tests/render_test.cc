@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <algorithm>
 #include <cstdio>
@@ -1004,27 +1005,38 @@ TEST(Progress, OnATerminalConcurrentPhasesGetTheirOwnLines) {
   EXPECT_EQ(block.Frame(), "");
 }
 
-// The reporter draws the block's frames on a terminal, each redraw erasing the previous one.
-TEST(Progress, OnATerminalEachFrameErasesThePrevious) {
+// What a StderrReporter (terminal or not) writes while `feed` drives it: two phases, "digest
+// left" and "digest right", of `total` ledgers each.
+std::string ReporterOutput(bool tty, double log_interval_s, uint64_t total,
+                           const std::function<void(StderrReporter&, Progress&, Progress&)>& feed) {
   std::FILE* out = std::tmpfile();
-  ASSERT_NE(out, nullptr);
+  EXPECT_NE(out, nullptr);
+  if (!out) return "";
   {
-    StderrReporter rep(/*quiet=*/false, /*tty=*/true, /*log_interval_s=*/10, out);
+    StderrReporter rep(/*quiet=*/false, tty, log_interval_s, out);
     Progress left, right;
     left.phase = "digest left";
     right.phase = "digest right";
-    left.total = right.total = 100;
+    left.total = right.total = total;
+    feed(rep, left, right);
+  }
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) text += static_cast<char>(c);
+  std::fclose(out);
+  return text;
+}
+
+// The reporter draws the block's frames on a terminal, each redraw erasing the previous one.
+TEST(Progress, OnATerminalEachFrameErasesThePrevious) {
+  const std::string shown = ReporterOutput(true, 10, 100, [](StderrReporter& rep, Progress& left, Progress& right) {
     left.done = 40;
     rep.Update(left);  // first frame: one line
     right.done = 100;
     rep.Update(right);  // a finished phase always redraws: still the left line alone
     left.done = 100;
     rep.Update(left);  // the block empties
-  }
-  std::rewind(out);
-  std::string shown;
-  for (int c; (c = std::fgetc(out)) != EOF;) shown += static_cast<char>(c);
-  std::fclose(out);
+  });
   EXPECT_EQ(shown,
             "digest left: 40 / 100 ledgers (40.0%)\n"
             "\x1b[1A\x1b[2K\rdigest left: 40 / 100 ledgers (40.0%)\n"
@@ -1032,15 +1044,8 @@ TEST(Progress, OnATerminalEachFrameErasesThePrevious) {
 }
 
 TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
-  std::FILE* out = std::tmpfile();
-  ASSERT_NE(out, nullptr);
-  {
-    StderrReporter rep(/*quiet=*/false, /*tty=*/false, /*log_interval_s=*/0.2, out);
-    Progress left, right;
-    left.phase = "digest left";
-    right.phase = "digest right";
-    left.total = right.total = 5000;
-    rep.Update(left);   // a phase's first line waits an interval: short phases stay out of the log
+  const std::string log = ReporterOutput(false, 0.2, 5000, [](StderrReporter& rep, Progress& left, Progress& right) {
+    rep.Update(left);  // a phase's first line waits an interval: short phases stay out of the log
     rep.Update(right);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     for (uint64_t d = 250; d <= 1000; d += 250) {
@@ -1048,11 +1053,7 @@ TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
       rep.Update(left);  // interleaved phases: one line each per interval, not one per switch
       rep.Update(right);
     }
-  }
-  std::rewind(out);
-  std::string log;
-  for (int c; (c = std::fgetc(out)) != EOF;) log += static_cast<char>(c);
-  std::fclose(out);
+  });
   EXPECT_EQ(Count(log, "\n"), 2u) << log;
   EXPECT_NE(log.find("Z digest left: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
   EXPECT_NE(log.find("Z digest right: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
