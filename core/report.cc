@@ -58,6 +58,25 @@ std::string IsoTimeNow() {
   return buf;
 }
 
+void LiveBlock::Update(const Progress& p, double rate, double eta_s) {
+  auto at = std::find_if(phases_.begin(), phases_.end(), [&](const Entry& e) { return e.last.phase == p.phase; });
+  if (p.total && p.done >= p.total) {
+    if (at != phases_.end()) phases_.erase(at);
+    return;
+  }
+  if (at == phases_.end()) at = phases_.insert(phases_.end(), Entry{});
+  *at = Entry{p, rate, eta_s};
+}
+
+std::string LiveBlock::Frame() const {
+  std::string frame;
+  for (const Entry& e : phases_) {
+    frame += FormatProgressLine(e.last, e.rate, e.eta_s) + "\n";
+    for (const auto& w : e.last.workers) frame += "  " + w + "\n";
+  }
+  return frame;
+}
+
 StderrReporter::StderrReporter(bool quiet, double log_interval_s)
     : StderrReporter(quiet, isatty(2) != 0, log_interval_s, stderr) {}
 
@@ -101,22 +120,13 @@ void StderrReporter::Update(const Progress& p) {
     return;
   }
   const bool finished = p.total && p.done >= p.total;
-  auto at = std::find(live_order_.begin(), live_order_.end(), p.phase);
-  if (at == live_order_.end() && !finished) live_order_.push_back(p.phase);
-  if (at != live_order_.end() && finished) live_order_.erase(at);
+  live_.Update(p, phase.rate.rate() > 0 ? phase.rate.rate() : p.rate_per_s, phase.rate.Eta(p.total));
   if (now - last_draw_ < std::chrono::milliseconds(100) && !finished) return;
   last_draw_ = now;
   ClearLive();
-  for (const auto& name : live_order_) {
-    const Phase& ph = phases_[name];
-    const double rate = ph.rate.rate() > 0 ? ph.rate.rate() : ph.last.rate_per_s;
-    fmt::print(out_, "{}\n", FormatProgressLine(ph.last, rate, ph.rate.Eta(ph.last.total)));
-    ++live_lines_;
-    for (const auto& w : ph.last.workers) {
-      fmt::print(out_, "  {}\n", w);
-      ++live_lines_;
-    }
-  }
+  const std::string frame = live_.Frame();
+  std::fputs(frame.c_str(), out_);
+  live_lines_ = static_cast<int>(std::count(frame.begin(), frame.end(), '\n'));
   std::fflush(out_);
 }
 

@@ -60,6 +60,25 @@ class RecentRate {
   std::deque<std::pair<double, uint64_t>> samples_;
 };
 
+// The live status block of a terminal, as text: one line per phase in progress, in the order the
+// phases began (left and right digests, running at once, get a line each), each followed by its
+// workers ("  w1 job 3 [201-300]"). A phase leaves the block when it reports done >= total.
+// Pure (no clock, no terminal): StderrReporter draws its frames.
+class LiveBlock {
+ public:
+  // Records `p` with the rate and ETA measured for its phase (0 / -1: unknown).
+  void Update(const Progress& p, double rate, double eta_s);
+  // The block's lines, each ending in '\n'; "" when no phase is in progress.
+  std::string Frame() const;
+
+ private:
+  struct Entry {
+    Progress last;
+    double rate = 0, eta_s = -1;
+  };
+  std::vector<Entry> phases_;  // in progress, oldest first
+};
+
 // Writes notes to stderr. On a terminal, progress is one live status block redrawn at most 10
 // times a second, one line per phase in progress (with its workers); otherwise (a CI log) a
 // line every `log_interval_s` seconds per phase, the first one interval after the phase began:
@@ -93,7 +112,7 @@ class StderrReporter : public Reporter {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_draw_{};
   std::map<std::string, Phase> phases_;
-  std::vector<std::string> live_order_;  // phases shown on a terminal, oldest first
+  LiveBlock live_;  // what a terminal shows
 };
 
 // One progress line (without the timestamp): "phase: 1,500 / 5,000 ledgers (30.0%), 410

@@ -186,19 +186,28 @@ struct Side {
   }
 };
 
-Result<std::vector<RowValues>> FetchRows(pg::Connection& conn, const std::string& schema, const ResolvedTable& table,
-                                         Ledger ledger) {
+// One side's canonical rows of a table at one ledger, with which of them are stored flipped.
+struct LedgerRows {
   std::vector<RowValues> rows;
+  std::vector<bool> stored_flipped;  // parallel to rows
+};
+
+Result<LedgerRows> FetchRows(pg::Connection& conn, const std::string& schema, const ResolvedTable& table,
+                             Ledger ledger) {
+  LedgerRows out;
   std::vector<std::string_view> fields;
-  Status s = conn.CopyOut(dump::CanonicalCopy(table, schema, {ledger, ledger}), [&](std::string_view line) {
+  Status s = conn.CopyOut(dump::CanonicalCopyWithFlip(table, schema, {ledger, ledger}), [&](std::string_view line) {
     pg::SplitCopyFields(line, fields);
+    if (fields.size() < 2) return Status::Runtimef("a row of {} without its fields", table.name);
     RowValues r;
-    for (size_t i = 1; i < fields.size(); ++i) r.push_back(dump::UnescapeCopyField(fields[i]));
-    rows.push_back(std::move(r));
+    // Field 0 is the ledger, the last one the flipped flag; the canonical columns between.
+    for (size_t i = 1; i + 1 < fields.size(); ++i) r.push_back(dump::UnescapeCopyField(fields[i]));
+    out.rows.push_back(std::move(r));
+    out.stored_flipped.push_back(fields.back() == "t");
     return Status::Ok();
   });
   if (!s.ok()) return s.With(fmt::format("rows of {} at ledger {}", table.name, ledger));
-  return rows;
+  return out;
 }
 
 }  // namespace
@@ -251,42 +260,67 @@ Result<Source> ParseSource(const std::string& t, const std::string& default_conn
 }
 
 void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& right, const std::vector<size_t>& key,
-              const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out) {
+              const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out,
+              const std::vector<bool>& left_flipped, const std::vector<bool>& right_flipped) {
+  using Row = std::pair<RowValues, bool>;  // canonical values, stored flipped
   auto key_of = [&](const RowValues& r) {
     RowValues k;
     for (size_t i : key) k.push_back(r[i]);
     return k;
   };
-  // Group by key (multisets of rows per key); exact matches cancel one for one.
-  std::map<RowValues, std::pair<std::vector<RowValues>, std::vector<RowValues>>> groups;
-  for (const auto& r : left) groups[key_of(r)].first.push_back(r);
-  for (const auto& r : right) groups[key_of(r)].second.push_back(r);
+  auto flag = [](const std::vector<bool>& f, size_t i) { return i < f.size() && f[i]; };
+  // Group by key (multisets of rows per key); exact matches (on the values alone) cancel one for
+  // one. Sorting by (values, flag) keeps runs of equal values together and the pick determinate.
+  std::map<RowValues, std::pair<std::vector<Row>, std::vector<Row>>> groups;
+  for (size_t i = 0; i < left.size(); ++i) groups[key_of(left[i])].first.emplace_back(left[i], flag(left_flipped, i));
+  for (size_t i = 0; i < right.size(); ++i)
+    groups[key_of(right[i])].second.emplace_back(right[i], flag(right_flipped, i));
+  auto values_less = [](const Row& a, const Row& b) { return a.first < b.first; };
   for (auto& [k, g] : groups) {
     auto& [l, r] = g;
     std::sort(l.begin(), l.end());
     std::sort(r.begin(), r.end());
-    std::vector<RowValues> lo, ro;
-    std::set_difference(l.begin(), l.end(), r.begin(), r.end(), std::back_inserter(lo));
-    std::set_difference(r.begin(), r.end(), l.begin(), l.end(), std::back_inserter(ro));
+    std::vector<Row> lo, ro;
+    std::set_difference(l.begin(), l.end(), r.begin(), r.end(), std::back_inserter(lo), values_less);
+    std::set_difference(r.begin(), r.end(), l.begin(), l.end(), std::back_inserter(ro), values_less);
     size_t pairs = key.empty() ? 0 : std::min(lo.size(), ro.size());
     for (size_t i = 0; i < pairs; ++i) {
       ++out.changed_total;
       if (out.changed.size() >= max_rows) continue;
       ChangedRow c;
       c.key = k;
+      const RowValues& lv = lo[i].first;
+      const RowValues& rv = ro[i].first;
       for (size_t col = 0; col < columns.size(); ++col)
-        if (lo[i][col] != ro[i][col]) c.changes.push_back({columns[col], lo[i][col], ro[i][col]});
+        if (lv[col] != rv[col]) c.changes.push_back({columns[col], lv[col], rv[col]});
+      c.left_stored_flipped = lo[i].second;
+      c.right_stored_flipped = ro[i].second;
       out.changed.push_back(std::move(c));
     }
     for (size_t i = pairs; i < lo.size(); ++i) {
       ++out.only_left_total;
-      if (out.only_left.size() < max_rows) out.only_left.push_back(lo[i]);
+      if (out.only_left.size() >= max_rows) continue;
+      out.only_left.push_back(lo[i].first);
+      out.only_left_stored_flipped.push_back(lo[i].second);
     }
     for (size_t i = pairs; i < ro.size(); ++i) {
       ++out.only_right_total;
-      if (out.only_right.size() < max_rows) out.only_right.push_back(ro[i]);
+      if (out.only_right.size() >= max_rows) continue;
+      out.only_right.push_back(ro[i].first);
+      out.only_right_stored_flipped.push_back(ro[i].second);
     }
   }
+}
+
+std::string StoredFlippedNote(bool stored_flipped) {
+  return stored_flipped ? "row shown in canonical orientation; stored flipped" : "";
+}
+
+std::string StoredFlippedNote(const ChangedRow& row, const std::string& left_name, const std::string& right_name) {
+  if (!row.left_stored_flipped && !row.right_stored_flipped) return "";
+  return StoredFlippedNote(true) + (row.left_stored_flipped && row.right_stored_flipped ? " on both sides"
+                                    : row.left_stored_flipped                         ? " on the " + left_name
+                                                                                      : " on the " + right_name);
 }
 
 namespace {
@@ -643,7 +677,7 @@ class DiffRun {
       const ResolvedTable* ct = common_.Find(dt.table);
       for (const auto& c : ct->columns) rd.columns.push_back(c.name);
       rd.key = ct->key;
-      std::vector<RowValues> rows[2];
+      LedgerRows rows[2];
       for (int i = 0; i < 2; ++i) {
         Side& s = sides_[i];
         if (!conns[i]) {
@@ -659,7 +693,8 @@ class DiffRun {
       for (const auto& k : rd.key)
         for (size_t c = 0; c < rd.columns.size(); ++c)
           if (rd.columns[c] == k) key.push_back(c);
-      DiffRows(rows[0], rows[1], key, rd.columns, options_.max_rows, rd);
+      DiffRows(rows[0].rows, rows[1].rows, key, rd.columns, options_.max_rows, rd, rows[0].stored_flipped,
+               rows[1].stored_flipped);
       report_.rows.push_back(std::move(rd));
     }
     return Status::Ok();

@@ -77,6 +77,9 @@ struct ColumnChange {
 struct ChangedRow {
   RowValues key;  // values of the table's natural key columns
   std::vector<ColumnChange> changes;
+  // The side's row is stored flipped relative to its canonical orientation (a trade whose
+  // base/counter the canonical query swapped): the values shown are the canonical ones.
+  bool left_stored_flipped = false, right_stored_flipped = false;
 };
 
 // Row-level diff of one table at the first divergent ledger (multiset semantics: a row twice on
@@ -88,9 +91,22 @@ struct TableRowDiff {
   bool left_available = true;   // false: the side is a manifest, its rows cannot be shown
   bool right_available = true;
   std::vector<RowValues> only_left, only_right;  // at most max_rows each
+  // Parallel to only_left / only_right (shorter: the rest false): the row is stored flipped.
+  std::vector<bool> only_left_stored_flipped, only_right_stored_flipped;
   std::vector<ChangedRow> changed;               // at most max_rows
   uint64_t only_left_total = 0, only_right_total = 0, changed_total = 0;
+  bool OnlyLeftStoredFlipped(size_t i) const { return i < only_left_stored_flipped.size() && only_left_stored_flipped[i]; }
+  bool OnlyRightStoredFlipped(size_t i) const {
+    return i < only_right_stored_flipped.size() && only_right_stored_flipped[i];
+  }
 };
+
+// What a row diff says of a row shown in canonical orientation while stored flipped; "" when it
+// is not. One side's row: "row shown in canonical orientation; stored flipped". A changed row
+// names the side(s): "...; stored flipped on the left" (`left_name`), "... on both sides".
+std::string StoredFlippedNote(bool stored_flipped);
+std::string StoredFlippedNote(const ChangedRow& row, const std::string& left_name = "left",
+                              const std::string& right_name = "right");
 
 struct TableAtLedger {
   std::string table;
@@ -149,9 +165,12 @@ Result<DiffReport> DiffSources(const Source& left, const Source& right, const du
                                const DiffOptions& options, Reporter& reporter);
 
 // Multiset row diff of one ledger's canonical rows (both in canonical order), matched on `key`
-// (indexes into the columns). Exposed for tests.
+// (indexes into the columns). `left_flipped` / `right_flipped` (parallel to the rows, or empty:
+// none) tell which rows are stored flipped; the flag never makes rows differ, it is carried to
+// the rows shown. Exposed for tests.
 void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& right, const std::vector<size_t>& key,
-              const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out);
+              const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out,
+              const std::vector<bool>& left_flipped = {}, const std::vector<bool>& right_flipped = {});
 
 // Renderers. The JSON object is stable and documented in diff/README.md.
 nlohmann::json DiffReportToJson(const DiffReport& report);

@@ -5,6 +5,13 @@
 
 namespace ledgerdiff::diff {
 
+// The JSON objects of the report's plain records: each key is the field of that name (the
+// documented keys, diff/README.md), listed once here. Records with derived keys add them.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutsideRows, table, side, before, after, no_ledger)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TableComparison, table, left_rows, right_rows, divergent_ledgers, left_root,
+                                   right_root)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InvariantResult, name, table, side, violations, description)  // + first_ledger
+
 namespace {
 
 std::string ShowValue(const std::optional<std::string>& v) {
@@ -20,6 +27,30 @@ std::string ShowValue(const std::optional<std::string>& v) {
 }
 
 nlohmann::json ValueJson(const std::optional<std::string>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+std::string KeyText(const TableRowDiff& rd, const ChangedRow& c) {
+  std::vector<std::string> key;
+  for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key.push_back(rd.key[i] + "=" + ShowValue(c.key[i]));
+  return fmt::format("{}", fmt::join(key, ", "));
+}
+
+// The orientation notes of the rows shown, one line each, naming the row by its place in the
+// listing ("only left row 2: ...") or its key ("changed (k='1'): ...").
+std::vector<std::string> RowNotes(const TableRowDiff& rd) {
+  std::vector<std::string> notes;
+  for (size_t i = 0; i < rd.only_left.size(); ++i)
+    if (rd.OnlyLeftStoredFlipped(i)) notes.push_back(fmt::format("only left row {}: {}", i + 1, StoredFlippedNote(true)));
+  for (size_t i = 0; i < rd.only_right.size(); ++i)
+    if (rd.OnlyRightStoredFlipped(i))
+      notes.push_back(fmt::format("only right row {}: {}", i + 1, StoredFlippedNote(true)));
+  for (const auto& c : rd.changed)
+    if (std::string note = StoredFlippedNote(c); !note.empty())
+      notes.push_back(fmt::format("changed ({}): {}", KeyText(rd, c), note));
+  return notes;
+}
+
+// "  (note)" after a listed row, or "".
+std::string NoteSuffix(const std::string& note) { return note.empty() ? "" : "  (" + note + ")"; }
 
 }  // namespace
 
@@ -45,9 +76,17 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
     t["left_available"] = rd.left_available;
     t["right_available"] = rd.right_available;
     t["only_left"] = nlohmann::json::array();
-    for (const auto& v : rd.only_left) t["only_left"].push_back(row_obj(v));
+    t["only_left_stored_flipped"] = nlohmann::json::array();
+    for (size_t i = 0; i < rd.only_left.size(); ++i) {
+      t["only_left"].push_back(row_obj(rd.only_left[i]));
+      t["only_left_stored_flipped"].push_back(rd.OnlyLeftStoredFlipped(i));
+    }
     t["only_right"] = nlohmann::json::array();
-    for (const auto& v : rd.only_right) t["only_right"].push_back(row_obj(v));
+    t["only_right_stored_flipped"] = nlohmann::json::array();
+    for (size_t i = 0; i < rd.only_right.size(); ++i) {
+      t["only_right"].push_back(row_obj(rd.only_right[i]));
+      t["only_right_stored_flipped"].push_back(rd.OnlyRightStoredFlipped(i));
+    }
     t["changed"] = nlohmann::json::array();
     for (const auto& c : rd.changed) {
       nlohmann::ordered_json cj;
@@ -57,8 +96,11 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
       cj["changes"] = nlohmann::json::array();
       for (const auto& ch : c.changes)
         cj["changes"].push_back({{"column", ch.column}, {"left", ValueJson(ch.left)}, {"right", ValueJson(ch.right)}});
+      cj["left_stored_flipped"] = c.left_stored_flipped;
+      cj["right_stored_flipped"] = c.right_stored_flipped;
       t["changed"].push_back(cj);
     }
+    t["notes"] = RowNotes(rd);
     t["only_left_total"] = rd.only_left_total;
     t["only_right_total"] = rd.only_right_total;
     t["changed_total"] = rd.changed_total;
@@ -76,13 +118,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   j["schema_differences"] = r.schema_differences;
   j["schema_notes"] = r.schema_notes;
   j["outside_range_differences"] = r.outside_range_differences;
-  j["rows_outside_range"] = nlohmann::json::array();
-  for (const auto& o : r.rows_outside_range)
-    j["rows_outside_range"].push_back({{"table", o.table},
-                                       {"side", o.side},
-                                       {"before", o.before},
-                                       {"after", o.after},
-                                       {"no_ledger", o.no_ledger}});
+  j["rows_outside_range"] = nlohmann::json(r.rows_outside_range);
   j["lookups"] = nlohmann::json::array();
   for (const auto& c : r.lookups) {
     nlohmann::json issues = nlohmann::json::array();
@@ -99,25 +135,17 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
                             {"issues_total", c.issues_total},
                             {"unreferenced", {{"left", c.unreferenced_left}, {"right", c.unreferenced_right}}}});
   }
-  j["invariants"] = nlohmann::json::array();
-  for (const auto& v : r.invariants)
-    j["invariants"].push_back({{"name", v.name},
-                               {"table", v.table},
-                               {"side", v.side},
-                               {"violations", v.violations},
-                               {"first_ledger", v.first_ledger ? nlohmann::json(*v.first_ledger) : nlohmann::json(nullptr)},
-                               {"description", v.description}});
+  nlohmann::json invariants = nlohmann::json::array();
+  for (const auto& v : r.invariants) {
+    nlohmann::json o = v;
+    o["first_ledger"] = v.first_ledger ? nlohmann::json(*v.first_ledger) : nlohmann::json(nullptr);
+    invariants.push_back(std::move(o));
+  }
+  j["invariants"] = invariants;
   j["left"] = {{"source", r.left}, {"root", r.left_root}};
   j["right"] = {{"source", r.right}, {"root", r.right_root}};
   j["profile"] = r.profile;
-  j["tables"] = nlohmann::json::array();
-  for (const auto& t : r.tables)
-    j["tables"].push_back({{"table", t.table},
-                           {"left_rows", t.left_rows},
-                           {"right_rows", t.right_rows},
-                           {"divergent_ledgers", t.divergent_ledgers},
-                           {"left_root", t.left_root},
-                           {"right_root", t.right_root}});
+  j["tables"] = nlohmann::json(r.tables);
   if (r.all) {
     nlohmann::ordered_json all;
     for (const auto& t : r.tables) {
@@ -220,16 +248,18 @@ std::string RenderDiffText(const DiffReport& r) {
     if (!rd.left_available || !rd.right_available)
       out += fmt::format("  (rows of the {} side are not available: it is a manifest)\n",
                          !rd.left_available ? "left" : "right");
-    for (const auto& v : rd.only_left) out += "  - only left:  " + row_text(rd, v) + "\n";
+    for (size_t i = 0; i < rd.only_left.size(); ++i)
+      out += "  - only left:  " + row_text(rd, rd.only_left[i]) +
+             NoteSuffix(StoredFlippedNote(rd.OnlyLeftStoredFlipped(i))) + "\n";
     if (rd.only_left_total > rd.only_left.size())
       out += fmt::format("  ... {} more rows only on the left\n", rd.only_left_total - rd.only_left.size());
-    for (const auto& v : rd.only_right) out += "  + only right: " + row_text(rd, v) + "\n";
+    for (size_t i = 0; i < rd.only_right.size(); ++i)
+      out += "  + only right: " + row_text(rd, rd.only_right[i]) +
+             NoteSuffix(StoredFlippedNote(rd.OnlyRightStoredFlipped(i))) + "\n";
     if (rd.only_right_total > rd.only_right.size())
       out += fmt::format("  ... {} more rows only on the right\n", rd.only_right_total - rd.only_right.size());
     for (const auto& c : rd.changed) {
-      std::vector<std::string> key;
-      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key.push_back(rd.key[i] + "=" + ShowValue(c.key[i]));
-      out += fmt::format("  ~ changed ({}):\n", fmt::join(key, ", "));
+      out += fmt::format("  ~ changed ({}):{}\n", KeyText(rd, c), NoteSuffix(StoredFlippedNote(c)));
       for (const auto& ch : c.changes)
         out += fmt::format("      {}: {} -> {}\n", ch.column, ShowValue(ch.left), ShowValue(ch.right));
     }

@@ -112,10 +112,13 @@ std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range)
 
 namespace {
 
-std::string UnorderedSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+// `with_flip`: one more output column after the canonical ones (see CanonicalCopyWithFlip).
+std::string UnorderedSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range,
+                            bool with_flip = false) {
   std::string ledger = LedgerExpr(table);
   std::string sql = "SELECT " + ledger;
   for (const auto& c : table.columns) sql += ", " + c.expr;
+  if (with_flip) sql += ", " + (table.flip_expr.empty() ? std::string("false") : table.flip_expr);
   sql += " FROM " + pg::Qualified(schema, table.name) + " t";
   for (const auto& j : table.joins)
     sql += fmt::format(" LEFT JOIN {} {} ON {}.{} = {}", pg::Qualified(schema, j.lookup_table), j.alias, j.alias,
@@ -131,8 +134,11 @@ std::string DigestCopy(const ResolvedTable& table, const std::string& schema, co
   return "COPY (" + UnorderedSelect(table, schema, range) + ") TO STDOUT";
 }
 
-std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
-  std::string sql = UnorderedSelect(table, schema, range);
+namespace {
+
+std::string OrderedSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range,
+                          bool with_flip) {
+  std::string sql = UnorderedSelect(table, schema, range, with_flip);
   std::string ledger = LedgerExpr(table);
   // The canonical order: ledger, key, then every other column (a total order even for duplicate
   // keys). Shortcuts that give the same order: when the key starts with the ledger column itself
@@ -163,8 +169,18 @@ std::string CanonicalSelect(const ResolvedTable& table, const std::string& schem
   return sql;
 }
 
+}  // namespace
+
+std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  return OrderedSelect(table, schema, range, false);
+}
+
 std::string CanonicalCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
   return "COPY (" + CanonicalSelect(table, schema, range) + ") TO STDOUT";
+}
+
+std::string CanonicalCopyWithFlip(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  return "COPY (" + OrderedSelect(table, schema, range, true) + ") TO STDOUT";
 }
 
 void AppendEncodedField(std::string& out, std::string_view v, ColumnClass cls) {

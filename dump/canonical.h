@@ -51,6 +51,11 @@ std::string LedgerExpr(const ResolvedTable& table);
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range);
 std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 std::string CanonicalCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
+// The row diff's query: CanonicalCopy's rows in its order, each followed by one more field, 't'
+// when the row is stored flipped relative to its canonical orientation (ResolvedTable::flip_expr)
+// and 'f' otherwise (always 'f' for a table without orientation). The flag is carried alongside
+// the row, never hashed or dumped.
+std::string CanonicalCopyWithFlip(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 // The canonical rows of the range in no particular order (what the digest reads).
 std::string DigestCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 

@@ -129,6 +129,7 @@ void Orient(const OrientationRule& rule, std::map<std::string, std::string>& joi
     r.push_back(Col(jc, t.columns[i].name.substr(StripIdSuffix(rule.counter).size() + 1)) + "::text COLLATE \"C\"");
   t.lateral = fmt::format("CROSS JOIN LATERAL (SELECT COALESCE(({}) > ({}), false) AS flip) o", fmt::join(l, ", "),
                           fmt::join(r, ", "));
+  t.flip_expr = "o.flip";
   auto original = t.columns;
   ClientOrientation client;
   client.base = t.columns[ob->second.front()].join;

@@ -144,6 +144,10 @@ struct ResolvedTable {
   std::vector<std::string> key;       // output column names, order of the natural key
   std::vector<JoinSpec> joins;
   std::string lateral;                // optional "CROSS JOIN LATERAL (...) o" (trade orientation)
+  // SQL over the same aliases, true when the orientation turned the row around (the row is
+  // stored flipped relative to its canonical orientation); "" when the table has no orientation.
+  // The row diff reports it; it is no part of the row (digests and dumps never see it).
+  std::string flip_expr;
   std::optional<ClientOrientation> orientation;  // the same, for the client (live schemas only)
   std::vector<std::string> excluded;  // raw column names left out
   std::vector<std::string> notes;     // e.g. "history_trades: base/counter oriented by asset key"

@@ -6,6 +6,16 @@
 #include "core/report.h"
 #include "report/escape.h"
 
+namespace ledgerdiff::verify {
+
+// A round's JSON object: each key is the field of that name (the documented keys,
+// verify/README.md), listed once here; faults and anomalies are added where it is built.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ChaosRound, round, valid, schema, schema_kept, ingest_ok, ingest_error, jobs,
+                                   attempts, retried_jobs, recovered_jobs, orchestrator_restarts, redone_after_resume,
+                                   inconclusive, seconds)
+
+}  // namespace ledgerdiff::verify
+
 namespace ledgerdiff::report {
 
 using verify::ChaosReport;
@@ -76,22 +86,10 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     }
     nlohmann::json anomalies = nlohmann::json::object();
     for (const auto& [cls, iv] : round.anomalies) anomalies[cls] = intervals(iv);
-    rounds.push_back({{"round", round.round},
-                      {"valid", round.valid},
-                      {"schema", round.schema},
-                      {"schema_kept", round.schema_kept},
-                      {"faults", faults},
-                      {"ingest_ok", round.ingest_ok},
-                      {"ingest_error", round.ingest_error},
-                      {"jobs", round.jobs},
-                      {"attempts", round.attempts},
-                      {"retried_jobs", round.retried_jobs},
-                      {"recovered_jobs", round.recovered_jobs},
-                      {"orchestrator_restarts", round.orchestrator_restarts},
-                      {"redone_after_resume", round.redone_after_resume},
-                      {"anomalies", anomalies},
-                      {"inconclusive", round.inconclusive},
-                      {"seconds", round.seconds}});
+    nlohmann::json jr = round;
+    jr["faults"] = faults;
+    jr["anomalies"] = anomalies;
+    rounds.push_back(jr);
   }
   nlohmann::json anomalies = nlohmann::json::object();
   for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {

@@ -166,16 +166,21 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
     s += "<div class=\"scroll\"><table class=\"rows\"><tr><th></th>";
     for (const auto& c : rd.columns) s += "<th>" + Esc(c) + "</th>";
     s += "</tr>\n";
-    auto emit = [&](const std::vector<diff::RowValues>& rows, const char* cls, const std::string& mark) {
-      for (const auto& v : rows) {
-        s += fmt::format("<tr class=\"{}\"><td class=\"mark\">{}</td>", cls, mark);
+    auto emit = [&](bool left, const char* cls, const std::string& mark) {
+      const auto& rows = left ? rd.only_left : rd.only_right;
+      for (size_t row = 0; row < rows.size(); ++row) {
+        const auto& v = rows[row];
+        const std::string note =
+            diff::StoredFlippedNote(left ? rd.OnlyLeftStoredFlipped(row) : rd.OnlyRightStoredFlipped(row));
+        s += fmt::format("<tr class=\"{}\"><td class=\"mark\">{}{}</td>", cls, mark,
+                         note.empty() ? "" : "<br><span class=\"muted\">" + Esc(note) + "</span>");
         for (size_t i = 0; i < rd.columns.size(); ++i)
           s += "<td>" + (i < v.size() ? HtmlValue(v[i]) : std::string()) + "</td>";
         s += "</tr>\n";
       }
     };
-    emit(rd.only_left, "left", "\xe2\x88\x92 only " + sides.left);
-    emit(rd.only_right, "right", "+ only " + sides.right);
+    emit(true, "left", "\xe2\x88\x92 only " + sides.left);
+    emit(false, "right", "+ only " + sides.right);
     s += "</table></div>\n";
     if (rd.only_left_total > rd.only_left.size())
       s += fmt::format("<p class=\"muted\">\xe2\x80\xa6 {} more rows only {}</p>\n",
@@ -193,9 +198,12 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
       for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i)
         key += (i ? ", " : "") + Esc(rd.key[i]) + "=" + HtmlValue(c.key[i]);
       size_t n = std::max<size_t>(1, c.changes.size());
+      const std::string note = diff::StoredFlippedNote(c, sides.left, sides.right);
       for (size_t i = 0; i < n; ++i) {
         s += "<tr>";
-        if (i == 0) s += fmt::format("<td rowspan=\"{}\">{}</td>", n, key);
+        if (i == 0)
+          s += fmt::format("<td rowspan=\"{}\">{}{}</td>", n, key,
+                           note.empty() ? "" : "<br><span class=\"muted\">" + Esc(note) + "</span>");
         if (i < c.changes.size()) {
           const auto& ch = c.changes[i];
           s += "<td>" + Esc(ch.column) + "</td><td><del>" + HtmlValue(ch.left) + "</del> \xe2\x86\x92 <ins>" +

@@ -125,16 +125,13 @@ std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides&
                                 !rd.left_available ? sides.left : sides.right));
   uint64_t shown = 0;
   uint64_t total = rd.only_left_total + rd.only_right_total + rd.changed_total;
-  for (const auto& v : rd.only_left) {
-    if (shown >= max_lines) break;
-    lines.push_back(fmt::format("- only {}: {}", sides.left, row_text(v)));
-    ++shown;
-  }
-  for (const auto& v : rd.only_right) {
-    if (shown >= max_lines) break;
-    lines.push_back(fmt::format("+ only {}: {}", sides.right, row_text(v)));
-    ++shown;
-  }
+  auto note = [](const std::string& n) { return n.empty() ? n : " (" + n + ")"; };  // trade orientation
+  for (size_t i = 0; i < rd.only_left.size() && shown < max_lines; ++i, ++shown)
+    lines.push_back(fmt::format("- only {}: {}{}", sides.left, row_text(rd.only_left[i]),
+                                note(diff::StoredFlippedNote(rd.OnlyLeftStoredFlipped(i)))));
+  for (size_t i = 0; i < rd.only_right.size() && shown < max_lines; ++i, ++shown)
+    lines.push_back(fmt::format("+ only {}: {}{}", sides.right, row_text(rd.only_right[i]),
+                                note(diff::StoredFlippedNote(rd.OnlyRightStoredFlipped(i)))));
   for (const auto& c : rd.changed) {
     if (shown >= max_lines) break;
     std::string key;
@@ -147,7 +144,7 @@ std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides&
       if (!changes.empty()) changes += "; ";
       changes += ch.column + ": " + ShowSql(ch.left, max_value_bytes) + " -> " + ShowSql(ch.right, max_value_bytes);
     }
-    lines.push_back(fmt::format("~ changed ({}): {}", key, changes));
+    lines.push_back(fmt::format("~ changed ({}): {}{}", key, changes, note(diff::StoredFlippedNote(c, sides.left, sides.right))));
     ++shown;
   }
   total = std::max(total, shown);

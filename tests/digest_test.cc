@@ -339,6 +339,81 @@ TEST(Horizon, TradeOrientationFlipIsNotADifferenceButAValueChangeIs) {
   ASSERT_EQ(r->rows[0].changed.size(), 1u);
 }
 
+// The unmodified kahuna dump, loaded once and never changed.
+std::string& KahunaLeft() {
+  static std::string conninfo = LoadDump("kahuna-horizon.sql");
+  return conninfo;
+}
+
+// Issue 14: a row shown in canonical orientation while stored flipped says so, in text and JSON.
+// Kahuna's trades are stored with a credit base and the native counter (canonical: 'credit...' <
+// 'native'); Renumber turns every trade around, so there each is stored flipped.
+TEST(Horizon, RowDiffSaysWhenATradeIsStoredFlipped) {
+  const char* trade = "history_operation_id = 81604382721 AND \"order\" = 1";  // ledger 19
+  const char* base_type = "SELECT a.asset_type FROM history_trades t JOIN history_assets a ON a.id = t.base_asset_id "
+                          "WHERE t.history_operation_id = 81604382721 AND t.\"order\" = 1";
+  const std::string note = "row shown in canonical orientation; stored flipped";
+  std::string flipped = LoadDump("kahuna-horizon.sql");
+  Renumber(flipped);
+  auto fc = Connect(flipped);
+  auto kc = Connect(KahunaLeft());
+  ASSERT_EQ(std::string(fc->Exec(base_type)->Get(0, 0)), "native");
+  ASSERT_EQ(std::string(kc->Exec(base_type)->Get(0, 0)), "credit_alphanum4");
+  ExecSql(*fc, fmt::format("UPDATE history_trades SET price_n = price_n + 1 WHERE {}", trade));
+
+  // A value change of the flipped trade: stored price_n is canonical price_d.
+  auto r = Diff(Db(KahunaLeft()), Db(flipped));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 1u);
+  ASSERT_EQ(r->rows[0].changed.size(), 1u) << diff::RenderDiffText(*r);
+  const diff::ChangedRow& c = r->rows[0].changed[0];
+  EXPECT_FALSE(c.left_stored_flipped);
+  EXPECT_TRUE(c.right_stored_flipped);
+  ASSERT_EQ(c.changes.size(), 1u);
+  EXPECT_EQ(c.changes[0].column, "price_d");
+  std::string text = diff::RenderDiffText(*r);
+  EXPECT_NE(text.find("(" + note + " on the right)"), std::string::npos) << text;
+  auto j = diff::DiffReportToJson(*r);
+  EXPECT_EQ(j["rows"][0]["changed"][0]["left_stored_flipped"], false);
+  EXPECT_EQ(j["rows"][0]["changed"][0]["right_stored_flipped"], true);
+  ASSERT_EQ(j["rows"][0]["notes"].size(), 1u) << j["rows"][0].dump();
+  EXPECT_NE(j["rows"][0]["notes"][0].get<std::string>().find(note + " on the right"), std::string::npos);
+
+  // The same trade only on the flipped side (deleted from an unflipped copy): one side's row.
+  std::string deleted = LoadDump("kahuna-horizon.sql");
+  ExecSql(*Connect(deleted), fmt::format("DELETE FROM history_trades WHERE {}", trade));
+  r = Diff(Db(flipped), Db(deleted));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_EQ(r->rows.size(), 1u);
+  ASSERT_EQ(r->rows[0].only_left.size(), 1u) << diff::RenderDiffText(*r);
+  EXPECT_TRUE(r->rows[0].OnlyLeftStoredFlipped(0));
+  text = diff::RenderDiffText(*r);
+  EXPECT_NE(text.find("(" + note + ")"), std::string::npos) << text;
+  j = diff::DiffReportToJson(*r);
+  EXPECT_EQ(j["rows"][0]["only_left_stored_flipped"], nlohmann::json::array({true}));
+  EXPECT_EQ(j["rows"][0]["notes"], nlohmann::json::array({"only left row 1: " + note}));
+
+  // The same differences on trades stored in canonical orientation: no note.
+  std::string changed = LoadDump("kahuna-horizon.sql");
+  ExecSql(*Connect(changed), fmt::format("UPDATE history_trades SET price_n = price_n + 1 WHERE {}", trade));
+  for (const std::string& right : {changed, deleted}) {
+    r = Diff(Db(KahunaLeft()), Db(right));
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    ASSERT_EQ(r->rows.size(), 1u);
+    EXPECT_EQ(r->rows[0].changed_total + r->rows[0].only_left_total, 1u);
+    if (!r->rows[0].changed.empty()) {
+      EXPECT_FALSE(r->rows[0].changed[0].left_stored_flipped);
+      EXPECT_FALSE(r->rows[0].changed[0].right_stored_flipped);
+      EXPECT_EQ(r->rows[0].changed[0].changes[0].column, "price_n");
+    }
+    text = diff::RenderDiffText(*r);
+    EXPECT_EQ(text.find("stored flipped"), std::string::npos) << text;
+    j = diff::DiffReportToJson(*r);
+    EXPECT_EQ(j["rows"][0]["notes"], nlohmann::json::array());
+    EXPECT_EQ(j.dump().find("stored flipped"), std::string::npos);
+  }
+}
+
 // No misses: each modification at a chosen ledger is reported at exactly that ledger and table.
 struct Miss {
   const char* name;
@@ -349,11 +424,6 @@ struct Miss {
 };
 
 class NoMisses : public ::testing::TestWithParam<Miss> {};
-
-std::string& KahunaLeft() {
-  static std::string conninfo = LoadDump("kahuna-horizon.sql");
-  return conninfo;
-}
 
 TEST_P(NoMisses, ReportedAtExactlyThatLedgerAndTable) {
   const Miss& m = GetParam();

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <algorithm>
 #include <cstdio>
@@ -485,6 +486,32 @@ void ExpectSelfContained(const std::string& h) {
   EXPECT_EQ(h.find("url("), std::string::npos);
   EXPECT_EQ(h.find("@import"), std::string::npos);
   EXPECT_EQ(Count(h, "http://") + Count(h, "https://"), Count(h, "xmlns=\"http://www.w3.org/2000/svg\""));
+}
+
+// Issue 14: a row stored flipped (trade orientation) says so in every row listing; others do not.
+TEST(RenderRows, StoredFlippedRowsSaySoInTextMarkdownHtmlAndJson) {
+  const std::string note = "row shown in canonical orientation; stored flipped";
+  VerifyReport r = DivergentReport();
+  EXPECT_EQ(RenderVerifyMarkdown(r).find("stored flipped"), std::string::npos);
+  EXPECT_EQ(report::RenderVerifyText(r).find("stored flipped"), std::string::npos);
+  r.diff.rows[0].only_left_stored_flipped = {true};
+  r.diff.rows[0].changed[0].right_stored_flipped = true;
+  const std::string m = RenderVerifyMarkdown(r);
+  EXPECT_NE(m.find("<script>alert(1)</script>' (" + note + ")\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("(" + note + " on the parallel)"), std::string::npos) << m;
+  const std::string text = report::RenderVerifyText(r);
+  EXPECT_NE(text.find("<script>alert(1)</script>'  (" + note + ")\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  ~ changed (history_operation_id='858993463298', order='1'):  (" + note + " on the right)\n"),
+            std::string::npos)
+      << text;
+  Html h = WriteHtml(r, "flipped");
+  ASSERT_TRUE(h.status.ok()) << h.status.message();
+  EXPECT_NE(h.text.find("<span class=\"muted\">" + note + "</span>"), std::string::npos);
+  EXPECT_NE(h.text.find("<span class=\"muted\">" + note + " on the parallel</span>"), std::string::npos);
+  const auto j = report::VerifyReportToJson(r);
+  EXPECT_EQ(j["rows"][0]["only_left_stored_flipped"], nlohmann::json::array({true}));
+  EXPECT_EQ(j["rows"][0]["changed"][0]["right_stored_flipped"], true);
+  EXPECT_EQ(j["rows"][0]["notes"].size(), 2u);
 }
 
 TEST(RenderHtml, DivergentReportHasEverySection) {
@@ -1000,16 +1027,82 @@ TEST(Progress, RecentRateFollowsTheRecentWorkNotThePhaseAverage) {
   EXPECT_EQ(rate.Eta(10), -1);
 }
 
-TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
+// Issue 14: on a terminal the left and right digests, running at once, get a line each.
+TEST(Progress, OnATerminalConcurrentPhasesGetTheirOwnLines) {
+  LiveBlock block;
+  Progress left, right;
+  left.phase = "digest left";
+  right.phase = "digest right";
+  left.total = right.total = 3000;
+  left.done = 375;
+  block.Update(left, 684, -1);
+  EXPECT_EQ(block.Frame(), "digest left: 375 / 3,000 ledgers (12.5%), 684 ledgers/s\n");
+  right.done = 750;
+  block.Update(right, 1665, 1.4);
+  left.done = 1125;
+  block.Update(left, 1928, 1);  // an update of the older phase keeps its line in place
+  EXPECT_EQ(block.Frame(),
+            "digest left: 1,125 / 3,000 ledgers (37.5%), 1928 ledgers/s, ETA 1.0 s\n"
+            "digest right: 750 / 3,000 ledgers (25.0%), 1665 ledgers/s, ETA 1.4 s\n");
+  left.done = 3000;
+  block.Update(left, 2000, 0);  // done: the line goes, the other side's stays
+  EXPECT_EQ(block.Frame(), "digest right: 750 / 3,000 ledgers (25.0%), 1665 ledgers/s, ETA 1.4 s\n");
+  Progress ingest;
+  ingest.phase = "parallel ingest";
+  ingest.total = 500;
+  ingest.workers = {"w1 job 1 [2-251]", "w2 job 2 [252-501]"};
+  block.Update(ingest, 0, -1);
+  EXPECT_EQ(block.Frame(),
+            "digest right: 750 / 3,000 ledgers (25.0%), 1665 ledgers/s, ETA 1.4 s\n"
+            "parallel ingest: 0 / 500 ledgers (0.0%)\n  w1 job 1 [2-251]\n  w2 job 2 [252-501]\n");
+  right.done = 3000;
+  ingest.done = 500;
+  block.Update(right, 0, -1);
+  block.Update(ingest, 0, -1);
+  EXPECT_EQ(block.Frame(), "");
+}
+
+// What a StderrReporter (terminal or not) writes while `feed` drives it: two phases, "digest
+// left" and "digest right", of `total` ledgers each.
+std::string ReporterOutput(bool tty, double log_interval_s, uint64_t total,
+                           const std::function<void(StderrReporter&, Progress&, Progress&)>& feed) {
   std::FILE* out = std::tmpfile();
-  ASSERT_NE(out, nullptr);
+  EXPECT_NE(out, nullptr);
+  if (!out) return "";
   {
-    StderrReporter rep(/*quiet=*/false, /*tty=*/false, /*log_interval_s=*/0.2, out);
+    StderrReporter rep(/*quiet=*/false, tty, log_interval_s, out);
     Progress left, right;
     left.phase = "digest left";
     right.phase = "digest right";
-    left.total = right.total = 5000;
-    rep.Update(left);   // a phase's first line waits an interval: short phases stay out of the log
+    left.total = right.total = total;
+    feed(rep, left, right);
+  }
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) text += static_cast<char>(c);
+  std::fclose(out);
+  return text;
+}
+
+// The reporter draws the block's frames on a terminal, each redraw erasing the previous one.
+TEST(Progress, OnATerminalEachFrameErasesThePrevious) {
+  const std::string shown = ReporterOutput(true, 10, 100, [](StderrReporter& rep, Progress& left, Progress& right) {
+    left.done = 40;
+    rep.Update(left);  // first frame: one line
+    right.done = 100;
+    rep.Update(right);  // a finished phase always redraws: still the left line alone
+    left.done = 100;
+    rep.Update(left);  // the block empties
+  });
+  EXPECT_EQ(shown,
+            "digest left: 40 / 100 ledgers (40.0%)\n"
+            "\x1b[1A\x1b[2K\rdigest left: 40 / 100 ledgers (40.0%)\n"
+            "\x1b[1A\x1b[2K\r");
+}
+
+TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
+  const std::string log = ReporterOutput(false, 0.2, 5000, [](StderrReporter& rep, Progress& left, Progress& right) {
+    rep.Update(left);  // a phase's first line waits an interval: short phases stay out of the log
     rep.Update(right);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
     for (uint64_t d = 250; d <= 1000; d += 250) {
@@ -1017,11 +1110,7 @@ TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
       rep.Update(left);  // interleaved phases: one line each per interval, not one per switch
       rep.Update(right);
     }
-  }
-  std::rewind(out);
-  std::string log;
-  for (int c; (c = std::fgetc(out)) != EOF;) log += static_cast<char>(c);
-  std::fclose(out);
+  });
   EXPECT_EQ(Count(log, "\n"), 2u) << log;
   EXPECT_NE(log.find("Z digest left: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
   EXPECT_NE(log.find("Z digest right: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
