@@ -86,6 +86,9 @@ struct DigestOptions {
   // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
   // the same instant as the digest. May block; its error becomes DigestSchema's.
   std::function<Status(const std::string& snapshot)> before_commit;
+  // DigestToManifest only: continue the interrupted run whose checkpoint is PATH.partial
+  // (dump/checkpoint.h) instead of starting over. DigestSchema ignores it.
+  bool resume = false;
 };
 
 struct TableSummary {
@@ -108,6 +111,10 @@ struct DigestSummary {
   std::string manifest_path;
   uint64_t manifest_bytes = 0;
   std::string manifest_detail;
+  // Its checkpoint (dump/checkpoint.h; deleted once the manifest is complete) and how many
+  // ledgers of the range were taken from it instead of being digested (--resume).
+  std::string checkpoint;
+  uint64_t ledgers_resumed = 0;
 };
 
 // The range present in `schema`: the union of min..max ledger over every compared table (ledger 0
