@@ -410,6 +410,20 @@ Status Checkpoint::Append(int side, const Chunk& c) {
   return Status::Ok();
 }
 
+Status Checkpoint::Explain(const Status& failure) const {
+  if (failure.ok()) return failure;
+  uint64_t held = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (removed_ || !holds_ledgers_) return failure;
+    held = *std::min_element(next_.begin(), next_.end());
+  }
+  if (!held) return failure;
+  std::string msg = fmt::format("{} (checkpoint {} keeps {} ledgers: rerun with --resume to continue)",
+                                failure.message(), path_, held);
+  return failure.kind() == Status::Kind::kUsage ? Status::Usage(std::move(msg)) : Status::Runtime(std::move(msg));
+}
+
 Status Checkpoint::Remove() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!removed_ && unlink(path_.c_str()) != 0 && errno != ENOENT)

@@ -396,15 +396,17 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   if (const auto rest = checkpoint->remainder()) {
     opts.range = *rest;
     opts.restrict_to = profile;  // the digest's in-snapshot resolution must match the header
-    LD_ASSIGN_OR_RETURN(digested, DigestSchema(conninfo, schema, spec, opts,
-                                               [&](const Chunk& c) -> Status {
-                                                 if (c.tables != profile.tables.size())
-                                                   return Status::Runtimef(
-                                                       "schema \"{}\" changed its tables during the digest", schema);
-                                                 LD_RETURN_IF_ERROR(add(c));
-                                                 return checkpoint->Append(0, c);
-                                               },
-                                               reporter));
+    auto result = DigestSchema(conninfo, schema, spec, opts,
+                               [&](const Chunk& c) -> Status {
+                                 if (c.tables != profile.tables.size())
+                                   return Status::Runtimef("schema \"{}\" changed its tables during the digest",
+                                                           schema);
+                                 LD_RETURN_IF_ERROR(add(c));
+                                 return checkpoint->Append(0, c);
+                               },
+                               reporter);
+    if (!result.ok()) return checkpoint->Explain(result.status());
+    digested = std::move(result).value();
     if (!(digested.profile.tables.size() == profile.tables.size()))
       return Status::Runtimef("schema \"{}\" changed its tables during the digest", schema);
   }

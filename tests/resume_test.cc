@@ -266,6 +266,29 @@ TEST_F(Resume, CorruptedCheckpointIsRefusedAndATornTailIsDropped) {
   EXPECT_FALSE(fs::exists(checkpoint));
 }
 
+TEST_F(Resume, ALostConnectionSaysHowToContinue) {
+  auto whole = RunCli(DigestArgs(Path("whole3.ldm")));
+  ASSERT_EQ(whole.exit_code, 0) << whole.err;
+  const std::string out = Path("lost.ldm"), checkpoint = out + ".partial";
+  Child c = Start(DigestArgs(out), "150", dir_, "digest-lost");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < deadline && SideRecords(checkpoint, 0) < 2)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_GE(SideRecords(checkpoint, 0), 2u);
+  auto conn = testing::Connect();
+  ASSERT_TRUE(conn->Run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name LIKE "
+                        "'ledgerdiff digest%'")
+                  .ok());
+  testing::CliResult lost = c.Wait();
+  ASSERT_EQ(lost.exit_code, 2) << lost.err;
+  EXPECT_NE(lost.err.find("rerun with --resume"), std::string::npos) << lost.err;
+  EXPECT_EQ(Lines(lost.err), 1u) << lost.err;
+  auto r = RunCli(With(DigestArgs(out), {"--resume"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(nlohmann::json::parse(r.out).at("resume").at("ledgers_resumed").get<uint64_t>(), 50u);
+  EXPECT_EQ(ReadAll(out), ReadAll(Path("whole3.ldm")));
+}
+
 TEST_F(Resume, KilledVerifyRangeResumesToTheSameVerdictAndBytes) {
   auto whole = RunCli(VerifyRangeArgs(Path("vr-whole.ldm")));
   ASSERT_EQ(whole.exit_code, 1) << whole.out << whole.err;  // the right side differs at ledger 60

@@ -388,7 +388,9 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
       return manifest->Add(common, c);
     };
   }
-  LD_ASSIGN_OR_RETURN(report.diff, diff::DiffSources(left, right, spec, dopt, reporter));
+  auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
+  if (!diffed.ok()) return checkpoint ? checkpoint->Explain(diffed.status()) : diffed.status();
+  report.diff = std::move(diffed).value();
   if (manifest) {
     const diff::DiffReport& d = report.diff;
     dump::ComparisonOutcome outcome;
