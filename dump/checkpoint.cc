@@ -411,7 +411,7 @@ Status Checkpoint::Append(int side, const Chunk& c) {
 }
 
 Status Checkpoint::Explain(const Status& failure) const {
-  if (failure.ok()) return failure;
+  if (failure.kind() != Status::Kind::kRuntime) return failure;  // bad input: rerunning the same won't help
   uint64_t held = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -421,7 +421,7 @@ Status Checkpoint::Explain(const Status& failure) const {
   if (!held) return failure;
   std::string msg = fmt::format("{} (checkpoint {} keeps {} ledgers: rerun with --resume to continue)",
                                 failure.message(), path_, held);
-  return failure.kind() == Status::Kind::kUsage ? Status::Usage(std::move(msg)) : Status::Runtime(std::move(msg));
+  return Status::Runtime(std::move(msg));
 }
 
 Status Checkpoint::Remove() {

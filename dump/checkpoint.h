@@ -75,8 +75,9 @@ class Checkpoint {
   // Appends a full chunk of `side`, durably. REQUIRES: consecutive per side. Thread-safe.
   // Test hook: $LEDGERDIFF_TEST_CHUNK_DELAY_MS (test-only) sleeps that long after each append.
   Status Append(int side, const Chunk& chunk);
-  // `failure` with, when the checkpoint keeps ledgers for a resume, how to continue appended to
-  // its one line ("... (checkpoint P keeps N ledgers: rerun with --resume to continue)").
+  // A runtime `failure` (a lost connection, a server error) with, when the checkpoint keeps
+  // ledgers for a resume, how to continue appended to its one line ("... (checkpoint P keeps N
+  // ledgers: rerun with --resume to continue)"). Other statuses are returned as they are.
   Status Explain(const Status& failure) const;
   // After the output is complete: deletes the checkpoint.
   Status Remove();

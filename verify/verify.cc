@@ -389,7 +389,13 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     };
   }
   auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
-  if (!diffed.ok()) return checkpoint ? checkpoint->Explain(diffed.status()) : diffed.status();
+  if (!diffed.ok() && checkpoint) {
+    // A usage error (nothing compared: a wrong range or database) is the run's answer, not an
+    // interruption: nothing to resume.
+    if (diffed.status().kind() == Status::Kind::kUsage) (void)checkpoint->Remove();
+    return checkpoint->Explain(diffed.status());
+  }
+  if (!diffed.ok()) return diffed.status();
   report.diff = std::move(diffed).value();
   if (manifest) {
     const diff::DiffReport& d = report.diff;
