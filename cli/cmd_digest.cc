@@ -88,6 +88,7 @@ Action SetupDigest(CLI::App* sub) {
       dump::DigestOptions opts;
       opts.jobs = f->jobs;
       opts.chunk_ledgers = f->chunk;
+      opts.checkpoint = true;
       opts.resume = f->resume;
       LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db->conninfo(), f->schema, f->c.spec, opts,
                                                                     *f->c.range, f->shards, f->shard, f->out,
@@ -105,6 +106,7 @@ Action SetupDigest(CLI::App* sub) {
     opts.range = f->c.range;
     opts.jobs = f->jobs;
     opts.chunk_ledgers = f->chunk;
+    opts.checkpoint = true;
     opts.resume = f->resume;
     Outcome out;
     if (f->print_sql) {

@@ -86,8 +86,11 @@ struct DigestOptions {
   // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
   // the same instant as the digest. May block; its error becomes DigestSchema's.
   std::function<Status(const std::string& snapshot)> before_commit;
-  // DigestToManifest only: continue the interrupted run whose checkpoint is PATH.partial
-  // (dump/checkpoint.h) instead of starting over. DigestSchema ignores it.
+  // DigestToManifest only (DigestSchema ignores them): keep a checkpoint PATH.partial
+  // (dump/checkpoint.h) while the manifest is written, so that an interrupted run can be
+  // resumed (`digest --out` does); `resume`: continue the interrupted run whose checkpoint it is
+  // instead of starting over (implies `checkpoint`).
+  bool checkpoint = false;
   bool resume = false;
 };
 

@@ -362,11 +362,16 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                         {"detail", ManifestDetailName(detail)},
                         {"shard", shard ? nlohmann::json{{"index", shard->index}, {"count", shard->count}}
                                         : nlohmann::json()}};
-  LD_ASSIGN_OR_RETURN(job["source"], SourceIdentity(*conn, schema));
+  const bool checkpointed = options.checkpoint || options.resume;
+  if (checkpointed) {
+    LD_ASSIGN_OR_RETURN(job["source"], SourceIdentity(*conn, schema));
+  }
   conn.reset();
-  const std::string checkpoint_path = CheckpointPath(path);
+  const std::string checkpoint_path = checkpointed ? CheckpointPath(path) : std::string();
   std::unique_ptr<Checkpoint> checkpoint;
-  if (options.resume) {
+  if (!checkpointed) {
+    // No checkpoint: the whole range is digested.
+  } else if (options.resume) {
     LD_ASSIGN_OR_RETURN(checkpoint, Checkpoint::Resume(checkpoint_path, job, range, 1));
   } else {
     LD_ASSIGN_OR_RETURN(checkpoint, Checkpoint::Create(checkpoint_path, job, range, 1));
@@ -383,7 +388,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
     builder.Add(c);
     return writer->Add(c);
   };
-  const uint64_t resumed = checkpoint->resumed_ledgers();
+  const uint64_t resumed = checkpoint ? checkpoint->resumed_ledgers() : 0;
   if (options.resume) {
     const auto rest = checkpoint->remainder();
     reporter.Note(fmt::format("resuming from checkpoint {}: {} of {} ledgers done{}{}", checkpoint_path,
@@ -391,9 +396,9 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                               rest ? rest->str() : std::string()));
     if (checkpoint->dropped_torn_record()) reporter.Note("checkpoint: a torn last record was dropped");
   }
-  LD_RETURN_IF_ERROR(checkpoint->Replay(0, profile.tables.size(), add));
+  if (checkpoint) LD_RETURN_IF_ERROR(checkpoint->Replay(0, profile.tables.size(), add));
   DigestSummary digested;
-  if (const auto rest = checkpoint->remainder()) {
+  if (const auto rest = checkpoint ? checkpoint->remainder() : std::optional<LedgerRange>(range)) {
     opts.range = *rest;
     opts.restrict_to = profile;  // the digest's in-snapshot resolution must match the header
     auto result = DigestSchema(conninfo, schema, spec, opts,
@@ -402,10 +407,10 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                                    return Status::Runtimef("schema \"{}\" changed its tables during the digest",
                                                            schema);
                                  LD_RETURN_IF_ERROR(add(c));
-                                 return checkpoint->Append(0, c);
+                                 return checkpoint ? checkpoint->Append(0, c) : Status::Ok();
                                },
                                reporter);
-    if (!result.ok()) return checkpoint->Explain(result.status());
+    if (!result.ok()) return checkpoint ? checkpoint->Explain(result.status()) : result.status();
     digested = std::move(result).value();
     if (!(digested.profile.tables.size() == profile.tables.size()))
       return Status::Runtimef("schema \"{}\" changed its tables during the digest", schema);
@@ -413,7 +418,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   DigestSummary summary = builder.Finish();
   summary.tables_resolved_on_client = digested.tables_resolved_on_client;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
-  LD_RETURN_IF_ERROR(checkpoint->Remove());
+  if (checkpoint) LD_RETURN_IF_ERROR(checkpoint->Remove());
   summary.seconds = SecondsSince(started);
   summary.manifest_path = path;
   summary.manifest_bytes = size;
