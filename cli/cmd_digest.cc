@@ -44,6 +44,7 @@ Action SetupDigest(CLI::App* sub) {
     int jobs = 1;
     uint32_t chunk = 0;
     bool print_sql = false;
+    bool resume = false;
     uint32_t shards = 0;  // 0: not sharded
     int64_t shard_flag = -1;
     CLI::Option* shard_opt = nullptr;
@@ -56,6 +57,9 @@ Action SetupDigest(CLI::App* sub) {
   sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
       ->check(CLI::IsMember({"compact", "full"}));
   sub->add_option("--jobs", f->jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
+  sub->add_flag("--resume", f->resume,
+                "Continue an interrupted digest --out FILE from its checkpoint FILE.partial (same schema, range, "
+                "profile, detail and shard; the ledgers in it are not digested again)");
   sub->add_option("--shards", f->shards,
                   "Digest one shard of N (deterministic contiguous slices of --range) into a partial manifest "
                   "(--out); join the parts with `manifest merge`");
@@ -67,6 +71,8 @@ Action SetupDigest(CLI::App* sub) {
   a.check = [f]() -> Status {
     LD_RETURN_IF_ERROR(f->c.Check());
     if (f->shard_opt->count() && !f->shards) return Status::Usage("--shard needs --shards N");
+    if (f->resume && f->out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
+    if (f->resume && f->print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
     if (!f->shards) return Status::Ok();
     if (!f->c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
     if (f->out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");
@@ -82,6 +88,8 @@ Action SetupDigest(CLI::App* sub) {
       dump::DigestOptions opts;
       opts.jobs = f->jobs;
       opts.chunk_ledgers = f->chunk;
+      opts.checkpoint = true;
+      opts.resume = f->resume;
       LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db->conninfo(), f->schema, f->c.spec, opts,
                                                                     *f->c.range, f->shards, f->shard, f->out,
                                                                     ctx.reporter()));
@@ -98,6 +106,8 @@ Action SetupDigest(CLI::App* sub) {
     opts.range = f->c.range;
     opts.jobs = f->jobs;
     opts.chunk_ledgers = f->chunk;
+    opts.checkpoint = true;
+    opts.resume = f->resume;
     Outcome out;
     if (f->print_sql) {
       LD_ASSIGN_OR_RETURN(auto sql, dump::CanonicalStatements(db->conninfo(), f->schema, f->c.spec, opts));

@@ -124,6 +124,9 @@ Action SetupVerifyRange(CLI::App* sub) {
                   "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
   sub->add_option("--out", o.out,
                   "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)");
+  sub->add_flag("--resume", o.resume,
+                "Continue an interrupted verify-range --out FILE from its checkpoint FILE.partial (same range, "
+                "shard, profile, schemas and databases; the ledgers in it are not digested again)");
   AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
@@ -152,6 +155,16 @@ Action SetupVerifyRange(CLI::App* sub) {
                                      "manifest merge --out FULL PART...`\n",
                                      report.manifest->manifest_path, report.shard->index, report.shard->count)
                                : fmt::format("manifest {} written\n", report.manifest->manifest_path);
+    }
+    if (!report.checkpoint.empty()) {
+      const uint64_t ledgers = report.diff.range.size();
+      out.json["resume"] = {{"checkpoint", report.checkpoint},
+                            {"ledgers_resumed", report.ledgers_resumed},
+                            {"ledgers_digested", ledgers - report.ledgers_resumed}};
+      if (report.ledgers_resumed)
+        out.text += fmt::format("resumed from checkpoint {}: {} ledgers taken from it, {} digested\n",
+                                report.checkpoint, FormatCount(report.ledgers_resumed),
+                                FormatCount(ledgers - report.ledgers_resumed));
     }
     LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report.diff), f->reports));
     return out;

@@ -27,6 +27,20 @@ using dump::ResolvedTable;
 
 namespace {
 
+// `p` restricted to the tables and columns of `to`, as DigestSchema restricts it (restrict_to).
+ResolvedProfile RestrictedTo(const ResolvedProfile& p, const ResolvedProfile& to) {
+  ResolvedProfile out = p;
+  out.tables.clear();
+  for (const auto& t : p.tables) {
+    const ResolvedTable* other = to.Find(t.name);
+    if (!other) continue;
+    std::vector<std::string> names;
+    for (const auto& c : other->columns) names.push_back(c.name);
+    out.tables.push_back(dump::RestrictColumns(t, names));
+  }
+  return out;
+}
+
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -461,16 +475,38 @@ class DiffRun {
       dopts.phase = fmt::format("digest {}", s.name);
       dopts.before_commit = [&s](const std::string& id) { return s.gate.PublishAndWait(id); };
       const bool tapped = &s == &sides_[0] && options_.left_chunks;
-      s.thread = std::jthread([&s, this, dopts, tapped] {
-        auto r = dump::DigestSchema(
-            s.source.conninfo, s.source.schema, spec_, dopts,
-            [&](const Chunk& c) {
-              if (tapped) LD_RETURN_IF_ERROR(options_.left_chunks(common_, c));
-              return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled");
-            },
-            reporter_);
+      const int side = &s == &sides_[0] ? 0 : 1;
+      const uint64_t resumed = options_.resumed_ledgers;
+      if (resumed) dopts.range = LedgerRange{static_cast<Ledger>(range_.from + resumed), range_.to};
+      s.thread = std::jthread([&s, this, dopts, tapped, side, resumed] {
+        // Part of the range replayed: the roots are taken over every chunk, not the digest's part.
+        std::optional<dump::SummaryBuilder> whole;
+        if (resumed) whole.emplace(RestrictedTo(s.profile, common_), range_, s.source.Describe());
+        auto forward = [&](const Chunk& c) -> Status {
+          if (tapped) LD_RETURN_IF_ERROR(options_.left_chunks(common_, c));
+          if (whole) whole->Add(c);
+          return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled");
+        };
+        Status replayed = resumed ? options_.replay(side, forward) : Status::Ok();
+        Result<DigestSummary> r =
+            !replayed.ok() ? Result<DigestSummary>(replayed)
+                           : dump::DigestSchema(
+                                 s.source.conninfo, s.source.schema, spec_, dopts,
+                                 [&](const Chunk& c) {
+                                   if (options_.digested_chunks)
+                                     LD_RETURN_IF_ERROR(options_.digested_chunks(side, c));
+                                   return forward(c);
+                                 },
+                                 reporter_);
         if (r.ok()) {
           s.summary = std::move(r).value();
+          if (whole) {
+            DigestSummary all = whole->Finish();
+            s.summary.range = all.range;
+            s.summary.rows = all.rows;
+            s.summary.tables = all.tables;
+            s.summary.root = all.root;
+          }
           s.queue.Close(Status::Ok());
         } else {
           s.queue.Close(r.status().With(s.source.Describe()));

@@ -58,6 +58,16 @@ struct DiffOptions {
   // restricted to the tables and columns both sides have (`common`); a non-ok Status stops the
   // diff. Only when the left side is a schema. verify-range --out writes its manifest from it.
   std::function<Status(const dump::ResolvedProfile& common, const dump::Chunk& chunk)> left_chunks;
+  // Resume (verify-range --resume): ledgers range.from .. range.from + resumed_ledgers - 1 of
+  // each schema side are replayed by `replay(side, sink)` (0 left, 1 right; chunks restricted to
+  // `common`, in ledger order, passed to left_chunks too) instead of digested; the rest is
+  // digested. Roots cover the whole range either way.
+  // REQUIRES: resumed_ledgers < the range's size (the digest's snapshot serves the row diff).
+  uint64_t resumed_ledgers = 0;
+  std::function<Status(int side, const dump::ChunkSink& sink)> replay;
+  // Called with every chunk a schema side's digest computes (not the replayed ones): side 0 left,
+  // 1 right, from that side's digest thread. verify-range checkpoints them.
+  std::function<Status(int side, const dump::Chunk& chunk)> digested_chunks;
 };
 
 // Rows of one side's compared table that the range leaves out: a warning, except without

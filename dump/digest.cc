@@ -448,6 +448,9 @@ std::string RenderDigestText(const DigestSummary& s) {
   if (!s.profile.uncompared_tables.empty())
     out += fmt::format("tables without a ledger mapping (not compared): {}\n",
                        fmt::join(s.profile.uncompared_tables, ", "));
+  if (s.ledgers_resumed)
+    out += fmt::format("resumed from checkpoint {}: {} ledgers taken from it, {} digested\n", s.checkpoint,
+                       FormatCount(s.ledgers_resumed), FormatCount(s.range.size() - s.ledgers_resumed));
   if (!s.manifest_path.empty())
     out += fmt::format("manifest {} ({} detail): {} bytes, {:.1f} bytes/ledger; 50M ledgers would weigh {:.2f} GB\n",
                        s.manifest_path, s.manifest_detail, FormatCount(s.manifest_bytes),
@@ -478,6 +481,11 @@ nlohmann::json DigestSummaryToJson(const DigestSummary& s) {
                      {"bytes", s.manifest_bytes},
                      {"bytes_per_ledger", bpl},
                      {"bytes_for_50m_ledgers", bpl * 50e6}};
+  }
+  if (!s.checkpoint.empty()) {
+    j["resume"] = {{"checkpoint", s.checkpoint},
+                   {"ledgers_resumed", s.ledgers_resumed},
+                   {"ledgers_digested", s.range.size() - s.ledgers_resumed}};
   }
   return j;
 }

@@ -86,6 +86,12 @@ struct DigestOptions {
   // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
   // the same instant as the digest. May block; its error becomes DigestSchema's.
   std::function<Status(const std::string& snapshot)> before_commit;
+  // DigestToManifest only (DigestSchema ignores them): keep a checkpoint PATH.partial
+  // (dump/checkpoint.h) while the manifest is written, so that an interrupted run can be
+  // resumed (`digest --out` does); `resume`: continue the interrupted run whose checkpoint it is
+  // instead of starting over (implies `checkpoint`).
+  bool checkpoint = false;
+  bool resume = false;
 };
 
 struct TableSummary {
@@ -108,6 +114,10 @@ struct DigestSummary {
   std::string manifest_path;
   uint64_t manifest_bytes = 0;
   std::string manifest_detail;
+  // Its checkpoint (dump/checkpoint.h; deleted once the manifest is complete) and how many
+  // ledgers of the range were taken from it instead of being digested (--resume).
+  std::string checkpoint;
+  uint64_t ledgers_resumed = 0;
 };
 
 // The range present in `schema`: the union of min..max ledger over every compared table (ledger 0

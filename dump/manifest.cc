@@ -3,12 +3,14 @@
 #include <openssl/evp.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "core/process.h"
+#include "dump/checkpoint.h"
 #include "ledgerdiff/version.h"
 
 namespace ledgerdiff::dump {
@@ -341,8 +343,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                                        const ProfileSpec& spec, const DigestOptions& options,
                                        const std::string& path, ManifestDetail detail, Reporter& reporter,
                                        const std::optional<ShardInfo>& shard) {
-  std::unique_ptr<ManifestWriter> writer;
-  DigestSummary summary;
+  const auto started = std::chrono::steady_clock::now();
   // Resolve profile and range first (a quick separate read), then digest with them fixed.
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest"));
   LD_ASSIGN_OR_RETURN(ResolvedProfile profile, ResolveProfile(*conn, schema, spec));
@@ -351,23 +352,79 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
     LD_ASSIGN_OR_RETURN(LedgerRange r, DetectRange(*conn, schema, profile));
     opts.range = r;
   }
+  const LedgerRange range = *opts.range;
+  // What a resume must match (dump/checkpoint.h): every parameter the manifest's bytes depend on.
+  nlohmann::json job = {{"command", "digest"},
+                        {"tool_version", kVersion},
+                        {"range", {{"from", range.from}, {"to", range.to}}},
+                        {"profile", profile.name},
+                        {"profile_fingerprint", ProfileFingerprint(profile)},
+                        {"detail", ManifestDetailName(detail)},
+                        {"shard", shard ? nlohmann::json{{"index", shard->index}, {"count", shard->count}}
+                                        : nlohmann::json()}};
+  const bool checkpointed = options.checkpoint || options.resume;
+  if (checkpointed) {
+    LD_ASSIGN_OR_RETURN(job["source"], SourceIdentity(*conn, schema));
+  }
   conn.reset();
+  const std::string checkpoint_path = checkpointed ? CheckpointPath(path) : std::string();
+  std::unique_ptr<Checkpoint> checkpoint;
+  if (!checkpointed) {
+    // No checkpoint: the whole range is digested.
+  } else if (options.resume) {
+    LD_ASSIGN_OR_RETURN(checkpoint, Checkpoint::Resume(checkpoint_path, job, range, 1));
+  } else {
+    LD_ASSIGN_OR_RETURN(checkpoint, Checkpoint::Create(checkpoint_path, job, range, 1));
+  }
   ManifestHeader header;
   header.source = fmt::format("schema \"{}\"", schema);
   header.detail = detail;
-  header.range = *opts.range;
+  header.range = range;
   header.profile = profile;
   header.shard = shard;
-  LD_ASSIGN_OR_RETURN(writer, ManifestWriter::Create(path, header));
-  opts.restrict_to = profile;  // the digest's in-snapshot resolution must match the header
-  LD_ASSIGN_OR_RETURN(summary, DigestSchema(conninfo, schema, spec, opts,
-                                             [&](const Chunk& c) { return writer->Add(c); }, reporter));
-  if (!(summary.profile.tables.size() == profile.tables.size()))
-    return Status::Runtimef("schema \"{}\" changed its tables during the digest", schema);
+  LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
+  SummaryBuilder builder(profile, range, header.source);
+  const auto add = [&](const Chunk& c) -> Status {
+    builder.Add(c);
+    return writer->Add(c);
+  };
+  const uint64_t resumed = checkpoint ? checkpoint->resumed_ledgers() : 0;
+  if (options.resume) {
+    const auto rest = checkpoint->remainder();
+    reporter.Note(fmt::format("resuming from checkpoint {}: {} of {} ledgers done{}{}", checkpoint_path,
+                              FormatCount(resumed), FormatCount(range.size()), rest ? ", digesting " : "",
+                              rest ? rest->str() : std::string()));
+    if (checkpoint->dropped_torn_record()) reporter.Note("checkpoint: a torn last record was dropped");
+  }
+  if (checkpoint) LD_RETURN_IF_ERROR(checkpoint->Replay(0, profile.tables.size(), add));
+  DigestSummary digested;
+  if (const auto rest = checkpoint ? checkpoint->remainder() : std::optional<LedgerRange>(range)) {
+    opts.range = *rest;
+    opts.restrict_to = profile;  // the digest's in-snapshot resolution must match the header
+    auto result = DigestSchema(conninfo, schema, spec, opts,
+                               [&](const Chunk& c) -> Status {
+                                 if (c.tables != profile.tables.size())
+                                   return Status::Runtimef("schema \"{}\" changed its tables during the digest",
+                                                           schema);
+                                 LD_RETURN_IF_ERROR(add(c));
+                                 return checkpoint ? checkpoint->Append(0, c) : Status::Ok();
+                               },
+                               reporter);
+    if (!result.ok()) return checkpoint ? checkpoint->Explain(result.status()) : result.status();
+    digested = std::move(result).value();
+    if (!(digested.profile.tables.size() == profile.tables.size()))
+      return Status::Runtimef("schema \"{}\" changed its tables during the digest", schema);
+  }
+  DigestSummary summary = builder.Finish();
+  summary.tables_resolved_on_client = digested.tables_resolved_on_client;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
+  if (checkpoint) LD_RETURN_IF_ERROR(checkpoint->Remove());
+  summary.seconds = SecondsSince(started);
   summary.manifest_path = path;
   summary.manifest_bytes = size;
   summary.manifest_detail = ManifestDetailName(detail);
+  summary.checkpoint = checkpoint_path;
+  summary.ledgers_resumed = resumed;
   return summary;
 }
 

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "core/database.h"
+#include "dump/checkpoint.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "dump/shard.h"
@@ -272,6 +273,7 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.left_schema));
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
   if (o.shards == 0 && o.shard) return Status::Usage("--shard K needs --shards N");
+  if (o.resume && o.out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
   if (o.shards > 0) {
     if (o.out.empty()) return Status::Usage("--shards needs --out PART (the partial manifest for `manifest merge`)");
     LD_ASSIGN_OR_RETURN(uint32_t index, dump::ResolveShardIndex(o.shard, o.shards));
@@ -320,6 +322,17 @@ class ComparisonManifest {
   std::optional<dump::SummaryBuilder> builder_;
 };
 
+// One side as a resume must find it again: its database and schema (dump::SourceIdentity) and
+// the fingerprint of its tables and columns under the profile.
+Result<nlohmann::json> SideIdentity(const diff::Source& side, const dump::ProfileSpec& spec) {
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side.conninfo, "ledgerdiff verify-range"));
+  auto profile = dump::ResolveProfile(*conn, side.schema, spec);
+  if (!profile.ok()) return profile.status().With(side.Describe());
+  LD_ASSIGN_OR_RETURN(nlohmann::json id, dump::SourceIdentity(*conn, side.schema));
+  id["profile_fingerprint"] = dump::ProfileFingerprint(*profile);
+  return id;
+}
+
 }  // namespace
 
 Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
@@ -343,13 +356,47 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.all = o.all;
   dopt.allow_empty = o.allow_empty || report.shard.has_value();  // a slice may be empty; the merge checks the whole
   std::optional<ComparisonManifest> manifest;
+  std::unique_ptr<dump::Checkpoint> checkpoint;
   if (!o.out.empty()) {
+    nlohmann::json job = {{"command", "verify-range"},
+                          {"tool_version", kVersion},
+                          {"range", {{"from", compared.from}, {"to", compared.to}}},
+                          {"profile", spec.name},
+                          {"shard", report.shard ? nlohmann::json{{"index", report.shard->index},
+                                                                  {"count", report.shard->count}}
+                                                 : nlohmann::json()}};
+    LD_ASSIGN_OR_RETURN(job["left"], SideIdentity(left, spec));
+    LD_ASSIGN_OR_RETURN(job["right"], SideIdentity(right, spec));
+    report.checkpoint = dump::CheckpointPath(o.out);
+    if (o.resume) {
+      // The last ledger is digested again in any case: the row diff, lookups and invariants read
+      // the digest's snapshot.
+      LD_ASSIGN_OR_RETURN(checkpoint, dump::Checkpoint::Resume(report.checkpoint, job, compared, 2, compared.size() - 1));
+      report.ledgers_resumed = checkpoint->resumed_ledgers();
+      reporter.Note(fmt::format("resuming from checkpoint {}: {} of {} ledgers compared before, comparing {}",
+                                report.checkpoint, FormatCount(report.ledgers_resumed), FormatCount(compared.size()),
+                                checkpoint->remainder()->str()));
+      if (checkpoint->dropped_torn_record()) reporter.Note("checkpoint: a torn last record was dropped");
+    } else {
+      LD_ASSIGN_OR_RETURN(checkpoint, dump::Checkpoint::Create(report.checkpoint, job, compared, 2));
+    }
+    dopt.resumed_ledgers = report.ledgers_resumed;
+    dopt.replay = [&](int side, const dump::ChunkSink& sink) { return checkpoint->Replay(side, 0, sink); };
+    dopt.digested_chunks = [&](int side, const dump::Chunk& c) { return checkpoint->Append(side, c); };
     manifest.emplace(o.out, left.Describe(), compared, report.shard);
     dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
       return manifest->Add(common, c);
     };
   }
-  LD_ASSIGN_OR_RETURN(report.diff, diff::DiffSources(left, right, spec, dopt, reporter));
+  auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
+  if (!diffed.ok() && checkpoint) {
+    // A usage error (nothing compared: a wrong range or database) is the run's answer, not an
+    // interruption: nothing to resume.
+    if (diffed.status().kind() == Status::Kind::kUsage) (void)checkpoint->Remove();
+    return checkpoint->Explain(diffed.status());
+  }
+  if (!diffed.ok()) return diffed.status();
+  report.diff = std::move(diffed).value();
   if (manifest) {
     const diff::DiffReport& d = report.diff;
     dump::ComparisonOutcome outcome;
@@ -361,6 +408,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     outcome.rows_right = d.rows_compared_right;
     outcome.allow_empty = o.allow_empty;
     LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(outcome));
+    LD_RETURN_IF_ERROR(checkpoint->Remove());
   }
   return report;
 }

@@ -134,12 +134,18 @@ struct VerifyRangeOptions {
   std::optional<int64_t> shard;  // default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX
   // Write the left side's manifest of the compared range (full detail; the tables and columns
   // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
+  // Both sides' digests are checkpointed in OUT.partial (dump/checkpoint.h) as they complete.
   std::string out;
+  // Continue the interrupted run whose checkpoint is OUT.partial (same range, shard, profile,
+  // schemas and databases): its ledgers are compared from it, not digested again.
+  bool resume = false;
 };
 struct VerifyRangeReport {
   diff::DiffReport diff;  // over the compared range (the shard's slice)
   std::optional<dump::ShardInfo> shard;
   std::optional<dump::DigestSummary> manifest;  // written to options.out
+  std::string checkpoint;         // OUT.partial (deleted once the manifest is complete); "" without out
+  uint64_t ledgers_resumed = 0;   // ledgers of the compared range taken from the checkpoint
 };
 // A shard's slice that compares zero rows on both sides is not an error (the merge checks the
 // whole range).
