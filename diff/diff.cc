@@ -27,20 +27,6 @@ using dump::ResolvedTable;
 
 namespace {
 
-// `p` restricted to the tables and columns of `to`, as DigestSchema restricts it (restrict_to).
-ResolvedProfile RestrictedTo(const ResolvedProfile& p, const ResolvedProfile& to) {
-  ResolvedProfile out = p;
-  out.tables.clear();
-  for (const auto& t : p.tables) {
-    const ResolvedTable* other = to.Find(t.name);
-    if (!other) continue;
-    std::vector<std::string> names;
-    for (const auto& c : other->columns) names.push_back(c.name);
-    out.tables.push_back(dump::RestrictColumns(t, names));
-  }
-  return out;
-}
-
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -481,7 +467,7 @@ class DiffRun {
       s.thread = std::jthread([&s, this, dopts, tapped, side, resumed] {
         // Part of the range replayed: the roots are taken over every chunk, not the digest's part.
         std::optional<dump::SummaryBuilder> whole;
-        if (resumed) whole.emplace(RestrictedTo(s.profile, common_), range_, s.source.Describe());
+        if (resumed) whole.emplace(dump::RestrictProfile(s.profile, common_), range_, s.source.Describe());
         auto forward = [&](const Chunk& c) -> Status {
           if (tapped) LD_RETURN_IF_ERROR(options_.left_chunks(common_, c));
           if (whole) whole->Add(c);
@@ -591,15 +577,30 @@ class DiffRun {
     }
     std::vector<LookupFacts> facts[2];
     const bool scoped = options_.range.has_value();
-    for (int i = 0; i < 2; ++i) {
-      Side& s = sides_[i];
-      if (!conns[i]) continue;
-      LD_ASSIGN_OR_RETURN(auto outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_));
-      for (const auto& o : outside) report_.rows_outside_range.push_back({o.table, s.name, o.before, o.after, o.no_ledger});
+    // The checks scan whole tables: both sides at once, each on its own connection; the results
+    // go into the report afterwards, left before right, as if run in turn.
+    struct SideChecks {
+      Status status;
+      std::vector<dump::OutsideRange> outside;
+      std::vector<InvariantResult> invariants;
+    } checks[2];
+    auto check_side = [&](int i) -> Status {
+      const Side& s = sides_[i];
+      LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_));
       LD_ASSIGN_OR_RETURN(facts[i], ReadLookupFacts(*conns[i], s.source.schema, spec_, s.profile,
                                                     scoped ? std::optional<LedgerRange>(range_) : std::nullopt));
-      LD_ASSIGN_OR_RETURN(auto inv, CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name));
-      for (auto& v : inv) report_.invariants.push_back(std::move(v));
+      LD_ASSIGN_OR_RETURN(checks[i].invariants, CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name));
+      return Status::Ok();
+    };
+    std::thread right;
+    if (conns[1]) right = std::thread([&] { checks[1].status = check_side(1); });
+    if (conns[0]) checks[0].status = check_side(0);
+    if (right.joinable()) right.join();
+    for (int i = 0; i < 2; ++i) {
+      LD_RETURN_IF_ERROR(checks[i].status);
+      for (const auto& o : checks[i].outside)
+        report_.rows_outside_range.push_back({o.table, sides_[i].name, o.before, o.after, o.no_ledger});
+      for (auto& v : checks[i].invariants) report_.invariants.push_back(std::move(v));
     }
     if (!scoped && conns[0] && conns[1]) FindOutsideRangeDifferences();
     if (conns[0] && conns[1]) {

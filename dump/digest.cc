@@ -42,20 +42,6 @@ std::string HexBytes(const unsigned char* p, size_t n) {
   return s;
 }
 
-// Applies a restriction (another side's tables and columns) to a resolved profile.
-ResolvedProfile Restrict(const ResolvedProfile& p, const ResolvedProfile& to) {
-  ResolvedProfile out = p;
-  out.tables.clear();
-  for (const auto& t : p.tables) {
-    const ResolvedTable* other = to.Find(t.name);
-    if (!other) continue;
-    std::vector<std::string> names;
-    for (const auto& c : other->columns) names.push_back(c.name);
-    out.tables.push_back(RestrictColumns(t, names));
-  }
-  return out;
-}
-
 // Chooses the chunk size (ledgers per unit of work; one COPY per table per chunk): about four
 // chunks per worker (ledgers are not uniformly dense, so the pool balances), at most
 // kMaxChunkLedgers ledgers (bounds the entries a chunk holds in memory, see dump/README.md).
@@ -85,7 +71,7 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
     p.snapshot = std::string(snap.Get(0, 0));
   }
   LD_ASSIGN_OR_RETURN(p.profile, ResolveProfile(*p.coordinator, schema, spec));
-  if (options.restrict_to) p.profile = Restrict(p.profile, *options.restrict_to);
+  if (options.restrict_to) p.profile = RestrictProfile(p.profile, *options.restrict_to);
   if (options.range) {
     p.range = *options.range;
   } else {

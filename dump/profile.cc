@@ -553,6 +553,19 @@ ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std:
   return t;
 }
 
+ResolvedProfile RestrictProfile(const ResolvedProfile& profile, const ResolvedProfile& to) {
+  ResolvedProfile out = profile;
+  out.tables.clear();
+  for (const auto& t : profile.tables) {
+    const ResolvedTable* other = to.Find(t.name);
+    if (!other) continue;
+    std::vector<std::string> names;
+    for (const auto& c : other->columns) names.push_back(c.name);
+    out.tables.push_back(RestrictColumns(t, names));
+  }
+  return out;
+}
+
 nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile) {
   nlohmann::json tables = nlohmann::json::array();
   for (const auto& t : profile.tables) {

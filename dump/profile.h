@@ -177,6 +177,10 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
 // Keeps only the columns named in `names` (the other side's list); the key shrinks likewise.
 ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std::string>& names);
 
+// `profile` restricted to the tables and columns of `to` (another side's), in `profile`'s order:
+// what a digest with DigestOptions::restrict_to computes over.
+ResolvedProfile RestrictProfile(const ResolvedProfile& profile, const ResolvedProfile& to);
+
 // JSON form stored in manifests (names, classes, ledger mapping, key, exclusions; no SQL).
 nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile);
 Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j);
