@@ -135,13 +135,6 @@ TEST(Distributed, AJobOutOfRetriesFailsTheRunForEveryWorkerAndWait) {
   EXPECT_NE(wait.out.find("failed"), std::string::npos) << wait.out;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // verify --workers-external starts no worker of its own: it registers the parallel run, says which
 // command joins it, and waits; two workers started later as separate processes (as on other
 // machines) do every job, and the verdict is a pass.
@@ -160,7 +153,7 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
   std::smatch m;
   std::string text;
   for (int i = 0; i < 2400; ++i) {
-    text = ReadFile(log);
+    text = testing::ReadFileBytes(log);
     if (std::regex_search(text, m, join)) break;
     std::this_thread::sleep_for(50ms);
   }
@@ -177,10 +170,10 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
   pid_t a = StartWorker(run_id, log + "_a");
   std::this_thread::sleep_for(700ms);
   pid_t b = StartWorker(run_id, log + "_b");
-  EXPECT_EQ(ExitCodeOf(*verify), 0) << ReadFile(log);
-  EXPECT_EQ(ExitCodeOf(a), 0) << ReadFile(log + "_a");
-  EXPECT_EQ(ExitCodeOf(b), 0) << ReadFile(log + "_b");
-  EXPECT_NE(ReadFile(log).find("identical"), std::string::npos) << ReadFile(log);
+  EXPECT_EQ(ExitCodeOf(*verify), 0) << testing::ReadFileBytes(log);
+  EXPECT_EQ(ExitCodeOf(a), 0) << testing::ReadFileBytes(log + "_a");
+  EXPECT_EQ(ExitCodeOf(b), 0) << testing::ReadFileBytes(log + "_b");
+  EXPECT_NE(testing::ReadFileBytes(log).find("identical"), std::string::npos) << testing::ReadFileBytes(log);
   // Every attempt was made by one of the two external workers (host-<pid>-<start>).
   auto attempts = ingest::ListAttempts(*conn, run_id);
   ASSERT_TRUE(attempts.ok());

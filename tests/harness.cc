@@ -1,10 +1,13 @@
 #include "tests/harness.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -52,20 +55,19 @@ std::string UniqueName(const std::string& prefix) {
   return prefix + "_" + std::to_string(++n);
 }
 
-CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-  CliResult r;
-  char out_tmpl[] = "/tmp/ledgerdiff-cli-out-XXXXXX";
-  char err_tmpl[] = "/tmp/ledgerdiff-cli-err-XXXXXX";
-  int out_fd = mkstemp(out_tmpl);
-  int err_fd = mkstemp(err_tmpl);
+pid_t SpawnCli(const std::vector<std::string>& args, const SpawnOptions& options) {
   pid_t pid = fork();
   if (pid == 0) {
-    dup2(out_fd, 1);
-    dup2(err_fd, 2);
+    auto open_or_null = [](const std::string& path) {
+      return open(path.empty() ? "/dev/null" : path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    };
+    dup2(options.stdout_fd >= 0 ? options.stdout_fd : open_or_null(options.stdout_path), 1);
+    dup2(open_or_null(options.stderr_path), 2);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
-    for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+    signal(SIGPIPE, SIG_DFL);
+    for (const auto& e : options.env) putenv(const_cast<char*>(e.c_str()));
     std::vector<char*> argv;
     std::string bin = LedgerdiffBinary();
     argv.push_back(bin.data());
@@ -74,22 +76,56 @@ CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::st
     execv(bin.c_str(), argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+int WaitExitCode(pid_t pid) {
   int ws = 0;
-  waitpid(pid, &ws, 0);
-  r.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-  auto slurp = [](const char* path) {
-    std::ifstream in(path);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out_tmpl);
-  r.err = slurp(err_tmpl);
-  close(out_fd);
-  close(err_fd);
-  unlink(out_tmpl);
-  unlink(err_tmpl);
+  while (waitpid(pid, &ws, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+}
+
+CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  ScratchDir dir("ledgerdiff-cli-");
+  const std::string out = dir.path + "/stdout", err = dir.path + "/stderr";
+  CliResult r;
+  r.exit_code = WaitExitCode(SpawnCli(args, {.stdout_path = out, .stderr_path = err, .env = env}));
+  r.out = ReadFileBytes(out);
+  r.err = ReadFileBytes(err);
   return r;
+}
+
+std::string ReadFileBytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFileBytes(const std::filesystem::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+std::filesystem::path FreshTempDir(const std::string& prefix) {
+  auto dir = std::filesystem::temp_directory_path() /
+             (prefix + "-" + std::to_string(getpid()) + "-" + UniqueName("d"));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+ScratchDir::ScratchDir(const std::string& prefix, mode_t mode) {
+  auto d = MakeOwnedTempDir(prefix);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  path = d.ok() ? *d : "";
+  if (path.empty()) return;
+  std::filesystem::remove(std::filesystem::path(path) / kOwnerMarkerFile);
+  chmod(path.c_str(), mode);
+}
+
+ScratchDir::~ScratchDir() {
+  if (!path.empty()) (void)RemoveTree(path);
 }
 
 std::string LedgerdiffBinary() { return LEDGERDIFF_BINARY; }

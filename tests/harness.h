@@ -2,6 +2,8 @@
 // Test harness: one real PostgreSQL per test binary, started with the same embedded mechanism
 // the tool uses (core/embedded_pg.h). Tests create their own uniquely named schemas/databases.
 
+#include <sys/types.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -55,7 +57,39 @@ struct CliResult {
   std::string err;  // stderr
 };
 // Runs build/ledgerdiff with `args` (no shell), capturing stdout and stderr.
-// `env` entries are added to the environment.
+// `env` entries ("NAME=value") are added to the environment.
 CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {});
+
+// Where a ledgerdiff started in the background writes, and what it gets on top of the test's
+// environment. An empty path means /dev/null; `stdout_fd` >= 0 takes precedence over
+// `stdout_path`. The child has every signal unblocked and SIGPIPE at its default.
+struct SpawnOptions {
+  std::string stdout_path;
+  std::string stderr_path;
+  int stdout_fd = -1;
+  std::vector<std::string> env;  // "NAME=value"
+};
+// Starts build/ledgerdiff with `args` and returns its pid (for tests that kill it mid-run).
+pid_t SpawnCli(const std::vector<std::string>& args, const SpawnOptions& options = {});
+// Reaps `pid`: its exit code, or 128 + the signal that ended it.
+int WaitExitCode(pid_t pid);
+
+// The whole file ("" when it cannot be read).
+std::string ReadFileBytes(const std::filesystem::path& path);
+// Replaces the file's contents with `bytes`.
+void WriteFileBytes(const std::filesystem::path& path, const std::string& bytes);
+// A new empty directory under $TMPDIR (the harness's per-binary directory) named after `prefix`.
+std::filesystem::path FreshTempDir(const std::string& prefix);
+
+// A scratch directory under $TMPDIR with mode `mode` (0755 lets the embedded server's user reach
+// a cluster inside it), removed with everything in it at scope end. It carries no owner marker, so
+// the stale-directory reaper never takes it.
+struct ScratchDir {
+  std::string path;
+  explicit ScratchDir(const std::string& prefix, mode_t mode = 0755);
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+};
 
 }  // namespace ledgerdiff::testing

@@ -46,13 +46,6 @@ size_t Count(const std::string& haystack, const std::string& needle) {
   return n;
 }
 
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // A fresh scratch directory, removed with everything in it when the object goes away, so the
 // suite leaves nothing in the temporary directory.
 class TempDir {
@@ -467,7 +460,7 @@ Html WriteHtml(const VerifyReport& r, const std::string& name) {
   TempDir scratch(name);
   fs::path dir = scratch.path() / "nested" / "report";
   Html h{WriteVerifyHtml(r, dir.string()), ""};
-  if (h.status.ok()) h.text = ReadFile(dir / "index.html");
+  if (h.status.ok()) h.text = testing::ReadFileBytes(dir / "index.html");
   return h;
 }
 
@@ -995,10 +988,10 @@ TEST(GateReports, SinkWritesFilesAnnotatesAndAppendsTheStepSummary) {
   EXPECT_NE(printed.find("::error title=ledgerdiff chaos%3A round 2::anomalies: duplicated ledgers 401-500"),
             std::string::npos)
       << printed;
-  EXPECT_EQ(ReadFile(dir.path() / "chaos.xml"), report::RenderGateJUnit(g.summary));
-  const std::string md = ReadFile(dir.path() / "chaos.md");
-  EXPECT_EQ(ReadFile(summary), "earlier step\n" + md + "\n");
-  EXPECT_NE(ReadFile(dir.path() / "html" / "index.html").find("Rounds &#215; faults"), std::string::npos);
+  EXPECT_EQ(testing::ReadFileBytes(dir.path() / "chaos.xml"), report::RenderGateJUnit(g.summary));
+  const std::string md = testing::ReadFileBytes(dir.path() / "chaos.md");
+  EXPECT_EQ(testing::ReadFileBytes(summary), "earlier step\n" + md + "\n");
+  EXPECT_NE(testing::ReadFileBytes(dir.path() / "html" / "index.html").find("Rounds &#215; faults"), std::string::npos);
   // Outside CI: files only.
   std::FILE* quiet = std::tmpfile();
   ASSERT_TRUE(EmitGateReports(g, ReportFiles{}, CiEnvironment{}, quiet).ok());
@@ -1180,7 +1173,7 @@ std::set<std::string> Keys(const nlohmann::json& j) {
 }
 
 TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {
-  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
   VerifyReport r = DivergentReport();  // every optional key present
   r.first_divergent_job = verify::WritingJob{8, 2, "w2", {177, 200}, "last"};
   r.kept_cluster = "/tmp/ld";
@@ -1199,12 +1192,12 @@ TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {
 }
 
 TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {
-  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
   EXPECT_EQ(DocumentedTableKeys(readme, "## `chaos --format json`"), Keys(report::ChaosReportToJson(SampleChaos(false))));
 }
 
 TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
-  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
   verify::SweepReport r;
   r.options.range = {2, 401};
   r.options.workers = {1, 2};
@@ -1221,7 +1214,7 @@ TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
 }
 
 TEST(DocumentedJson, IngestKeysAreTheEmittedKeys) {
-  const std::string readme = ReadFile(fs::path(testing::SourceDir()) / "ingest" / "README.md");
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "ingest" / "README.md");
   IngestReport run = BaseReport().parallel;
   run.ok = false;
   run.error = "x";

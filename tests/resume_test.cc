@@ -4,9 +4,7 @@
 // of another job, a corrupted checkpoint, a missing one, or a second run on the same checkpoint
 // is a one-line exit 2. The kills land mid-run through the test-only hook
 // LEDGERDIFF_TEST_CHUNK_DELAY_MS (a pause after each checkpointed chunk).
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -14,9 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "core/pg.h"
@@ -29,16 +25,8 @@ namespace fs = std::filesystem;
 using testing::RunCli;
 using testing::TestConninfo;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void WriteAll(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
+using testing::ReadFileBytes;
+using testing::WriteFileBytes;
 
 struct ChunkRecord {
   size_t offset;    // of the record's length field
@@ -65,45 +53,30 @@ struct Child {
   pid_t pid = -1;
   std::string out_path, err_path;
   testing::CliResult Wait() {
-    int ws = 0;
-    waitpid(pid, &ws, 0);
     testing::CliResult r;
-    r.exit_code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
-    r.out = ReadAll(out_path);
-    r.err = ReadAll(err_path);
+    r.exit_code = testing::WaitExitCode(pid);
+    r.out = ReadFileBytes(out_path);
+    r.err = ReadFileBytes(err_path);
     return r;
   }
 };
 
+// Starts ledgerdiff pausing `chunk_delay_ms` after each checkpointed chunk; its output goes to
+// `dir`/`tag`.stdout and .stderr.
 Child Start(const std::vector<std::string>& args, const std::string& chunk_delay_ms, const fs::path& dir,
             const std::string& tag) {
   Child c;
   c.out_path = (dir / (tag + ".stdout")).string();
   c.err_path = (dir / (tag + ".stderr")).string();
-  c.pid = fork();
-  if (c.pid == 0) {
-    int out = open(c.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    int err = open(c.err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(out, 1);
-    dup2(err, 2);
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
-    setenv("LEDGERDIFF_TEST_CHUNK_DELAY_MS", chunk_delay_ms.c_str(), 1);
-    std::vector<char*> argv;
-    std::string bin = testing::LedgerdiffBinary();
-    argv.push_back(bin.data());
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
+  c.pid = testing::SpawnCli(args, {.stdout_path = c.out_path,
+                                   .stderr_path = c.err_path,
+                                   .env = {"LEDGERDIFF_TEST_CHUNK_DELAY_MS=" + chunk_delay_ms}});
   return c;
 }
 
 // Chunk records of `side` in the checkpoint file.
 size_t SideRecords(const std::string& checkpoint, int side) {
-  const auto all = ChunkRecords(ReadAll(checkpoint));
+  const auto all = ChunkRecords(ReadFileBytes(checkpoint));
   return static_cast<size_t>(std::count_if(all.begin(), all.end(), [&](const ChunkRecord& r) { return r.side == side; }));
 }
 
@@ -154,8 +127,7 @@ class Resume : public ::testing::Test {
     ASSERT_TRUE(conn->Run(fmt::format("UPDATE {} SET fee_pool = fee_pool + 1 WHERE sequence = 60",
                                       pg::Qualified(right_, "history_ledgers")))
                     .ok());
-    dir_ = fs::temp_directory_path() / ("ledgerdiff_resume_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = testing::FreshTempDir("ledgerdiff-resume-test");
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
   static std::string Path(const std::string& name) { return (dir_ / name).string(); }
@@ -187,7 +159,7 @@ TEST_F(Resume, KilledDigestResumesToTheSameBytesWithoutRedoingWork) {
   Child c = Start(DigestArgs(out), "150", dir_, "digest-killed");
   KillOnceCheckpointed(c, checkpoint, 3);
   ASSERT_FALSE(fs::exists(out));
-  const size_t records = ChunkRecords(ReadAll(checkpoint)).size();
+  const size_t records = ChunkRecords(ReadFileBytes(checkpoint)).size();
   ASSERT_LT(records, 16u) << "the kill came after the last chunk (400 ledgers / 25)";
 
   // Starting over by accident is refused: the checkpoint says to resume.
@@ -226,7 +198,7 @@ TEST_F(Resume, KilledDigestResumesToTheSameBytesWithoutRedoingWork) {
   EXPECT_LT(taken, 400u);
   EXPECT_EQ(j.at("resume").at("ledgers_digested").get<uint64_t>(), 400u - taken);
   EXPECT_EQ(j.at("root"), nlohmann::json::parse(whole.out).at("root"));
-  EXPECT_EQ(ReadAll(out), ReadAll(Path("whole.ldm")));
+  EXPECT_EQ(ReadFileBytes(out), ReadFileBytes(Path("whole.ldm")));
   EXPECT_FALSE(fs::exists(checkpoint));
   EXPECT_NE(r.err.find("resuming from checkpoint"), std::string::npos) << r.err;
 
@@ -242,14 +214,14 @@ TEST_F(Resume, CorruptedCheckpointIsRefusedAndATornTailIsDropped) {
   const std::string out = Path("corrupt.ldm"), checkpoint = out + ".partial";
   Child c = Start(DigestArgs(out), "150", dir_, "digest-corrupt");
   KillOnceCheckpointed(c, checkpoint, 3);
-  const std::string good = ReadAll(checkpoint);
+  const std::string good = ReadFileBytes(checkpoint);
   const auto records = ChunkRecords(good);
   ASSERT_GE(records.size(), 3u);
 
   // A flipped byte inside a chunk that is not the last: a checksum mismatch, exit 2.
   std::string bad = good;
   bad[records[0].offset + 4 + records[0].length / 2] ^= 0x01;
-  WriteAll(checkpoint, bad);
+  WriteFileBytes(checkpoint, bad);
   auto corrupt = RunCli(With(DigestArgs(out), {"--resume"}));
   EXPECT_EQ(corrupt.exit_code, 2) << corrupt.err;
   EXPECT_NE(corrupt.err.find("corrupted"), std::string::npos) << corrupt.err;
@@ -257,12 +229,12 @@ TEST_F(Resume, CorruptedCheckpointIsRefusedAndATornTailIsDropped) {
   EXPECT_FALSE(fs::exists(out));
 
   // The last record cut short (a crash while it was written): the valid prefix is resumed.
-  WriteAll(checkpoint, good.substr(0, good.size() - 7));
+  WriteFileBytes(checkpoint, good.substr(0, good.size() - 7));
   auto torn = RunCli(With(DigestArgs(out), {"--resume"}));
   ASSERT_EQ(torn.exit_code, 0) << torn.err;
   EXPECT_EQ(nlohmann::json::parse(torn.out).at("resume").at("ledgers_resumed").get<uint64_t>(),
             25u * (records.size() - 1));
-  EXPECT_EQ(ReadAll(out), ReadAll(Path("whole2.ldm")));
+  EXPECT_EQ(ReadFileBytes(out), ReadFileBytes(Path("whole2.ldm")));
   EXPECT_FALSE(fs::exists(checkpoint));
 }
 
@@ -286,7 +258,7 @@ TEST_F(Resume, ALostConnectionSaysHowToContinue) {
   auto r = RunCli(With(DigestArgs(out), {"--resume"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GE(nlohmann::json::parse(r.out).at("resume").at("ledgers_resumed").get<uint64_t>(), 50u);
-  EXPECT_EQ(ReadAll(out), ReadAll(Path("whole3.ldm")));
+  EXPECT_EQ(ReadFileBytes(out), ReadFileBytes(Path("whole3.ldm")));
 }
 
 TEST_F(Resume, KilledVerifyRangeResumesToTheSameVerdictAndBytes) {
@@ -301,7 +273,7 @@ TEST_F(Resume, KilledVerifyRangeResumesToTheSameVerdictAndBytes) {
   Child c = Start(VerifyRangeArgs(out), "400", dir_, "vr-killed");
   KillOnceCheckpointed(c, checkpoint, 1, /*sides=*/2);
   ASSERT_FALSE(fs::exists(out));
-  ASSERT_LT(ChunkRecords(ReadAll(checkpoint)).size(), 8u);
+  ASSERT_LT(ChunkRecords(ReadFileBytes(checkpoint)).size(), 8u);
 
   auto other = RunCli(With({"verify-range", "--left", TestConninfo(), "--right", TestConninfo(), "--left-schema",
                             left_, "--right-schema", left_, "--range", "2:401", "--jobs", "1", "--out", out},
@@ -315,7 +287,7 @@ TEST_F(Resume, KilledVerifyRangeResumesToTheSameVerdictAndBytes) {
   const auto rj = nlohmann::json::parse(r.out);
   EXPECT_GT(rj.at("resume").at("ledgers_resumed").get<uint64_t>(), 0u);
   EXPECT_EQ(Comparable(rj), Comparable(wj));
-  EXPECT_EQ(ReadAll(out), ReadAll(Path("vr-whole.ldm")));
+  EXPECT_EQ(ReadFileBytes(out), ReadFileBytes(Path("vr-whole.ldm")));
   EXPECT_FALSE(fs::exists(checkpoint));
 }
 

@@ -41,22 +41,12 @@ ingest::IngestOptions FlatPlan(const std::string& schema, LedgerRange range, uin
   return o;
 }
 
-// Starts `ledgerdiff ARGS` in the background (stdout/stderr to files); returns its pid.
+// Starts `ledgerdiff ARGS` in the background (stdout to `out_file`, stderr to `out_file`.err).
 pid_t StartCli(const std::vector<std::string>& args, const std::string& out_file) {
-  std::vector<std::string> argv = {testing::LedgerdiffBinary()};
-  argv.insert(argv.end(), args.begin(), args.end());
-  SpawnOptions so;
-  so.output_file = out_file;
-  so.error_file = out_file + ".err";
-  auto pid = Spawn(argv, so);
-  EXPECT_TRUE(pid.ok()) << pid.status().message();
-  return pid.ok() ? *pid : -1;
-}
-
-int WaitExit(pid_t pid) {
-  int ws = 0;
-  waitpid(pid, &ws, 0);
-  return WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
+  testing::SpawnOptions options;
+  options.stdout_path = out_file;
+  options.stderr_path = out_file + ".err";
+  return testing::SpawnCli(args, options);
 }
 
 // Waits until some job of a run on `schema` reports a hold stage; returns the run id.
@@ -71,11 +61,6 @@ std::string WaitForHeldRun(const std::string& schema) {
   }
   ADD_FAILURE() << "no held job on " << schema;
   return "";
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 std::vector<std::string> HeldIngest(const std::string& schema, const std::string& hold_s) {
@@ -97,8 +82,8 @@ TEST(Runs, ASecondRunOnALiveSchemaIsRefusedNamingTheLiveRun) {
     EXPECT_NE(second.err.find("live run"), std::string::npos) << second.err;
     EXPECT_NE(second.err.find(live_run), std::string::npos) << second.err;
   }
-  ASSERT_EQ(WaitExit(first), 0) << Slurp(out + ".err");
-  auto j = nlohmann::json::parse(Slurp(out));
+  ASSERT_EQ(testing::WaitExitCode(first), 0) << testing::ReadFileBytes(out + ".err");
+  auto j = nlohmann::json::parse(testing::ReadFileBytes(out));
   EXPECT_EQ(j["ledgers"], 40);
   EXPECT_EQ(j["rows_per_table"]["history_ledgers"], 40);
   // With the live run gone, the schema is free again.
@@ -138,8 +123,8 @@ TEST(Runs, ARunWhoseSchemaIsTakenOverOrTamperedWithFailsAtItsEnd) {
     auto conn = Connect();
     LD_ASSERT_OK(conn->Exec(fmt::format("COMMENT ON SCHEMA {} IS 'ledgerdiff:owned run=somebody_else'",
                                         pg::QuoteIdent(schema))));
-    EXPECT_EQ(WaitExit(run), 2);
-    EXPECT_NE(Slurp(out + ".err").find("no longer this run's"), std::string::npos) << Slurp(out + ".err");
+    EXPECT_EQ(testing::WaitExitCode(run), 2);
+    EXPECT_NE(testing::ReadFileBytes(out + ".err").find("no longer this run's"), std::string::npos) << testing::ReadFileBytes(out + ".err");
   }
   // Rows a job committed disappear under the run.
   {
@@ -149,8 +134,8 @@ TEST(Runs, ARunWhoseSchemaIsTakenOverOrTamperedWithFailsAtItsEnd) {
     ASSERT_FALSE(WaitForHeldRun(schema).empty());
     auto conn = Connect();
     LD_ASSERT_OK(conn->Exec(fmt::format("DELETE FROM {} WHERE sequence = 3", pg::Qualified(schema, "history_ledgers"))));
-    EXPECT_EQ(WaitExit(run), 2);
-    EXPECT_NE(Slurp(out + ".err").find("its jobs committed"), std::string::npos) << Slurp(out + ".err");
+    EXPECT_EQ(testing::WaitExitCode(run), 2);
+    EXPECT_NE(testing::ReadFileBytes(out + ".err").find("its jobs committed"), std::string::npos) << testing::ReadFileBytes(out + ".err");
   }
 }
 
@@ -236,7 +221,7 @@ TEST(Runs, ResumedOrchestratorNeverKillsItsOwnHealthyWorkers) {
     for (int i = 0; i < 400 && held() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     EXPECT_EQ(held(), 2);
     kill(orchestrator, SIGKILL);
-    WaitExit(orchestrator);
+    testing::WaitExitCode(orchestrator);
     // Its workers die with it (PR_SET_PDEATHSIG); a statement one of them had already sent may
     // still commit, so jobs in flight are counted only once all their sessions are gone.
     // (Each suite has its own server and its tests run one at a time: every worker session here
@@ -287,16 +272,8 @@ TEST(Runs, IngesterSearchPathNamesTheSchemaExactly) {
 
 // A scratch directory (mode 0755: the embedded server's user can reach a cluster inside it),
 // removed at scope end.
-struct Scratch {
-  std::string path;
-  Scratch() {
-    auto d = MakeOwnedTempDir("ledgerdiff-runs-test-");
-    EXPECT_TRUE(d.ok()) << d.status().message();
-    path = d.ok() ? *d : "";
-    std::filesystem::remove(std::filesystem::path(path) / kOwnerMarkerFile);
-    chmod(path.c_str(), 0755);
-  }
-  ~Scratch() { (void)RemoveTree(path); }
+struct Scratch : testing::ScratchDir {
+  Scratch() : ScratchDir("ledgerdiff-runs-test-") {}
 };
 
 // `ledgerdiff verify` with many workers (and many digest connections) on the embedded
@@ -312,7 +289,7 @@ TEST(Runs, VerifyWithManyWorkersOnTheEmbeddedServer) {
   EXPECT_EQ(j["workers"], 64);
   EXPECT_EQ(j["parallel_run"]["jobs"], 64);
   // The server was started for 64 workers and 2 x 64 digest connections.
-  const std::string opts = Slurp(cluster + "/data/postmaster.opts");
+  const std::string opts = testing::ReadFileBytes(cluster + "/data/postmaster.opts");
   EXPECT_NE(opts.find("max_connections=" + std::to_string(EmbeddedMaxConnectionsFor(64 + 2 * 64))), std::string::npos)
       << opts;
 }
@@ -339,7 +316,7 @@ TEST(ExternalIngester, OutputGoesToPerJobLogsNeverToLedgerdiffsOutput) {
     const std::string log_dir = j["log_dir"];
     EXPECT_EQ(log_dir, tmp.path + (explicit_dir ? "/mine/" : "/ledgerdiff-logs/") + run_id);
     for (uint32_t job : {1u, 2u}) {
-      const std::string out = Slurp(ingest::JobStdoutLog(log_dir, job)), err = Slurp(ingest::JobStderrLog(log_dir, job));
+      const std::string out = testing::ReadFileBytes(ingest::JobStdoutLog(log_dir, job)), err = testing::ReadFileBytes(ingest::JobStderrLog(log_dir, job));
       EXPECT_NE(out.find(fmt::format("== ledgerdiff: job {} attempt 1 [ledgers", job)), std::string::npos) << out;
       EXPECT_NE(out.find(fmt::format("INGESTER-OUT job {} from {}", job, job == 1 ? 2 : 22)), std::string::npos) << out;
       EXPECT_EQ(out.find("INGESTER-ERR"), std::string::npos) << out;
@@ -382,8 +359,8 @@ TEST(ExternalIngester, VerifyJsonStaysCleanWithAChattyIngester) {
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "identical");
   const std::string log_dir = j["parallel_run"]["log_dir"];
-  EXPECT_NE(Slurp(ingest::JobStdoutLog(log_dir, 1)).find("horizon: ingesting 2-41"), std::string::npos);
-  EXPECT_NE(Slurp(ingest::JobStderrLog(log_dir, 2)).find("horizon: warning"), std::string::npos);
+  EXPECT_NE(testing::ReadFileBytes(ingest::JobStdoutLog(log_dir, 1)).find("horizon: ingesting 2-41"), std::string::npos);
+  EXPECT_NE(testing::ReadFileBytes(ingest::JobStderrLog(log_dir, 2)).find("horizon: warning"), std::string::npos);
   EXPECT_EQ(r.err.find("horizon:"), std::string::npos) << r.err;
 }
 
@@ -422,7 +399,7 @@ TEST(ExternalIngester, HostileValuesNeverRunInAnyQuotingContext) {
       ingest::IngestCommandJob job{"host=/nonexistent", name, "w1", 7, 1, {2, 41}, tmp.path + "/logs/run"};
       Status s = ingest::RunIngestCommand(tmpl, job);
       EXPECT_TRUE(s.ok()) << tmpl << " with " << name << ": " << s.message();
-      EXPECT_EQ(Slurp(out), around.first + name + around.second + "\n") << tmpl << " with " << name;
+      EXPECT_EQ(testing::ReadFileBytes(out), around.first + name + around.second + "\n") << tmpl << " with " << name;
     }
   }
   // End to end, through a run and its workers, with the name as a real schema.
@@ -433,7 +410,7 @@ TEST(ExternalIngester, HostileValuesNeverRunInAnyQuotingContext) {
                      "printf '%s\\n' " + quoted + " > '" + out + "'", "--db", TestConninfo()},
                     {"TMPDIR=" + tmp.path});
     EXPECT_EQ(r.exit_code, 0) << quoted << ": " << r.err;
-    EXPECT_EQ(Slurp(out), hostile + "\n") << quoted;
+    EXPECT_EQ(testing::ReadFileBytes(out), hostile + "\n") << quoted;
   }
   for (const auto& m : markers) EXPECT_FALSE(std::filesystem::exists(m)) << m << " was created: code ran";
   for (const auto& m : markers) std::filesystem::remove(m);

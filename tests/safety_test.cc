@@ -33,16 +33,8 @@ using testing::RunCli;
 using testing::UniqueName;
 
 // A scratch directory under $TMPDIR (the harness's per-binary directory), removed at scope end.
-struct Scratch {
-  std::string path;
-  explicit Scratch(mode_t mode = 0755) {
-    auto d = MakeOwnedTempDir("ledgerdiff-safety-");
-    EXPECT_TRUE(d.ok()) << d.status().message();
-    path = d.ok() ? *d : "";
-    fs::remove(fs::path(path) / kOwnerMarkerFile);  // a plain directory: not reapable itself
-    chmod(path.c_str(), mode);
-  }
-  ~Scratch() { (void)RemoveTree(path); }
+struct Scratch : testing::ScratchDir {
+  explicit Scratch(mode_t mode = 0755) : ScratchDir("ledgerdiff-safety-", mode) {}
   std::vector<std::string> Clusters() const {
     std::vector<std::string> out;
     for (const auto& e : fs::directory_iterator(path))
@@ -185,25 +177,10 @@ TEST(Embedded, StaleOwnedDirectoriesAreReapedOthersAreNot) {
 
 // Starts ledgerdiff with TMPDIR=`tmpdir` and stdout on `stdout_fd` (-1: /dev/null).
 pid_t StartCli(const std::vector<std::string>& args, const std::string& tmpdir, int stdout_fd) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int devnull = open("/dev/null", O_WRONLY);
-    dup2(stdout_fd >= 0 ? stdout_fd : devnull, 1);
-    dup2(devnull, 2);
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_UNBLOCK, &all, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    setenv("TMPDIR", tmpdir.c_str(), 1);
-    std::vector<char*> argv;
-    std::string bin = testing::LedgerdiffBinary();
-    argv.push_back(bin.data());
-    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    execv(bin.c_str(), argv.data());
-    _exit(127);
-  }
-  return pid;
+  testing::SpawnOptions options;
+  options.stdout_fd = stdout_fd;
+  options.env = {"TMPDIR=" + tmpdir};
+  return testing::SpawnCli(args, options);
 }
 
 // True while any process works inside `dir` (its cwd is there): initdb, its single-user
@@ -379,11 +356,6 @@ std::vector<std::string> EntriesStartingWith(const fs::path& dir, const std::str
   return out;
 }
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // The z_last table locked by another session for the guard's life.
 struct TableLock {
   std::unique_ptr<pg::Connection> conn;
@@ -417,7 +389,7 @@ TEST(AtomicOutput, AFailedDumpLeavesNoDirectoryAndAPreExistingOneUntouched) {
   EXPECT_EQ(EntriesStartingWith(scratch.path, "fresh"), std::vector<std::string>{});
   EXPECT_EQ(EntriesStartingWith(scratch.path, "existing"), std::vector<std::string>{"existing"});
   EXPECT_EQ(EntriesStartingWith(existing, ""), (std::vector<std::string>{"a_first.jsonl", "keep.txt"}));
-  EXPECT_EQ(ReadAll(existing / "a_first.jsonl"), "old\n");
+  EXPECT_EQ(testing::ReadFileBytes(existing / "a_first.jsonl"), "old\n");
 
   // Once it succeeds, the pre-existing directory gets the dump's files and keeps its others.
   auto ok = RunCli({"dump", "--db", testing::TestConninfo(), "--schema", schema, "--profile", "auto", "--range", "2:41",
@@ -425,7 +397,7 @@ TEST(AtomicOutput, AFailedDumpLeavesNoDirectoryAndAPreExistingOneUntouched) {
   ASSERT_EQ(ok.exit_code, 0) << ok.err;
   EXPECT_EQ(EntriesStartingWith(existing, ""),
             (std::vector<std::string>{"a_first.jsonl", "keep.txt", "z_last.jsonl"}));
-  EXPECT_NE(ReadAll(existing / "a_first.jsonl").find("row 41"), std::string::npos);
+  EXPECT_NE(testing::ReadFileBytes(existing / "a_first.jsonl").find("row 41"), std::string::npos);
   EXPECT_EQ(EntriesStartingWith(scratch.path, "existing"), std::vector<std::string>{"existing"});
 }
 
@@ -464,7 +436,7 @@ TEST(AtomicOutput, AnInterruptedDumpOrDigestLeavesNothingBehind) {
     EXPECT_EQ(EntriesStartingWith(scratch.path, c.staged_prefix), std::vector<std::string>{}) << c.args[0];
   }
   EXPECT_FALSE(fs::exists(dir));
-  EXPECT_EQ(ReadAll(manifest), "a previous manifest\n");
+  EXPECT_EQ(testing::ReadFileBytes(manifest), "a previous manifest\n");
 }
 
 TEST(Bounds, AnEndlessProfileIsAOneLineUsageError) {

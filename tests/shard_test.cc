@@ -8,9 +8,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "core/pg.h"
@@ -23,12 +21,7 @@ namespace fs = std::filesystem;
 using testing::RunCli;
 using testing::TestConninfo;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::ReadFileBytes;
 
 TEST(ShardSlice, CoversTheRangeInOrderWithoutGapOrOverlap) {
   for (uint32_t n : {1u, 2u, 3u, 4u, 7u, 10u}) {
@@ -59,8 +52,7 @@ class ShardCli : public ::testing::Test {
     schema_ = testing::UniqueName("shard");
     auto r = RunCli({"ingest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--workers", "1"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    dir_ = fs::temp_directory_path() / ("ledgerdiff_shard_test_" + std::to_string(getpid()));
-    fs::create_directories(dir_);
+    dir_ = testing::FreshTempDir("ledgerdiff-shard-test");
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
@@ -105,7 +97,7 @@ TEST_F(ShardCli, MergedShardsAreByteIdenticalToOneDigest) {
     auto merged = RunCli(args);
     ASSERT_EQ(merged.exit_code, 0) << merged.err;
     EXPECT_EQ(nlohmann::json::parse(merged.out).at("root").get<std::string>(), root) << n << " shards";
-    EXPECT_EQ(ReadAll(Path(prefix + "full.ldm")), ReadAll(Path("single.ldm"))) << n << " shards";
+    EXPECT_EQ(ReadFileBytes(Path(prefix + "full.ldm")), ReadFileBytes(Path("single.ldm"))) << n << " shards";
     // A part's own root is its slice's, not the whole range's.
     if (n > 1) {
       EXPECT_NE(RootOf(Path(prefix + "0.ldm")), root);
@@ -138,7 +130,7 @@ TEST_F(ShardCli, AwsBatchIndexAndShowDescribePart) {
                       "--shard", "0", "--out", Path("flag-0.ldm")},
                      {"JOB_COMPLETION_INDEX=1"});
   ASSERT_EQ(flag.exit_code, 0) << flag.err;
-  EXPECT_EQ(ReadAll(Path("flag-0.ldm")), ReadAll(Path("aws-0.ldm")));
+  EXPECT_EQ(ReadFileBytes(Path("flag-0.ldm")), ReadFileBytes(Path("aws-0.ldm")));
 }
 
 TEST_F(ShardCli, MissingDuplicateOrForeignPartsAreRefused) {
@@ -166,9 +158,9 @@ TEST_F(ShardCli, MissingDuplicateOrForeignPartsAreRefused) {
   EXPECT_EQ(notpart.exit_code, 2);
   EXPECT_NE(notpart.err.find("not a partial manifest"), std::string::npos) << notpart.err;
   // A corrupted part.
-  std::string bytes = ReadAll(Path("m-1.ldm"));
+  std::string bytes = ReadFileBytes(Path("m-1.ldm"));
   bytes[bytes.size() / 2] ^= 0x5a;
-  std::ofstream(Path("m-bad.ldm"), std::ios::binary) << bytes;
+  testing::WriteFileBytes(Path("m-bad.ldm"), bytes);
   auto bad = RunCli({"manifest", "merge", "--out", out, Path("m-0.ldm"), Path("m-bad.ldm"), Path("m-2.ldm")});
   EXPECT_EQ(bad.exit_code, 2) << bad.err;
   EXPECT_FALSE(fs::exists(out));
@@ -256,7 +248,7 @@ TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
   EXPECT_EQ(mj.at("comparison").at("identical"), true);
   EXPECT_EQ(mj.at("comparison").at("ledgers_compared"), 600);
   EXPECT_EQ(mj.at("comparison").at("rows_left"), nlohmann::json::parse(single.out).at("rows_compared").at("left"));
-  EXPECT_EQ(ReadAll(Path("vr-full.ldm")), ReadAll(Path("vr-single.ldm")));
+  EXPECT_EQ(ReadFileBytes(Path("vr-full.ldm")), ReadFileBytes(Path("vr-single.ldm")));
   // The entries are the left side's: the same roots as a plain digest of it.
   auto digest = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--format", "json"});
   ASSERT_EQ(digest.exit_code, 0) << digest.err;
@@ -280,7 +272,7 @@ TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
   EXPECT_EQ(bj.at("comparison").at("identical"), false);
   EXPECT_EQ(bj.at("comparison").at("first_divergent_ledger"), 450);
   EXPECT_EQ(bj.at("comparison").at("divergent_ledgers"), 1);
-  EXPECT_EQ(ReadAll(Path("vb-full.ldm")), ReadAll(Path("vb-single.ldm")));
+  EXPECT_EQ(ReadFileBytes(Path("vb-full.ldm")), ReadFileBytes(Path("vb-single.ldm")));
   auto show = RunCli({"manifest", "show", Path("vb-full.ldm")});
   EXPECT_EQ(show.exit_code, 1);
   EXPECT_NE(show.out.find("first divergent ledger 450"), std::string::npos) << show.out;

@@ -29,24 +29,10 @@ using nlohmann::json;
 using testing::RunCli;
 using testing::TestConninfo;
 
-std::string Slurp(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 size_t Occurrences(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
   for (size_t p = haystack.find(needle); p != std::string::npos; p = haystack.find(needle, p + needle.size())) ++n;
   return n;
-}
-
-fs::path TempDir(const std::string& prefix) {
-  fs::path dir = fs::temp_directory_path() / (prefix + "-" + std::to_string(getpid()) + "-" + testing::UniqueName("d"));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
 }
 
 std::vector<verify::UslPoint> Synthetic(double sigma, double kappa, double lambda, const std::vector<double>& ns) {
@@ -183,7 +169,7 @@ std::vector<std::string> SweepArgs(std::vector<std::string> extra) {
 
 // Keys listed in the first column of the README table under `heading` (until the next heading).
 std::set<std::string> DocumentedKeys(const std::string& heading) {
-  std::string readme = Slurp(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
   size_t at = readme.find(heading);
   EXPECT_NE(at, std::string::npos) << heading;
   if (at == std::string::npos) return {};
@@ -217,7 +203,7 @@ std::set<std::string> SweepSchemas(const std::string& run_id) {
 }
 
 TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
-  fs::path dir = TempDir("sweep");
+  fs::path dir = testing::FreshTempDir("sweep");
   auto r = RunCli(SweepArgs({"--repeat", "2", "--format", "json", "--csv", (dir / "cells.csv").string(), "--report",
                              (dir / "report").string()}));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
@@ -247,13 +233,13 @@ TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
   // Nothing is left behind after a clean sweep.
   EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
 
-  std::string csv = Slurp(dir / "cells.csv");
+  std::string csv = testing::ReadFileBytes(dir / "cells.csv");
   EXPECT_EQ(Occurrences(csv, "\n"), 5u) << csv;
   EXPECT_EQ(csv.rfind("workers,job_size,jobs,verdict,", 0), 0u);
   EXPECT_EQ(Occurrences(csv, ",identical,"), 4u);
   EXPECT_EQ(Occurrences(csv, ",true,"), 1u);  // the recommended cell
 
-  std::string html = Slurp(dir / "report" / "index.html");
+  std::string html = testing::ReadFileBytes(dir / "report" / "index.html");
   size_t heat = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\"");
   ASSERT_NE(heat, std::string::npos);
   std::string heatmap = html.substr(heat, html.find("</svg>", heat) - heat);
@@ -321,7 +307,7 @@ TEST(SweepCommand, AFailingExternalIngesterFailsItsCellAndTheSweepGoesOn) {
 }
 
 TEST(SweepCommand, ABaselineManifestStandsInForTheSerialIngest) {
-  fs::path dir = TempDir("sweep-baseline");
+  fs::path dir = testing::FreshTempDir("sweep-baseline");
   const std::string base = (dir / "base.ldm").string();
   auto v = RunCli({"verify", "--db", TestConninfo(), "--range", "2:301", "--workers", "2", "--job-size", "50",
                    "--density", "flat", "--save-baseline", base});

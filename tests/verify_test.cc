@@ -64,22 +64,6 @@ size_t Occurrences(const std::string &haystack, const std::string &needle) {
   return n;
 }
 
-std::string Slurp(const fs::path &path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path TempDir(const std::string &prefix) {
-  fs::path dir =
-      fs::temp_directory_path() /
-      (prefix + "-" + std::to_string(getpid()) + "-" + UniqueName("d"));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 // `ledgerdiff ingest` of `range` into `schema` of the database at `conninfo`
 // (flat density).
 void IngestInto(const std::string &conninfo, const std::string &schema,
@@ -447,7 +431,7 @@ TEST(VerifyCli, InjectedBugsAreCaughtAndTheSchemasKeptForALookAgain) {
 // 4. Baselines for CI.
 
 TEST(VerifyCli, BaselineRoundTripAndMismatches) {
-  const fs::path dir = TempDir("ld-baseline");
+  const fs::path dir = testing::FreshTempDir("ld-baseline");
   const std::string baseline = (dir / "serial.ldm").string();
   const std::string range = "2:201";
 
@@ -634,7 +618,7 @@ TEST_F(ExternalIngester, FailingCommandIsAFailedJobAndExit2) {
 TEST_F(ExternalIngester, FailedJobIsRetriedLikeAnyOther) {
   // Every job's first attempt exits 1 (a marker file per schema and job); the
   // retry copies.
-  const fs::path dir = TempDir("ld-flaky");
+  const fs::path dir = testing::FreshTempDir("ld-flaky");
   // (Shell braces cannot be used: every '{' starts a placeholder.)
   const std::string marker = "'" + dir.string() + "'/{schema}-{job}";
   const std::string tmpl = "if test ! -e " + marker + "; then touch " + marker +
@@ -658,7 +642,7 @@ TEST_F(ExternalIngester, FailedJobIsRetriedLikeAnyOther) {
 // 6. Report outputs: JSON, JUnit, Markdown, HTML.
 
 TEST(VerifyReports, JsonJunitMarkdownAndHtmlOfADivergentRun) {
-  const fs::path dir = TempDir("ld-reports");
+  const fs::path dir = testing::FreshTempDir("ld-reports");
   const std::string junit = (dir / "verify.xml").string(),
                     markdown = (dir / "verify.md").string();
   const std::string html_dir = (dir / "html").string();
@@ -692,7 +676,7 @@ TEST(VerifyReports, JsonJunitMarkdownAndHtmlOfADivergentRun) {
   // JUnit: one testcase per compared table, one <failure>, in the divergent
   // table's testcase.
   ASSERT_TRUE(fs::exists(junit));
-  const std::string x = Slurp(junit);
+  const std::string x = testing::ReadFileBytes(junit);
   const size_t tables = j["diff"]["tables"].size();
   EXPECT_GE(tables, 7u);
   EXPECT_EQ(x.rfind("<?xml", 0), 0u);
@@ -721,12 +705,12 @@ TEST(VerifyReports, JsonJunitMarkdownAndHtmlOfADivergentRun) {
 
   // Markdown and HTML.
   ASSERT_TRUE(fs::exists(markdown));
-  const std::string md = Slurp(markdown);
+  const std::string md = testing::ReadFileBytes(markdown);
   EXPECT_TRUE(Contains(md, "DIVERGENT") || Contains(md, "divergent")) << md;
   EXPECT_TRUE(Contains(md, std::to_string(ledger))) << md;
   const fs::path index = fs::path(html_dir) / "index.html";
   ASSERT_TRUE(fs::exists(index));
-  const std::string html = Slurp(index);
+  const std::string html = testing::ReadFileBytes(index);
   EXPECT_TRUE(Contains(html, "<svg")) << html.substr(0, 400);
   EXPECT_TRUE(Contains(html, "history_effects"));
   EXPECT_FALSE(Contains(html, "<script src="))
@@ -735,18 +719,18 @@ TEST(VerifyReports, JsonJunitMarkdownAndHtmlOfADivergentRun) {
 }
 
 TEST(VerifyReports, JunitOfACleanRunHasNoFailure) {
-  const fs::path dir = TempDir("ld-junit-clean");
+  const fs::path dir = testing::FreshTempDir("ld-junit-clean");
   const std::string junit = (dir / "verify.xml").string(),
                     markdown = (dir / "verify.md").string();
   auto r = RunCli(VerifyArgs(
       "2:101", {"--junit", junit, "--markdown", markdown, "--format", "json"}));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   json j = ParseJson(r);
-  const std::string x = Slurp(junit);
+  const std::string x = testing::ReadFileBytes(junit);
   EXPECT_TRUE(Contains(x, "failures=\"0\"")) << x;
   EXPECT_EQ(Occurrences(x, "<failure"), 0u) << x;
   EXPECT_EQ(Occurrences(x, "<testcase "), j["diff"]["tables"].size()) << x;
-  const std::string md = Slurp(markdown);
+  const std::string md = testing::ReadFileBytes(markdown);
   EXPECT_TRUE(Contains(md, "IDENTICAL") || Contains(md, "identical")) << md;
   fs::remove_all(dir);
 }
@@ -802,7 +786,7 @@ TEST(VerifyCli, BadInputIsOneLineAndExit2) {
 // On the embedded default a divergence keeps the cluster so the printed look-again works; under
 // GitHub Actions the failing table is an annotation and the step summary gets the Markdown.
 TEST(VerifyCli, EmbeddedDivergenceKeepsTheClusterAndSpeaksGithub) {
-  const fs::path dir = TempDir("ld-keep");
+  const fs::path dir = testing::FreshTempDir("ld-keep");
   const fs::path summary = dir / "step_summary.md";
   const Ledger ledger = PlannedLedger("drop-row", {2, 151});
   std::vector<std::string> env = kEmbeddedEnv;
@@ -837,7 +821,7 @@ TEST(VerifyCli, EmbeddedDivergenceKeepsTheClusterAndSpeaksGithub) {
       << r.err;
   EXPECT_TRUE(Contains(r.err, "was written on the parallel side by job")) << r.err;
   EXPECT_TRUE(Contains(r.err, "::notice title=ledgerdiff verify%3A look again::")) << r.err;
-  const std::string md = Slurp(summary);
+  const std::string md = testing::ReadFileBytes(summary);
   EXPECT_TRUE(Contains(md, "ledgerdiff verify: divergent")) << md;
   EXPECT_TRUE(Contains(md, "rm -rf")) << md;
   // The look-again run must not have removed it either.
@@ -867,16 +851,16 @@ TEST(VerifyRange, ReportsLikeVerify) {
   const std::string left = UniqueName("ld_vr_left"), right = UniqueName("ld_vr_right");
   IngestInto(TestConninfo(), left, "2:61");
   IngestInto(TestConninfo(), right, "2:61");
-  const fs::path dir = TempDir("ld-vr-reports");
+  const fs::path dir = testing::FreshTempDir("ld-vr-reports");
   auto r = RunCli({"verify-range", "--range", "2:61", "--left", TestConninfo(), "--right", TestConninfo(),
                    "--left-schema", left, "--right-schema", right, "--junit", (dir / "vr.xml").string(),
                    "--markdown", (dir / "vr.md").string(), "--report", (dir / "html").string()});
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  const std::string x = Slurp(dir / "vr.xml");
+  const std::string x = testing::ReadFileBytes(dir / "vr.xml");
   EXPECT_TRUE(Contains(x, "<testsuite name=\"ledgerdiff.verify-range\"")) << x;
   EXPECT_TRUE(Contains(x, "name=\"history_ledgers\"")) << x;
   EXPECT_EQ(Occurrences(x, "<failure"), 0u) << x;
-  EXPECT_TRUE(Contains(Slurp(dir / "vr.md"), "ledgerdiff verify-range: identical"));
+  EXPECT_TRUE(Contains(testing::ReadFileBytes(dir / "vr.md"), "ledgerdiff verify-range: identical"));
   EXPECT_TRUE(fs::exists(dir / "html" / "index.html"));
   auto conn = Connect();
   ASSERT_TRUE(conn->Run(fmt::format("DROP SCHEMA {} CASCADE; DROP SCHEMA {} CASCADE", pg::QuoteIdent(left),
