@@ -42,14 +42,16 @@ std::string HexBytes(const unsigned char* p, size_t n) {
   return s;
 }
 
-// Chooses the chunk size (ledgers per unit of work; one COPY per table per chunk): about four
-// chunks per worker (ledgers are not uniformly dense, so the pool balances), at most
-// kMaxChunkLedgers ledgers (bounds the entries a chunk holds in memory, see dump/README.md).
-constexpr double kMaxChunkLedgers = 20000;
+// Chooses the chunk size (ledgers per chunk): the whole range up to kMaxChunkLedgers (which
+// bounds the entries a chunk holds in memory, see dump/README.md), whatever --jobs is. The
+// workers share a chunk by its tables (one unit of work per table and chunk), so a chunk need not
+// be small to keep them busy; and a large chunk lets the server read a table as the raw COPY
+// floor does (a sequential scan with its small buffer ring) where a small one forces an index
+// scan that churns shared buffers (measured in dump/README.md).
+constexpr uint32_t kMaxChunkLedgers = 50000;
 uint32_t ChunkSize(const LedgerRange& range, const DigestOptions& options) {
   if (options.chunk_ledgers > 0) return options.chunk_ledgers;
-  double fair = std::ceil(static_cast<double>(range.size()) / (options.jobs * 4.0));
-  return static_cast<uint32_t>(std::clamp(fair, 1.0, kMaxChunkLedgers));
+  return static_cast<uint32_t>(std::min<uint64_t>(range.size(), kMaxChunkLedgers));
 }
 
 struct Prepared {
@@ -116,57 +118,88 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
   return plan;
 }
 
-// Computes one chunk on a worker connection: one unordered COPY per table over the chunk's
-// ledgers; each row is hashed and added to its (ledger, table) multiset accumulator.
-Status ComputeChunk(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
-                    const std::vector<std::vector<ColumnClass>>& classes, const ClientPlan& client,
-                    const LedgerRange& range, const std::atomic<bool>& stop, Chunk& out) {
-  const size_t T = profile.tables.size();
-  out.range = range;
-  out.tables = T;
-  out.full = true;
-  std::vector<RowMultiset> acc(range.size() * T);
-  out.combined.resize(range.size());
+// A chunk being computed. Its tables are units of work any worker may take; each writes only
+// its own table's accumulators (disjoint entries of `acc`), and the worker that completes the
+// last table seals the chunk.
+struct ChunkWork {
+  Chunk chunk;
+  std::vector<RowMultiset> acc;  // per (ledger, table), Chunk::Index order
+  size_t tables_left = 0;
+  ChunkWork(const LedgerRange& range, size_t tables) : acc(range.size() * tables), tables_left(tables) {
+    chunk.range = range;
+    chunk.tables = tables;
+    chunk.full = true;
+  }
+};
+
+// Streams table `t` of `work`'s ledgers on a worker connection (one unordered COPY); each row is
+// hashed and added to its (ledger, table) multiset accumulator.
+Status ComputeTable(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
+                    const std::vector<std::vector<ColumnClass>>& classes, const ClientPlan& client, size_t t,
+                    const std::atomic<bool>& stop, ChunkWork& work) {
+  const LedgerRange range = work.chunk.range;
+  const ResolvedTable& table = profile.tables[t];
+  const size_t ncols = table.columns.size();
+  const ColumnClass* cls = classes[t].data();
+  std::optional<ClientResolvedTable> resolver;
+  if (!client.maps[t].empty()) resolver.emplace(table, client.maps[t]);
+  const size_t nfields = resolver ? resolver->statement_fields() : ncols + 1;
+  std::string sql = resolver ? resolver->Copy(schema, range) : DigestCopy(table, schema, range);
   std::vector<std::string_view> fields, canonical;
   RowHasher hasher;
-  for (size_t t = 0; t < T; ++t) {
-    const ResolvedTable& table = profile.tables[t];
-    const size_t ncols = table.columns.size();
-    const ColumnClass* cls = classes[t].data();
-    std::optional<ClientResolvedTable> resolver;
-    if (!client.maps[t].empty()) resolver.emplace(table, client.maps[t]);
-    const size_t nfields = resolver ? resolver->statement_fields() : ncols + 1;
-    std::string sql = resolver ? resolver->Copy(schema, range) : DigestCopy(table, schema, range);
-    Status s = conn.CopyOut(sql, [&](std::string_view line) -> Status {
-      if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
-      pg::SplitCopyFields(line, fields);
-      Ledger l = 0;
-      if (fields.size() != nfields || !ParseLedgerField(fields[0], l) || !range.contains(l))
-        return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, ledger field \"{}\")",
-                                table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
-      if (resolver) {
-        LD_RETURN_IF_ERROR(resolver->Resolve(fields, canonical));
-        acc[out.Index(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
-      } else {
-        acc[out.Index(l, t)].Add(hasher.Hash(fields.data() + 1, cls, ncols));
-      }
-      return Status::Ok();
-    });
-    if (!s.ok()) return s.With("table " + table.name);
+  Status s = conn.CopyOut(sql, [&](std::string_view line) -> Status {
+    if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
+    pg::SplitCopyFields(line, fields);
+    Ledger l = 0;
+    if (fields.size() != nfields || !ParseLedgerField(fields[0], l) || !range.contains(l))
+      return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, ledger field \"{}\")",
+                              table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
+    if (resolver) {
+      LD_RETURN_IF_ERROR(resolver->Resolve(fields, canonical));
+      work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
+    } else {
+      work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(fields.data() + 1, cls, ncols));
+    }
+    return Status::Ok();
+  });
+  return s.ok() ? s : s.With("table " + table.name);
+}
+
+// Turns the accumulators of a chunk whose tables are all done into its entries and per-ledger
+// combined digests. REQUIRES: tables_left == 0.
+Chunk Seal(ChunkWork& work) {
+  Chunk out = std::move(work.chunk);
+  const size_t T = out.tables;
+  out.counts.resize(work.acc.size());
+  out.digests.resize(work.acc.size());
+  for (size_t i = 0; i < work.acc.size(); ++i) {
+    out.counts[i] = work.acc[i].count;
+    out.digests[i] = work.acc[i].count ? work.acc[i].Finish() : EmptyDigest();
   }
-  out.counts.resize(acc.size());
-  out.digests.resize(acc.size());
-  for (size_t i = 0; i < acc.size(); ++i) {
-    out.counts[i] = acc[i].count;
-    out.digests[i] = acc[i].count ? acc[i].Finish() : EmptyDigest();
-  }
-  acc = {};
-  for (Ledger l = range.from;; ++l) {
+  work.acc = {};
+  out.combined.resize(out.range.size());
+  for (Ledger l = out.range.from;; ++l) {
     size_t i = out.Index(l, 0);
-    out.combined[l - range.from] = CombinedDigest(l, &out.counts[i], &out.digests[i], T);
-    if (l == range.to) break;
+    out.combined[l - out.range.from] = CombinedDigest(l, &out.counts[i], &out.digests[i], T);
+    if (l == out.range.to) break;
   }
-  return Status::Ok();
+  return out;
+}
+
+// The order in which a chunk's tables are handed out: largest first (by the server's page
+// count), so that the last unit of a chunk is a short one. Only the schedule depends on it.
+Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::string& schema,
+                                               const ResolvedProfile& profile) {
+  std::vector<std::pair<int64_t, size_t>> by_size;
+  for (size_t t = 0; t < profile.tables.size(); ++t) {
+    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec("SELECT coalesce((SELECT relpages FROM pg_class WHERE oid = to_regclass($1)), 0)",
+                                              {pg::Qualified(schema, profile.tables[t].name)}));
+    by_size.emplace_back(-r.GetInt(0, 0), t);
+  }
+  std::sort(by_size.begin(), by_size.end());
+  std::vector<size_t> order;
+  for (const auto& [pages, t] : by_size) order.push_back(t);
+  return order;
 }
 
 }  // namespace
@@ -292,13 +325,29 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   }
   LD_ASSIGN_OR_RETURN(ClientPlan client,
                       PlanClientResolution(*prep.coordinator, schema, profile, options.resolve_on_client));
-  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(chunks.size())));
-  const size_t lookahead = static_cast<size_t>(jobs) * 2 + 1;
+  // Units of work: (chunk, table), chunk by chunk, each chunk's tables largest first. A profile
+  // without tables still has one unit per chunk (it only seals the chunk).
+  LD_ASSIGN_OR_RETURN(std::vector<size_t> table_order, LargestTablesFirst(*prep.coordinator, schema, profile));
+  constexpr size_t kNoTable = static_cast<size_t>(-1);
+  if (table_order.empty()) table_order.push_back(kNoTable);
+  struct Unit {
+    size_t chunk, table;
+  };
+  std::vector<Unit> units;
+  for (size_t c = 0; c < chunks.size(); ++c)
+    for (size_t t : table_order) units.push_back({c, t});
+  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(units.size())));
+  // Chunks alive at once: those being computed and those sealed but not yet emitted, all within
+  // `lookahead` chunks of the next one to emit: enough for every worker to have a table to read
+  // while the oldest chunk's last table finishes.
+  const size_t lookahead = (static_cast<size_t>(jobs) + table_order.size() - 1) / table_order.size() + 1;
 
   std::mutex mu;
   std::condition_variable cv;
+  std::map<size_t, std::unique_ptr<ChunkWork>> in_progress;
   std::map<size_t, Chunk> ready;
-  size_t next_take = 0, next_emit = 0;
+  size_t next_unit = 0, next_emit = 0;
+  uint64_t units_done = 0;
   std::atomic<bool> stop{false};
   Status first_error;
   auto fail = [&](const Status& s) {
@@ -323,21 +372,38 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   for (int w = 0; w < jobs; ++w) {
     threads.emplace_back([&, w] {
       for (;;) {
-        size_t idx;
+        Unit unit;
+        ChunkWork* work;
         {
           std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return stop || next_take >= chunks.size() || next_take < next_emit + lookahead; });
-          if (stop || next_take >= chunks.size()) return;
-          idx = next_take++;
+          cv.wait(lock, [&] {
+            return stop || next_unit >= units.size() || units[next_unit].chunk < next_emit + lookahead;
+          });
+          if (stop || next_unit >= units.size()) return;
+          unit = units[next_unit++];
+          auto& slot = in_progress[unit.chunk];
+          if (!slot) slot = std::make_unique<ChunkWork>(chunks[unit.chunk], profile.tables.size());
+          work = slot.get();
         }
-        Chunk chunk;
-        Status s = ComputeChunk(*conns[w], schema, profile, classes, client, chunks[idx], stop, chunk);
-        if (!s.ok()) {
-          fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[idx].str())));
-          return;
+        if (unit.table != kNoTable) {
+          Status s = ComputeTable(*conns[w], schema, profile, classes, client, unit.table, stop, *work);
+          if (!s.ok()) {
+            fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[unit.chunk].str())));
+            return;
+          }
         }
+        bool last;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ++units_done;
+          last = --work->tables_left == 0 || unit.table == kNoTable;
+          cv.notify_all();
+        }
+        if (!last) continue;
+        Chunk sealed = Seal(*work);  // no other worker touches a chunk whose tables are all done
         std::lock_guard<std::mutex> lock(mu);
-        ready.emplace(idx, std::move(chunk));
+        in_progress.erase(unit.chunk);
+        ready.emplace(unit.chunk, std::move(sealed));
         cv.notify_all();
       }
     });
@@ -351,12 +417,37 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   for (const auto& m : client.maps) summary.tables_resolved_on_client += m.empty() ? 0 : 1;
   RootBuilder roots(summary.profile);
   uint64_t ledgers_done = 0;
+  uint64_t units_reported = 0;
+  double ledgers_reported = 0;  // progress never goes back (a unit estimate may run ahead of an emitted chunk)
+  auto report_progress = [&](double ledgers) {
+    if (ledgers < ledgers_reported) return;
+    ledgers_reported = ledgers;
+    Progress p;
+    p.phase = options.phase;
+    p.done = static_cast<uint64_t>(ledgers);
+    p.total = range.size();
+    double el = SecondsSince(start);
+    p.rate_per_s = el > 0 ? ledgers / el : 0;
+    p.eta_s = p.rate_per_s > 0 ? (static_cast<double>(range.size()) - ledgers) / p.rate_per_s : -1;
+    reporter.Update(p);
+  };
   while (true) {
     Chunk chunk;
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return stop || next_emit >= chunks.size() || ready.count(next_emit); });
+      cv.wait(lock, [&] {
+        return stop || next_emit >= chunks.size() || ready.count(next_emit) || units_done != units_reported;
+      });
       if (stop || next_emit >= chunks.size()) break;
+      if (!ready.count(next_emit)) {
+        // A table of a chunk is done: progress in ledgers, a chunk's table worth 1/T of its ledgers.
+        units_reported = units_done;
+        const double per_unit = static_cast<double>(prep.chunk) / static_cast<double>(table_order.size());
+        const double done = std::min(static_cast<double>(range.size()), static_cast<double>(units_done) * per_unit);
+        lock.unlock();
+        report_progress(done);
+        continue;
+      }
       chunk = std::move(ready[next_emit]);
       ready.erase(next_emit);
       ++next_emit;
@@ -377,14 +468,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
       }
     }
     ledgers_done += chunk.range.size();
-    Progress p;
-    p.phase = options.phase;
-    p.done = ledgers_done;
-    p.total = range.size();
-    double el = SecondsSince(start);
-    p.rate_per_s = el > 0 ? static_cast<double>(ledgers_done) / el : 0;
-    p.eta_s = p.rate_per_s > 0 ? static_cast<double>(range.size() - ledgers_done) / p.rate_per_s : -1;
-    reporter.Update(p);
+    report_progress(static_cast<double>(ledgers_done));
   }
   {
     std::lock_guard<std::mutex> lock(mu);

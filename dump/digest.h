@@ -13,8 +13,10 @@
 // Consistency: one coordinator transaction (REPEATABLE READ READ ONLY) exports a snapshot; the
 // N worker connections import it, so the digest is of one instant even while the schema is being
 // written. Strictly read-only: no temp tables, no writes (works on a hot standby).
-// Memory: rows are never kept; at most `jobs * 2 + 1` chunks of entries are alive at once, plus
-// one accumulator per (ledger, table) of each chunk being computed (24 bytes each).
+// Work: the range is cut into chunks (the whole range, at most 50000 ledgers); a unit of work is
+// one table of one chunk, so `jobs` workers share a chunk by its tables, largest first.
+// Memory: rows are never kept; at most ceil(jobs / tables) + 1 chunks are alive at once, each
+// with one accumulator per (ledger, table) (24 bytes) while computed, then its entries.
 // Determinism: the entries do not depend on jobs or chunk size.
 
 #include <cstdint>
@@ -74,7 +76,7 @@ class RootBuilder {
 struct DigestOptions {
   std::optional<LedgerRange> range;  // default: the range present in the schema
   int jobs = 1;                      // worker connections, >= 1
-  uint32_t chunk_ledgers = 0;        // 0: about 4 chunks per job, at most 20000 ledgers
+  uint32_t chunk_ledgers = 0;        // 0: the whole range, at most 50000 ledgers
   // Diff: compare only these tables and columns (another side's list). Tables absent here are
   // skipped; columns absent here are dropped.
   std::optional<ResolvedProfile> restrict_to;

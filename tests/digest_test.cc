@@ -577,22 +577,13 @@ TEST(Manifest, CompactSizeAndSubRange) {
   EXPECT_NE(bad.status().message().find("outside"), std::string::npos);
 }
 
-std::string ReadFile(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-void WriteFile(const std::string& p, const std::string& s) {
-  std::ofstream out(p, std::ios::binary);
-  out << s;
-}
-
 TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
   std::string path = TempPath("good.ldm");
   NullReporter rep;
   ASSERT_TRUE(dump::DigestToManifest(KahunaLeft(), "public", dump::HorizonProfileSpec(), {}, path,
                                      dump::ManifestDetail::kCompact, rep)
                   .ok());
-  std::string good = ReadFile(path);
+  std::string good = testing::ReadFileBytes(path);
   std::string corrupt = good;
   corrupt[corrupt.size() - 200] ^= 0x40;
   std::string truncated = good.substr(0, good.size() / 2 + 37);
@@ -603,7 +594,7 @@ TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
            {"corrupt", corrupt, "corrupted"}, {"truncated", truncated, "truncated"},
            {"foreign", foreign, "version 9"}, {"notone", notone, "not a ledgerdiff manifest"}}) {
     std::string p = TempPath(name + ".ldm");
-    WriteFile(p, bytes);
+    testing::WriteFileBytes(p, bytes);
     auto r = dump::ReadManifestSummary(p);
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
@@ -619,13 +610,38 @@ TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
 // ---------------------------------------------------------------------------------------------
 // Determinism and our own schema
 
-TEST(Digest, JobsOneEqualsJobsFour) {
+// The workers share chunks by their tables (one unit per table and chunk): however many workers
+// and chunks, the same entries, combined digests and root; progress only grows, to the total.
+TEST(Digest, EntriesDoNotDependOnJobsOrChunks) {
   auto a = DigestEntries(KahunaLeft(), "public", "horizon", std::nullopt, 1, 0);
-  auto b = DigestEntries(KahunaLeft(), "public", "horizon", std::nullopt, 4, 3);
-  ASSERT_TRUE(a.ok() && b.ok());
-  EXPECT_EQ(a->summary.root, b->summary.root);
-  EXPECT_EQ(a->e, b->e);
-  EXPECT_EQ(a->combined, b->combined);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  for (int jobs : {2, 4, 9})
+    for (uint32_t chunk : {0u, 1u, 3u, 40u}) {
+      auto b = DigestEntries(KahunaLeft(), "public", "horizon", std::nullopt, jobs, chunk);
+      ASSERT_TRUE(b.ok()) << b.status().message();
+      EXPECT_EQ(a->summary.root, b->summary.root) << "jobs " << jobs << " chunk " << chunk;
+      EXPECT_EQ(a->e, b->e) << "jobs " << jobs << " chunk " << chunk;
+      EXPECT_EQ(a->combined, b->combined) << "jobs " << jobs << " chunk " << chunk;
+    }
+
+  struct Recorder : Reporter {
+    std::vector<Progress> updates;
+    void Note(std::string_view) override {}
+    void Update(const Progress& p) override { updates.push_back(p); }
+  } recorder;
+  dump::DigestOptions o;
+  o.jobs = 3;
+  o.chunk_ledgers = 5;
+  auto spec = dump::LoadProfileSpec("horizon");
+  ASSERT_TRUE(spec.ok());
+  auto r = dump::DigestSchema(KahunaLeft(), "public", *spec, o, nullptr, recorder);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->root, a->summary.root);
+  ASSERT_FALSE(recorder.updates.empty());
+  for (size_t i = 1; i < recorder.updates.size(); ++i)
+    EXPECT_GE(recorder.updates[i].done, recorder.updates[i - 1].done);
+  EXPECT_EQ(recorder.updates.back().done, r->range.size());
+  EXPECT_EQ(recorder.updates.back().total, r->range.size());
 }
 
 // Client-side resolution (dump/lookup_map.h) must give exactly the canonical joins' digests:
@@ -761,7 +777,7 @@ TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {
   ASSERT_TRUE(dump::DumpSchema(TestConninfo(), parallel, dump::HorizonProfileSpec(), dopt, rep).ok());
   for (const auto& e : std::filesystem::directory_iterator(d1)) {
     std::string other = (std::filesystem::path(d2) / e.path().filename()).string();
-    EXPECT_EQ(ReadFile(e.path().string()), ReadFile(other)) << e.path();
+    EXPECT_EQ(testing::ReadFileBytes(e.path().string()), testing::ReadFileBytes(other)) << e.path();
   }
 }
 
@@ -773,7 +789,7 @@ TEST(Digest, UserProfileFromJson) {
                          "INSERT INTO {0}.accts VALUES (1, 'GA'), (2, 'GB'); INSERT INTO {0}.moves VALUES (5, 1, 'x'), (6, 2, 'y')",
                          Q(s)));
   std::string path = TempPath("profile.json");
-  WriteFile(path, R"({"name": "mine", "tables": [{"table": "moves", "ledger": {"column": "seq"}, "key": ["acct"],
+  testing::WriteFileBytes(path, R"({"name": "mine", "tables": [{"table": "moves", "ledger": {"column": "seq"}, "key": ["acct"],
                      "resolve": [{"column": "acct", "lookup": "accts", "id": "id", "natural": ["addr"]}]}]})");
   auto spec = dump::LoadProfileSpec(path);
   ASSERT_TRUE(spec.ok()) << spec.status().message();
@@ -787,7 +803,7 @@ TEST(Digest, UserProfileFromJson) {
   EXPECT_EQ(p->tables[0].columns[2].name, "seq");
   EXPECT_EQ(p->ExcludedColumns(), std::vector<std::string>{"moves.created_at"});
   EXPECT_EQ(p->lookup_tables, std::vector<std::string>{"accts"});
-  WriteFile(path, "{nope");
+  testing::WriteFileBytes(path, "{nope");
   EXPECT_EQ(dump::LoadProfileSpec(path).status().kind(), Status::Kind::kUsage);
 }
 
