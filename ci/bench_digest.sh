@@ -16,10 +16,13 @@
 #   peers        --peers: a copy of the schema with one effect changed in the middle ledger, then
 #                `ledgerdiff diff`, `verify-range` (its digest/diff phases from --format json),
 #                pg_comparator (its C checksum extension; one run per table, with the table's key)
-#                and Horizon's way on both sides, all on the same two copies
+#                and Horizon's way on both sides, all on the same two copies; diff / pg_comparator
+#   verify phases --verify-to N: one `ledgerdiff verify --range 2:N --workers 2` on the embedded
+#                default (two fresh ingests, then the digests and the diff), its phase times
 #
 # Usage: ci/bench_digest.sh [--to N] [--keep-db DIR] [--old BIN] [--reps R] [--jobs "1 2"]
 #                           [--scale "10001 20001"] [--peers] [--no-main] [--server-share]
+#                           [--verify-to N]
 #   --server-share  also time digest-sql (the digest's own statements through psql)
 #   --quick      leave the verify-range way and pg_dump out of the single-side table
 #   --no-main    skip the single-side table (floor, digest, verify-range way, pg_dump)
@@ -43,6 +46,7 @@ PEERS=0
 MAIN=1
 SERVER_SHARE=0
 QUICK=0
+VERIFY_TO=""
 while (($#)); do
   case "$1" in
     --to) TO=$2; shift 2 ;;
@@ -55,6 +59,7 @@ while (($#)); do
     --no-main) MAIN=0; shift ;;
     --server-share) SERVER_SHARE=1; shift ;;
     --quick) QUICK=1; shift ;;
+    --verify-to) VERIFY_TO=$2; shift 2 ;;
     *) echo "bench_digest: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -150,6 +155,9 @@ measure() {  # NAME COMMAND...
 }
 
 ratio() { echo "$1 / $2" | bc -l; }
+# One unmeasured pass over every table first: the server was just started, and the first
+# measurement would otherwise pay for filling the caches alone (seen: a first floor run 50% slower).
+run_floor
 if ((MAIN)); then
 measure floor run_floor
 ((SERVER_SHARE)) && measure digest-sql run_digest_sql
@@ -165,9 +173,11 @@ fi
 echo "== ratios (medians)"
 for name in "${!MED[@]}"; do
   case "$name" in "digest j"*|old*) ;; *) continue ;; esac
-  printf "%-14s / floor %5.2fx   verify-range / it %5.2fx   pg_dump / it %5.2fx   peak RSS %6.1f MB   roots %s\n" \
-    "$name" "$(ratio "${MED[$name]}" "${MED[floor]}")" "$(ratio "${MED[verify-range]}" "${MED[$name]}")" \
-    "$(ratio "${MED[pg_dump]}" "${MED[$name]}")" "$(echo "${RSS[$name]:-0} / 1024" | bc -l)" "${ROOTS[$name]:-}"
+  peers=""
+  ((QUICK)) || peers=$(printf "   verify-range / it %5.2fx   pg_dump / it %5.2fx" \
+    "$(ratio "${MED[verify-range]}" "${MED[$name]}")" "$(ratio "${MED[pg_dump]}" "${MED[$name]}")")
+  printf "%-14s / floor %5.2fx%s   peak RSS %6.1f MB   roots %s\n" \
+    "$name" "$(ratio "${MED[$name]}" "${MED[floor]}")" "$peers" "$(echo "${RSS[$name]:-0} / 1024" | bc -l)" "${ROOTS[$name]:-}"
 done | sort
 fi
 
@@ -243,9 +253,31 @@ if ((PEERS)); then
   measure "ledgerdiff diff" run_diff
   measure "ld verify-range" run_verify_range_ld
   measure "pg_comparator" run_pg_comparator
-  measure "horizon way x2" run_horizon_both
+  if [ "${MED[verify-range]:-0}" != 0 ]; then
+    # Both sides are the same rows: twice the single-side median measured above, not re-run.
+    MED[horizon way x2]=$(echo "2 * ${MED[verify-range]}" | bc -l)
+    printf "%-14s %8.2f s  (2 x the single-side verify-range way above)\n" "horizon way x2" "${MED[horizon way x2]}"
+  else
+    measure "horizon way x2" run_horizon_both
+  fi
+  printf "ledgerdiff diff / pg_comparator %5.2fx   ld verify-range / pg_comparator %5.2fx   horizon way x2 / ledgerdiff diff %5.2fx\n" \
+    "$(ratio "${MED[ledgerdiff diff]}" "${MED[pg_comparator]}")" "$(ratio "${MED[ld verify-range]}" "${MED[pg_comparator]}")" \
+    "$(ratio "${MED[horizon way x2]}" "${MED[ledgerdiff diff]}")"
   echo "ledgerdiff diff: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("verdict", j.get("verdict"), "first divergent ledger", j.get("first_divergent_ledger"))' "$WORK/diff.json" 2>/dev/null)"
   echo "verify-range phases: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("phases", j.get("seconds")))' "$WORK/vr.json" 2>/dev/null)"
   echo "pg_comparator found: $(grep -c -E '^(UPDATE|INSERT|DELETE)' "$WORK/pgc.txt") differing rows: $(head -3 "$WORK/pgc.txt" | tr '\n' ' ')"
   [ ! -s "$WORK/pgc.err" ] || { echo "pg_comparator stderr:"; head -5 "$WORK/pgc.err"; }
+fi
+
+if [ -n "$VERIFY_TO" ]; then
+  echo "== verify --range 2:$VERIFY_TO --workers 2 on the embedded default: phase times"
+  "$LD" verify --range "2:$VERIFY_TO" --workers 2 --job-size 2000 --density stellar --format json >"$WORK/verify.json" 2>"$WORK/verify.err" || true
+  python3 - "$WORK/verify.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = sum(j["rows_per_table"]["parallel"].values())
+print(f"verdict {j['verdict']}, {rows} rows per side")
+for p in j["phases"]:
+    print(f"  {p['name']:<16} {p['seconds']:8.2f} s")
+PY
 fi
