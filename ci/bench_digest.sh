@@ -263,7 +263,7 @@ if ((PEERS)); then
   printf "ledgerdiff diff / pg_comparator %5.2fx   ld verify-range / pg_comparator %5.2fx   horizon way x2 / ledgerdiff diff %5.2fx\n" \
     "$(ratio "${MED[ledgerdiff diff]}" "${MED[pg_comparator]}")" "$(ratio "${MED[ld verify-range]}" "${MED[pg_comparator]}")" \
     "$(ratio "${MED[horizon way x2]}" "${MED[ledgerdiff diff]}")"
-  echo "ledgerdiff diff: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("verdict", j.get("verdict"), "first divergent ledger", j.get("first_divergent_ledger"))' "$WORK/diff.json" 2>/dev/null)"
+  echo "ledgerdiff diff: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("identical", j.get("identical"), "first divergent ledger", j.get("first_divergent_ledger"), "phases", [(p["name"], round(p["seconds"], 1)) for p in j.get("phases", [])])' "$WORK/diff.json" 2>/dev/null)"
   echo "verify-range phases: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("phases", j.get("seconds")))' "$WORK/vr.json" 2>/dev/null)"
   echo "pg_comparator found: $(grep -c -E '^(UPDATE|INSERT|DELETE)' "$WORK/pgc.txt") differing rows: $(head -3 "$WORK/pgc.txt" | tr '\n' ' ')"
   [ ! -s "$WORK/pgc.err" ] || { echo "pg_comparator stderr:"; head -5 "$WORK/pgc.err"; }

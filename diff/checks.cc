@@ -17,11 +17,39 @@ const dump::LookupRule* FindRule(const std::vector<dump::LookupRule>& rules, con
   return nullptr;
 }
 
+// The ids referenced through every join of `profile` to `table`, as `known` saw them, or
+// std::nullopt when it did not see all of the rows a scan would read: a join it did not resolve,
+// another range, or (every row counting) rows of the table outside its range.
+std::optional<std::set<std::string>> KnownReferencesTo(const std::string& table, const dump::ResolvedProfile& profile,
+                                                       const std::optional<LedgerRange>& range,
+                                                       const KnownReferences& known) {
+  if (!known.seen || known.seen->range != known.range || (range && *range != known.range)) return std::nullopt;
+  std::set<std::string> ids;
+  bool any = false;
+  for (const auto& t : profile.tables)
+    for (const auto& j : t.joins) {
+      if (j.lookup_table != table) continue;
+      const dump::JoinReferences* seen = known.seen->Find(t.name, j.on_expr, table);
+      if (!seen) return std::nullopt;
+      if (!range && std::any_of(known.outside.begin(), known.outside.end(),
+                                [&](const dump::OutsideRange& o) { return o.table == t.name && o.total() > 0; }))
+        return std::nullopt;
+      for (int64_t id : seen->missing_ids) ids.insert(std::to_string(id));
+      any = true;
+    }
+  if (!any) return std::nullopt;
+  for (const auto& l : known.seen->lookups)
+    if (l.lookup_table == table)
+      for (int64_t id : l.referenced) ids.insert(std::to_string(id));
+  return ids;
+}
+
 }  // namespace
 
 Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std::string& schema,
                                                  const dump::ProfileSpec& spec, const dump::ResolvedProfile& profile,
-                                                 const std::optional<LedgerRange>& range) {
+                                                 const std::optional<LedgerRange>& range,
+                                                 const KnownReferences& known) {
   std::vector<LookupFacts> out;
   const auto rules = dump::LookupRules(spec);
   for (const auto& table : profile.lookup_tables) {
@@ -45,6 +73,11 @@ Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std
     }
     for (auto& [k, ids] : f.ids_of_key) std::sort(ids.begin(), ids.end());
     // References from every compared table that resolves through this lookup.
+    if (auto seen = KnownReferencesTo(table, profile, range, known)) {
+      f.referenced = std::move(*seen);
+      out.push_back(std::move(f));
+      continue;
+    }
     std::vector<std::string> parts;
     for (const auto& t : profile.tables)
       for (const auto& j : t.joins) {
@@ -122,11 +155,22 @@ std::vector<LookupComparison> CompareLookups(const std::vector<LookupFacts>& lef
 
 Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const std::string& schema,
                                                      const dump::ResolvedProfile& profile, const LedgerRange& range,
-                                                     const std::string& side) {
+                                                     const std::string& side, const dump::SeenReferences* seen) {
   std::vector<InvariantResult> out;
   const std::string quoted_schema = pg::QuoteIdent(schema);
   for (const auto& v : profile.invariants) {
     const dump::ResolvedTable* t = profile.Find(v.table);
+    if (v.reference && t && seen && seen->range == range) {
+      const dump::JoinReferences* j = nullptr;
+      for (const auto& c : seen->joins)
+        if (c.table == v.table && c.column == v.reference->column && c.lookup_table == v.reference->lookup_table &&
+            c.lookup_id == v.reference->lookup_id)
+          j = &c;
+      if (j) {
+        out.push_back({v.name, v.table, side, v.description, j->missing_rows, j->first_missing_ledger});
+        continue;
+      }
+    }
     std::string where = "(" + v.violation + ")";
     for (size_t p = where.find("{schema}"); p != std::string::npos; p = where.find("{schema}", p + quoted_schema.size()))
       where.replace(p, 8, quoted_schema);

@@ -3,7 +3,10 @@
 // keys, plus each side's identity rules) and the profile's side invariants.
 //
 // Each function reads one side on a connection the caller provides (the row diff's connection,
-// inside the digest's snapshot) and returns facts; comparing two sides' facts is pure.
+// inside the digest's snapshot) and returns facts; comparing two sides' facts is pure. Where the
+// side's digest already saw what a check needs (dump::SeenReferences: the referenced lookup
+// rows, the referenced ids without a row), the check takes it from there instead of scanning
+// the history tables again; the facts are the same either way (tests/soundness_test.cc, Checks).
 
 #include <cstdint>
 #include <map>
@@ -15,6 +18,7 @@
 #include "core/ledger_range.h"
 #include "core/pg.h"
 #include "core/status.h"
+#include "dump/digest.h"
 #include "dump/profile.h"
 
 namespace ledgerdiff::diff {
@@ -28,11 +32,22 @@ struct LookupFacts {
   std::set<std::string> referenced;  // ids referenced by compared rows (in the range when scoped)
 };
 
+// What one side's digest saw of its references, and over which rows: `seen` covers the rows of
+// `range` (seen->range must be it); `outside` counts each table's rows outside it.
+struct KnownReferences {
+  const dump::SeenReferences* seen = nullptr;  // nullptr: nothing known, every check scans
+  LedgerRange range;
+  std::vector<dump::OutsideRange> outside;
+};
+
 // Reads the lookup tables of `profile` (present ones) and the ids its compared tables reference.
-// `range`: only rows in it are counted as references (std::nullopt: every row).
+// `range`: only rows in it are counted as references (std::nullopt: every row). The references
+// of a lookup table come from `known` when it saw every join of `profile` to that table over
+// exactly those rows, else from a scan.
 Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std::string& schema,
                                                  const dump::ProfileSpec& spec, const dump::ResolvedProfile& profile,
-                                                 const std::optional<LedgerRange>& range);
+                                                 const std::optional<LedgerRange>& range,
+                                                 const KnownReferences& known = {});
 
 // A violated identity rule of one side's lookup table.
 struct LookupIssue {
@@ -69,8 +84,11 @@ struct InvariantResult {
 };
 
 // Checks `profile.invariants` on `schema` over `range` (rows of the table whose ledger is in it).
+// A Reference rule (dump::InvariantRule::reference) is answered from `seen` when it resolved
+// that join over exactly `range`, else by its SQL.
 Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const std::string& schema,
                                                      const dump::ResolvedProfile& profile, const LedgerRange& range,
-                                                     const std::string& side);
+                                                     const std::string& side,
+                                                     const dump::SeenReferences* seen = nullptr);
 
 }  // namespace ledgerdiff::diff

@@ -81,10 +81,12 @@ class ChunkQueue {
 // The digest thread publishes the snapshot id and waits until the comparator releases it.
 class SnapshotGate {
  public:
-  // Digest thread: publish and block until Release (DigestOptions::before_commit).
-  Status PublishAndWait(const std::string& id) {
+  // Digest thread: publish and block until Release (DigestOptions::before_commit). `seen`
+  // stays valid until then.
+  Status PublishAndWait(const std::string& id, const dump::SeenReferences& seen) {
     std::unique_lock<std::mutex> lock(mu_);
     id_ = id;
+    seen_ = &seen;
     published_ = true;
     cv_.notify_all();
     cv_.wait(lock, [&] { return released_; });
@@ -103,6 +105,9 @@ class SnapshotGate {
     if (!published_) return std::nullopt;
     return id_;
   }
+  // Comparator, after Wait() gave an id and before Release(): what the digest's client
+  // resolution saw.
+  const dump::SeenReferences& seen() const { return *seen_; }
   void Release() {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
@@ -113,6 +118,7 @@ class SnapshotGate {
   std::mutex mu_;
   std::condition_variable cv_;
   std::string id_;
+  const dump::SeenReferences* seen_ = nullptr;
   bool published_ = false, released_ = false, finished_ = false;
 };
 
@@ -459,7 +465,10 @@ class DiffRun {
       dopts.jobs = options_.jobs;
       dopts.restrict_to = common_;
       dopts.phase = fmt::format("digest {}", s.name);
-      dopts.before_commit = [&s](const std::string& id) { return s.gate.PublishAndWait(id); };
+      dopts.resolve_on_client = options_.resolve_on_client;
+      dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen) {
+        return s.gate.PublishAndWait(id, seen);
+      };
       const bool tapped = &s == &sides_[0] && options_.left_chunks;
       const int side = &s == &sides_[0] ? 0 : 1;
       const uint64_t resumed = options_.resumed_ledgers;
@@ -587,9 +596,13 @@ class DiffRun {
     auto check_side = [&](int i) -> Status {
       const Side& s = sides_[i];
       LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_));
+      // What the digest saw, where it saw all of it (its range is range_ unless resumed).
+      const dump::SeenReferences& seen = s.gate.seen();
       LD_ASSIGN_OR_RETURN(facts[i], ReadLookupFacts(*conns[i], s.source.schema, spec_, s.profile,
-                                                    scoped ? std::optional<LedgerRange>(range_) : std::nullopt));
-      LD_ASSIGN_OR_RETURN(checks[i].invariants, CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name));
+                                                    scoped ? std::optional<LedgerRange>(range_) : std::nullopt,
+                                                    KnownReferences{&seen, range_, checks[i].outside}));
+      LD_ASSIGN_OR_RETURN(checks[i].invariants,
+                          CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name, &seen));
       return Status::Ok();
     };
     std::thread right;

@@ -54,6 +54,9 @@ struct DiffOptions {
   // Accept a comparison of zero rows on both sides as identical (else a Usage error: a gate
   // must not pass on nothing, e.g. a wrong --range or a forgotten --db).
   bool allow_empty = false;
+  // dump::DigestOptions::resolve_on_client. The lookup and invariant checks take the
+  // references the client resolution saw; with false they scan the tables (same results).
+  bool resolve_on_client = true;
   // Called with every chunk of the left side's digest, in ledger order, from its digest thread,
   // restricted to the tables and columns both sides have (`common`); a non-ok Status stops the
   // diff. Only when the left side is a schema. verify-range --out writes its manifest from it.

@@ -87,7 +87,10 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
 // table the maps of its joins, or nothing when the table is read with the canonical joins.
 struct ClientPlan {
   std::vector<std::unique_ptr<LookupMap>> owned;
-  std::vector<std::vector<const LookupMap*>> maps;  // per profile table
+  std::vector<std::unique_ptr<ReferenceMarks>> marks;  // parallel to owned
+  std::vector<const JoinSpec*> loaded_by;              // parallel to owned: the join it was read for
+  std::vector<std::vector<const LookupMap*>> maps;     // per profile table
+  std::vector<std::vector<ReferenceMarks*>> marks_of;  // per profile table, parallel to maps
 };
 
 // Loads the maps in the coordinator's snapshot. A lookup that can't be mapped exactly (a
@@ -96,8 +99,9 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
                                         const ResolvedProfile& profile, bool enabled) {
   ClientPlan plan;
   plan.maps.resize(profile.tables.size());
+  plan.marks_of.resize(profile.tables.size());
   if (!enabled) return plan;
-  std::map<std::string, const LookupMap*> by_key;
+  std::map<std::string, size_t> by_key;
   for (size_t t = 0; t < profile.tables.size(); ++t) {
     const ResolvedTable& table = profile.tables[t];
     if (table.joins.empty() || !ClientResolvedTable::Supported(table)) continue;
@@ -107,12 +111,16 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
         LD_ASSIGN_OR_RETURN(LookupMap map, LookupMap::Load(conn, schema, j));
         if (!map.exact()) {
           plan.maps.assign(profile.tables.size(), {});
+          plan.marks_of.assign(profile.tables.size(), {});
           return plan;
         }
+        plan.marks.push_back(std::make_unique<ReferenceMarks>(map.rows()));
+        plan.loaded_by.push_back(&j);
         plan.owned.push_back(std::make_unique<LookupMap>(std::move(map)));
-        by_key[key] = plan.owned.back().get();
+        by_key[key] = plan.owned.size() - 1;
       }
-      plan.maps[t].push_back(by_key[key]);
+      plan.maps[t].push_back(plan.owned[by_key[key]].get());
+      plan.marks_of[t].push_back(plan.marks[by_key[key]].get());
     }
   }
   return plan;
@@ -133,16 +141,17 @@ struct ChunkWork {
 };
 
 // Streams table `t` of `work`'s ledgers on a worker connection (one unordered COPY); each row is
-// hashed and added to its (ledger, table) multiset accumulator.
+// hashed and added to its (ledger, table) multiset accumulator. Read on the client: the
+// references it saw are marked in `client` and its missing ones returned in `missing` (per join).
 Status ComputeTable(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
                     const std::vector<std::vector<ColumnClass>>& classes, const ClientPlan& client, size_t t,
-                    const std::atomic<bool>& stop, ChunkWork& work) {
+                    const std::atomic<bool>& stop, ChunkWork& work, std::vector<JoinReferences>& missing) {
   const LedgerRange range = work.chunk.range;
   const ResolvedTable& table = profile.tables[t];
   const size_t ncols = table.columns.size();
   const ColumnClass* cls = classes[t].data();
   std::optional<ClientResolvedTable> resolver;
-  if (!client.maps[t].empty()) resolver.emplace(table, client.maps[t]);
+  if (!client.maps[t].empty()) resolver.emplace(table, client.maps[t], client.marks_of[t]);
   const size_t nfields = resolver ? resolver->statement_fields() : ncols + 1;
   std::string sql = resolver ? resolver->Copy(schema, range) : DigestCopy(table, schema, range);
   std::vector<std::string_view> fields, canonical;
@@ -155,14 +164,16 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
       return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, ledger field \"{}\")",
                               table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
     if (resolver) {
-      LD_RETURN_IF_ERROR(resolver->Resolve(fields, canonical));
+      LD_RETURN_IF_ERROR(resolver->Resolve(fields, l, canonical));
       work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
     } else {
       work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(fields.data() + 1, cls, ncols));
     }
     return Status::Ok();
   });
-  return s.ok() ? s : s.With("table " + table.name);
+  if (!s.ok()) return s.With("table " + table.name);
+  if (resolver) missing = resolver->references();
+  return s;
 }
 
 // Turns the accumulators of a chunk whose tables are all done into its entries and per-ledger
@@ -274,6 +285,13 @@ void RootBuilder::Finish(const LedgerRange& range, std::vector<std::string>& tab
   root = HexBytes(md, n);
 }
 
+const JoinReferences* SeenReferences::Find(const std::string& table, const std::string& on_expr,
+                                          const std::string& lookup_table) const {
+  for (const auto& j : joins)
+    if (j.table == table && j.on_expr == on_expr && j.lookup_table == lookup_table) return &j;
+  return nullptr;
+}
+
 Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile) {
   bool any = false;
   int64_t lo = 0, hi = 0;
@@ -350,6 +368,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   uint64_t units_done = 0;
   std::atomic<bool> stop{false};
   Status first_error;
+  std::vector<std::vector<JoinReferences>> missing_of_table(profile.tables.size());  // per table, per join
   auto fail = [&](const Status& s) {
     std::lock_guard<std::mutex> lock(mu);
     if (first_error.ok()) first_error = s;
@@ -386,10 +405,24 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
           work = slot.get();
         }
         if (unit.table != kNoTable) {
-          Status s = ComputeTable(*conns[w], schema, profile, classes, client, unit.table, stop, *work);
+          std::vector<JoinReferences> missing;
+          Status s = ComputeTable(*conns[w], schema, profile, classes, client, unit.table, stop, *work, missing);
           if (!s.ok()) {
             fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[unit.chunk].str())));
             return;
+          }
+          if (!missing.empty()) {
+            std::lock_guard<std::mutex> lock(mu);
+            auto& into = missing_of_table[unit.table];
+            if (into.empty()) into.resize(missing.size());
+            for (size_t j = 0; j < missing.size(); ++j) {
+              if (into[j].table.empty()) {
+                into[j] = missing[j];
+                into[j].Normalize();
+              } else {
+                into[j].Merge(missing[j]);
+              }
+            }
           }
         }
         bool last;
@@ -479,7 +512,20 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   if (!first_error.ok()) return first_error;
   for (auto& c : conns) (void)c->Run("COMMIT");
   // The coordinator's transaction keeps the exported snapshot importable while the hook runs.
-  if (options.before_commit) LD_RETURN_IF_ERROR(options.before_commit(prep.snapshot));
+  if (options.before_commit) {
+    // Every unit ran (no error): the references cover the whole range of every client-resolved table.
+    SeenReferences seen;
+    seen.range = range;
+    for (auto& joins : missing_of_table)
+      for (auto& j : joins) seen.joins.push_back(std::move(j));
+    for (size_t m = 0; m < client.owned.size(); ++m) {
+      SeenReferences::Lookup l{client.loaded_by[m]->lookup_table, client.loaded_by[m]->lookup_id, {}};
+      for (size_t row = 0; row < client.marks[m]->rows(); ++row)
+        if (client.marks[m]->marked(row)) l.referenced.push_back(client.owned[m]->id(row));
+      seen.lookups.push_back(std::move(l));
+    }
+    LD_RETURN_IF_ERROR(options.before_commit(prep.snapshot, seen));
+  }
   (void)prep.coordinator->Run("COMMIT");
   std::vector<std::string> table_roots;
   roots.Finish(range, table_roots, summary.root);
@@ -495,7 +541,9 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
   for (const auto& r : SplitJobs(prep.range, prep.chunk))
     for (const auto& t : prep.profile.tables) {
       bool client = options.resolve_on_client && !t.joins.empty() && ClientResolvedTable::Supported(t);
-      out.push_back(client ? ClientResolvedTable(t, std::vector<const LookupMap*>(t.joins.size())).Copy(schema, r)
+      const size_t J = t.joins.size();
+      out.push_back(client ? ClientResolvedTable(t, std::vector<const LookupMap*>(J), std::vector<ReferenceMarks*>(J))
+                                 .Copy(schema, r)
                            : DigestCopy(t, schema, r));
     }
   return out;

@@ -29,6 +29,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "dump/canonical.h"
+#include "dump/lookup_map.h"
 #include "dump/profile.h"
 
 namespace ledgerdiff::dump {
@@ -73,6 +74,23 @@ class RootBuilder {
   std::vector<void*> ctx_;  // EVP_MD_CTX*
 };
 
+// The surrogate ids the digest's rows referenced, as its client resolution saw them over the
+// whole `range` (dump/lookup_map.h). Only tables resolved on the client are in it: a consumer
+// must check that the joins it needs are listed before it takes them instead of a scan.
+struct SeenReferences {
+  LedgerRange range;
+  std::vector<JoinReferences> joins;  // per table resolved on the client, per join; normalized
+  // Per lookup map: the ids of its rows that some row of `joins` referenced, sorted.
+  struct Lookup {
+    std::string lookup_table, lookup_id;
+    std::vector<int64_t> referenced;
+  };
+  std::vector<Lookup> lookups;
+  // The joins of `table` to `lookup_table` over `on_expr`, or nullptr.
+  const JoinReferences* Find(const std::string& table, const std::string& on_expr,
+                             const std::string& lookup_table) const;
+};
+
 struct DigestOptions {
   std::optional<LedgerRange> range;  // default: the range present in the schema
   int jobs = 1;                      // worker connections, >= 1
@@ -86,8 +104,9 @@ struct DigestOptions {
   bool resolve_on_client = true;
   // Called once after the last chunk, with the id of the exported snapshot, while the snapshot
   // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
-  // the same instant as the digest. May block; its error becomes DigestSchema's.
-  std::function<Status(const std::string& snapshot)> before_commit;
+  // the same instant as the digest. `seen` is valid during the call. May block; its error
+  // becomes DigestSchema's.
+  std::function<Status(const std::string& snapshot, const SeenReferences& seen)> before_commit;
   // DigestToManifest only (DigestSchema ignores them): keep a checkpoint PATH.partial
   // (dump/checkpoint.h) while the manifest is written, so that an interrupted run can be
   // resumed (`digest --out` does); `resume`: continue the interrupted run whose checkpoint it is

@@ -76,20 +76,40 @@ void LookupMap::BuildDenseIndex() {
     slot_of_[static_cast<uint64_t>(ids_[row]) - static_cast<uint64_t>(ids_.front())] = static_cast<uint32_t>(row + 1);
 }
 
-bool LookupMap::Find(int64_t id, std::string_view* out) const {
-  size_t row;
+ptrdiff_t LookupMap::FindRow(int64_t id) const {
   if (!slot_of_.empty()) {
     const uint64_t at = static_cast<uint64_t>(id) - static_cast<uint64_t>(ids_.front());  // wraps below the first id
-    if (at >= slot_of_.size() || slot_of_[at] == 0) return false;
-    row = slot_of_[at] - 1;
-  } else {
-    auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
-    if (it == ids_.end() || *it != id) return false;
-    row = static_cast<size_t>(it - ids_.begin());
+    if (at >= slot_of_.size() || slot_of_[at] == 0) return -1;
+    return static_cast<ptrdiff_t>(slot_of_[at]) - 1;
   }
+  auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+  if (it == ids_.end() || *it != id) return -1;
+  return it - ids_.begin();
+}
+
+void LookupMap::Naturals(size_t row, std::string_view* out) const {
   const uint32_t* o = &offsets_[row * (naturals_ + 1)];
   for (size_t k = 0; k < naturals_; ++k) out[k] = std::string_view(text_).substr(o[k], o[k + 1] - o[k]);
+}
+
+bool LookupMap::Find(int64_t id, std::string_view* out) const {
+  const ptrdiff_t row = FindRow(id);
+  if (row < 0) return false;
+  Naturals(static_cast<size_t>(row), out);
   return true;
+}
+
+void JoinReferences::Merge(const JoinReferences& other) {
+  missing_rows += other.missing_rows;
+  if (other.first_missing_ledger && (!first_missing_ledger || *other.first_missing_ledger < *first_missing_ledger))
+    first_missing_ledger = other.first_missing_ledger;
+  missing_ids.insert(missing_ids.end(), other.missing_ids.begin(), other.missing_ids.end());
+  Normalize();
+}
+
+void JoinReferences::Normalize() {
+  std::sort(missing_ids.begin(), missing_ids.end());
+  missing_ids.erase(std::unique(missing_ids.begin(), missing_ids.end()), missing_ids.end());
 }
 
 bool ClientResolvedTable::Supported(const ResolvedTable& table) {
@@ -114,8 +134,19 @@ bool ClientResolvedTable::Supported(const ResolvedTable& table) {
   return true;
 }
 
-ClientResolvedTable::ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps)
-    : table_(table), maps_(std::move(maps)) {
+ClientResolvedTable::ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps,
+                                         std::vector<ReferenceMarks*> marks)
+    : table_(table), maps_(std::move(maps)), marks_(std::move(marks)) {
+  for (const auto& j : table.joins) {
+    JoinReferences r;
+    r.table = table.name;
+    r.column = j.column;
+    r.on_expr = j.on_expr;
+    r.lookup_table = j.lookup_table;
+    r.lookup_id = j.lookup_id;
+    references_.push_back(std::move(r));
+  }
+  distinct_missing_.assign(table.joins.size(), 0);
   for (size_t i = 0; i < table.columns.size(); ++i) {
     const CanonicalColumn& c = table.columns[i];
     if (c.join < 0) {
@@ -146,7 +177,8 @@ std::string ClientResolvedTable::Copy(const std::string& schema, const LedgerRan
   return sql;
 }
 
-Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, std::vector<std::string_view>& out) {
+Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Ledger ledger,
+                                    std::vector<std::string_view>& out) {
   enum State : uint8_t { kNullId, kMissing, kFound };
   const size_t J = table_.joins.size();
   State state[64];
@@ -159,12 +191,23 @@ Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, st
       state[j] = kNullId;
     } else if (!ParseId(f, id)) {
       return Status::Runtimef("table {}: surrogate id \"{}\" is not an integer", table_.name, f);
-    } else if (maps_[j]->Find(id, natural_[j].data())) {
+    } else if (const ptrdiff_t r = maps_[j]->FindRow(id); r >= 0) {
+      maps_[j]->Naturals(static_cast<size_t>(r), natural_[j].data());
+      marks_[j]->Mark(static_cast<size_t>(r));
       state[j] = kFound;
     } else {
       scratch_[j] = "!unresolved:";
       scratch_[j].append(f);
       state[j] = kMissing;
+      JoinReferences& m = references_[j];
+      ++m.missing_rows;
+      if (!m.first_missing_ledger || ledger < *m.first_missing_ledger) m.first_missing_ledger = ledger;
+      m.missing_ids.push_back(id);
+      // At most twice the distinct missing ids (+4096), not one per row that references them.
+      if (m.missing_ids.size() >= 2 * distinct_missing_[j] + 4096) {
+        m.Normalize();
+        distinct_missing_[j] = m.missing_ids.size();
+      }
     }
   }
   out.resize(source_.size());

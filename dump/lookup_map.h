@@ -8,12 +8,20 @@
 // then turns trades around (ClientOrientation) as the canonical query's CASEs do. The row
 // encoding, and so every digest, is the same either way (tests/digest_test.cc checks both).
 //
+// While it resolves, it records what it saw of the references (ReferenceMarks, JoinReferences):
+// which lookup rows some history row references and which referenced ids have no row. The
+// checks of a diff (diff/checks.h) take them from there instead of scanning the tables again.
+//
 // Memory: per lookup row 8 bytes (id) + 4 bytes per natural column + 4 + the natural key's COPY
 // text (about 72 bytes for an account: a 56-character address), plus at most 16 bytes of dense
-// index when the ids are dense; nothing per history row.
+// index when the ids are dense, plus 1 byte of reference mark; per history row nothing, except
+// 8 bytes per distinct referenced id that has no lookup row.
 
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +41,11 @@ class LookupMap {
   // The natural key's COPY text fields of `id`, or nullptr when there is no such row.
   // REQUIRES: out has room for natural.size() entries.
   bool Find(int64_t id, std::string_view* out) const;
+  // The row of `id` (index into ids order), or -1 when there is no such row.
+  ptrdiff_t FindRow(int64_t id) const;
+  // The natural key's COPY text fields of `row`. REQUIRES: 0 <= row < rows().
+  void Naturals(size_t row, std::string_view* out) const;
+  int64_t id(size_t row) const { return ids_[row]; }
   // False when the table can't be mapped exactly (a duplicate id, over 2 GB of keys): then the
   // canonical joins must be used.
   bool exact() const { return exact_; }
@@ -56,6 +69,42 @@ class LookupMap {
   std::string text_;
 };
 
+// Which rows of one LookupMap some resolved history row referenced. Any number of threads mark
+// at once (a relaxed byte store: marking is idempotent, and the marks are read only after the
+// threads that marked were joined or synchronized with).
+class ReferenceMarks {
+ public:
+  explicit ReferenceMarks(size_t rows) : marks_(new std::atomic<uint8_t>[rows]), rows_(rows) {
+    for (size_t i = 0; i < rows; ++i) marks_[i].store(0, std::memory_order_relaxed);
+  }
+  void Mark(size_t row) {
+    // Most references are to rows already marked: a load, not a store that dirties the line.
+    if (!marks_[row].load(std::memory_order_relaxed)) marks_[row].store(1, std::memory_order_relaxed);
+  }
+  bool marked(size_t row) const { return marks_[row].load(std::memory_order_relaxed) != 0; }
+  size_t rows() const { return rows_; }
+
+ private:
+  std::unique_ptr<std::atomic<uint8_t>[]> marks_;
+  size_t rows_;
+};
+
+// What the client resolution saw of one join of one table (over the rows it read): the rows
+// whose surrogate id has no lookup row (a NULL id is not a reference).
+struct JoinReferences {
+  std::string table;         // the history table
+  std::string column;        // JoinSpec::column ("history_account_id")
+  std::string on_expr;       // JoinSpec::on_expr ("t.\"history_account_id\"")
+  std::string lookup_table;  // JoinSpec::lookup_table
+  std::string lookup_id;     // JoinSpec::lookup_id
+  uint64_t missing_rows = 0;
+  std::optional<Ledger> first_missing_ledger;  // the least ledger of such a row
+  std::vector<int64_t> missing_ids;            // their ids; sorted and unique after Normalize()
+  // Adds `other` (same join, other rows).
+  void Merge(const JoinReferences& other);
+  void Normalize();
+};
+
 // A table's digest plan on the client: its join-free statement and how each canonical field
 // comes out of a row of it.
 class ClientResolvedTable {
@@ -63,18 +112,27 @@ class ClientResolvedTable {
   // False when the table can't be read this way (a profile from a manifest, non-integer ids, a
   // trade whose swapped pair lost one column to the other side's restriction).
   static bool Supported(const ResolvedTable& table);
-  // REQUIRES: Supported(table); maps[j] is the map of table.joins[j].
-  ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps);
+  // REQUIRES: Supported(table); maps[j] is the map of table.joins[j], marks[j] its marks.
+  ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps,
+                      std::vector<ReferenceMarks*> marks);
   // COPY (SELECT <ledger>, <plain columns>, <surrogate ids> FROM t WHERE <range>) TO STDOUT
   std::string Copy(const std::string& schema, const LedgerRange& range) const;
   // Fields of the statement's row (ledger first) -> the canonical fields (table column order).
   // Views point into `row`, the maps, or `scratch` (valid until the next call).
-  Status Resolve(const std::vector<std::string_view>& row, std::vector<std::string_view>& out);
+  // `ledger`: the row's ledger (field 0 parsed), for references().
+  Status Resolve(const std::vector<std::string_view>& row, Ledger ledger, std::vector<std::string_view>& out);
   size_t statement_fields() const { return 1 + plain_.size() + table_.joins.size(); }
+  // Per join, the missing references of the rows resolved so far (referenced rows go to the marks).
+  // Per join, the missing references of the rows resolved so far (referenced rows go to the
+  // marks). missing_ids may hold duplicates until Normalize().
+  const std::vector<JoinReferences>& references() const { return references_; }
 
  private:
   const ResolvedTable& table_;
   std::vector<const LookupMap*> maps_;
+  std::vector<ReferenceMarks*> marks_;
+  std::vector<JoinReferences> references_;
+  std::vector<size_t> distinct_missing_;  // per join, missing_ids.size() after its last Normalize
   std::vector<size_t> plain_;                 // column indexes read as they are
   std::vector<std::pair<int, size_t>> source_;  // per column: join (-1 plain) and natural / field index
   std::vector<std::pair<size_t, size_t>> swap_;

@@ -251,15 +251,21 @@ std::vector<InvariantRule> HorizonInvariants() {
                "x.ledger_sequence = (t.id >> 32))",
                {"id", "transaction_id"}, {"history_transactions"},
                "an operation's TOID lies in the ledger of its transaction, which exists"});
-  for (const char* table : {"history_operation_participants", "history_transaction_participants"})
-    v.push_back({std::string(table) + "_account_exists", table,
-                 "t.history_account_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {schema}.\"history_accounts\" a "
-                 "WHERE a.id = t.history_account_id)",
-                 {"history_account_id"}, {"history_accounts"}, "a participant references an existing account id"});
+  for (const char* table : {"history_operation_participants", "history_transaction_participants"}) {
+    const InvariantRule::Reference account{"history_account_id", "history_accounts", "id"};
+    v.push_back({std::string(table) + "_account_exists", table, MissingReferenceViolation(account),
+                 {account.column}, {account.lookup_table}, "a participant references an existing account id", account});
+  }
   return v;
 }
 
 }  // namespace
+
+std::string MissingReferenceViolation(const InvariantRule::Reference& r) {
+  const std::string column = "t." + pg::QuoteIdent(r.column);
+  return fmt::format("{0} IS NOT NULL AND NOT EXISTS (SELECT 1 FROM {{schema}}.{1} a WHERE a.{2} = {0})", column,
+                     pg::QuoteIdent(r.lookup_table), pg::QuoteIdent(r.lookup_id));
+}
 
 OrientationRule HorizonTradeOrientation() {
   // As Horizon's trades processor turns a trade around when base_asset_id > counter_asset_id.

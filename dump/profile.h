@@ -62,7 +62,17 @@ struct InvariantRule {
   std::vector<std::string> columns;
   std::vector<std::string> tables;
   std::string description;
+  // Set when the rule is "every non-NULL t.column has a row in lookup_table" (and `violation`
+  // says so: MissingReferenceViolation): a digest that resolved those ids on the client
+  // already knows the violating rows (diff/checks.h).
+  struct Reference {
+    std::string column, lookup_table, lookup_id;
+  };
+  std::optional<Reference> reference;
 };
+
+// The `violation` of a Reference rule.
+std::string MissingReferenceViolation(const InvariantRule::Reference& r);
 
 // Per-table rules of a spec.
 struct TableRule {

@@ -2,16 +2,21 @@
 // planted into a real Horizon dump and must be found; the legal differences (column order,
 // class-equal widenings, renumbered ids, ties under a nullable unique index) must stay identical.
 // Known-answer digests pin the row encoding.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "core/pg.h"
+#include "diff/checks.h"
 #include "diff/diff.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
@@ -625,7 +630,7 @@ TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
                                       pg::QuoteIdent(s)));
   dump::DigestOptions o;
   int64_t seen_in_snapshot = -1;
-  o.before_commit = [&](const std::string& id) -> Status {
+  o.before_commit = [&](const std::string& id, const dump::SeenReferences&) -> Status {
     // A writer commits after the digest read the table...
     auto w = Connect();
     Status st = w->Run(fmt::format("INSERT INTO {}.history_ledgers VALUES (2, 'late')", pg::QuoteIdent(s)));
@@ -645,6 +650,157 @@ TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
   EXPECT_EQ(d->rows, 3u);
   EXPECT_EQ(seen_in_snapshot, 3);
   EXPECT_EQ(QueryInt(TestConninfo(), fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))), 4);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. The lookup and invariant checks take the references the digest saw (diff/checks.h)
+
+// A dump with broken references: a referenced account deleted, an operation participant whose
+// account never existed (ledger `*ledger`), an unreferenced account, and a transaction
+// participant without a ledger whose account is missing (seen only by a scan of every row).
+std::string BrokenReferencesDump(Ledger* ledger) {
+  std::string c = LoadDump();
+  ExecSql(c, "ALTER TABLE history_transaction_participants ALTER COLUMN history_transaction_id DROP NOT NULL; "
+             "DELETE FROM history_accounts WHERE id = (SELECT min(history_account_id) FROM "
+             "history_transaction_participants); "
+             "INSERT INTO history_accounts (id, address) VALUES (88888, 'GUNUSED'); "
+             "CREATE TEMP TABLE x AS SELECT * FROM history_operation_participants ORDER BY history_operation_id "
+             "DESC LIMIT 1; UPDATE x SET history_account_id = 31337; "
+             "INSERT INTO history_operation_participants SELECT * FROM x; "
+             "CREATE TEMP TABLE y AS SELECT * FROM history_transaction_participants LIMIT 1; "
+             "UPDATE y SET history_transaction_id = NULL, history_account_id = 31338; "
+             "INSERT INTO history_transaction_participants SELECT * FROM y");
+  *ledger = static_cast<Ledger>(QueryInt(c, "SELECT history_operation_id >> 32 FROM history_operation_participants "
+                                            "WHERE history_account_id = 31337"));
+  return c;
+}
+
+nlohmann::json ChecksJson(const diff::DiffReport& r) {
+  nlohmann::json j = diff::DiffReportToJson(r);
+  return {{"lookups", j["lookups"]}, {"invariants", j["invariants"]}};
+}
+
+TEST(Checks, DiffFindsTheSameLookupAndInvariantFactsFromTheDigestAsFromAScan) {
+  Ledger planted = 0;
+  std::string a = LoadDump(), b = BrokenReferencesDump(&planted);
+  ASSERT_GT(planted, 0u);
+  ExecSql(a, "ALTER TABLE history_transaction_participants ALTER COLUMN history_transaction_id DROP NOT NULL");
+  const Ledger top = static_cast<Ledger>(QueryInt(a, "SELECT max(sequence) FROM history_ledgers"));
+  for (std::optional<LedgerRange> range : {std::optional<LedgerRange>(), std::optional<LedgerRange>({1, top})}) {
+    SCOPED_TRACE(range ? range->str() : "no --range");
+    diff::DiffOptions client, scan;
+    client.range = scan.range = range;
+    scan.resolve_on_client = false;
+    auto c = Diff(Db(a), Db(b), client), s = Diff(Db(a), Db(b), scan);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(ChecksJson(*c).dump(2), ChecksJson(*s).dump(2));
+    EXPECT_FALSE(c->identical);
+    const std::string text = diff::RenderDiffText(*c);
+    const auto* accounts = Lookup(*c, "history_accounts");
+    ASSERT_NE(accounts, nullptr);
+    std::string missing;
+    for (const auto& i : accounts->issues)
+      if (i.kind == "referenced_id_missing" && i.side == "right") missing = i.detail;
+    EXPECT_NE(missing.find("31337"), std::string::npos) << text;
+    // The participant without a ledger references 31338: every row counts without --range.
+    EXPECT_EQ(missing.find("31338") != std::string::npos, !range) << text;
+    EXPECT_EQ(Violations(*c, "history_operation_participants_account_exists", "right"),
+              static_cast<uint64_t>(QueryInt(b, "SELECT count(*) FROM history_operation_participants p WHERE NOT "
+                                                "EXISTS (SELECT 1 FROM history_accounts a WHERE a.id = "
+                                                "p.history_account_id)")));
+    EXPECT_EQ(Violations(*c, "history_operation_participants_account_exists", "left"), 0u);
+    EXPECT_GT(Violations(*c, "history_transaction_participants_account_exists", "right"), 0u);
+  }
+}
+
+// In the digest's snapshot, the checks read facts from what it saw and from a scan.
+std::string InvariantsText(const std::vector<diff::InvariantResult>& v) {
+  std::string out;
+  for (const auto& r : v)
+    out += fmt::format("{} {} {} {}\n", r.name, r.side, r.violations, r.first_ledger ? int64_t(*r.first_ledger) : -1);
+  return out;
+}
+
+TEST(Checks, TheDigestsReferencesAreTakenOnlyWhereTheyCoverWhatAScanWouldRead) {
+  Ledger planted = 0;
+  std::string b = BrokenReferencesDump(&planted);
+  const int64_t first_missing = QueryInt(b, "SELECT min(history_operation_id >> 32) FROM history_operation_participants "
+                                            "p WHERE NOT EXISTS (SELECT 1 FROM history_accounts a WHERE a.id = "
+                                            "p.history_account_id)");
+  ASSERT_GT(first_missing, 0);
+  const dump::ProfileSpec spec = dump::HorizonProfileSpec();
+  dump::DigestOptions o;
+  o.jobs = 3;
+  o.chunk_ledgers = 7;  // many units, several workers: references merged across them
+  Status inside = Status::Ok();
+  std::string outcome;
+  o.before_commit = [&](const std::string& id, const dump::SeenReferences& seen) -> Status {
+    auto conn = Connect(b);
+    LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
+    LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(id)));
+    LD_ASSIGN_OR_RETURN(dump::ResolvedProfile profile, dump::ResolveProfile(*conn, "public", spec));
+    // The operation participant planted with account 31337, as the resolution saw it.
+    const dump::JoinReferences* op = seen.Find("history_operation_participants", "t.\"history_account_id\"",
+                                               "history_accounts");
+    if (!op) return Status::Runtime("no references seen for history_operation_participants");
+    EXPECT_TRUE(std::binary_search(op->missing_ids.begin(), op->missing_ids.end(), 31337));
+    EXPECT_TRUE(std::is_sorted(op->missing_ids.begin(), op->missing_ids.end()));
+    EXPECT_EQ(op->first_missing_ledger, std::optional<Ledger>(static_cast<Ledger>(first_missing)));
+    LD_ASSIGN_OR_RETURN(auto outside, dump::CountRowsOutsideRange(*conn, "public", profile, seen.range));
+    auto facts = [&](const std::optional<LedgerRange>& range, const diff::KnownReferences& known) {
+      auto f = diff::ReadLookupFacts(*conn, "public", spec, profile, range, known);
+      EXPECT_TRUE(f.ok()) << f.status().message();
+      std::map<std::string, std::set<std::string>> referenced;
+      if (f.ok())
+        for (const auto& l : *f) referenced[l.table] = l.referenced;
+      return referenced;
+    };
+    const diff::KnownReferences known{&seen, seen.range, outside};
+    // Scoped to the digest's range: the same facts with or without what it saw.
+    EXPECT_EQ(facts(seen.range, known), facts(seen.range, {}));
+    // Every row counting: the participant without a ledger makes its table's references a scan.
+    auto all = facts(std::nullopt, known);
+    EXPECT_EQ(all, facts(std::nullopt, {}));
+    EXPECT_EQ(all["history_accounts"].count("31338"), 1u);
+    // A planted reference only the digest "saw" shows where its facts were taken.
+    dump::SeenReferences tampered = seen;
+    for (auto& j : tampered.joins)
+      if (j.table == "history_effects" && j.lookup_table == "history_accounts") j.missing_ids.push_back(999999999);
+    const diff::KnownReferences tampered_known{&tampered, seen.range, outside};
+    EXPECT_EQ(facts(seen.range, tampered_known)["history_accounts"].count("999999999"), 1u) << "taken from the digest";
+    EXPECT_EQ(facts(LedgerRange{seen.range.from, seen.range.to - 1}, tampered_known)["history_accounts"].count(
+                  "999999999"),
+              0u)
+        << "another range: scanned";
+    EXPECT_EQ(facts(std::nullopt, tampered_known)["history_accounts"].count("999999999"), 0u)
+        << "rows outside the digest's range: scanned";
+    dump::SeenReferences partial = tampered;
+    std::erase_if(partial.joins, [](const dump::JoinReferences& j) { return j.table == "history_trades"; });
+    const diff::KnownReferences partial_known{&partial, seen.range, outside};
+    EXPECT_EQ(facts(seen.range, partial_known)["history_accounts"].count("999999999"), 0u)
+        << "a join the digest did not resolve: scanned";
+    // Invariants: a reference rule from the digest, the same counts and first ledgers as its SQL.
+    LD_ASSIGN_OR_RETURN(auto from_digest, diff::CheckInvariants(*conn, "public", profile, seen.range, "right", &seen));
+    LD_ASSIGN_OR_RETURN(auto from_sql, diff::CheckInvariants(*conn, "public", profile, seen.range, "right", nullptr));
+    EXPECT_EQ(InvariantsText(from_digest), InvariantsText(from_sql));
+    EXPECT_NE(InvariantsText(from_digest).find("history_operation_participants_account_exists right"),
+              std::string::npos);
+    for (auto& j : tampered.joins)
+      if (j.table == "history_operation_participants") j.missing_rows += 1000;
+    LD_ASSIGN_OR_RETURN(auto tampered_inv,
+                        diff::CheckInvariants(*conn, "public", profile, seen.range, "right", &tampered));
+    for (const auto& v : tampered_inv)
+      if (v.name == "history_operation_participants_account_exists") {
+        outcome = "checked";
+        EXPECT_GE(v.violations, 1001u) << "taken from the digest";
+      }
+    return Status::Ok();
+  };
+  NullReporter rep;
+  auto d = dump::DigestSchema(b, "public", spec, o, {}, rep);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(outcome, "checked");
 }
 
 // ---------------------------------------------------------------------------------------------
