@@ -7,6 +7,9 @@
 #   digest-sql   the digest's own statements (ledgerdiff digest --print-sql: joins, no ORDER BY)
 #                run by --jobs psql processes into /dev/null: the server's share of the digest
 #   digest jN    ledgerdiff digest --jobs N (peak RSS from /usr/bin/time -v)
+#   CPU          per run, the server's CPU (what the postmaster reaped from exited backends) and
+#                the client's (ledgerdiff's user + sys): the server's row output alone is the
+#                floor's server CPU, the client's parse/resolve/hash alone the digest's client CPU
 #   old jN       the same with --old BIN (the engine before, e.g. main's build), for before/after
 #   verify-range Horizon's way (services/horizon/docker/verify-range/start): per table one ordered
 #                psql query (its joins, -t -A -F, FETCH_COUNT=100), piped to sha256sum, in turn
@@ -112,6 +115,7 @@ run_digest_sql() { tr '\n' '\0' <"$WORK/chunks.sql" | xargs -0 -P 2 -I{} psql -X
 run_ld() {  # BIN JOBS
   /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs "$2" >"$WORK/digest.txt"
   awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time" >>"$WORK/rss"
+  awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$WORK/time" >>"$WORK/ccpu"
   grep '^root' "$WORK/digest.txt" | awk '{print $2}' >>"$WORK/roots"
 }
 # Horizon's dump_horizon_db queries (services/horizon/docker/verify-range/start), on our tables.
@@ -138,20 +142,31 @@ floor_sql_for() {  # RANGE FILE: the floor's statements for a sub-range
 }
 run_floor_file() { tr '\n' '\0' <"$1" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 >/dev/null; }
-declare -A MED RSS ROOTS
+# Where the time goes: the server's CPU is what the postmaster reaped from the backends that
+# exited during a run (cutime + cstime of its /proc stat), the client's is ledgerdiff's user + sys
+# (/usr/bin/time). The floor's server CPU is the server's row output alone; the digest's client
+# CPU is its parse, resolve and hash alone; the digest's wall time is the two together.
+PM_PID=$(head -1 "$DIR/data/postmaster.pid")
+TICKS=$(getconf CLK_TCK)
+server_cpu() { awk -v t="$TICKS" '{print ($16 + $17) / t}' "/proc/$PM_PID/stat"; }
+declare -A MED RSS ROOTS SCPU CCPU
 measure() {  # NAME COMMAND...
   local name=$1; shift
-  : >"$WORK/times"; : >"$WORK/rss"; : >"$WORK/roots"
+  : >"$WORK/times"; : >"$WORK/rss"; : >"$WORK/roots"; : >"$WORK/scpu"; : >"$WORK/ccpu"
   for _ in $(seq "$REPS"); do
-    local t0 t1
-    t0=$(now); "$@"; t1=$(now)
+    local t0 t1 s0 s1
+    s0=$(server_cpu); t0=$(now); "$@"; t1=$(now); s1=$(server_cpu)
     echo "$t1 - $t0" | bc -l >>"$WORK/times"
+    echo "$s1 - $s0" | bc -l >>"$WORK/scpu"
   done
   MED[$name]=$(median <"$WORK/times")
   RSS[$name]=$(sort -n "$WORK/rss" | tail -1)
   ROOTS[$name]=$(sort -u "$WORK/roots" | tr '\n' ' ')
-  printf "%-14s median %8.2f s  %9.0f rows/s   runs: %s\n" "$name" "${MED[$name]}" \
-    "$(echo "$ROWS / ${MED[$name]}" | bc -l)" "$(xargs printf '%.2f ' <"$WORK/times")"
+  SCPU[$name]=$(median <"$WORK/scpu")
+  CCPU[$name]=$( [ -s "$WORK/ccpu" ] && median <"$WORK/ccpu" || echo "")
+  printf "%-14s median %8.2f s  %9.0f rows/s   server CPU %6.1f s%s   runs: %s\n" "$name" "${MED[$name]}" \
+    "$(echo "$ROWS / ${MED[$name]}" | bc -l)" "${SCPU[$name]}" \
+    "$([ -n "${CCPU[$name]}" ] && printf "  client CPU %6.1f s" "${CCPU[$name]}")" "$(xargs printf '%.2f ' <"$WORK/times")"
 }
 
 ratio() { echo "$1 / $2" | bc -l; }
@@ -170,6 +185,12 @@ else
   measure pg_dump run_pg_dump
 fi
 
+echo "== where the digest's time goes (medians; CPU-seconds over both cores)"
+printf "server's row output alone (the floor's server CPU)   %6.1f s\n" "${SCPU[floor]}"
+for j in $JOBS_LIST; do
+  printf "digest j%s: server CPU %6.1f s, client parse+resolve+hash alone %6.1f s, the two together %6.2f s wall\n" \
+    "$j" "${SCPU[digest j$j]}" "${CCPU[digest j$j]}" "${MED[digest j$j]}"
+done
 echo "== ratios (medians)"
 for name in "${!MED[@]}"; do
   case "$name" in "digest j"*|old*) ;; *) continue ;; esac
