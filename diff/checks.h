@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ledger_range.h"
@@ -23,14 +24,33 @@
 
 namespace ledgerdiff::diff {
 
-// One lookup table of one side.
+// One lookup table of one side: every row's natural key and id, and which rows compared rows
+// reference. Compact (it is read whole: Horizon's history_accounts has a row per account ever
+// seen): per row 16 bytes plus the key's and the id's COPY text, about 80 bytes for an account;
+// no per-row allocation.
 struct LookupFacts {
+  struct Row {
+    uint64_t at = 0;       // offset of the row's text in `text`: the key, then the id
+    uint32_t key_len = 0;  // the natural key: its fields' COPY text (NULL "\N"), tab-separated
+    uint32_t id_len : 31 = 0;
+    uint32_t referenced : 1 = 0;  // some compared row references this id
+  };
   std::string table;
-  // natural key (a JSON array of the key's text values, null for NULL) -> its ids, sorted.
-  std::map<std::string, std::vector<std::string>> ids_of_key;
-  std::set<std::string> ids;         // every id of the table
-  std::set<std::string> referenced;  // ids referenced by compared rows (in the range when scoped)
+  // Sorted by (key, id) bytewise: rows of one key are adjacent. The key's COPY text is an
+  // injective encoding of the natural key (distinct keys never compare equal).
+  std::vector<Row> rows;
+  std::string text;
+  // Ids referenced by compared rows that have no row here; sorted (as text) and unique.
+  std::vector<std::string> missing;
+
+  std::string_view key(const Row& r) const { return std::string_view(text).substr(r.at, r.key_len); }
+  std::string_view id(const Row& r) const { return std::string_view(text).substr(r.at + r.key_len, r.id_len); }
+  // Every referenced id, with or without a row (as text).
+  std::set<std::string> ReferencedIds() const;
 };
+
+// A natural key as shown in reports: a JSON array of its fields' text, null for NULL.
+std::string KeyJson(std::string_view key);
 
 // What one side's digest saw of its references, and over which rows: `seen` covers the rows of
 // `range` (seen->range must be it); `outside` counts each table's rows outside it.
