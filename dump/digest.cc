@@ -91,7 +91,16 @@ struct ClientPlan {
   std::vector<const JoinSpec*> loaded_by;              // parallel to owned: the join it was read for
   std::vector<std::vector<const LookupMap*>> maps;     // per profile table
   std::vector<std::vector<ReferenceMarks*>> marks_of;  // per profile table, parallel to maps
+  // Per profile table: read with ClientResolvedTable's join-free statement (a table without
+  // joins too: its statement selects in physical order), else with the canonical DigestCopy.
+  std::vector<bool> client_read;
 };
+
+// Whether a table may be read with ClientResolvedTable's statement (its lookups, if any, then
+// still need exact maps).
+bool ClientReadable(const ResolvedTable& table, bool enabled) {
+  return enabled && ClientResolvedTable::Supported(table);
+}
 
 // Loads the maps in the coordinator's snapshot. A lookup that can't be mapped exactly (a
 // duplicate id) sends every table back to the canonical joins: same digests, slower.
@@ -100,11 +109,14 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
   ClientPlan plan;
   plan.maps.resize(profile.tables.size());
   plan.marks_of.resize(profile.tables.size());
+  plan.client_read.assign(profile.tables.size(), false);
   if (!enabled) return plan;
+  for (size_t t = 0; t < profile.tables.size(); ++t)
+    plan.client_read[t] = profile.tables[t].joins.empty() && ClientReadable(profile.tables[t], enabled);
   std::map<std::string, size_t> by_key;
   for (size_t t = 0; t < profile.tables.size(); ++t) {
     const ResolvedTable& table = profile.tables[t];
-    if (table.joins.empty() || !ClientResolvedTable::Supported(table)) continue;
+    if (table.joins.empty() || !ClientReadable(table, enabled)) continue;
     for (const auto& j : table.joins) {
       std::string key = j.lookup_table + "\t" + j.lookup_id + "\t" + fmt::format("{}", fmt::join(j.natural, "\t"));
       if (!by_key.count(key)) {
@@ -112,6 +124,8 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
         if (!map.exact()) {
           plan.maps.assign(profile.tables.size(), {});
           plan.marks_of.assign(profile.tables.size(), {});
+          for (size_t u = 0; u < profile.tables.size(); ++u)
+            if (!profile.tables[u].joins.empty()) plan.client_read[u] = false;
           return plan;
         }
         plan.marks.push_back(std::make_unique<ReferenceMarks>(map.rows()));
@@ -122,6 +136,7 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
       plan.maps[t].push_back(plan.owned[by_key[key]].get());
       plan.marks_of[t].push_back(plan.marks[by_key[key]].get());
     }
+    plan.client_read[t] = true;
   }
   return plan;
 }
@@ -151,7 +166,7 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
   const size_t ncols = table.columns.size();
   const ColumnClass* cls = classes[t].data();
   std::optional<ClientResolvedTable> resolver;
-  if (!client.maps[t].empty()) resolver.emplace(table, client.maps[t], client.marks_of[t]);
+  if (client.client_read[t]) resolver.emplace(table, client.maps[t], client.marks_of[t]);
   const size_t nfields = resolver ? resolver->statement_fields() : ncols + 1;
   std::string sql = resolver ? resolver->Copy(schema, range) : DigestCopy(table, schema, range);
   std::vector<std::string_view> fields, canonical;
@@ -160,9 +175,11 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
     if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
     pg::SplitCopyFields(line, fields);
     Ledger l = 0;
-    if (fields.size() != nfields || !ParseLedgerField(fields[0], l) || !range.contains(l))
-      return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, ledger field \"{}\")",
-                              table.name, fields.size(), fields.empty() ? std::string_view() : fields[0]);
+    if (fields.size() != nfields || !(resolver ? resolver->LedgerOf(fields, l) : ParseLedgerField(fields[0], l)) ||
+        !range.contains(l))
+      return Status::Runtimef("table {}: digest query returned an unexpected row ({} fields, a row of no ledger "
+                              "in {})",
+                              table.name, fields.size(), range.str());
     if (resolver) {
       LD_RETURN_IF_ERROR(resolver->Resolve(fields, l, canonical));
       work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
@@ -540,7 +557,7 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
   std::vector<std::string> out;
   for (const auto& r : SplitJobs(prep.range, prep.chunk))
     for (const auto& t : prep.profile.tables) {
-      bool client = options.resolve_on_client && !t.joins.empty() && ClientResolvedTable::Supported(t);
+      bool client = ClientReadable(t, options.resolve_on_client);
       const size_t J = t.joins.size();
       out.push_back(client ? ClientResolvedTable(t, std::vector<const LookupMap*>(J), std::vector<ReferenceMarks*>(J))
                                  .Copy(schema, r)

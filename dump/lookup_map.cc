@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -147,11 +148,43 @@ ClientResolvedTable::ClientResolvedTable(const ResolvedTable& table, std::vector
     references_.push_back(std::move(r));
   }
   distinct_missing_.assign(table.joins.size(), 0);
+  // The raw columns wanted, by the SQL that names one, and the field each gets.
+  std::vector<std::string> raw_of_field;
+  std::vector<std::string> expressions;  // plain columns that are not a bare column reference
+  auto bare = [&](const std::string& sql) -> std::optional<std::string> {
+    for (const auto& name : table.physical)
+      if (sql == "t." + pg::QuoteIdent(name)) return name;
+    return std::nullopt;
+  };
+  std::vector<std::string> wanted{table.ledger.column};
+  for (const auto& j : table.joins) wanted.push_back(j.column);
+  for (const auto& c : table.columns)
+    if (c.join < 0) {
+      if (auto name = bare(c.plain_expr)) wanted.push_back(*name);
+      else if (std::find(expressions.begin(), expressions.end(), c.plain_expr) == expressions.end())
+        expressions.push_back(c.plain_expr);
+    }
+  for (const auto& name : table.physical)
+    if (std::find(wanted.begin(), wanted.end(), name) != wanted.end()) {
+      fields_.push_back("t." + pg::QuoteIdent(name));
+      raw_of_field.push_back(name);
+    }
+  for (const auto& w : wanted)  // a profile whose physical list lacks a column: selected all the same
+    if (std::find(raw_of_field.begin(), raw_of_field.end(), w) == raw_of_field.end()) {
+      fields_.push_back("t." + pg::QuoteIdent(w));
+      raw_of_field.push_back(w);
+    }
+  fields_.insert(fields_.end(), expressions.begin(), expressions.end());
+  auto field_of = [&](const std::string& sql) -> size_t {
+    return static_cast<size_t>(std::find(fields_.begin(), fields_.end(), sql) - fields_.begin());
+  };
+  ledger_field_ = field_of("t." + pg::QuoteIdent(table.ledger.column));
+  for (const auto& j : table.joins) id_field_.push_back(field_of("t." + pg::QuoteIdent(j.column)));
   for (size_t i = 0; i < table.columns.size(); ++i) {
     const CanonicalColumn& c = table.columns[i];
     if (c.join < 0) {
-      source_.emplace_back(-1, plain_.size());
-      plain_.push_back(i);
+      std::optional<std::string> name = bare(c.plain_expr);
+      source_.emplace_back(-1, field_of(name ? "t." + pg::QuoteIdent(*name) : c.plain_expr));
     } else {
       source_.emplace_back(c.join, c.natural);
     }
@@ -170,11 +203,17 @@ ClientResolvedTable::ClientResolvedTable(const ResolvedTable& table, std::vector
 }
 
 std::string ClientResolvedTable::Copy(const std::string& schema, const LedgerRange& range) const {
-  std::string sql = "COPY (SELECT " + LedgerExpr(table_);
-  for (size_t i : plain_) sql += ", " + table_.columns[i].plain_expr;
-  for (const auto& j : table_.joins) sql += ", " + j.on_expr;
-  sql += " FROM " + pg::Qualified(schema, table_.name) + " t WHERE " + RangePredicate(table_, range) + ") TO STDOUT";
-  return sql;
+  return fmt::format("COPY (SELECT {} FROM {} t WHERE {}) TO STDOUT", fmt::join(fields_, ", "),
+                     pg::Qualified(schema, table_.name), RangePredicate(table_, range));
+}
+
+bool ClientResolvedTable::LedgerOf(const std::vector<std::string_view>& row, Ledger& out) const {
+  const std::string_view f = row[ledger_field_];
+  if (table_.ledger.kind == LedgerColumnKind::kSequence) return ParseLedgerField(f, out);
+  int64_t toid = 0;
+  if (!ParseId(f, toid) || toid < 0) return false;
+  out = static_cast<Ledger>(static_cast<uint64_t>(toid) >> 32);
+  return true;
 }
 
 Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Ledger ledger,
@@ -183,9 +222,8 @@ Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Le
   const size_t J = table_.joins.size();
   State state[64];
   if (J > 64) return Status::Runtimef("table {}: more than 64 lookups", table_.name);
-  const size_t first_id = 1 + plain_.size();
   for (size_t j = 0; j < J; ++j) {
-    std::string_view f = row[first_id + j];
+    std::string_view f = row[id_field_[j]];
     int64_t id = 0;
     if (f == kNull) {
       state[j] = kNullId;
@@ -214,7 +252,7 @@ Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Le
   for (size_t i = 0; i < source_.size(); ++i) {
     auto [join, k] = source_[i];
     if (join < 0) {
-      out[i] = row[1 + k];
+      out[i] = row[k];
     } else {
       size_t j = static_cast<size_t>(join);
       out[i] = state[j] == kNullId ? kNull : state[j] == kMissing ? std::string_view(scratch_[j]) : natural_[j][k];

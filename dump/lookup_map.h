@@ -115,13 +115,22 @@ class ClientResolvedTable {
   // REQUIRES: Supported(table); maps[j] is the map of table.joins[j], marks[j] its marks.
   ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps,
                       std::vector<ReferenceMarks*> marks);
-  // COPY (SELECT <ledger>, <plain columns>, <surrogate ids> FROM t WHERE <range>) TO STDOUT
+  // COPY (SELECT <fields> FROM t WHERE <range>) TO STDOUT. The fields are the raw columns the
+  // canonical row needs (plain columns, surrogate ids, the ledger column), each once, in the
+  // table's physical order, then any plain column that is an expression (timestamptz at UTC,
+  // money as numeric). A table whose columns are all such raw columns, none excluded, is
+  // selected exactly as stored: the server sends its tuples with no projection. The ledger is
+  // derived on the client (LedgerOf()) instead of by a server-side expression.
   std::string Copy(const std::string& schema, const LedgerRange& range) const;
-  // Fields of the statement's row (ledger first) -> the canonical fields (table column order).
+  // The row's ledger from its ledger column's field (a TOID shifted right by 32 bits); false
+  // when the field is no ledger (NULL, negative, not an integer, above 2^32 - 1).
+  bool LedgerOf(const std::vector<std::string_view>& row, Ledger& out) const;
+  // Fields of the statement's row -> the canonical fields (table column order).
   // Views point into `row`, the maps, or `scratch` (valid until the next call).
-  // `ledger`: the row's ledger (field 0 parsed), for references().
-  Status Resolve(const std::vector<std::string_view>& row, Ledger ledger, std::vector<std::string_view>& out);
-  size_t statement_fields() const { return 1 + plain_.size() + table_.joins.size(); }
+  // `ledger`: the row's ledger (LedgerOf()), for references().
+  Status Resolve(const std::vector<std::string_view>& row, Ledger ledger,
+                 std::vector<std::string_view>& out);
+  size_t statement_fields() const { return fields_.size(); }
   // Per join, the missing references of the rows resolved so far (referenced rows go to the marks).
   // Per join, the missing references of the rows resolved so far (referenced rows go to the
   // marks). missing_ids may hold duplicates until Normalize().
@@ -133,8 +142,11 @@ class ClientResolvedTable {
   std::vector<ReferenceMarks*> marks_;
   std::vector<JoinReferences> references_;
   std::vector<size_t> distinct_missing_;  // per join, missing_ids.size() after its last Normalize
-  std::vector<size_t> plain_;                 // column indexes read as they are
-  std::vector<std::pair<int, size_t>> source_;  // per column: join (-1 plain) and natural / field index
+  std::vector<std::string> fields_;  // the statement's select list
+  size_t ledger_field_ = 0;          // the ledger column's field
+  std::vector<size_t> id_field_;     // per join, its surrogate id's field
+  // per column: join (-1 plain) and natural index, or the field of a plain column
+  std::vector<std::pair<int, size_t>> source_;
   std::vector<std::pair<size_t, size_t>> swap_;
   std::vector<size_t> negate_;
   std::vector<std::vector<std::string_view>> natural_;  // per join, this row's natural fields

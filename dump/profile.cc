@@ -167,6 +167,7 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
   std::map<std::string, std::vector<size_t>> outputs_of;  // raw column -> output indexes
   std::map<std::string, std::string> join_alias_of;       // raw column -> join alias
   for (const LiveColumn& c : cols) {
+    t.physical.push_back(c.name);
     if (Contains(global_exclude, c.name) || Contains(rule.exclude, c.name)) {
       t.excluded.push_back(c.name);
       continue;

@@ -160,6 +160,10 @@ struct ResolvedTable {
   std::string flip_expr;
   std::optional<ClientOrientation> orientation;  // the same, for the client (live schemas only)
   std::vector<std::string> excluded;  // raw column names left out
+  // Every raw column of the live table in its physical (attnum) order, excluded ones too; empty
+  // for a profile read from a manifest. The client-resolved statement selects in this order, so
+  // that a table read whole needs no projection in the server (dump/lookup_map.h).
+  std::vector<std::string> physical;
   std::vector<std::string> notes;     // e.g. "history_trades: base/counter oriented by asset key"
   // True when a valid, non-partial unique index of the live table, whose columns are all NOT
   // NULL, covers a subset of the key's plain columns: the key alone is then a total order, and

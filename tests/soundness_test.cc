@@ -485,6 +485,18 @@ TEST(NoFalseAlarms, ColumnOrderIsNotDataAndRowDiffLabelsAreRight) {
   ExecSql(b, fmt::format("CREATE TABLE hl AS SELECT {} FROM history_ledgers; DROP TABLE history_ledgers CASCADE; "
                          "ALTER TABLE hl RENAME TO history_ledgers",
                          cols->Get(0, 0)));
+  // The digest reads in physical order (dump/lookup_map.h): a table with lookups reversed too, and
+  // one with a dropped column between its live ones and a TOID ledger column moved to the end.
+  auto effect_cols = c->Exec("SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum DESC) FROM pg_attribute "
+                             "WHERE attrelid = 'history_effects'::regclass AND attnum > 0 AND NOT attisdropped");
+  ASSERT_TRUE(effect_cols.ok());
+  ExecSql(b, fmt::format("CREATE TABLE he AS SELECT {} FROM history_effects; DROP TABLE history_effects CASCADE; "
+                         "ALTER TABLE he RENAME TO history_effects",
+                         effect_cols->Get(0, 0)));
+  ExecSql(b, "ALTER TABLE history_operations ADD COLUMN scratch int; ALTER TABLE history_operations DROP COLUMN "
+             "scratch; ALTER TABLE history_operations ADD COLUMN id_moved bigint; UPDATE history_operations SET "
+             "id_moved = id; ALTER TABLE history_operations DROP COLUMN id CASCADE; ALTER TABLE history_operations "
+             "RENAME COLUMN id_moved TO id");
   auto r = Diff(Db(a), Db(b));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
@@ -500,6 +512,27 @@ TEST(NoFalseAlarms, ColumnOrderIsNotDataAndRowDiffLabelsAreRight) {
   auto l = d->rows[0].changed[0].changes[0].left, rr = d->rows[0].changed[0].changes[0].right;
   ASSERT_TRUE(l && rr);
   EXPECT_EQ(std::stoll(*rr) - std::stoll(*l), 7);
+  // A change in each reordered table is found at its ledger.
+  ExecSql(b, "UPDATE history_ledgers SET successful_transaction_count = successful_transaction_count - 7 WHERE "
+             "sequence = 5");
+  for (const std::string& change :
+       {std::string("UPDATE history_effects SET type = type + 1000 WHERE (history_operation_id, \"order\") = (SELECT "
+                    "history_operation_id, \"order\" FROM history_effects ORDER BY 1 DESC, 2 LIMIT 1)"),
+        std::string("UPDATE history_operations SET type = type + 1000 WHERE id = (SELECT max(id) FROM "
+                    "history_operations)")}) {
+    SCOPED_TRACE(change);
+    const int64_t ledger = QueryInt(b, change.find("history_effects") != std::string::npos
+                                           ? "SELECT max(history_operation_id) >> 32 FROM history_effects"
+                                           : "SELECT max(id) >> 32 FROM history_operations");
+    ExecSql(b, change);
+    auto e = Diff(Db(a), Db(b));
+    ASSERT_TRUE(e.ok()) << e.status().message();
+    EXPECT_EQ(e->first_divergent_ledger, std::optional<Ledger>(static_cast<Ledger>(ledger)));
+    ExecSql(b, std::string(change).replace(change.find("+ 1000"), 6, "- 1000"));
+  }
+  auto back = Diff(Db(a), Db(b));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_TRUE(back->identical) << diff::RenderDiffText(*back);
 }
 
 TEST(NoFalseAlarms, TimestampVersusTimestamptzAtUtcIsEqualAndNoted) {
