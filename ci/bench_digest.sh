@@ -10,7 +10,8 @@
 #   CPU          per run, the server's CPU (what the postmaster reaped from exited backends) and
 #                the client's (ledgerdiff's user + sys): the server's row output alone is the
 #                floor's server CPU, the client's parse/resolve/hash alone the digest's client CPU
-#   old jN       the same with --old BIN (the engine before, e.g. main's build), for before/after
+#   old jN       the same with --old BIN (the engine before, e.g. main's build), for before/after;
+#                each repetition runs both engines back to back (interleaved, order alternating)
 #   verify-range Horizon's way (services/horizon/docker/verify-range/start): per table one ordered
 #                psql query (its joins, -t -A -F, FETCH_COUNT=100), piped to sha256sum, in turn
 #   pg_dump      pg_dump --data-only of the schema piped to sha256sum
@@ -110,6 +111,20 @@ sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDO
   "$WORK/tables.sql" >"$WORK/floor.sql"
 "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --print-sql >"$WORK/chunks.sql"
 
+# The floor's statements largest table first (pg_class.relpages, as the digest hands out its
+# units), so that two at a time they end together: in a fixed order the last big table runs alone
+# and the "floor" pays for a schedule, not for its rows.
+largest_first() {  # FILE: reorders its statements in place
+  local sizes
+  sizes=$(psql -X -At -F' ' -d "$DB" -c "SELECT relname, relpages FROM pg_class WHERE relnamespace = '$SCHEMA'::regnamespace AND relkind = 'r'")
+  while IFS= read -r line; do
+    local t
+    t=$(sed -E 's/.* FROM "[^"]+"\."([^"]+)" t .*/\1/' <<<"$line")
+    printf '%s\t%s\n' "$(awk -v t="$t" '$1 == t {print $2}' <<<"$sizes")" "$line"
+  done <"$1" | sort -t$'\t' -k1,1nr | cut -f2- >"$1.sorted"
+  mv "$1.sorted" "$1"
+}
+largest_first "$WORK/floor.sql"
 run_floor() { tr '\n' '\0' <"$WORK/floor.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_digest_sql() { tr '\n' '\0' <"$WORK/chunks.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_ld() {  # BIN JOBS
@@ -139,6 +154,7 @@ run_pg_dump() { pg_dump -d "$DB" --data-only -n "$SCHEMA" | sha256sum >/dev/null
 floor_sql_for() {  # RANGE FILE: the floor's statements for a sub-range
   "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --chunk-ledgers 2000000000 --print-sql |
     sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' >"$2"
+  largest_first "$2"
 }
 run_floor_file() { tr '\n' '\0' <"$1" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 >/dev/null; }
@@ -169,6 +185,35 @@ measure() {  # NAME COMMAND...
     "$([ -n "${CCPU[$name]}" ] && printf "  client CPU %6.1f s" "${CCPU[$name]}")" "$(xargs printf '%.2f ' <"$WORK/times")"
 }
 
+# Two engines interleaved: NAME_A NAME_B RUN BIN_A BIN_B ARGS... (RUN BIN ARGS... is one run).
+measure_ab() {
+  local na=$1 nb=$2 run=$3 ba=$4 bb=$5; shift 5
+  for side in a b; do for f in times rss roots scpu ccpu; do : >"$WORK/$f.$side"; done; done
+  for rep in $(seq "$REPS"); do
+    local order="a b"; ((rep % 2)) || order="b a"
+    for side in $order; do
+      local bin=$ba; [ "$side" = b ] && bin=$bb
+      : >"$WORK/rss"; : >"$WORK/roots"; : >"$WORK/ccpu"
+      local t0 t1 s0 s1
+      s0=$(server_cpu); t0=$(now); "$run" "$bin" "$@"; t1=$(now); s1=$(server_cpu)
+      echo "$t1 - $t0" | bc -l >>"$WORK/times.$side"
+      echo "$s1 - $s0" | bc -l >>"$WORK/scpu.$side"
+      for f in rss roots ccpu; do cat "$WORK/$f" >>"$WORK/$f.$side"; done
+    done
+  done
+  for side in a b; do
+    local name=$na; [ "$side" = b ] && name=$nb
+    MED[$name]=$(median <"$WORK/times.$side")
+    RSS[$name]=$(sort -n "$WORK/rss.$side" | tail -1)
+    ROOTS[$name]=$(sort -u "$WORK/roots.$side" | tr '\n' ' ')
+    SCPU[$name]=$(median <"$WORK/scpu.$side")
+    CCPU[$name]=$(median <"$WORK/ccpu.$side")
+    printf "%-14s median %8.2f s  %9.0f rows/s   server CPU %6.1f s  client CPU %6.1f s   runs: %s (interleaved with %s)\n" \
+      "$name" "${MED[$name]}" "$(echo "$ROWS / ${MED[$name]}" | bc -l)" "${SCPU[$name]}" "${CCPU[$name]}" \
+      "$(xargs printf '%.2f ' <"$WORK/times.$side")" "$([ "$side" = a ] && echo "$nb" || echo "$na")"
+  done
+}
+
 ratio() { echo "$1 / $2" | bc -l; }
 # One unmeasured pass over every table first: the server was just started, and the first
 # measurement would otherwise pay for filling the caches alone (seen: a first floor run 50% slower).
@@ -176,8 +221,13 @@ run_floor
 if ((MAIN)); then
 measure floor run_floor
 ((SERVER_SHARE)) && measure digest-sql run_digest_sql
-for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
-if [ -n "$OLD" ]; then for j in $JOBS_LIST; do measure "old j$j" run_ld "$OLD" "$j"; done; fi
+if [ -n "$OLD" ]; then
+  # Before/after interleaved: each repetition runs both engines back to back, the order turned
+  # around every other time, so a slow spell of the shared machine falls on both alike.
+  for j in $JOBS_LIST; do measure_ab "digest j$j" "old j$j" run_ld "$LD" "$OLD" "$j"; done
+else
+  for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
+fi
 if ((QUICK)); then
   MED[verify-range]=0; MED[pg_dump]=0
 else
@@ -253,7 +303,12 @@ if ((PEERS)); then
     done
   done
   echo "== peers: $SCHEMA against $COPY (one effect changed in ledger $MID)"
-  run_diff() { "$LD" diff --db "$DB" "$SCHEMA" "$COPY" --range "$RANGE" --jobs 2 --format json >"$WORK/diff.json" || true; }
+  run_diff() {
+    /usr/bin/time -v -o "$WORK/time" "$LD" diff --db "$DB" "$SCHEMA" "$COPY" --range "$RANGE" --jobs 2 \
+      --format json >"$WORK/diff.json" || true
+    awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time" >>"$WORK/rss"
+    awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$WORK/time" >>"$WORK/ccpu"
+  }
   run_verify_range_ld() {
     "$LD" verify-range --left "$DB" --right "$DB" --left-schema "$SCHEMA" --right-schema "$COPY" --range "$RANGE" \
       --jobs 2 --format json >"$WORK/vr.json" || true
@@ -281,6 +336,7 @@ if ((PEERS)); then
   else
     measure "horizon way x2" run_horizon_both
   fi
+  printf "ledgerdiff diff: peak RSS %6.1f MB\n" "$(echo "${RSS[ledgerdiff diff]:-0} / 1024" | bc -l)"
   printf "ledgerdiff diff / pg_comparator %5.2fx   ld verify-range / pg_comparator %5.2fx   horizon way x2 / ledgerdiff diff %5.2fx\n" \
     "$(ratio "${MED[ledgerdiff diff]}" "${MED[pg_comparator]}")" "$(ratio "${MED[ld verify-range]}" "${MED[pg_comparator]}")" \
     "$(ratio "${MED[horizon way x2]}" "${MED[ledgerdiff diff]}")"
