@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <optional>
 
 #include <fmt/format.h>
@@ -63,7 +64,31 @@ Result<LookupMap> LookupMap::Load(pg::Connection& conn, const std::string& schem
   m.offsets_.shrink_to_fit();
   m.text_.shrink_to_fit();
   if (m.exact_) m.BuildDenseIndex();
+  if (m.exact_) m.BuildInlineSlots();
   return m;
+}
+
+void LookupMap::BuildInlineSlots() {
+  if (slot_of_.empty() || naturals_ == 0 || naturals_ > 8) return;
+  const size_t header = 4 + naturals_;
+  for (size_t row = 0; row < ids_.size(); ++row) {
+    const uint32_t* o = &offsets_[row * (naturals_ + 1)];
+    if (header + (o[naturals_] - o[0]) > sizeof(InlineSlot)) return;
+  }
+  const size_t replaced = offsets_.size() * 4 + text_.size() + slot_of_.size() * 4;
+  if (slot_of_.size() * sizeof(InlineSlot) > replaced + replaced / 4) return;
+  inline_.assign(slot_of_.size(), InlineSlot{});
+  for (size_t row = 0; row < ids_.size(); ++row) {
+    uint8_t* b = inline_[static_cast<uint64_t>(ids_[row]) - static_cast<uint64_t>(ids_.front())].bytes;
+    const uint32_t r = static_cast<uint32_t>(row + 1);
+    std::memcpy(b, &r, 4);
+    const uint32_t* o = &offsets_[row * (naturals_ + 1)];
+    for (size_t k = 0; k < naturals_; ++k) b[4 + k] = static_cast<uint8_t>(o[k + 1] - o[k]);
+    std::memcpy(b + header, text_.data() + o[0], o[naturals_] - o[0]);
+  }
+  std::vector<uint32_t>().swap(offsets_);
+  std::string().swap(text_);
+  std::vector<uint32_t>().swap(slot_of_);
 }
 
 void LookupMap::BuildDenseIndex() {
@@ -77,7 +102,34 @@ void LookupMap::BuildDenseIndex() {
     slot_of_[static_cast<uint64_t>(ids_[row]) - static_cast<uint64_t>(ids_.front())] = static_cast<uint32_t>(row + 1);
 }
 
+ptrdiff_t LookupMap::FindRowAndNaturals(int64_t id, std::string_view* out) const {
+  if (!inline_.empty()) {
+    const uint64_t at = static_cast<uint64_t>(id) - static_cast<uint64_t>(ids_.front());  // wraps below the first id
+    if (at >= inline_.size()) return -1;
+    const uint8_t* b = inline_[at].bytes;
+    uint32_t r;
+    std::memcpy(&r, b, 4);
+    if (r == 0) return -1;
+    const char* text = reinterpret_cast<const char*>(b + 4 + naturals_);
+    for (size_t k = 0; k < naturals_; ++k) {
+      out[k] = std::string_view(text, b[4 + k]);
+      text += b[4 + k];
+    }
+    return static_cast<ptrdiff_t>(r) - 1;
+  }
+  const ptrdiff_t row = FindRow(id);
+  if (row >= 0) Naturals(static_cast<size_t>(row), out);
+  return row;
+}
+
 ptrdiff_t LookupMap::FindRow(int64_t id) const {
+  if (!inline_.empty()) {
+    const uint64_t at = static_cast<uint64_t>(id) - static_cast<uint64_t>(ids_.front());
+    if (at >= inline_.size()) return -1;
+    uint32_t r;
+    std::memcpy(&r, inline_[at].bytes, 4);
+    return static_cast<ptrdiff_t>(r) - 1;
+  }
   if (!slot_of_.empty()) {
     const uint64_t at = static_cast<uint64_t>(id) - static_cast<uint64_t>(ids_.front());  // wraps below the first id
     if (at >= slot_of_.size() || slot_of_[at] == 0) return -1;
@@ -89,6 +141,10 @@ ptrdiff_t LookupMap::FindRow(int64_t id) const {
 }
 
 void LookupMap::Naturals(size_t row, std::string_view* out) const {
+  if (!inline_.empty()) {
+    FindRowAndNaturals(ids_[row], out);
+    return;
+  }
   const uint32_t* o = &offsets_[row * (naturals_ + 1)];
   for (size_t k = 0; k < naturals_; ++k) out[k] = std::string_view(text_).substr(o[k], o[k + 1] - o[k]);
 }
@@ -229,8 +285,7 @@ Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Le
       state[j] = kNullId;
     } else if (!ParseId(f, id)) {
       return Status::Runtimef("table {}: surrogate id \"{}\" is not an integer", table_.name, f);
-    } else if (const ptrdiff_t r = maps_[j]->FindRow(id); r >= 0) {
-      maps_[j]->Naturals(static_cast<size_t>(r), natural_[j].data());
+    } else if (const ptrdiff_t r = maps_[j]->FindRowAndNaturals(id, natural_[j].data()); r >= 0) {
       marks_[j]->Mark(static_cast<size_t>(r));
       state[j] = kFound;
     } else {
