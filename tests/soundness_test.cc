@@ -477,22 +477,21 @@ TEST(Empty, NothingComparedIsAUsageErrorUnlessAllowed) {
 
 TEST(NoFalseAlarms, ColumnOrderIsNotDataAndRowDiffLabelsAreRight) {
   std::string a = LoadDump(), b = LoadDump();
-  // history_ledgers rebuilt with its columns in reverse order (CREATE TABLE AS, as ETL tools do).
-  auto c = Connect(b);
-  auto cols = c->Exec("SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum DESC) FROM pg_attribute WHERE "
-                      "attrelid = 'history_ledgers'::regclass AND attnum > 0 AND NOT attisdropped");
-  ASSERT_TRUE(cols.ok());
-  ExecSql(b, fmt::format("CREATE TABLE hl AS SELECT {} FROM history_ledgers; DROP TABLE history_ledgers CASCADE; "
-                         "ALTER TABLE hl RENAME TO history_ledgers",
-                         cols->Get(0, 0)));
+  // A table rebuilt with its columns in reverse order (CREATE TABLE AS, as ETL tools do).
+  auto reverse_columns = [&](const std::string& table) {
+    auto c = Connect(b);
+    auto cols = c->Exec(fmt::format("SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum DESC) FROM "
+                                    "pg_attribute WHERE attrelid = '{}'::regclass AND attnum > 0 AND NOT attisdropped",
+                                    table));
+    ASSERT_TRUE(cols.ok());
+    ExecSql(b, fmt::format("CREATE TABLE reversed AS SELECT {0} FROM {1}; DROP TABLE {1} CASCADE; ALTER TABLE "
+                           "reversed RENAME TO {1}",
+                           cols->Get(0, 0), table));
+  };
+  reverse_columns("history_ledgers");
   // The digest reads in physical order (dump/lookup_map.h): a table with lookups reversed too, and
   // one with a dropped column between its live ones and a TOID ledger column moved to the end.
-  auto effect_cols = c->Exec("SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum DESC) FROM pg_attribute "
-                             "WHERE attrelid = 'history_effects'::regclass AND attnum > 0 AND NOT attisdropped");
-  ASSERT_TRUE(effect_cols.ok());
-  ExecSql(b, fmt::format("CREATE TABLE he AS SELECT {} FROM history_effects; DROP TABLE history_effects CASCADE; "
-                         "ALTER TABLE he RENAME TO history_effects",
-                         effect_cols->Get(0, 0)));
+  reverse_columns("history_effects");
   ExecSql(b, "ALTER TABLE history_operations ADD COLUMN scratch int; ALTER TABLE history_operations DROP COLUMN "
              "scratch; ALTER TABLE history_operations ADD COLUMN id_moved bigint; UPDATE history_operations SET "
              "id_moved = id; ALTER TABLE history_operations DROP COLUMN id CASCADE; ALTER TABLE history_operations "
