@@ -244,14 +244,14 @@ std::vector<InvariantRule> HorizonInvariants() {
   v.push_back({"horizon_trade_orientation", "history_trades", "t.base_asset_id >= t.counter_asset_id",
                {"base_asset_id", "counter_asset_id"}, {},
                "a trade is stored with base_asset_id < counter_asset_id (its side's own ids); Horizon's /trades "
-               "queries rely on it"});
+               "queries rely on it", std::nullopt});
   v.push_back({"transaction_toid_in_its_ledger", "history_transactions", "(t.id >> 32) <> t.ledger_sequence",
-               {"id", "ledger_sequence"}, {}, "a transaction's TOID lies in its ledger"});
+               {"id", "ledger_sequence"}, {}, "a transaction's TOID lies in its ledger", std::nullopt});
   v.push_back({"operation_toid_in_its_transaction_ledger", "history_operations",
                "NOT EXISTS (SELECT 1 FROM {schema}.\"history_transactions\" x WHERE x.id = t.transaction_id AND "
                "x.ledger_sequence = (t.id >> 32))",
                {"id", "transaction_id"}, {"history_transactions"},
-               "an operation's TOID lies in the ledger of its transaction, which exists"});
+               "an operation's TOID lies in the ledger of its transaction, which exists", std::nullopt});
   for (const char* table : {"history_operation_participants", "history_transaction_participants"}) {
     const InvariantRule::Reference account{"history_account_id", "history_accounts", "id"};
     v.push_back({std::string(table) + "_account_exists", table, MissingReferenceViolation(account),
