@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/help.h"
+#include "core/atomic_file.h"
 #include "core/process.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
@@ -40,14 +41,7 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
   sub->add_option("--density", p.density, "Generated ledger density: stellar | flat")->capture_default_str();
 }
 
-Status WriteFile(const std::string& path, const std::string& content) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::Usagef("cannot write {}", path);
-  out << content;
-  out.close();
-  if (!out) return Status::Runtimef("cannot write {}", path);
-  return Status::Ok();
-}
+Status WriteFile(const std::string& path, const std::string& content) { return WriteFileAtomic(path, content); }
 
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile) {
   sub->add_option("--profile", profile, "Digest profile: horizon | auto | FILE.json (see dump/README.md)")

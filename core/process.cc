@@ -96,7 +96,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
 
   int out_fd = -1;
   if (!options.output_file.empty()) {
-    out_fd = open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    out_fd = open(options.output_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (out_fd < 0)
       return Status::Runtimef("cannot open {}: {}", options.output_file, std::strerror(errno));
     if (options.uid && fchown(out_fd, *options.uid, options.gid.value_or(-1)) != 0) {
@@ -105,7 +105,7 @@ Result<pid_t> Spawn(const std::vector<std::string>& argv, const SpawnOptions& op
   }
   int err_fd = -1;
   if (!options.error_file.empty()) {
-    err_fd = open(options.error_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    err_fd = open(options.error_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (err_fd < 0) {
       if (out_fd >= 0) close(out_fd);
       return Status::Runtimef("cannot open {}: {}", options.error_file, std::strerror(errno));

@@ -1,9 +1,14 @@
 #include "core/report.h"
 
+#include "core/atomic_file.h"
 #include "core/redact.h"
 #include "core/text.h"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <algorithm>
 #include <cstdio>
@@ -158,12 +163,23 @@ std::string GithubProperty(std::string_view s) {
   return out;
 }
 
-Status WriteWhole(const std::string& path, const std::string& content, std::ios::openmode mode) {
-  std::ofstream out(path, std::ios::binary | mode);
-  if (!out) return Status::Usagef("cannot write {}", path);
-  out << content;
-  out.close();
-  if (!out) return Status::Runtimef("cannot write {}", path);
+// The step summary is a file the CI runner owns and appends to: append, never through a link.
+Status AppendToFile(const std::string& path, const std::string& content) {
+  int fd = open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Usagef("cannot write {}: {}", path, std::strerror(errno));
+  const char* p = content.data();
+  size_t left = content.size();
+  while (left > 0) {
+    ssize_t n = write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      close(fd);
+      return Status::Runtimef("cannot write {}: {}", path, std::strerror(errno));
+    }
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return Status::Runtimef("cannot write {}: {}", path, std::strerror(errno));
   return Status::Ok();
 }
 
@@ -203,17 +219,17 @@ std::vector<std::string> GithubAnnotations(const GateSummary& s) {
 
 Status EmitGateReports(const GateReports& r, const ReportFiles& files, const CiEnvironment& ci,
                        std::FILE* annotations_out) {
-  if (!files.junit.empty() && r.junit) LD_RETURN_IF_ERROR(WriteWhole(files.junit, r.junit(), std::ios::trunc));
+  if (!files.junit.empty() && r.junit) LD_RETURN_IF_ERROR(WriteFileAtomic(files.junit, r.junit()));
   std::string markdown;
   if ((!files.markdown.empty() || !ci.step_summary.empty()) && r.markdown) markdown = r.markdown();
-  if (!files.markdown.empty() && r.markdown) LD_RETURN_IF_ERROR(WriteWhole(files.markdown, markdown, std::ios::trunc));
+  if (!files.markdown.empty() && r.markdown) LD_RETURN_IF_ERROR(WriteFileAtomic(files.markdown, markdown));
   if (!files.report_dir.empty() && r.html) LD_RETURN_IF_ERROR(r.html(files.report_dir));
   if (ci.github_annotations) {
     for (const auto& line : GithubAnnotations(r.summary)) fmt::print(annotations_out, "{}\n", ScrubSecrets(line));
     std::fflush(annotations_out);
   }
   if (!ci.step_summary.empty() && !markdown.empty())
-    LD_RETURN_IF_ERROR(WriteWhole(ci.step_summary, markdown + "\n", std::ios::app));
+    LD_RETURN_IF_ERROR(AppendToFile(ci.step_summary, markdown + "\n"));
   return Status::Ok();
 }
 

@@ -158,7 +158,7 @@ Result<nlohmann::json> SourceIdentity(pg::Connection& conn, const std::string& s
 Result<std::unique_ptr<Checkpoint>> Checkpoint::OpenLocked(const std::string& path, bool create) {
   std::unique_ptr<Checkpoint> cp(new Checkpoint());
   cp->path_ = path;
-  cp->fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0), 0644);
+  cp->fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
   if (cp->fd_ < 0) {
     if (!create && errno == ENOENT)
       return Status::Usagef("--resume: no checkpoint {} (the run finished, or never started): run without --resume",

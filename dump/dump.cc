@@ -1,6 +1,8 @@
 #include "dump/dump.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -33,6 +35,7 @@ class StagedDirectory {
     std::string target = out;
     while (target.size() > 1 && target.back() == '/') target.pop_back();
     std::error_code ec;
+    if (fs::is_symlink(target, ec)) return Status::Usagef("refusing to write dump directory {}: it is a symbolic link", out);
     if (fs::exists(target, ec) && !fs::is_directory(target, ec))
       return Status::Usagef("dump directory {}: exists and is not a directory", out);
     const fs::path parent = fs::path(target).parent_path();
@@ -108,7 +111,9 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
       // Table names are arbitrary ("../../x", "/etc/x"): the file name is derived, never taken as is.
       const std::string name = SafeFileName(table.name) + (csv ? ".csv" : ".jsonl");
       const std::string path = (std::filesystem::path(staged->staging()) / name).string();
-      f = std::fopen(path.c_str(), "wb");
+      // The staging directory is fresh and private (mkdtemp): a new file, never a link's target.
+      const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+      f = fd < 0 ? nullptr : fdopen(fd, "wb");
       if (!f) return Status::Runtimef("dump file {}: {}", path, std::strerror(errno));
       summary.files.push_back((std::filesystem::path(staged->target()) / name).string());
     }
@@ -143,6 +148,8 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
       ++rows;
       return Status::Ok();
     });
+    if (!to_stdout && (std::fflush(f) != 0 || fsync(fileno(f)) != 0) && s.ok())
+      s = Status::Runtimef("dump write failed: {}", std::strerror(errno));
     if (!to_stdout && std::fclose(f) != 0 && s.ok())
       s = Status::Runtimef("dump write failed: {}", std::strerror(errno));
     if (!s.ok()) return s.With("dump table " + table.name);

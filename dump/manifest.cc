@@ -49,13 +49,10 @@ const char* ManifestDetailName(ManifestDetail d) { return d == ManifestDetail::k
 Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string& path, const ManifestHeader& header) {
   std::unique_ptr<ManifestWriter> w(new ManifestWriter());
   w->path_ = path;
-  w->tmp_ = path + ".tmp";
   w->header_ = header;
   w->header_.fingerprint = ProfileFingerprint(header.profile);
   w->next_ = header.range.from;
-  w->f_ = std::fopen(w->tmp_.c_str(), "wb");
-  if (!w->f_) return Status::Usagef("manifest {}: cannot write: {}", path, std::strerror(errno));
-  w->cleanup_ = RegisterCleanup([tmp = w->tmp_] { std::remove(tmp.c_str()); });
+  LD_ASSIGN_OR_RETURN(w->file_, AtomicFile::Create(path));
   w->sha_ = EVP_MD_CTX_new();
   EVP_DigestInit_ex(Sha(w->sha_), EVP_sha256(), nullptr);
   nlohmann::json j;
@@ -82,18 +79,12 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
 }
 
 ManifestWriter::~ManifestWriter() {
-  if (f_) {
-    std::fclose(f_);
-    std::remove(tmp_.c_str());
-  }
-  if (cleanup_) UnregisterCleanup(cleanup_);
   if (sha_) EVP_MD_CTX_free(Sha(sha_));
 }
 
 Status ManifestWriter::Write(const void* data, size_t n) {
   EVP_DigestUpdate(Sha(sha_), data, n);
-  if (std::fwrite(data, 1, n, f_) != n) return Status::Runtimef("manifest {}: write failed: {}", path_, std::strerror(errno));
-  return Status::Ok();
+  return file_->Write(data, n);
 }
 
 Status ManifestWriter::Add(const Chunk& c) {
@@ -141,15 +132,10 @@ Result<uint64_t> ManifestWriter::Finish(const DigestSummary& s, const std::optio
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
   EVP_DigestFinal_ex(Sha(sha_), md, &n);
-  if (std::fwrite(md, 1, n, f_) != n || std::fclose(f_) != 0) {
-    f_ = nullptr;
-    return Status::Runtimef("manifest {}: write failed: {}", path_, std::strerror(errno));
-  }
-  f_ = nullptr;
-  std::error_code ec;
-  std::filesystem::rename(tmp_, path_, ec);
-  if (ec) return Status::Runtimef("manifest {}: cannot rename: {}", path_, ec.message());
-  return static_cast<uint64_t>(std::filesystem::file_size(path_, ec));
+  LD_RETURN_IF_ERROR(file_->Write(md, n));
+  const uint64_t size = file_->size();
+  LD_RETURN_IF_ERROR(file_->Commit());
+  return size;
 }
 
 // ---- reader ----

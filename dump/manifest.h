@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 
+#include "core/atomic_file.h"
 #include "dump/digest.h"
 
 namespace ledgerdiff::dump {
@@ -70,8 +71,9 @@ struct ManifestHeader {
   bool comparison = false;         // header key "comparison": the trailer holds a ComparisonOutcome
 };
 
-// Streaming writer. Writes PATH.tmp and renames it to PATH on Finish; PATH.tmp is removed when
-// the writer goes away unfinished and on SIGINT/SIGTERM/SIGHUP (core/process.h cleanups).
+// Streaming writer through a core/atomic_file.h AtomicFile: PATH appears, complete and synced,
+// only when Finish succeeds; a symlink at PATH is refused (exit 2); the temporary file is removed
+// when the writer goes away unfinished and on SIGINT/SIGTERM/SIGHUP.
 class ManifestWriter {
  public:
   static Result<std::unique_ptr<ManifestWriter>> Create(const std::string& path, const ManifestHeader& header);
@@ -85,13 +87,12 @@ class ManifestWriter {
  private:
   ManifestWriter() = default;
   Status Write(const void* data, size_t n);
-  std::string path_, tmp_;
+  std::string path_;
   ManifestHeader header_;
-  FILE* f_ = nullptr;
+  std::unique_ptr<AtomicFile> file_;
   void* sha_ = nullptr;  // EVP_MD_CTX*
   std::string buf_;
   Ledger next_ = 0;
-  int cleanup_ = 0;
 };
 
 // Streaming reader; verifies the checksum when the last entry has been read.

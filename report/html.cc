@@ -4,6 +4,8 @@
 // manifest stood in for it), the right side is "parallel"; "first divergent ledger",
 // "divergent tables", "only serial / only parallel / changed" rows, "look again".
 #include "report/html.h"
+
+#include "core/atomic_file.h"
 #include "report/verify_text_json.h"
 
 #include <algorithm>
@@ -433,20 +435,9 @@ Status WriteHtmlReport(const std::string& html, const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) return Status::Runtimef("create report directory {}: {}", dir, ec.message());
-  if (!fs::is_directory(dir, ec)) return Status::Runtimef("report directory {} is not a directory", dir);
-  const fs::path path = fs::path(dir) / "index.html";
-  const fs::path tmp = fs::path(dir) / ".index.html.tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return Status::Runtimef("write {}: cannot open", tmp.string());
-    out.write(html.data(), static_cast<std::streamsize>(html.size()));
-    out.close();
-    if (!out) return Status::Runtimef("write {}: I/O error", tmp.string());
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Runtimef("write {}: {}", path.string(), ec.message());
-  return Status::Ok();
+  if (ec) return Status::Usagef("create report directory {}: {}", dir, ec.message());
+  if (!fs::is_directory(dir, ec)) return Status::Usagef("report directory {} is not a directory", dir);
+  return WriteFileAtomic((fs::path(dir) / "index.html").string(), html);
 }
 
 Status WriteVerifyHtml(const VerifyReport& report, const std::string& dir) {
