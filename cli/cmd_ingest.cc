@@ -22,7 +22,7 @@ Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
     out.text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
   if (!report.ok) {
     out.error = report.error;
-    out.exit_code = 2;
+    out.exit_code = static_cast<int>(ExitCode::kRuntime);
   }
   return out;
 }

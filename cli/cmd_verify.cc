@@ -92,7 +92,8 @@ Action SetupVerify(CLI::App* sub) {
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
     out.error = report.error;
-    out.exit_code = !report.error.empty() ? 2 : report.identical ? 0 : 1;
+    // An ingestion that did not complete (a job out of retries, a lost server) is a runtime failure.
+    out.exit_code = !report.error.empty() ? static_cast<int>(ExitCode::kRuntime) : report.identical ? 0 : 1;
     return out;
   };
   return a;

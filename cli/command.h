@@ -39,7 +39,7 @@ class Context {
 
 // What a command hands back; main prints it in the --format asked for, then `error`.
 struct Outcome {
-  int exit_code = 0;          // 0 success / identical, 1 divergent / anomalies, 2 error
+  int exit_code = 0;          // ExitCode: 0 success / identical, 1 divergent / anomalies, 2 bad input, 3 runtime failure
   std::string text;           // --format text (and commands without --format)
   nlohmann::json json;        // --format json; null: the command has no JSON form
   std::string error;          // non-empty: "ledgerdiff: <error>" on stderr after the output

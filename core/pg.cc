@@ -94,6 +94,29 @@ Status Connection::Failure(const pg_result* res) const {
   return Status::Runtime(msg);
 }
 
+namespace {
+
+// A connection attempt that no retry can cure: a conninfo libpq cannot parse, or a server that
+// answered and refused who we are or what we asked for (authentication, an unknown role or
+// database). Everything else (refused, unreachable, timed out, the server starting up or shutting
+// down, too many clients) is a runtime failure a retry may cure.
+bool ConnectErrorIsBadInput(const std::string& conninfo, const std::string& error) {
+  char* parse_error = nullptr;
+  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &parse_error);
+  if (options) PQconninfoFree(options);
+  if (parse_error) PQfreemem(parse_error);
+  if (!conninfo.empty() && options == nullptr) return true;
+  static constexpr std::string_view kRefusals[] = {
+      "password authentication failed", "no pg_hba.conf entry", "does not exist",  // role / database
+      "no password supplied", "invalid connection option", "invalid URI", "missing \"=\"", "invalid sslmode",
+      "certificate authentication failed", "Peer authentication failed", "Ident authentication failed"};
+  for (std::string_view r : kRefusals)
+    if (error.find(r) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo,
                                                      const std::string& application_name) {
   // Before anything can fail: libpq may echo the password (a malformed URI's token).
@@ -111,6 +134,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo
     }
     PQfinish(raw);
     std::string target = conninfo.empty() ? std::string("(PG* environment defaults)") : RedactConninfo(conninfo);
+    if (ConnectErrorIsBadInput(conninfo, err)) return Status::Usagef("cannot connect to database {}: {}", target, err);
     return Status::Runtimef("cannot connect to database {}: {}", target, err);
   }
   PQsetNoticeProcessor(raw, NoticeIgnore, nullptr);

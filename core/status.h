@@ -16,11 +16,13 @@
 
 namespace ledgerdiff {
 
-// Process exit codes, like diff(1).
+// Process exit codes, like diff(1), plus one for failures that a retry may cure. A scheduler
+// retries 3 (and signals) and never 1 or 2 (deploy/ encodes exactly that policy).
 enum class ExitCode : int {
   kOk = 0,         // identical, or the command succeeded
-  kDifferent = 1,  // divergent, or anomalies found
-  kError = 2,      // usage or runtime error
+  kDifferent = 1,  // divergent, incomplete, or anomalies found
+  kUsage = 2,      // usage error or bad input: nothing was done, retrying will not help
+  kRuntime = 3,    // runtime failure (connection refused or lost, server or I/O error): retrying may help
 };
 
 class Status {
@@ -53,8 +55,10 @@ class Status {
     switch (kind_) {
       case Kind::kOk: return ExitCode::kOk;
       case Kind::kDivergent: return ExitCode::kDifferent;
-      default: return ExitCode::kError;
+      case Kind::kUsage: return ExitCode::kUsage;
+      case Kind::kRuntime: return ExitCode::kRuntime;
     }
+    return ExitCode::kRuntime;
   }
   // Prefixes the message with context ("digest schema \"a\": " + message).
   Status With(const std::string& context) const {
