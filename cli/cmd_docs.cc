@@ -7,8 +7,10 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/help.h"
+#include "core/atomic_file.h"
 #include "ledgerdiff/version.h"
 
 namespace ledgerdiff::cli {
@@ -259,44 +261,71 @@ _ledgerdiff "$@"
   return out;
 }
 
+// ---- contract -----------------------------------------------------------------------------
+
+// Every visible command path ("digest", "manifest merge") with its flags as JSON: what deploy/,
+// ci/ templates and scripts may call, checked by tests/deploy_test.sh against their command lines.
+// A flag inherited through fallthrough (manifest merge's --format) is listed on the path that
+// accepts it.
+void ContractOf(const CLI::App& app, const std::string& path, nlohmann::ordered_json& commands) {
+  nlohmann::ordered_json flags = nlohmann::ordered_json::object();
+  int positionals = 0;
+  for (const CLI::App* level = &app; level != nullptr; level = level->get_parent()) {
+    for (const CLI::Option* opt : VisibleOptions(*level)) {
+      if (opt->get_positional()) {
+        if (level == &app) ++positionals;
+        continue;
+      }
+      for (const std::string& name : FlagNames(*opt))
+        if (!flags.contains(name)) flags[name] = {{"value", TakesValue(*opt)}, {"required", opt->get_required()}};
+    }
+    if (!level->get_fallthrough() || level->get_parent() == nullptr || level->get_parent()->get_parent() == nullptr)
+      break;
+  }
+  std::vector<const CLI::App*> subs = VisibleCommands(app);
+  if (subs.empty() || positionals > 0) commands[path] = {{"flags", flags}, {"positionals", positionals}};
+  for (const CLI::App* sub : subs) ContractOf(*sub, path + " " + sub->get_name(), commands);
+}
+
+std::string Contract(const CLI::App& root) {
+  nlohmann::ordered_json j;
+  j["format"] = "ledgerdiff-cli-contract";
+  j["version"] = kVersion;
+  nlohmann::ordered_json codes = nlohmann::ordered_json::object();
+  for (const auto& e : ExitCodes()) codes[e.name] = e.meaning;
+  j["exit_codes"] = codes;
+  nlohmann::ordered_json commands = nlohmann::ordered_json::object();
+  for (const CLI::App* sub : VisibleCommands(root)) ContractOf(*sub, sub->get_name(), commands);
+  j["commands"] = commands;
+  return j.dump(2) + "\n";
+}
+
 struct DocsFlags {
   std::string format;
   std::string out;
 };
 
-// Writes `content` to `path` through a temporary file and a rename: never half-written.
-Status WriteAtomically(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return Status::Usagef("cannot write {}", path);
-    f << content;
-    f.close();
-    if (!f) return Status::Runtimef("cannot write {}", path);
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) return Status::Runtimef("cannot write {}: {}", path, ec.message());
-  return Status::Ok();
-}
 
 }  // namespace
 
 Action SetupDocs(CLI::App* sub) {
   static DocsFlags flags;
-  sub->add_option("FORMAT", flags.format, "man, bash or zsh")->required()->check(CLI::IsMember({"man", "bash", "zsh"}));
+  sub->add_option("FORMAT", flags.format, "man, bash, zsh or contract (the commands and flags as JSON)")
+      ->required()
+      ->check(CLI::IsMember({"man", "bash", "zsh", "contract"}));
   sub->add_option("--out", flags.out, "Write to FILE instead of stdout");
   Action action;
   action.run = [sub](Context&) -> Result<Outcome> {
     const CLI::App& root = *sub->get_parent();
     Outcome out;
-    std::string text = flags.format == "man"    ? ManPage(root)
-                       : flags.format == "bash" ? BashCompletion(root)
-                                                : ZshCompletion(root);
+    std::string text = flags.format == "man"        ? ManPage(root)
+                       : flags.format == "bash"     ? BashCompletion(root)
+                       : flags.format == "contract" ? Contract(root)
+                                                    : ZshCompletion(root);
     if (flags.out.empty()) {
       out.text = std::move(text);
     } else {
-      LD_RETURN_IF_ERROR(WriteAtomically(flags.out, text));
+      LD_RETURN_IF_ERROR(WriteFileAtomic(flags.out, text));
     }
     return out;
   };

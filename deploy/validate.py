@@ -13,7 +13,9 @@ Secret, Indexed Jobs whose completions/parallelism/--shards agree, merges naming
 Exit 0 valid, 1 invalid (one line per problem: FILE: OBJECT: PATH: MESSAGE), 2 usage/unreadable input.
 """
 import copy
+import fnmatch
 import json
+import os
 import pathlib
 import re
 import shlex
@@ -34,30 +36,103 @@ SECRET_NAME = re.compile(r"PASSWORD|PASSWD|SECRET|TOKEN|PRIVATE_KEY|ACCESS_KEY",
 INLINE_PASSWORD = re.compile(r"password\s*=|postgres(ql)?://[^/@\s:]+:[^/@\s]+@", re.I)
 
 
-# The ledgerdiff command line these files may use (issue 12's contract plus the existing global flags):
-# subcommand words -> allowed flags. A flag outside it is a typo or a contract change to make on purpose.
-GLOBAL_FLAGS = {"--db", "--format", "--profile"}
-CONTRACT = {
-    ("digest",): {"--schema", "--range", "--shards", "--shard", "--out", "--jobs"},
-    ("manifest", "merge"): {"--out"},
-    ("manifest", "show"): set(),
-    ("diff",): {"--range", "--max-rows", "--all"},
-    ("verify-range",): {"--range", "--left", "--right", "--shards", "--shard", "--out"},
-    ("plan",): {"--range", "--schema", "--job-size", "--ingest-cmd"},
-    ("worker",): {"--run"},
-    ("wait",): {"--run", "--timeout"},
-    ("runs",): set(),
-}
+# The ledgerdiff command line these files may use comes from the binary itself:
+# `ledgerdiff _docs contract` (generated from the CLI11 definition, like the man page) lists every
+# command path ("digest", "manifest merge") with its flags. Set LEDGERDIFF_CONTRACT to that JSON
+# (tests/deploy_test.sh does); without it every command line is a problem, never silently accepted.
+def load_contract():
+    path = os.environ.get("LEDGERDIFF_CONTRACT")
+    if not path:
+        return None
+    data = json.loads(pathlib.Path(path).read_text())
+    if data.get("format") != "ledgerdiff-cli-contract":
+        print(f"validate.py: {path} is not a ledgerdiff CLI contract", file=sys.stderr)
+        sys.exit(2)
+    return {tuple(k.split()): v for k, v in data["commands"].items()}
+
+
+CONTRACT = load_contract()
+# Exit codes the schedulers' retry policies are built on (README, `ledgerdiff --help`): 1 and 2 are
+# answers (divergent, bad input) that a retry would repeat; 3 is a runtime failure worth a retry.
+FINAL_EXIT_CODES = {1, 2}
+RETRY_EXIT_CODE = 3
 
 
 def contract_problems(words):
-    """REQUIRES: words = the arguments after `ledgerdiff`. Problems with the subcommand or its flags."""
+    """REQUIRES: words = the arguments after `ledgerdiff`. Problems with the subcommand or its flags:
+    an unknown command, an unknown flag, a flag that takes a value given none, a required flag missing."""
     words = [str(w) for w in words]
-    for sub, flags in CONTRACT.items():
-        if tuple(words[:len(sub)]) == sub:
-            unknown = sorted({w.split("=")[0] for w in words[len(sub):] if w.startswith("--")} - flags - GLOBAL_FLAGS)
-            return [f"ledgerdiff {' '.join(sub)}: flag {f} is not in the command contract" for f in unknown]
-    return [f"ledgerdiff {words[0] if words else ''}: not a command of the contract"]
+    if CONTRACT is None:
+        return ["no CLI contract: set LEDGERDIFF_CONTRACT to the output of `ledgerdiff _docs contract`"]
+    match = max((sub for sub in CONTRACT if tuple(words[:len(sub)]) == sub), key=len, default=None)
+    if match is None:
+        return [f"ledgerdiff {words[0] if words else ''}: not a command of the contract"]
+    flags = CONTRACT[match]["flags"]
+    problems, given = [], set()
+    rest = words[len(match):]
+    i = 0
+    while i < len(rest):
+        w = rest[i]
+        i += 1
+        if not w.startswith("-") or w == "-":
+            continue
+        name, has_inline = (w.split("=", 1)[0], "=" in w)
+        if name not in flags:
+            problems.append(f"ledgerdiff {' '.join(match)}: flag {name} is not in the command contract")
+            continue
+        given.add(name)
+        if flags[name]["value"] and not has_inline:
+            if i >= len(rest):
+                problems.append(f"ledgerdiff {' '.join(match)}: flag {name} needs a value")
+            i += 1
+    for name, spec in flags.items():
+        if spec.get("required") and name not in given:
+            problems.append(f"ledgerdiff {' '.join(match)}: required flag {name} is missing")
+    return problems
+
+
+def k8s_exit_policy_problems(spec):
+    """A retried Job (backoffLimit > 0) must fail at once on exit 1 and 2 and retry exit 3."""
+    if (spec.get("backoffLimit") or 0) == 0:
+        return []
+    final = set()
+    for rule in ((spec.get("podFailurePolicy") or {}).get("rules") or []):
+        codes = rule.get("onExitCodes") or {}
+        values = set(codes.get("values") or [])
+        if rule.get("action") == "FailJob" and codes.get("operator") == "In":
+            final |= values
+        if rule.get("action") == "FailJob" and codes.get("operator") == "NotIn":
+            final |= set(range(1, 256)) - values
+    problems = []
+    if not FINAL_EXIT_CODES <= final:
+        problems.append(f"spec.podFailurePolicy: exit codes {sorted(FINAL_EXIT_CODES - final)} must fail the Job "
+                        "at once (1 divergent, 2 bad input: a retry repeats the answer)")
+    if RETRY_EXIT_CODE in final:
+        problems.append("spec.podFailurePolicy: exit 3 (runtime failure) must be retried, not fail the Job")
+    return problems
+
+
+def batch_exit_policy_problems(strategy):
+    """A retried Batch job (attempts > 1) retries exit 3 (and host failures) and nothing else: the
+    first matching evaluateOnExit rule decides, and AWS Batch retries when no rule matches."""
+    if not strategy or (strategy.get("attempts") or 1) <= 1:
+        return []
+    rules = strategy.get("evaluateOnExit") or []
+
+    def decision(code):
+        for r in rules:
+            pattern = r.get("onExitCode")
+            if pattern is not None and fnmatch.fnmatchcase(str(code), pattern):
+                return r.get("action", "").upper()
+        return "RETRY"
+
+    problems = []
+    for code in sorted(FINAL_EXIT_CODES) + [137]:
+        if decision(code) != "EXIT":
+            problems.append(f"retryStrategy: exit {code} must EXIT (only 3 and host failures are retried)")
+    if decision(RETRY_EXIT_CODE) != "RETRY":
+        problems.append("retryStrategy: exit 3 (runtime failure) must RETRY")
+    return problems
 
 
 def invocations(container):
@@ -166,6 +241,8 @@ def check_policy(path, doc, where, report, shard_counts, merges, configmap_keys)
     if kind != "Job":
         return
     spec, pod = doc.get("spec") or {}, pod_spec(doc)
+    for problem in k8s_exit_policy_problems(spec):
+        report.fail(where, problem)
     sc = pod.get("securityContext") or {}
     if sc.get("runAsNonRoot") is not True or sc.get("runAsUser", 0) == 0:
         report.fail(where, "spec.template.spec.securityContext: needs runAsNonRoot: true and a non-zero runAsUser")
@@ -282,6 +359,8 @@ def check_aws_batch(kind, files):
         for env in props.get("environment") or []:
             if SECRET_NAME.search(env.get("name", "")):
                 report.fail(path, f"environment {env.get('name')}: a secret belongs in `secrets` (Secrets Manager)")
+        for problem in batch_exit_policy_problems(doc.get("retryStrategy")):
+            report.fail(path, problem)
         command = props.get("command")
         if command is not None:
             for problem in contract_problems(command):
@@ -381,6 +460,52 @@ def check_containerfile(path):
     return report.problems
 
 
+# ---------------------------------------------------------------- command lines in scripts
+
+COMMAND_LINE = re.compile(r"(?:^|[\s;&|(`'\"])(?:exec\s+|\S*/)?ledgerdiff\s+([a-z][a-z_-]*(?:[ \t]+[^\n#]*)?)")
+
+
+def command_lines(text):
+    """Each `ledgerdiff COMMAND ...` in a shell script or a YAML/CI template, as argument lists cut at
+    the first shell operator. Prose that only names ledgerdiff ("a ledgerdiff gate") is skipped: the
+    word after it must be a command of the contract."""
+    out = []
+    for line in text.replace("\\\n", " ").splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        for m in COMMAND_LINE.finditer(line):
+            if line[:m.start(1)].count('"') % 2:  # inside a message string, not a command
+                continue
+            rest = re.split(r"\s(?:\||\|\||&&|;|>|2>|<)\s|\)\s*$|\s#", m.group(1))[0]
+            try:
+                words = shlex.split(rest)
+            except ValueError:
+                words = rest.split()
+            if words and CONTRACT is not None and any(sub[0] == words[0] for sub in CONTRACT):
+                out.append(words)
+    return out
+
+
+def code_blocks(markdown):
+    """The fenced code blocks of a Markdown file: its runnable examples (prose is not checked)."""
+    return "\n".join(re.findall(r"^```[a-z]*\n(.*?)^```", markdown, re.M | re.S))
+
+
+def check_commands(files):
+    report = Report()
+    count = 0
+    for path in files:
+        text = pathlib.Path(path).read_text()
+        if path.endswith(".md"):
+            text = code_blocks(text)
+        for words in command_lines(text):
+            count += 1
+            for problem in contract_problems(words):
+                report.fail(path, problem)
+    print(f"validate.py commands: {count} command lines in {len(files)} files, {report.problems} problems")
+    return report.problems
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "k8s":
         policy = "--policy" in argv[1:]
@@ -390,7 +515,10 @@ def main(argv):
         return 1 if check_aws_batch(argv[1], argv[2:]) else 0
     if len(argv) == 2 and argv[0] == "containerfile":
         return 1 if check_containerfile(argv[1]) else 0
-    print("validate.py: usage: k8s [--policy] FILE... | aws-batch KIND FILE... | containerfile FILE", file=sys.stderr)
+    if len(argv) >= 2 and argv[0] == "commands":
+        return 1 if check_commands(argv[1:]) else 0
+    print("validate.py: usage: k8s [--policy] FILE... | aws-batch KIND FILE... | containerfile FILE | commands FILE...",
+          file=sys.stderr)
     return 2
 
 

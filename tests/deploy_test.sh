@@ -3,12 +3,22 @@
 # (strict), the AWS Batch JSON against the AWS Batch API shapes, the Containerfile's structure,
 # the shard-to-replica script of the cut-over Job, the AWS Batch entrypoint and submit.sh (against a
 # stub `aws`). Every check has a negative twin: a deliberately broken copy that must be rejected.
-# Usage: tests/deploy_test.sh [SOURCE_DIR]   (ctest: deploy_test)
+# Every ledgerdiff command line in deploy/, the CI templates and the READMEs is checked against the
+# CLI contract the binary itself prints (`ledgerdiff _docs contract`), and the schedulers' retry
+# policies against the exit codes (fail on 1 and 2, retry 3).
+# Usage: tests/deploy_test.sh [SOURCE_DIR [LEDGERDIFF]]   (ctest: deploy_test)
 set -uo pipefail
 src=$(cd "${1:-$(dirname "$0")/..}" && pwd)
+bin=${2:-$src/build/ledgerdiff}
 deploy=$src/deploy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if ! "$bin" _docs contract --out "$tmp/contract.json"; then
+  echo "deploy_test: cannot get the CLI contract from $bin (build it first)" >&2
+  echo "0 passed, 1 failed"
+  exit 1
+fi
+export LEDGERDIFF_CONTRACT=$tmp/contract.json
 
 # The validator needs jsonschema and yaml (Debian: python3-jsonschema, python3-yaml via ci/bootstrap).
 py=""
@@ -145,6 +155,16 @@ print("chained")' "$tmp/aws"
 mkdir -p "$tmp/aws-copy" && cp "$deploy"/aws-batch/* "$tmp/aws-copy/" && cp "$tmp/size6.json" "$tmp/aws-copy/submit-digest-array.json"
 expect "submit rejects: an array size that is not the shard count (before submitting)" 2 "size 6 != parameters.shards 8" \
   env PATH="$tmp/bin:$PATH" bash "$tmp/aws-copy/submit.sh" digest
+
+echo "== command lines in scripts, CI templates and READMEs against the binary's contract"
+mapfile -t scripted < <(cd "$src" && ls ci/github/action.yml ci/gitlab/*.yml ci/soak deploy/aws-batch/submit.sh \
+  deploy/slurm/* README.md ./*/README.md 2>/dev/null)
+expect "commands: every ledgerdiff command line is in the contract" 0 " 0 problems" \
+  validate commands "${scripted[@]/#/$src/}"
+printf '#!/bin/sh\nledgerdiff digest --schema s --shard-count 4 --out x.ldm\nexec ledgerdiff manifest merge --out\n' >"$tmp/bad.sh"
+expect "commands rejects: an unknown flag and a flag without its value" 1 \
+  "flag --shard-count is not in the command contract" validate commands "$tmp/bad.sh"
+expect "commands rejects: a flag without its value" 1 "flag --out needs a value" validate commands "$tmp/bad.sh"
 
 echo "$passed passed, $failed failed"
 ((failed == 0))

@@ -118,6 +118,14 @@ negative_k8s("a flag outside the command contract", "digest/digest-shards-job.ya
 negative_k8s("a contract typo inside the cut-over shell script", "cutover/verify-range-shards-job.yaml",
              lambda d: set_(container(d)["args"], 0, container(d)["args"][0].replace("--shard \"", "--shardz \"")),
              r"ledgerdiff verify-range: flag --shardz is not in the command contract")
+negative_k8s("exit 2 retried by an Indexed Job", "digest/digest-shards-job.yaml",
+             lambda d: set_(d[0]["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"], "values", [1]),
+             r"spec.podFailurePolicy: exit codes \[2\] must fail the Job")
+negative_k8s("exit 3 failing the workers' Job", "ingest/workers-job.yaml",
+             lambda d: set_(d[0]["spec"]["podFailurePolicy"]["rules"][0]["onExitCodes"], "values", [1, 2, 3]),
+             r"exit 3 \(runtime failure\) must be retried")
+negative_k8s("a flag that needs a value given none", "ingest/wait-job.yaml",
+             lambda d: container(d)["args"].append("--timeout"), r"ledgerdiff wait: flag --timeout needs a value")
 negative_k8s("a command that does not exist", "ingest/wait-job.yaml",
              lambda d: set_(container(d)["args"], 0, "await"), r"ledgerdiff await: not a command of the contract")
 root = mutated_k8s("base/pvc.yaml", lambda d: None)
@@ -161,6 +169,15 @@ negative_aws("the password in the environment", "register-job-definition", "job-
 negative_aws("a flag outside the command contract", "submit-job", "submit-workers-array.json",
              lambda d: set_(d["containerOverrides"], "command", ["worker", "--run-id", "7"]),
              r"ledgerdiff worker: flag --run-id is not in the command contract")
+negative_aws("exit 1 retried", "register-job-definition", "job-definition.json",
+             lambda d: d["retryStrategy"]["evaluateOnExit"].insert(0, {"onExitCode": "1", "action": "RETRY"}),
+             r"retryStrategy: exit 1 must EXIT")
+negative_aws("exit 2 retried (no catch-all EXIT)", "submit-job", "submit-workers-array.json",
+             lambda d: d["retryStrategy"]["evaluateOnExit"].pop(),
+             r"retryStrategy: exit 2 must EXIT")
+negative_aws("exit 3 not retried", "register-job-definition", "job-definition.json",
+             lambda d: d["retryStrategy"]["evaluateOnExit"].pop(0),
+             r"retryStrategy: exit 3 \(runtime failure\) must RETRY")
 negative_aws("a root user", "register-job-definition", "job-definition.json",
              lambda d: set_(d["containerProperties"], "user", "0"), r"must be a non-root uid")
 
