@@ -26,6 +26,14 @@ need() {
 count() {  # count VAR: a number >= 1
   [[ ${!1} =~ ^[1-9][0-9]*$ ]] || die "$1=${!1} is not a positive number"
 }
+no_password() {  # conninfos that go on a command line (ps, scontrol show job) must hold no password
+  local v
+  for v; do
+    case ${!v:-} in
+      *password=* | *://*:*@*) die "$v holds a password: pass it as PGPASSWORD or PGPASSFILE, never in a conninfo" ;;
+    esac
+  done
+}
 need_db() {
   [[ -n ${LEDGERDIFF_DB:-}${PGHOST:-}${PGSERVICE:-} ]] ||
     die "no database: set LEDGERDIFF_DB (conninfo without the password) or PGHOST/PGSERVICE"
@@ -35,12 +43,12 @@ command -v sbatch >/dev/null || die "sbatch not found: run this on a Slurm submi
 read -ra extra <<<"${LEDGERDIFF_SBATCH_ARGS:-}"
 logs=${LEDGERDIFF_LOGS:-${LEDGERDIFF_PARTS:+$LEDGERDIFF_PARTS/logs}}
 logs=${logs:-$PWD/ledgerdiff-logs}
-mkdir -p "$logs"
 
 # submit NAME SCRIPT SBATCH_ARGS...: prints NAME JOB_ID, sets $job.
 submit() {
   local name=$1 script=$2
   shift 2
+  mkdir -p "$logs" || die "cannot create the log directory $logs"
   local out="$logs/%x-%j.out"
   case " $* " in *" --array="*) out="$logs/%x-%A_%a.out" ;; esac
   job=$(sbatch --parsable --output="$out" "${extra[@]}" "$@" "$here/$script") || die "sbatch $script failed"
@@ -53,6 +61,7 @@ case ${1:-} in
     need LEDGERDIFF_SCHEMA LEDGERDIFF_RANGE LEDGERDIFF_PARTS LEDGERDIFF_SHARDS
     count LEDGERDIFF_SHARDS
     need_db
+    no_password LEDGERDIFF_DIFF_AGAINST
     export LEDGERDIFF_SHARDS
     submit ledgerdiff-digest digest-shards.sbatch --array="0-$((LEDGERDIFF_SHARDS - 1))"
     submit ledgerdiff-merge merge-diff.sbatch --dependency="afterok:$job" --kill-on-invalid-dep=yes
@@ -60,6 +69,7 @@ case ${1:-} in
   cutover)
     need LEDGERDIFF_RANGE LEDGERDIFF_PARTS LEDGERDIFF_SHARDS LEDGERDIFF_LEFT LEDGERDIFF_RIGHT
     count LEDGERDIFF_SHARDS
+    no_password LEDGERDIFF_LEFT LEDGERDIFF_RIGHT
     export LEDGERDIFF_SHARDS
     submit ledgerdiff-cutover verify-range-shards.sbatch --array="0-$((LEDGERDIFF_SHARDS - 1))"
     submit ledgerdiff-merge merge-diff.sbatch --dependency="afterany:$job"
