@@ -53,7 +53,7 @@ Action SetupDigest(CLI::App* sub) {
   auto f = std::make_shared<Flags>();
   f->c.AddFlags(sub);
   sub->add_option("--schema", f->schema, "Schema to digest")->required();
-  sub->add_option("--out", f->out, "Write a manifest file (.ldm)");
+  sub->add_option("--out", f->out, "Write a manifest file (.ldm)")->check(WritableFile());
   sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
       ->check(CLI::IsMember({"compact", "full"}));
   sub->add_option("--jobs", f->jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
@@ -171,7 +171,8 @@ Action SetupDump(CLI::App* sub) {
   f->c.AddFlags(sub);
   sub->add_option("--schema", f->schema, "Schema to dump")->required();
   sub->add_option("--format", f->format, "jsonl (default) or csv")->check(CLI::IsMember({"jsonl", "csv"}));
-  sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)");
+  sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)")
+      ->check(WritableDirectory());
   Action a;
   a.check = [f] { return f->c.Check(); };
   a.quiet = [f] { return f->out == "-"; };  // the rows themselves go to stdout

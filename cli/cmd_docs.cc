@@ -313,7 +313,7 @@ Action SetupDocs(CLI::App* sub) {
   sub->add_option("FORMAT", flags.format, "man, bash, zsh or contract (the commands and flags as JSON)")
       ->required()
       ->check(CLI::IsMember({"man", "bash", "zsh", "contract"}));
-  sub->add_option("--out", flags.out, "Write to FILE instead of stdout");
+  sub->add_option("--out", flags.out, "Write to FILE instead of stdout")->check(WritableFile());
   Action action;
   action.run = [sub](Context&) -> Result<Outcome> {
     const CLI::App& root = *sub->get_parent();

@@ -22,7 +22,9 @@ Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
     out.text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
   if (!report.ok) {
     out.error = report.error;
-    out.exit_code = static_cast<int>(ExitCode::kRuntime);
+    // A job out of retries: the run failed, an answer about the ingester (as `worker` and `wait`
+    // exit 1). The environment failing (a lost server) is an error Status instead: exit 3.
+    out.exit_code = static_cast<int>(ExitCode::kDifferent);
   }
   return out;
 }

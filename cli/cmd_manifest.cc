@@ -18,7 +18,7 @@ Action SetupManifest(CLI::App* sub) {
   auto f = std::make_shared<Flags>();
   sub->require_subcommand(1);
   f->merge = sub->add_subcommand("merge", "Join the partial manifests of `digest --shards N` into one manifest");
-  f->merge->add_option("--out", f->out, "The merged manifest (.ldm)")->required();
+  f->merge->add_option("--out", f->out, "The merged manifest (.ldm)")->required()->check(WritableFile());
   f->merge->add_option("--manifest-detail", f->detail, "compact (default) or full")
       ->check(CLI::IsMember({"compact", "full"}));
   f->merge->add_option("PART", f->parts, "Partial manifests, one per shard (any order)")->required();

@@ -35,7 +35,7 @@ Action SetupSweep(CLI::App* sub) {
   sub->add_option("--inject-bug", p.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--keep", o.keep, "Keep every cell's schema (divergent ones are always kept)");
   AddReportFlags(sub, f->reports);
-  sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE");
+  sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE")->check(WritableFile());
   Action a;
   // Everything the user gave, checked before a database is resolved.
   a.check = [f]() -> Status {

@@ -35,9 +35,11 @@ void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
 }  // namespace
 
 void AddReportFlags(CLI::App* sub, ReportFiles& files) {
-  sub->add_option("--junit", files.junit, "Also write a JUnit XML report to FILE (one test case per check)");
-  sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE");
-  sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR");
+  sub->add_option("--junit", files.junit, "Also write a JUnit XML report to FILE (one test case per check)")
+      ->check(WritableFile());
+  sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE")->check(WritableFile());
+  sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR")
+      ->check(WritableDirectory());
 }
 
 Status EmitReports(const GateReports& reports, const ReportFiles& files) {
@@ -68,7 +70,7 @@ Action SetupVerify(CLI::App* sub) {
                 "Start no parallel workers: register the run and wait for `ledgerdiff worker --run ID` from elsewhere");
   sub->add_option("--workers-timeout", o.workers_timeout_s,
                   "With --workers-external: give up after S seconds (exit 2); default: wait forever");
-  sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE");
+  sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE")->check(WritableFile());
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
   AddReportFlags(sub, f->reports);
   Action a;
@@ -92,8 +94,9 @@ Action SetupVerify(CLI::App* sub) {
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
     out.error = report.error;
-    // An ingestion that did not complete (a job out of retries, a lost server) is a runtime failure.
-    out.exit_code = !report.error.empty() ? static_cast<int>(ExitCode::kRuntime) : report.identical ? 0 : 1;
+    // An ingestion that failed (a job out of retries) is an answer about the ingester: exit 1, as
+    // `worker` and `wait` give for a failed run; the environment failing is an error Status (exit 3).
+    out.exit_code = report.error.empty() && report.identical ? 0 : 1;
     return out;
   };
   return a;
@@ -124,7 +127,8 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--shard", f->shard,
                   "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
   sub->add_option("--out", o.out,
-                  "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)");
+                  "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)")
+      ->check(WritableFile());
   sub->add_flag("--resume", o.resume,
                 "Continue an interrupted verify-range --out FILE from its checkpoint FILE.partial (same range, "
                 "shard, profile, schemas and databases; the ledgers in it are not digested again)");

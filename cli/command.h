@@ -82,8 +82,13 @@ std::string InjectBugKinds();
 void AddReportFlags(CLI::App* sub, ReportFiles& files);
 Status EmitReports(const GateReports& reports, const ReportFiles& files);
 
-// Writes a report file (--junit, --markdown, --csv ...): Usage error when it cannot be opened.
+// Writes a report file (--junit, --markdown, --csv ...) through core/atomic_file.h.
 Status WriteFile(const std::string& path, const std::string& content);
+// Validators of output paths, run while the flags are parsed, before any work: the parent
+// directories are created, and a symbolic link at a file target, a directory or other non-regular
+// file in the way, or an unwritable directory is a usage error (exit 2). "-" (stdout) passes.
+CLI::Validator WritableFile();
+CLI::Validator WritableDirectory();
 
 // The commands' flags and actions, one file per family; main.cc holds the table.
 Action SetupIngest(CLI::App* sub);       // cmd_ingest.cc

@@ -222,7 +222,7 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
 const std::vector<HelpEntry>& ExitCodes() {
   static const std::vector<HelpEntry> codes = {
       {"0", "identical / success"},
-      {"1", "divergent / incomplete / anomalies found (the first divergent ledger and its rows are printed)"},
+      {"1", "divergent / incomplete / a run failed / anomalies found (the first divergent ledger and its rows are printed)"},
       {"2", "usage error or bad input: one line on stderr naming the problem; nothing was done, retrying will not help"},
       {"3", "runtime failure (connection refused or lost, server or I/O error): nothing is half-written; a retry may help"},
       {"128+N", "interrupted by signal N (Ctrl-C: 130) after stopping workers and the embedded server"},

@@ -3,6 +3,7 @@
 //   parse flags -> check them (no database yet) -> run (database resolved on first use,
 //   progress on stderr) -> print the outcome as text or JSON -> exit 0 / 1 / 2.
 
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -42,6 +43,34 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
 }
 
 Status WriteFile(const std::string& path, const std::string& content) { return WriteFileAtomic(path, content); }
+
+CLI::Validator WritableFile() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        if (path == "-") return "";
+        std::error_code ec;
+        if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+          std::filesystem::create_directories(parent, ec);
+        const Status s = CheckWriteTarget(path);
+        return s.ok() ? std::string() : s.message();
+      },
+      "");
+}
+
+CLI::Validator WritableDirectory() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        if (path == "-") return "";
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        if (const auto parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+        if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return path + ": exists and is not a directory";
+        const std::string parent = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+        if (!fs::is_directory(parent, ec)) return "cannot create " + path + ": " + parent + " is not a directory";
+        return "";
+      },
+      "");
+}
 
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile) {
   sub->add_option("--profile", profile, "Digest profile: horizon | auto | FILE.json (see dump/README.md)")

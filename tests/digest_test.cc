@@ -598,7 +598,7 @@ TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
     auto r = dump::ReadManifestSummary(p);
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
-    EXPECT_EQ(r.status().exit_code(), ExitCode::kError);
+    EXPECT_EQ(r.status().exit_code(), ExitCode::kUsage);
     auto d = Diff(diff::Source::Manifest(p), Db(KahunaLeft()));
     EXPECT_FALSE(d.ok()) << name;
     auto cli = testing::RunCli({"diff", "--db", KahunaLeft(), "file:" + p, "public"});

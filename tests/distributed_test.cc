@@ -189,7 +189,7 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
 TEST(Distributed, VerifyWithExternalWorkersTimesOutWithoutWorkers) {
   auto r = RunCli({"verify", "--db", TestConninfo(), "--range", "2:31", "--job-size", "10", "--workers-external",
                    "--workers-timeout", "1"});
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_EQ(r.exit_code, 3) << "a timeout is a runtime failure: " << r.out << r.err;
   EXPECT_NE(r.err.find("not finished after 1 s"), std::string::npos) << r.err;
   auto bad =
       RunCli({"verify", "--db", TestConninfo(), "--range", "2:31", "--workers-external", "--workers-timeout", "-3"});
@@ -245,7 +245,7 @@ TEST(Distributed, BadInputExitsTwo) {
   EXPECT_EQ(negative.exit_code, 2);
   EXPECT_NE(negative.err.find("--timeout -1: must be a number of seconds from 0"), std::string::npos) << negative.err;
   auto timeout = RunCli({"wait", "--db", TestConninfo(), "--run", LastLine(plan.out), "--timeout", "1"});
-  EXPECT_EQ(timeout.exit_code, 2);
+  EXPECT_EQ(timeout.exit_code, 3) << "waiting longer may help: a runtime failure";
   EXPECT_NE(timeout.err.find("not finished after 1 s"), std::string::npos) << timeout.err;
 }
 

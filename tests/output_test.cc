@@ -173,6 +173,29 @@ TEST_F(OutputCli, MergeAndVerifyRangeOutThroughASymlinkAreRefused) {
   EXPECT_EQ(ReadFileBytes(victim), "precious");
 }
 
+// Output paths are checked when the flags are parsed, before a server starts or a ledger is
+// ingested: missing parent directories are created, a link or a directory in the way is exit 2.
+TEST_F(OutputCli, OutputPathsAreCheckedBeforeAnyWork) {
+  fs::path dir = FreshTempDir("paths_first");
+  const fs::path victim = dir / "victim";
+  WriteFileBytes(victim, "precious");
+  fs::create_symlink(victim, dir / "v.xml");
+  // No --db: a verify that got past its flags would start an embedded server and ingest.
+  CliResult link = RunCli({"verify", "--range", "2:101", "--junit", (dir / "v.xml").string()});
+  EXPECT_EQ(link.exit_code, 2) << link.err;
+  EXPECT_NE(link.err.find("symbolic link"), std::string::npos) << link.err;
+  EXPECT_EQ(link.err.find("embedded"), std::string::npos) << "refused before any server started: " << link.err;
+  EXPECT_EQ(ReadFileBytes(victim), "precious");
+  fs::create_directory(dir / "adir");
+  CliResult in_the_way = RunCli({"verify", "--range", "2:101", "--markdown", (dir / "adir").string()});
+  EXPECT_EQ(in_the_way.exit_code, 2) << in_the_way.err;
+  // Parent directories are made, as --report always did.
+  const fs::path deep = dir / "no" / "such" / "m.ldm";
+  CliResult digest = RunCli({"digest", "--db", TestConninfo(), "--schema", *schema_, "--out", deep.string()});
+  EXPECT_EQ(digest.exit_code, 0) << digest.err;
+  EXPECT_TRUE(fs::is_regular_file(deep));
+}
+
 TEST(ConnectExitCodes, RefusedConnectionIsRuntimeBadConninfoIsUsage) {
   fs::path dir = FreshTempDir("no_server");
   // Nothing listens on this socket directory: connection refused, a retry may help.

@@ -252,7 +252,7 @@ TEST_F(Resume, ALostConnectionSaysHowToContinue) {
                         "'ledgerdiff digest%'")
                   .ok());
   testing::CliResult lost = c.Wait();
-  ASSERT_EQ(lost.exit_code, 2) << lost.err;
+  ASSERT_EQ(lost.exit_code, 3) << "a lost connection is a runtime failure: " << lost.err;
   EXPECT_NE(lost.err.find("rerun with --resume"), std::string::npos) << lost.err;
   EXPECT_EQ(Lines(lost.err), 1u) << lost.err;
   auto r = RunCli(With(DigestArgs(out), {"--resume"}));

@@ -123,7 +123,7 @@ TEST(Runs, ARunWhoseSchemaIsTakenOverOrTamperedWithFailsAtItsEnd) {
     auto conn = Connect();
     LD_ASSERT_OK(conn->Exec(fmt::format("COMMENT ON SCHEMA {} IS 'ledgerdiff:owned run=somebody_else'",
                                         pg::QuoteIdent(schema))));
-    EXPECT_EQ(testing::WaitExitCode(run), 2);
+    EXPECT_EQ(testing::WaitExitCode(run), 1) << "the run failed its end-of-run check";
     EXPECT_NE(testing::ReadFileBytes(out + ".err").find("no longer this run's"), std::string::npos) << testing::ReadFileBytes(out + ".err");
   }
   // Rows a job committed disappear under the run.
@@ -134,7 +134,7 @@ TEST(Runs, ARunWhoseSchemaIsTakenOverOrTamperedWithFailsAtItsEnd) {
     ASSERT_FALSE(WaitForHeldRun(schema).empty());
     auto conn = Connect();
     LD_ASSERT_OK(conn->Exec(fmt::format("DELETE FROM {} WHERE sequence = 3", pg::Qualified(schema, "history_ledgers"))));
-    EXPECT_EQ(testing::WaitExitCode(run), 2);
+    EXPECT_EQ(testing::WaitExitCode(run), 1) << "the run failed its end-of-run check";
     EXPECT_NE(testing::ReadFileBytes(out + ".err").find("its jobs committed"), std::string::npos) << testing::ReadFileBytes(out + ".err");
   }
 }
@@ -339,7 +339,7 @@ TEST(ExternalIngester, AFailureShowsTheLastLinesOfTheJobsStderr) {
   auto r = RunCli({"ingest", "--range", "2:41", "--schema", UniqueName("ing_fail"), "--workers", "1", "--job-size",
                    "40", "--retries", "0", "--ingest-cmd", cmd, "--db", TestConninfo(), "--format", "json"},
                   {"TMPDIR=" + tmp.path});
-  ASSERT_EQ(r.exit_code, 2) << r.err;
+  ASSERT_EQ(r.exit_code, 1) << "the run failed: " << r.err;
   EXPECT_EQ(r.out.find("progress 1 of 3"), std::string::npos);
   for (const char* part : {"exit 3", "job-1.stderr.log", "connecting | fatal: ledger 2 not found"})
     EXPECT_NE(r.err.find(part), std::string::npos) << part << " missing from: " << r.err;

@@ -48,6 +48,7 @@ struct Scratch : testing::ScratchDir {
 struct SecretCase {
   std::string conninfo;
   std::vector<std::string> fragments;
+  int exit_code = 3;  // an unreachable server: a runtime failure; 2 when libpq cannot parse the conninfo
 };
 
 std::vector<SecretCase> SecretCases() {
@@ -55,8 +56,8 @@ std::vector<SecretCase> SecretCases() {
       {"host=/nonexistent port=1 user=bob password=Wr&ongTail", {"Wr&ongTail", "ongTail"}},
       {"host=/nonexistent port=1 user=bob password=Esc\\ apedPw", {"Esc\\ apedPw", "Esc apedPw", "apedPw"}},
       {"host=/nonexistent port=1 user=bob password='Quo ted9Pw'", {"Quo ted9Pw", "ted9Pw"}},
-      {"host=/nonexistent port=1 user=bob PASSWORD=UpperSecret7", {"UpperSecret7"}},
-      {"postgresql://bob:Pa%zzss@nohost.invalid/db", {"Pa%zzss", "zzss"}},
+      {"host=/nonexistent port=1 user=bob PASSWORD=UpperSecret7", {"UpperSecret7"}, 2},  // no such option
+      {"postgresql://bob:Pa%zzss@nohost.invalid/db", {"Pa%zzss", "zzss"}, 2},
       {"postgresql://bob:Uri%26Secret@/postgres?host=/nonexistent&port=1", {"Uri%26Secret", "Uri&Secret", "Secret"}},
       {"postgresql:///postgres?host=/nonexistent&port=1&password=Qry%20Secret", {"Qry%20Secret", "Qry Secret", "Secret"}},
   };
@@ -98,7 +99,7 @@ TEST(Secrets, CliStderrAndJsonNeverCarryThePassword) {
              {"verify", "--range", "2:11", "--db", c.conninfo, "--format", "json"},
              {"digest", "--schema", "s", "--db", c.conninfo}}) {
       auto r = RunCli(args);
-      EXPECT_EQ(r.exit_code, 2) << c.conninfo << ": " << r.err;
+      EXPECT_EQ(r.exit_code, c.exit_code) << c.conninfo << ": " << r.err;
       EXPECT_NE(r.err.find("ledgerdiff:"), std::string::npos) << r.err;
       for (const auto& f : c.fragments) {
         EXPECT_EQ(r.err.find(f), std::string::npos) << c.conninfo << " stderr: " << r.err;
@@ -381,7 +382,7 @@ TEST(AtomicOutput, AFailedDumpLeavesNoDirectoryAndAPreExistingOneUntouched) {
       auto r = RunCli({"dump", "--db", testing::TestConninfo(), "--schema", schema, "--profile", "auto", "--range",
                        "2:41", "--out", out.string()},
                       {"PGOPTIONS=-c lock_timeout=300"});
-      EXPECT_EQ(r.exit_code, 2) << r.err;
+      EXPECT_EQ(r.exit_code, 3) << "a server error is a runtime failure: " << r.err;
       EXPECT_NE(r.err.find("z_last"), std::string::npos) << r.err;
     }
   }
@@ -402,7 +403,7 @@ TEST(AtomicOutput, AFailedDumpLeavesNoDirectoryAndAPreExistingOneUntouched) {
 }
 
 // Ctrl-C while a dump or a digest is half-way: the cleanup registry removes the staging
-// directory / FILE.tmp; the target is never created and a pre-existing manifest is untouched.
+// directory / the manifest's temporary (.FILE.ldtmp-*); the target is never created and a pre-existing manifest is untouched.
 TEST(AtomicOutput, AnInterruptedDumpOrDigestLeavesNothingBehind) {
   auto conn = Connect();
   ASSERT_TRUE(conn);
@@ -418,7 +419,7 @@ TEST(AtomicOutput, AnInterruptedDumpOrDigestLeavesNothingBehind) {
   };
   for (const Case& c : std::vector<Case>{
            {{"dump", "--schema", schema, "--out", dir.string()}, "dumped.tmp"},
-           {{"digest", "--schema", schema, "--out", manifest.string()}, "m.ldm.tmp"}}) {
+           {{"digest", "--schema", schema, "--out", manifest.string()}, ".m.ldm.ldtmp-"}}) {
     std::vector<std::string> args = c.args;
     args.insert(args.end(), {"--db", testing::TestConninfo(), "--profile", "auto", "--range", "2:41"});
     pid_t pid = StartCli(args, scratch.path, -1);

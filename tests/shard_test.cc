@@ -41,9 +41,9 @@ TEST(ShardSlice, CoversTheRangeInOrderWithoutGapOrOverlap) {
   auto top = dump::ShardSlice({2147483000, 2147483647}, 3, 2);
   ASSERT_TRUE(top.ok());
   EXPECT_EQ(top->to, 2147483647u);
-  EXPECT_EQ(dump::ShardSlice({1, 3}, 4, 0).status().exit_code(), ExitCode::kError);
-  EXPECT_EQ(dump::ShardSlice({1, 30}, 4, 4).status().exit_code(), ExitCode::kError);
-  EXPECT_EQ(dump::ShardSlice({1, 30}, 0, 0).status().exit_code(), ExitCode::kError);
+  EXPECT_EQ(dump::ShardSlice({1, 3}, 4, 0).status().exit_code(), ExitCode::kUsage);
+  EXPECT_EQ(dump::ShardSlice({1, 30}, 4, 4).status().exit_code(), ExitCode::kUsage);
+  EXPECT_EQ(dump::ShardSlice({1, 30}, 0, 0).status().exit_code(), ExitCode::kUsage);
 }
 
 class ShardCli : public ::testing::Test {

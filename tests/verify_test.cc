@@ -611,7 +611,7 @@ TEST_F(ExternalIngester, FailingCommandIsAFailedJobAndExit2) {
                                    "--ingest-cmd",
                                    "exit 3 # {from} {to}"};
   auto r = RunCli(args);
-  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
   EXPECT_FALSE(r.err.empty());
 }
 
@@ -836,7 +836,7 @@ TEST(VerifyCli, FailedIngesterShowsItsStderrAndAResumableId) {
   auto r = RunCli({"verify", "--range", "2:41", Db(), "--workers", "2", "--job-size", "20", "--retries", "0",
                    "--ingest-cmd", "echo first line >&2; echo 'boom from the ingester' >&2; exit 3 # {from} {to}",
                    "--format", "json"});
-  ASSERT_EQ(r.exit_code, 2) << r.err << r.out;
+  ASSERT_EQ(r.exit_code, 1) << "a failed run is an answer (exit 1), not bad input: " << r.err << r.out;
   json j = ParseJson(r);
   const std::string error = j.value("error", "");
   const std::string id = j["run_id"].get<std::string>();
