@@ -62,6 +62,22 @@ namespace {
 
 std::string RangeText(const LedgerRange& r) { return fmt::format("{}:{}", r.from, r.to); }
 
+// Whether writing `out` would overwrite `part`: the same file (device and inode, through any
+// link), or, when either does not exist yet, the same path once made absolute and normal.
+bool SameFile(const std::string& out, const std::string& part) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out, ec) && fs::exists(part, ec)) {
+    const bool same = fs::equivalent(out, part, ec);
+    if (!ec) return same;
+  }
+  const fs::path a = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  std::error_code ec2;
+  const fs::path b = fs::weakly_canonical(fs::absolute(part, ec2), ec2);
+  if (ec || ec2) return fs::absolute(out).lexically_normal() == fs::absolute(part).lexically_normal();
+  return a == b;
+}
+
 // The first way part `p` (header h) comes from another source than `p0` (header h0): the
 // one-line reason, or "" when they are the same source (dump/source_identity.h).
 std::string SourceMismatch(const std::string& p, const ManifestHeader& h, const std::string& p0,
@@ -107,6 +123,12 @@ Result<std::string> MissingShards(const std::map<uint32_t, size_t>& present, con
 Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
                                       ManifestDetail detail) {
   if (parts.empty()) return Status::Usage("manifest merge needs at least one part");
+  // Before anything is read or written: the output must not be one of the parts (the rename at
+  // the end would replace it).
+  for (const auto& path : parts)
+    if (SameFile(out, path))
+      return Status::Usagef("--out {} is the part {}: write the merged manifest to another file; nothing merged", out,
+                            path);
   struct Part {
     std::string path;
     std::unique_ptr<ManifestReader> reader;

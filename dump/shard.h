@@ -47,7 +47,8 @@ Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const s
 // compared only where both parts hold one, so parts digested on hot standbys of one primary fit.
 // The merged header is shard 0's, of the whole range, with the parts' joined identity: the order
 // of `parts` does not change a byte.
-// Usage errors (exit 2, nothing written): a missing shard (named with its slice;
+// Usage errors (exit 2, nothing written): `out` is one of the parts (the same file, through any
+// link, or the same path), checked before anything is read; a missing shard (named with its slice;
 // at most 8 named); a duplicate; a mismatch (naming both files and, for sources, what differs:
 // "part-1.ldm: database \"new\" but part-0.ldm: database \"old\""); verify-range parts that
 // compared zero rows on both sides in all (unless they were run with --allow-empty). A part beyond
