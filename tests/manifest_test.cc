@@ -338,6 +338,38 @@ TEST_F(Manifests, ShowPrintsTheSourceIdentity) {
   EXPECT_EQ(ManifestBytes::Of(bytes).header.at("source_identity").size(), 4u);
 }
 
+// A role that may not execute pg_control_system() records no system identifier: such a part is
+// compared on the rest, and the merge keeps the identifier the other part holds. Two different
+// identifiers (two clusters) are refused. The parts are re-sealed with a correct checksum.
+TEST_F(Manifests, ASystemIdentifierIsComparedWhereBothPartsHoldOne) {
+  Shard(old_, schema_, 0, Path("sys-0.ldm"));
+  Shard(old_, schema_, 1, Path("sys-1.ldm"));
+  auto reseal = [&](const std::string& from, const std::string& to, const nlohmann::json& sys) {
+    ManifestBytes m = ManifestBytes::Of(ReadFileBytes(Path(from)));
+    m.header["source_identity"]["system_identifier"] = sys;
+    WriteFileBytes(Path(to), m.Bytes());
+  };
+  const std::string sys =
+      ManifestBytes::Of(ReadFileBytes(Path("sys-0.ldm"))).header.at("source_identity").at("system_identifier");
+  ASSERT_FALSE(sys.empty());
+  reseal("sys-1.ldm", "sys-1-unreadable.ldm", nullptr);
+  auto merged = Merge(Path("sys-merged.ldm"), {Path("sys-1-unreadable.ldm"), Path("sys-0.ldm")});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  EXPECT_EQ(ManifestBytes::Of(ReadFileBytes(Path("sys-merged.ldm"))).header.at("source_identity").at("system_identifier"),
+            sys);
+  auto direct = Merge(Path("sys-direct.ldm"), {Path("sys-0.ldm"), Path("sys-1.ldm")});
+  ASSERT_EQ(direct.exit_code, 0) << direct.err;
+  EXPECT_EQ(ReadFileBytes(Path("sys-merged.ldm")), ReadFileBytes(Path("sys-direct.ldm")));
+  reseal("sys-1.ldm", "sys-1-other.ldm", "1234567890123456789");
+  auto other = Merge(Path("sys-other.ldm"), {Path("sys-0.ldm"), Path("sys-1-other.ldm")});
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find(fmt::format("{}: system identifier 1234567890123456789 but {}: system identifier {}",
+                                       Path("sys-1-other.ldm"), Path("sys-0.ldm"), sys)),
+            std::string::npos)
+      << other.err;
+  EXPECT_FALSE(fs::exists(Path("sys-other.ldm")));
+}
+
 // verify-range parts record both sides: a part compared against another right side is refused.
 TEST_F(Manifests, VerifyRangePartsOfAnotherRightSideAreRefused) {
   auto part = [&](const std::string& right, int k, const std::string& out) {
