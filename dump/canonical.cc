@@ -201,6 +201,21 @@ void AppendLeb128(std::string& out, uint64_t n) {
   } while (n);
 }
 
+size_t DecodeLeb128(const unsigned char* p, size_t n, uint64_t& value) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < n && i < 10; ++i) {
+    const unsigned char b = p[i];
+    if (i == 9 && b > 1) return 0;    // bits beyond 64
+    if (i > 0 && b == 0) return 0;    // overlong: a trailing zero byte adds nothing
+    v |= uint64_t{b & 0x7fu} << (7 * i);
+    if (!(b & 0x80)) {
+      value = v;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
 std::optional<std::string> UnescapeCopyField(std::string_view f) {
   if (f == "\\N") return std::nullopt;
   std::string out;

@@ -104,6 +104,10 @@ void AppendEncodedField(std::string& out, std::string_view copy_text, ColumnClas
 // Appends n as an unsigned LEB128 varint (7 bits a byte, low first; the row encoding's and the
 // manifest's length prefix).
 void AppendLeb128(std::string& out, uint64_t n);
+// Decodes one LEB128 value as AppendLeb128 writes it from p[0..n): at most 10 bytes, within 64
+// bits, without a redundant trailing zero byte. Returns the bytes it took, or 0 when p[0..n) does
+// not start with such a value (cut short: every one of the n < 10 bytes has the continuation bit).
+size_t DecodeLeb128(const unsigned char* p, size_t n, uint64_t& value);
 
 // Decodes a COPY text field: std::nullopt for NULL, else the unescaped value.
 std::optional<std::string> UnescapeCopyField(std::string_view field);

@@ -17,6 +17,8 @@
 #include <xxhash.h>
 
 #include "core/process.h"
+#include "dump/bounded_json.h"
+#include "dump/manifest.h"
 
 namespace ledgerdiff::dump {
 
@@ -24,6 +26,7 @@ namespace {
 
 constexpr char kMagic[8] = {'L', 'D', 'G', 'R', 'C', 'K', 'P', 'T'};
 constexpr uint32_t kMaxRecord = 1u << 30;
+constexpr uint32_t kMaxHeaderRecord = 1u << 20;  // the header record's JSON: a job description
 constexpr size_t kChunkHead = 1 + 1 + 4 + 4 + 4;  // type, side, from, to, tables
 
 void PutU32(std::string& s, uint32_t v) {
@@ -87,6 +90,14 @@ std::optional<std::string> FirstDifference(const nlohmann::json& had, const nloh
   return fmt::format("{} {} in the checkpoint, {} in this run", at, had.dump(), now.dump());
 }
 
+// Whether a chunk record's head (ledgers from..to, `tables` tables) can describe a payload of
+// `size` bytes: 1 to kMaxManifestTables tables, and every (ledger, table) entry takes at least
+// one byte (its count). Checked before anything is sized by these numbers.
+bool ChunkHeadFits(Ledger from, Ledger to, uint64_t tables, uint64_t size) {
+  if (to < from || tables == 0 || tables > kMaxManifestTables || size < kChunkHead) return false;
+  return (uint64_t{to} - from + 1) * tables <= size - kChunkHead;  // < 2^32 * 2^13: no overflow
+}
+
 // Decodes a chunk record's payload (full entries).
 Result<Chunk> DecodeChunk(const std::string& p, const std::string& path) {
   auto corrupt = [&] { return Status::Usagef("checkpoint {} is corrupted (a chunk record's entries)", path); };
@@ -94,20 +105,19 @@ Result<Chunk> DecodeChunk(const std::string& p, const std::string& path) {
   Chunk c;
   c.range = {GetU32(p.data() + 2), GetU32(p.data() + 6)};
   c.tables = GetU32(p.data() + 10);
+  if (!ChunkHeadFits(c.range.from, c.range.to, c.tables, p.size())) return corrupt();
   c.full = true;
   const size_t n = c.range.size();
   c.counts.assign(n * c.tables, 0);
   c.digests.assign(n * c.tables, EmptyDigest());
   c.combined.resize(n);
   size_t pos = kChunkHead;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(p.data());
   for (size_t i = 0; i < n * c.tables; ++i) {
     uint64_t v = 0;
-    for (int shift = 0;; shift += 7) {
-      if (pos >= p.size() || shift >= 64) return corrupt();
-      const auto b = static_cast<unsigned char>(p[pos++]);
-      v |= uint64_t{b & 0x7fu} << shift;
-      if (!(b & 0x80)) break;
-    }
+    const size_t took = DecodeLeb128(bytes + pos, p.size() - pos, v);
+    if (!took) return corrupt();
+    pos += took;
     c.counts[i] = v;
     if (!v) continue;
     if (pos + 16 > p.size()) return corrupt();
@@ -138,22 +148,6 @@ Chunk Slice(const Chunk& c, const LedgerRange& r) {
 }  // namespace
 
 std::string CheckpointPath(const std::string& out) { return out + ".partial"; }
-
-Result<nlohmann::json> SourceIdentity(pg::Connection& conn, const std::string& schema) {
-  nlohmann::json id;
-  LD_ASSIGN_OR_RETURN(pg::Rows may, conn.Exec("SELECT has_function_privilege('pg_control_system()', 'EXECUTE')"));
-  id["system_identifier"] = nullptr;
-  if (may.Get(0, 0) == "t") {
-    LD_ASSIGN_OR_RETURN(pg::Rows sys, conn.Exec("SELECT system_identifier::text FROM pg_control_system()"));
-    id["system_identifier"] = std::string(sys.Get(0, 0));
-  }
-  LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec("SELECT current_database(), (SELECT oid::bigint FROM pg_namespace WHERE "
-                                            "nspname = " + pg::QuoteLiteral(schema) + ")"));
-  id["database"] = std::string(r.Get(0, 0));
-  id["schema"] = schema;
-  id["schema_oid"] = r.IsNull(0, 1) ? nlohmann::json() : nlohmann::json(r.GetInt(0, 1));
-  return id;
-}
 
 Result<std::unique_ptr<Checkpoint>> Checkpoint::OpenLocked(const std::string& path, bool create) {
   std::unique_ptr<Checkpoint> cp(new Checkpoint());
@@ -194,9 +188,18 @@ Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* le
   for (size_t n = 0; off < size; ++n) {
     std::string p;
     uint32_t len = 0;
-    const bool whole = size - off >= 4 && ReadAt(fd_, off, 4, buf) && (len = GetU32(buf.data())) <= kMaxRecord &&
-                       off + 4 + len + 16 <= size;
-    if (!whole) {  // a record torn by a crash while it was written: the valid prefix stands
+    // A record torn by a crash while it was written (cut short): the valid prefix stands. A length
+    // no writer writes is corruption, not a tear (a record is written with one pwrite: a crash
+    // leaves its length intact or its bytes unwritten). Records are read whole below: only lengths
+    // within the file and the bound get that far.
+    if (size - off < 4) {
+      torn_ = true;
+      break;
+    }
+    if (!ReadAt(fd_, off, 4, buf)) return Status::Usagef("checkpoint {}: read failed", path_);
+    len = GetU32(buf.data());
+    if (len > kMaxRecord) return corrupt(fmt::format("record {} of {} bytes, beyond {}", n, len, kMaxRecord));
+    if (off + 4 + uint64_t{len} + 16 > size) {
       torn_ = true;
       break;
     }
@@ -213,17 +216,22 @@ Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* le
     if (p.empty()) return corrupt(fmt::format("empty record {}", n));
     if (!header) {
       if (p[0] != 'H') return corrupt("no header");
+      if (len > kMaxHeaderRecord) return corrupt(fmt::format("header of {} bytes, beyond {}", len, kMaxHeaderRecord));
+      auto parsed = ParseBoundedJson(std::string_view(p).substr(1));
+      if (!parsed.ok()) return corrupt("header: " + parsed.status().message());
       try {
-        auto h = nlohmann::json::parse(p.substr(1));
-        if (h.at("format") != "ledgerdiff-checkpoint") return corrupt("not a ledgerdiff checkpoint");
+        const nlohmann::json& h = *parsed;
+        if (JsonString(h, "", "format") != "ledgerdiff-checkpoint") return corrupt("not a ledgerdiff checkpoint");
         if (verify_job) {
-          if (auto d = FirstDifference(h.at("job"), job, "")) {
+          if (auto d = FirstDifference(JsonField(h, "", "job"), job, "")) {
             return Status::Usagef("checkpoint {} belongs to another run: {} (delete it to start over)", path_, *d);
           }
         }
-        const int sides = h.at("sides").get<int>();
-        const LedgerRange range{h.at("range").at("from").get<Ledger>(), h.at("range").at("to").get<Ledger>()};
-        if (sides < 1 || sides > 2 || range.to < range.from) return corrupt("header");
+        const int sides = static_cast<int>(JsonUnsigned(h, "", "sides", 2));
+        const nlohmann::json& jr = JsonObject(h, "", "range");
+        const LedgerRange range{static_cast<Ledger>(JsonUnsigned(jr, "range", "from", kMaxManifestLedger)),
+                                static_cast<Ledger>(JsonUnsigned(jr, "range", "to", kMaxManifestLedger))};
+        if (sides < 1 || range.to < range.from) return corrupt("header");
         if (!verify_job) {  // Create asks whether it holds ledgers, of whichever job
           sides_ = sides;
           range_ = range;
@@ -241,6 +249,8 @@ Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* le
       const int side = static_cast<unsigned char>(p[1]);
       const Ledger from = GetU32(p.data() + 2), to = GetU32(p.data() + 6);
       const size_t t = GetU32(p.data() + 10);
+      if (!ChunkHeadFits(from, to, t, p.size()))
+        return corrupt(fmt::format("record {}: {} tables of ledgers {}:{} in {} bytes", n, t, from, to, p.size()));
       if (side >= sides_ || uint64_t{from} != range_.from + next_[side] || to < from || to > range_.to ||
           (tables && t != tables))
         return corrupt(fmt::format("record {} out of order", n));

@@ -14,7 +14,8 @@
 // INVARIANT: per side, the live chunk records are consecutive from range.from.
 // Every record is fdatasync'ed before Append returns. The file is locked (flock, exclusive) for
 // the life of the Checkpoint object: a second run on the same checkpoint is refused.
-// Never holds a conninfo or a password: the source's identity is SourceIdentity's.
+// Never holds a conninfo or a password: a source is named by its SourceIdentity
+// (dump/source_identity.h).
 
 #include <cstdint>
 #include <memory>
@@ -29,6 +30,7 @@
 #include "core/pg.h"
 #include "core/status.h"
 #include "dump/digest.h"
+#include "dump/source_identity.h"
 
 namespace ledgerdiff::dump {
 
@@ -36,11 +38,6 @@ constexpr uint32_t kCheckpointVersion = 1;
 
 // The checkpoint of output `out`: out + ".partial".
 std::string CheckpointPath(const std::string& out);
-
-// Who the digested schema is, without any secret: the cluster's system identifier (NULL when
-// the role may not read pg_control_system()), the database name and the schema's OID (a dropped
-// and re-created schema is another schema).
-Result<nlohmann::json> SourceIdentity(pg::Connection& conn, const std::string& schema);
 
 class Checkpoint {
  public:

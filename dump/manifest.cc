@@ -1,7 +1,9 @@
 #include "dump/manifest.h"
 
 #include <openssl/evp.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -10,7 +12,9 @@
 #include <fmt/format.h>
 
 #include "core/process.h"
+#include "dump/bounded_json.h"
 #include "dump/checkpoint.h"
+#include "dump/shard.h"
 #include "ledgerdiff/version.h"
 
 namespace ledgerdiff::dump {
@@ -18,7 +22,8 @@ namespace ledgerdiff::dump {
 namespace {
 
 constexpr char kMagic[8] = {'L', 'D', 'G', 'R', 'D', 'I', 'F', 'F'};
-constexpr size_t kMaxJson = 64u << 20;
+constexpr uint64_t kHeadBytes = 16;         // magic, version, header length
+constexpr uint64_t kLeastTailBytes = 4 + 2 + 32;  // trailer length, "{}", checksum
 
 EVP_MD_CTX* Sha(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 
@@ -69,6 +74,9 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
                   {"count", header.shard->count},
                   {"full_range", {{"from", header.shard->full_range.from}, {"to", header.shard->full_range.to}}}};
   if (header.comparison) j["comparison"] = "verify-range";
+  if (header.comparison != header.right_identity.has_value())
+    return Status::Runtimef("manifest {}: a comparison's header names both sides' sources", path);
+  j["source_identity"] = ManifestIdentityToJson(header);
   std::string js = j.dump();
   std::string head(kMagic, 8);
   PutU32(head, kManifestVersion);
@@ -138,6 +146,96 @@ Result<uint64_t> ManifestWriter::Finish(const DigestSummary& s, const std::optio
   return size;
 }
 
+// ---- header ----
+
+nlohmann::json ManifestIdentityToJson(const ManifestHeader& h) {
+  if (!h.comparison) return SourceIdentityToJson(h.identity);
+  return {{"left", SourceIdentityToJson(h.identity)},
+          {"right", h.right_identity ? SourceIdentityToJson(*h.right_identity) : nlohmann::json()}};
+}
+
+namespace {
+
+LedgerRange RangeFromJson(const nlohmann::json& j, const std::string& where, const char* key) {
+  const nlohmann::json& r = JsonObject(j, where, key);
+  const std::string at = JsonPath(where, key);
+  LedgerRange range{static_cast<Ledger>(JsonUnsigned(r, at, "from", kMaxManifestLedger)),
+                    static_cast<Ledger>(JsonUnsigned(r, at, "to", kMaxManifestLedger))};
+  if (range.to < range.from)
+    throw JsonFormatError(fmt::format("key \"{}\": {}:{} ends before it starts", at, range.from, range.to));
+  return range;
+}
+
+}  // namespace
+
+Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std::string& path) {
+  ManifestHeader h;
+  try {
+    if (!j.is_object() || !j.contains("format") || j.at("format") != "ledgerdiff-manifest")
+      return Status::Usagef("{} is not a ledgerdiff manifest", path);
+    h.tool_version = JsonString(j, "", "tool_version");
+    h.source = JsonString(j, "", "source");
+    const std::string detail = JsonString(j, "", "detail");
+    if (detail != "compact" && detail != "full")
+      throw JsonFormatError(fmt::format("key \"detail\": \"{}\" is neither \"compact\" nor \"full\"", detail));
+    h.detail = detail == "full" ? ManifestDetail::kFull : ManifestDetail::kCompact;
+    h.range = RangeFromJson(j, "", "range");
+    // The profile: its size is bounded by the header's (ParseBoundedJson); its counts are checked
+    // before anything is sized by them (entries, chunks).
+    auto p = ResolvedProfileFromJson(JsonObject(j, "", "profile"));
+    if (!p.ok()) return p.status().With("manifest " + path);
+    h.profile = std::move(p).value();
+    if (h.profile.tables.empty() || h.profile.tables.size() > kMaxManifestTables)
+      throw JsonFormatError(fmt::format("key \"profile.tables\": {} tables, not 1 to {}", h.profile.tables.size(),
+                                        kMaxManifestTables));
+    for (const auto& t : h.profile.tables)
+      if (t.columns.size() > kMaxManifestColumns)
+        throw JsonFormatError(fmt::format("key \"profile.tables\": table \"{}\" has {} columns, more than {}", t.name,
+                                          t.columns.size(), kMaxManifestColumns));
+    const nlohmann::json& excluded = JsonArray(j, "", "excluded_columns", SIZE_MAX);
+    if (excluded != nlohmann::json(h.profile.ExcludedColumns()))
+      throw JsonFormatError("key \"excluded_columns\" does not match the profile's exclusions");
+    h.fingerprint = ProfileFingerprint(h.profile);
+    if (JsonString(j, "", "fingerprint") != h.fingerprint)
+      return Status::Usagef("manifest {} is corrupted (profile fingerprint)", path);
+    if (j.contains("comparison")) {
+      if (JsonString(j, "", "comparison") != "verify-range")
+        throw JsonFormatError("key \"comparison\": not \"verify-range\"");
+      h.comparison = true;
+    }
+    const nlohmann::json& id = JsonObject(j, "", "source_identity");
+    if (h.comparison) {
+      h.identity = SourceIdentityFromJson(JsonObject(id, "source_identity", "left"), "source_identity.left");
+      h.right_identity = SourceIdentityFromJson(JsonObject(id, "source_identity", "right"), "source_identity.right");
+    } else {
+      h.identity = SourceIdentityFromJson(id, "source_identity");
+    }
+    if (j.contains("shard")) {
+      const nlohmann::json& js = JsonObject(j, "", "shard");
+      ShardInfo s;
+      s.full_range = RangeFromJson(js, "shard", "full_range");
+      // Bounded by the full range's width before anything is sized by it (merge's slots).
+      s.count = static_cast<uint32_t>(JsonUnsigned(js, "shard", "count", UINT32_MAX));
+      s.index = static_cast<uint32_t>(JsonUnsigned(js, "shard", "index", UINT32_MAX));
+      if (s.count == 0 || s.count > s.full_range.size())
+        throw JsonFormatError(fmt::format("key \"shard.count\": {} shards of the {} ledgers of {}", s.count,
+                                          s.full_range.size(), s.full_range.str()));
+      if (s.index >= s.count)
+        throw JsonFormatError(fmt::format("key \"shard.index\": shard {} of {} (they are numbered 0..{})", s.index,
+                                          s.count, s.count - 1));
+      auto slice = ShardSlice(s.full_range, s.count, s.index);
+      if (!slice.ok() || !(*slice == h.range))
+        throw JsonFormatError(fmt::format("it claims shard {} of {} of range {} (ledgers {}) but holds ledgers {}",
+                                          s.index, s.count, s.full_range.str(), slice.ok() ? slice->str() : "?",
+                                          h.range.str()));
+      h.shard = s;
+    }
+  } catch (const std::exception& e) {
+    return Status::Usagef("manifest {} is corrupted (header: {})", path, e.what());
+  }
+  return h;
+}
+
 // ---- reader ----
 
 ManifestReader::~ManifestReader() {
@@ -164,18 +262,25 @@ Status ManifestReader::ReadBytes(void* out, size_t n) {
   std::memcpy(out, buf_.data() + pos_, n);
   EVP_DigestUpdate(Sha(sha_), buf_.data() + pos_, n);
   pos_ += n;
+  offset_ += n;
   return Status::Ok();
 }
 
 Result<uint64_t> ManifestReader::ReadVarint() {
+  // A valid file holds at least the trailer and the checksum after any count, so up to 10 bytes
+  // are there to look at; near a truncated end fewer are.
+  const bool cut = !Fill(10).ok();
+  const size_t avail = std::min<size_t>(10, buf_.size() - pos_);
   uint64_t v = 0;
-  for (int shift = 0; shift < 64; shift += 7) {
-    unsigned char b;
-    LD_RETURN_IF_ERROR(ReadBytes(&b, 1));
-    v |= uint64_t{b & 0x7fu} << shift;
-    if (!(b & 0x80)) return v;
+  const size_t n = DecodeLeb128(reinterpret_cast<const unsigned char*>(buf_.data() + pos_), avail, v);
+  if (n == 0) {
+    if (cut && avail < 10) return Status::Usagef("manifest {} is truncated", path_);
+    return Status::Usagef("manifest {} is corrupted (a row count that is not a 64-bit LEB128 value)", path_);
   }
-  return Status::Usagef("manifest {} is corrupted (bad count)", path_);
+  EVP_DigestUpdate(Sha(sha_), buf_.data() + pos_, n);
+  pos_ += n;
+  offset_ += n;
+  return v;
 }
 
 Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& path) {
@@ -183,48 +288,43 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
   r->path_ = path;
   r->f_ = std::fopen(path.c_str(), "rb");
   if (!r->f_) return Status::Usagef("manifest {}: cannot read: {}", path, std::strerror(errno));
+  // The size bounds every length read below (a pipe has none: the documented bounds still hold).
+  struct stat st;
+  if (fstat(fileno(r->f_), &st) == 0 && S_ISREG(st.st_mode)) r->size_ = static_cast<uint64_t>(st.st_size);
   r->sha_ = EVP_MD_CTX_new();
   EVP_DigestInit_ex(Sha(r->sha_), EVP_sha256(), nullptr);
-  unsigned char head[16];
-  if (!r->ReadBytes(head, 16).ok() || std::memcmp(head, kMagic, 8) != 0)
+  unsigned char head[kHeadBytes];
+  if (!r->ReadBytes(head, kHeadBytes).ok() || std::memcmp(head, kMagic, 8) != 0)
     return Status::Usagef("{} is not a ledgerdiff manifest", path);
   uint32_t version = GetU32(head + 8), len = GetU32(head + 12);
   if (version != kManifestVersion)
     return Status::Usagef("manifest {}: format version {} is not supported (this ledgerdiff reads version {}); "
                           "re-save it with this version (ledgerdiff digest --out, or verify --save-baseline)",
                           path, version, kManifestVersion);
-  if (len > kMaxJson) return Status::Usagef("manifest {} is corrupted (header length)", path);
-  std::string js(len, '\0');
-  LD_RETURN_IF_ERROR(r->ReadBytes(js.data(), len));
-  try {
-    auto j = nlohmann::json::parse(js);
-    if (j.at("format") != "ledgerdiff-manifest") return Status::Usagef("{} is not a ledgerdiff manifest", path);
-    r->header_.tool_version = j.at("tool_version").get<std::string>();
-    r->header_.source = j.at("source").get<std::string>();
-    r->header_.detail = j.at("detail") == "full" ? ManifestDetail::kFull : ManifestDetail::kCompact;
-    r->header_.range = {j.at("range").at("from").get<Ledger>(), j.at("range").at("to").get<Ledger>()};
-    if (r->header_.range.to < r->header_.range.from)
-      return Status::Usagef("manifest {} is corrupted (range)", path);
-    auto p = ResolvedProfileFromJson(j.at("profile"));
-    if (!p.ok()) return p.status().With("manifest " + path);
-    r->header_.profile = std::move(p).value();
-    r->header_.fingerprint = ProfileFingerprint(r->header_.profile);
-    if (j.contains("fingerprint") && j.at("fingerprint").get<std::string>() != r->header_.fingerprint)
-      return Status::Usagef("manifest {} is corrupted (profile fingerprint)", path);
-    if (j.contains("shard")) {
-      const auto& js = j.at("shard");
-      ShardInfo s;
-      s.index = js.at("index").get<uint32_t>();
-      s.count = js.at("count").get<uint32_t>();
-      s.full_range = {js.at("full_range").at("from").get<Ledger>(), js.at("full_range").at("to").get<Ledger>()};
-      if (s.count == 0 || s.index >= s.count || s.full_range.to < s.full_range.from)
-        return Status::Usagef("manifest {} is corrupted (shard)", path);
-      r->header_.shard = s;
-    }
-    r->header_.comparison = j.contains("comparison");
-  } catch (const std::exception& e) {
-    return Status::Usagef("manifest {} is corrupted (header: {})", path, e.what());
+  if (len > kMaxManifestHeaderBytes)
+    return Status::Usagef("manifest {} is corrupted (header length {} is beyond the bound of {} bytes)", path, len,
+                          kMaxManifestHeaderBytes);
+  if (r->size_ && kHeadBytes + len + kLeastTailBytes > *r->size_)
+    return Status::Usagef("manifest {} is truncated (header length {}, but the file holds {} bytes)", path, len,
+                          *r->size_);
+  {
+    std::string js(len, '\0');
+    LD_RETURN_IF_ERROR(r->ReadBytes(js.data(), len));
+    auto j = ParseBoundedJson(js);
+    if (!j.ok()) return Status::Usagef("manifest {} is corrupted (header: {})", path, j.status().message());
+    LD_ASSIGN_OR_RETURN(r->header_, ManifestHeaderFromJson(*j, path));
   }
+  const ManifestHeader& h = r->header_;
+  // The least bytes the entries can take: every (ledger, table) entry holds a count of at least
+  // one byte, every compact ledger a 16-byte combined digest. At most 2^31 ledgers times 4112
+  // bytes: no overflow.
+  const uint64_t per_ledger = h.profile.tables.size() + (h.detail == ManifestDetail::kCompact ? 16 : 0);
+  const uint64_t least = h.range.size() * per_ledger;
+  if (r->size_ && kHeadBytes + len + least + kLeastTailBytes > *r->size_)
+    return Status::Usagef(
+        "manifest {} is truncated ({} ledgers of {} tables need at least {} bytes of entries; the file holds {} "
+        "bytes)",
+        path, h.range.size(), h.profile.tables.size(), least, *r->size_);
   r->next_ = r->header_.range.from;
   r->summary_.source = "manifest " + path;
   r->summary_.range = r->header_.range;
@@ -244,7 +344,10 @@ Result<bool> ManifestReader::Next(Chunk& out, uint32_t max_ledgers) {
   }
   const size_t T = header_.profile.tables.size();
   const bool full = header_.detail == ManifestDetail::kFull;
-  Ledger to = static_cast<Ledger>(std::min<uint64_t>(range.to, uint64_t{next_} + max_ledgers - 1));
+  // A chunk's memory is bounded whatever the profile's width (T >= 1: ManifestHeaderFromJson).
+  const uint64_t ledgers = std::clamp<uint64_t>(std::min<uint64_t>(max_ledgers, kMaxManifestChunkEntries / T), 1,
+                                                kMaxManifestChunkEntries);
+  Ledger to = static_cast<Ledger>(std::min<uint64_t>(range.to, uint64_t{next_} + ledgers - 1));
   out.range = {next_, to};
   out.tables = T;
   out.full = full;
@@ -285,7 +388,13 @@ Status ManifestReader::Finish() {
   unsigned char lb[4];
   LD_RETURN_IF_ERROR(ReadBytes(lb, 4));
   uint32_t len = GetU32(lb);
-  if (len > kMaxJson) return Status::Usagef("manifest {} is corrupted (trailer length)", path_);
+  if (len > kMaxManifestTrailerBytes)
+    return Status::Usagef("manifest {} is corrupted (trailer length {} is beyond the bound of {} bytes)", path_, len,
+                          kMaxManifestTrailerBytes);
+  // The trailer is all that lies between the entries and the checksum.
+  if (size_ && offset_ + len + 32 != *size_)
+    return Status::Usagef("manifest {} is {} (trailer length {}, but {} bytes lie between the entries and the end)",
+                          path_, offset_ + len + 32 > *size_ ? "truncated" : "corrupted", len, *size_ - offset_);
   std::string js(len, '\0');
   LD_RETURN_IF_ERROR(ReadBytes(js.data(), len));
   unsigned char md[EVP_MAX_MD_SIZE];
@@ -297,26 +406,42 @@ Status ManifestReader::Finish() {
   pos_ += 32;
   if (pos_ != buf_.size() || std::fgetc(f_) != EOF)
     return Status::Usagef("manifest {} is corrupted (bytes after the checksum)", path_);
+  auto parsed = ParseBoundedJson(js);
+  if (!parsed.ok()) return Status::Usagef("manifest {} is corrupted (trailer: {})", path_, parsed.status().message());
+  const nlohmann::json& j = *parsed;
   try {
-    auto j = nlohmann::json::parse(js);
-    summary_.root = j.at("root").get<std::string>();
-    summary_.rows = j.at("rows").get<uint64_t>();
-    for (const auto& jt : j.at("tables"))
-      summary_.tables.push_back({jt.at("table").get<std::string>(), jt.at("rows").get<uint64_t>(),
-                                 jt.at("ledgers_with_rows").get<uint64_t>(), jt.at("root").get<std::string>()});
+    summary_.root = JsonString(j, "", "root");
+    summary_.rows = JsonUnsigned(j, "", "rows", UINT64_MAX);
+    const auto& profile = header_.profile.tables;
+    const nlohmann::json& tables = JsonArray(j, "", "tables", profile.size());
+    if (tables.size() != profile.size())
+      throw JsonFormatError(fmt::format("key \"tables\": {} tables, the header's profile has {}", tables.size(),
+                                        profile.size()));
+    summary_.tables.clear();
+    for (size_t i = 0; i < tables.size(); ++i) {
+      const std::string at = fmt::format("tables[{}]", i);
+      TableSummary t{JsonString(tables[i], at, "table"), JsonUnsigned(tables[i], at, "rows", UINT64_MAX),
+                     JsonUnsigned(tables[i], at, "ledgers_with_rows", header_.range.size()),
+                     JsonString(tables[i], at, "root")};
+      if (t.table != profile[i].name)
+        throw JsonFormatError(fmt::format("key \"{}.table\": \"{}\", the header's profile has \"{}\" there", at,
+                                          t.table, profile[i].name));
+      summary_.tables.push_back(std::move(t));
+    }
     if (header_.comparison != j.contains("comparison"))
       return Status::Usagef("manifest {} is corrupted (comparison outcome)", path_);
     if (header_.comparison) {
-      const auto& jc = j.at("comparison");
+      const nlohmann::json& jc = JsonObject(j, "", "comparison");
+      const std::string at = "comparison";
       ComparisonOutcome c;
-      c.identical = jc.at("identical").get<bool>();
-      if (!jc.at("first_divergent_ledger").is_null())
-        c.first_divergent_ledger = jc.at("first_divergent_ledger").get<Ledger>();
-      c.divergent_ledgers = jc.at("divergent_ledgers").get<uint64_t>();
-      c.ledgers_compared = jc.at("ledgers_compared").get<uint64_t>();
-      c.rows_left = jc.at("rows_left").get<uint64_t>();
-      c.rows_right = jc.at("rows_right").get<uint64_t>();
-      c.allow_empty = jc.at("allow_empty").get<bool>();
+      c.identical = JsonBool(jc, at, "identical");
+      if (auto l = JsonNullableUnsigned(jc, at, "first_divergent_ledger", kMaxManifestLedger))
+        c.first_divergent_ledger = static_cast<Ledger>(*l);
+      c.divergent_ledgers = JsonUnsigned(jc, at, "divergent_ledgers", UINT64_MAX);
+      c.ledgers_compared = JsonUnsigned(jc, at, "ledgers_compared", UINT64_MAX);
+      c.rows_left = JsonUnsigned(jc, at, "rows_left", UINT64_MAX);
+      c.rows_right = JsonUnsigned(jc, at, "rows_right", UINT64_MAX);
+      c.allow_empty = JsonBool(jc, at, "allow_empty");
       comparison_ = c;
     }
   } catch (const std::exception& e) {
@@ -348,10 +473,11 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                         {"detail", ManifestDetailName(detail)},
                         {"shard", shard ? nlohmann::json{{"index", shard->index}, {"count", shard->count}}
                                         : nlohmann::json()}};
+  // Where the entries come from: the manifest's header records it (merge compares it), and a
+  // resume must find the same source again.
+  LD_ASSIGN_OR_RETURN(SourceIdentity identity, ReadSourceIdentity(*conn, schema));
+  job["source"] = SourceIdentityToJson(identity);
   const bool checkpointed = options.checkpoint || options.resume;
-  if (checkpointed) {
-    LD_ASSIGN_OR_RETURN(job["source"], SourceIdentity(*conn, schema));
-  }
   conn.reset();
   const std::string checkpoint_path = checkpointed ? CheckpointPath(path) : std::string();
   std::unique_ptr<Checkpoint> checkpoint;
@@ -368,6 +494,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   header.range = range;
   header.profile = profile;
   header.shard = shard;
+  header.identity = identity;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
   SummaryBuilder builder(profile, range, header.source);
   const auto add = [&](const Chunk& c) -> Status {
@@ -447,7 +574,7 @@ Result<ManifestInfo> ReadManifestInfo(const std::string& path) {
     LD_ASSIGN_OR_RETURN(bool more, reader->Next(c));
     if (!more) break;
   }
-  ManifestInfo info{reader->header(), reader->summary(), reader->comparison()};
+  ManifestInfo info{std::move(reader->header_), std::move(reader->summary_), std::move(reader->comparison_)};
   std::error_code ec;
   info.summary.manifest_bytes = std::filesystem::file_size(path, ec);
   return info;

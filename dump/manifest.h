@@ -9,15 +9,42 @@
 //     full:    per table: LEB128 row count, and when the count is not 0 the 16-byte digest
 //   u32 trailer length | trailer JSON (table roots, overall root, rows per table)
 //   SHA-256 of every byte before it (32 bytes)
-// The header JSON holds: format, tool version, source, detail, range, the resolved profile (per
-// table: ledger mapping, canonical columns with classes, key, excluded columns), lookup and
-// uncompared tables, the profile fingerprint, on a partial manifest "shard" (ShardInfo) and, on a
-// comparison's manifest, "comparison": "verify-range". Roots are in the trailer because the writer
-// streams; so is a comparison's outcome (trailer key "comparison", ComparisonOutcome).
+// The header JSON holds: format, tool version, source (text for people), source_identity (see
+// below), detail, range, the resolved profile (per table: ledger mapping, canonical columns with
+// classes, key, excluded columns), excluded_columns, lookup and uncompared tables, the profile
+// fingerprint, on a partial manifest "shard" (ShardInfo) and, on a comparison's manifest,
+// "comparison": "verify-range". Every key but "shard" and "comparison" is mandatory. Roots are in
+// the trailer because the writer streams; so is a comparison's outcome (trailer key "comparison",
+// ComparisonOutcome).
+// "source_identity" names where the entries come from without any secret (dump/source_identity.h:
+// system identifier or null, database, schema, schema OID): {"system_identifier", "database",
+// "schema", "schema_oid"} on a digest's manifest; {"left": {...}, "right": {...}} on a
+// comparison's (its entries are the left side's). `manifest merge` refuses parts whose identities
+// differ (dump/shard.h).
 // Detection strength of a compact manifest stays 128-bit per ledger (combined digest) and 256-bit
 // per table over the range (roots); the 32-bit tags only localise which table differs.
 //
 // A truncated, corrupted or foreign-version file is a Usage error naming the file and the problem.
+//
+// Bounds. A reader checks every length and count it reads against the bounds below and the file's
+// size before it allocates anything for it (ManifestHeaderFromJson and ManifestReader, the one
+// reader of manifest show, merge, diff and baselines); a file beyond them is a Usage error naming
+// the file and the bound:
+//   - header length <= kMaxManifestHeaderBytes, trailer length <= kMaxManifestTrailerBytes, and
+//     16 + header length + the least bytes of the entries + 4 + 2 + 32 <= the file's size;
+//   - header and trailer JSON nest at most 16 levels, and their documents estimate at most 20
+//     times their length in memory (dump/bounded_json.h);
+//   - range and a shard's full range: 0 <= from <= to <= kMaxManifestLedger;
+//   - the profile: 1 to kMaxManifestTables compared tables, each with at most kMaxManifestColumns
+//     columns (so a ledger's entries take at least 16 + tables bytes compact, tables bytes full:
+//     the least bytes of the entries is that times the range's ledgers);
+//   - a shard: 1 <= count <= the full range's ledgers, index < count, range = ShardSlice(...);
+//   - a row count: a LEB128 value of at most 10 bytes, within 64 bits, not overlong;
+//   - the trailer's length is exactly what the file holds between the entries and the checksum,
+//     its tables those of the profile, in order.
+// Memory to read a manifest whole is then a small multiple of its size: the header's document
+// (<= 20x the header), the resolved profile twice, and one chunk of at most
+// kMaxManifestChunkEntries (ledger, table) entries at a time.
 
 #include <cstdio>
 #include <memory>
@@ -26,6 +53,7 @@
 
 #include "core/atomic_file.h"
 #include "dump/digest.h"
+#include "dump/source_identity.h"
 
 namespace ledgerdiff::dump {
 
@@ -35,7 +63,19 @@ const char* ManifestDetailName(ManifestDetail d);
 // Version 2: columns hashed in name order, timestamptz compared at UTC as timestamp, ledger 0
 // comparable, every history table (history_trades_60000 by its open ledger).
 // Version 3: per-(table, ledger) digests are multiset digests (dump/canonical.h RowMultiset).
-constexpr uint32_t kManifestVersion = 3;
+// Version 4: the header's "source_identity" (mandatory, like every other header key now). A
+// version-3 reader would merge version-4 parts without comparing their sources, and a version-3
+// file has no identity to compare: both must notice, so the version changes (a version-3 file is
+// the usual exit-2 "re-save it" error).
+constexpr uint32_t kManifestVersion = 4;
+
+// Bounds of a manifest (see "Bounds" above).
+constexpr uint32_t kMaxManifestHeaderBytes = 8u << 20;
+constexpr uint32_t kMaxManifestTrailerBytes = 4u << 20;
+constexpr size_t kMaxManifestTables = 4096;
+constexpr size_t kMaxManifestColumns = 1600;  // PostgreSQL's own limit of columns per table
+constexpr Ledger kMaxManifestLedger = 2147483647;  // core/ledger_range.h: to < 2^31
+constexpr size_t kMaxManifestChunkEntries = size_t{1} << 16;  // per chunk a reader hands out
 
 // A partial manifest (a shard of a sharded digest, dump/shard.h): its own range is the slice
 // `index` of `count` of `full_range`. Absent on a manifest of a whole range.
@@ -69,7 +109,18 @@ struct ManifestHeader {
   std::optional<ShardInfo> shard;  // header key "shard": {"index","count","full_range"}
   std::string fingerprint;         // header key "fingerprint"; the writer computes it
   bool comparison = false;         // header key "comparison": the trailer holds a ComparisonOutcome
+  // Header key "source_identity": the digested source; a comparison's left side, whose entries
+  // these are, with `right_identity` its right side. REQUIRES: right_identity.has_value() ==
+  // comparison.
+  SourceIdentity identity;
+  std::optional<SourceIdentity> right_identity;
 };
+
+// The one validation of a manifest header's JSON (`path` names the file in errors): every key
+// and bound of the format above, the fingerprint recomputed. ManifestReader::Open applies it.
+Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std::string& path);
+// The header's "source_identity" value.
+nlohmann::json ManifestIdentityToJson(const ManifestHeader& header);
 
 // Streaming writer through a core/atomic_file.h AtomicFile: PATH appears, complete and synced,
 // only when Finish succeeds; a symlink at PATH is refused (exit 2); the temporary file is removed
@@ -95,14 +146,17 @@ class ManifestWriter {
   Ledger next_ = 0;
 };
 
+struct ManifestInfo;
+
 // Streaming reader; verifies the checksum when the last entry has been read.
 class ManifestReader {
  public:
   static Result<std::unique_ptr<ManifestReader>> Open(const std::string& path);
   ~ManifestReader();
   const ManifestHeader& header() const { return header_; }
-  // Reads up to `max_ledgers` next entries into `out` (compact: !full). Returns false after the
-  // last entry, once the trailer and the checksum are verified.
+  // Reads up to `max_ledgers` next entries into `out` (compact: !full); fewer when that many
+  // ledgers would exceed kMaxManifestChunkEntries entries. Returns false after the last entry,
+  // once the trailer and the checksum are verified.
   Result<bool> Next(Chunk& out, uint32_t max_ledgers = 4096);
   // After Next returned false: the stored summary (rows per table, roots) and outcome.
   const DigestSummary& summary() const { return summary_; }
@@ -114,8 +168,11 @@ class ManifestReader {
   Result<uint64_t> ReadVarint();
   Status ReadBytes(void* out, size_t n);
   Status Finish();
+  friend Result<ManifestInfo> ReadManifestInfo(const std::string& path);
   std::string path_;
   FILE* f_ = nullptr;
+  std::optional<uint64_t> size_;  // the file's size (a regular file)
+  uint64_t offset_ = 0;           // bytes consumed
   void* sha_ = nullptr;
   std::string buf_;
   size_t pos_ = 0;

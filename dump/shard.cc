@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -61,17 +62,81 @@ namespace {
 
 std::string RangeText(const LedgerRange& r) { return fmt::format("{}:{}", r.from, r.to); }
 
+// Whether writing `out` would overwrite `part`: the same file (device and inode, through any
+// link), or, when either does not exist yet, the same path once made absolute and normal.
+bool SameFile(const std::string& out, const std::string& part) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(out, ec) && fs::exists(part, ec)) {
+    const bool same = fs::equivalent(out, part, ec);
+    if (!ec) return same;
+  }
+  const fs::path a = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  std::error_code ec2;
+  const fs::path b = fs::weakly_canonical(fs::absolute(part, ec2), ec2);
+  if (ec || ec2) return fs::absolute(out).lexically_normal() == fs::absolute(part).lexically_normal();
+  return a == b;
+}
+
+// The first way part `p` (header h) comes from another source than `p0` (header h0): the
+// one-line reason, or "" when they are the same source (dump/source_identity.h).
+std::string SourceMismatch(const std::string& p, const ManifestHeader& h, const std::string& p0,
+                           const ManifestHeader& h0) {
+  auto one = [&](const SourceIdentity& a, const SourceIdentity& b, const char* side) -> std::string {
+    auto d = CompareSourceIdentity(a, b);
+    if (!d) return "";
+    return fmt::format("{}: {}{} but {}: {}{}: parts of different sources; nothing merged", p, side, d->a, p0, side,
+                       d->b);
+  };
+  if (!h.comparison) return one(h.identity, h0.identity, "");
+  std::string left = one(h.identity, h0.identity, "left side ");
+  if (!left.empty()) return left;
+  return one(*h.right_identity, *h0.right_identity, "right side ");
+}
+
+// "shard 1 (ledgers 202:401), shard 4 (...)" for the shards of `count` missing from `present`
+// (sorted), at most kNamed of them named; never a loop over `count`.
+Result<std::string> MissingShards(const std::map<uint32_t, size_t>& present, const ShardInfo& ref) {
+  constexpr uint64_t kNamed = 8;
+  std::string text;
+  uint64_t missing = 0, named = 0;
+  auto add_gap = [&](uint64_t from, uint64_t to) -> Status {  // shards from..to-1 are missing
+    for (uint64_t k = from; k < to && named < kNamed; ++k, ++named) {
+      LD_ASSIGN_OR_RETURN(LedgerRange r, ShardSlice(ref.full_range, ref.count, static_cast<uint32_t>(k)));
+      text += fmt::format("{}shard {} (ledgers {})", text.empty() ? "" : ", ", k, RangeText(r));
+    }
+    missing += to - from;
+    return Status::Ok();
+  };
+  uint64_t next = 0;
+  for (const auto& [index, slot] : present) {
+    LD_RETURN_IF_ERROR(add_gap(next, index));
+    next = uint64_t{index} + 1;
+  }
+  LD_RETURN_IF_ERROR(add_gap(next, ref.count));
+  if (missing > named) text += fmt::format(" and {} more", missing - named);
+  return text;
+}
+
 }  // namespace
 
 Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
                                       ManifestDetail detail) {
   if (parts.empty()) return Status::Usage("manifest merge needs at least one part");
+  // Before anything is read or written: the output must not be one of the parts (the rename at
+  // the end would replace it).
+  for (const auto& path : parts)
+    if (SameFile(out, path))
+      return Status::Usagef("--out {} is the part {}: write the merged manifest to another file; nothing merged", out,
+                            path);
   struct Part {
     std::string path;
     std::unique_ptr<ManifestReader> reader;
   };
   std::vector<Part> opened;
   for (const auto& path : parts) {
+    // Open validates the whole header (ManifestHeaderFromJson): a shard's index, count and slice
+    // are within bounds before anything is sized by them.
     LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
     const ManifestHeader& h = reader->header();
     if (!h.shard) return Status::Usagef("{} is not a partial manifest (write parts with digest --shards N)", path);
@@ -81,7 +146,9 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
   }
   const ManifestHeader& ref = opened[0].reader->header();
   const ShardInfo& rs = *ref.shard;
-  std::vector<int> slot(rs.count, -1);
+  std::map<uint32_t, size_t> slot;  // shard index -> part; sized by the parts, never by a count read
+  SourceIdentity identity = ref.identity;
+  std::optional<SourceIdentity> right_identity = ref.right_identity;
   for (size_t i = 0; i < opened.size(); ++i) {
     const ManifestHeader& h = opened[i].reader->header();
     const ShardInfo& s = *h.shard;
@@ -90,6 +157,9 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
     if (h.comparison != ref.comparison)
       return Status::Usagef("{} is a {} part, {} a {} part: parts of different commands", p,
                             h.comparison ? "verify-range" : "digest", p0, ref.comparison ? "verify-range" : "digest");
+    if (std::string why = SourceMismatch(p, h, p0, ref); !why.empty()) return Status::Usage(why);
+    identity = JoinSourceIdentity(identity, h.identity);
+    if (right_identity) right_identity = JoinSourceIdentity(*right_identity, *h.right_identity);
     if (s.count != rs.count)
       return Status::Usagef("{} is shard {} of {}, {} of {}: parts of different splits", p, s.index, s.count, p0, rs.count);
     if (s.full_range.from != rs.full_range.from || s.full_range.to != rs.full_range.to)
@@ -102,33 +172,31 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
                             h.fingerprint.substr(0, 12), ref.fingerprint.substr(0, 12));
     if (h.tool_version != ref.tool_version)
       return Status::Usagef("{} was written by ledgerdiff {}, {} by {}", p, h.tool_version, p0, ref.tool_version);
-    LD_ASSIGN_OR_RETURN(LedgerRange expected, ShardSlice(s.full_range, s.count, s.index));
-    if (h.range.from != expected.from || h.range.to != expected.to)
-      return Status::Usagef("{} claims shard {} of {} but holds ledgers {} (expected {})", p, s.index, s.count,
-                            RangeText(h.range), RangeText(expected));
-    if (slot[s.index] >= 0)
-      return Status::Usagef("duplicate shard {} of {}: {} and {}", s.index, s.count, opened[slot[s.index]].path, p);
-    slot[s.index] = static_cast<int>(i);
+    // The reader checked that the part's range is its slice.
+    if (auto it = slot.find(s.index); it != slot.end())
+      return Status::Usagef("duplicate shard {} of {}: {} and {}", s.index, s.count, opened[it->second].path, p);
+    slot[s.index] = i;
   }
-  std::string missing;
-  for (uint32_t k = 0; k < rs.count; ++k) {
-    if (slot[k] >= 0) continue;
-    LD_ASSIGN_OR_RETURN(LedgerRange r, ShardSlice(rs.full_range, rs.count, k));
-    missing += fmt::format("{}shard {} (ledgers {})", missing.empty() ? "" : ", ", k, RangeText(r));
+  if (slot.size() != rs.count) {
+    LD_ASSIGN_OR_RETURN(std::string missing, MissingShards(slot, rs));
+    return Status::Usagef("missing {} (of {} shards); nothing merged", missing, rs.count);
   }
-  if (!missing.empty()) return Status::Usagef("missing {} (of {} shards); nothing merged", missing, rs.count);
 
-  ManifestHeader header = ref;
+  // The merged header: shard 0's (its source text), of the whole range, with the sources' joined
+  // identity, so that the parts' order on the command line does not change a byte.
+  ManifestHeader header = opened[slot.at(0)].reader->header();
   header.range = rs.full_range;
   header.shard.reset();
   header.detail = detail;
+  header.identity = identity;
+  header.right_identity = right_identity;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
-  SummaryBuilder builder(ref.profile, rs.full_range, ref.source);
+  SummaryBuilder builder(header.profile, rs.full_range, header.source);
   std::optional<ComparisonOutcome> outcome;
   if (ref.comparison) outcome = ComparisonOutcome{};
   Chunk chunk;
-  for (uint32_t k = 0; k < rs.count; ++k) {
-    ManifestReader& reader = *opened[slot[k]].reader;
+  for (const auto& [index, i] : slot) {
+    ManifestReader& reader = *opened[i].reader;
     for (;;) {
       LD_ASSIGN_OR_RETURN(bool more, reader.Next(chunk));
       if (!more) break;
@@ -164,7 +232,13 @@ std::string RenderManifestText(const ManifestInfo& info) {
   std::string s = fmt::format("manifest {} ({} bytes, format {}, detail {}, ledgerdiff {})\n",
                               info.summary.manifest_path, info.summary.manifest_bytes, kManifestVersion,
                               ManifestDetailName(h.detail), h.tool_version);
-  s += fmt::format("  source: {}\n  profile: {} (fingerprint {})\n", h.source, h.profile.name, h.fingerprint);
+  s += fmt::format("  source: {}\n", h.source);
+  if (h.right_identity)
+    s += fmt::format("  source identity: left {}\n                   right {}\n", DescribeSourceIdentity(h.identity),
+                     DescribeSourceIdentity(*h.right_identity));
+  else
+    s += fmt::format("  source identity: {}\n", DescribeSourceIdentity(h.identity));
+  s += fmt::format("  profile: {} (fingerprint {})\n", h.profile.name, h.fingerprint);
   if (h.shard)
     s += fmt::format("  coverage: ledgers {} ({} ledgers) = shard {} of {} of range {} (partial: merge it)\n",
                      RangeText(h.range), h.range.size(), h.shard->index, h.shard->count, RangeText(h.shard->full_range));
@@ -183,6 +257,7 @@ nlohmann::json ManifestInfoToJson(const ManifestInfo& info) {
   j["tool_version"] = h.tool_version;
   j["detail"] = ManifestDetailName(h.detail);
   j["source"] = h.source;
+  j["source_identity"] = ManifestIdentityToJson(h);
   j["profile"] = h.profile.name;
   j["fingerprint"] = h.fingerprint;
   j["range"] = {{"from", h.range.from}, {"to", h.range.to}};

@@ -42,10 +42,17 @@ Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const s
 // manifest of full detail with the same full range, count, profile fingerprint, profile name and
 // tool version, its slice exactly ShardSlice(full_range, count, index); every index present once;
 // all of one kind (digest parts, or verify-range parts whose outcomes are joined: identical when
-// every part is, the first divergent ledger the smallest, counts summed).
-// Usage errors (exit 2, nothing written): a missing shard (named with its slice), a duplicate, a
-// mismatch (naming both files), verify-range parts that compared zero rows on both sides in all
-// (unless they were run with --allow-empty).
+// every part is, the first divergent ledger the smallest, counts summed); all of one source: equal
+// source identities (dump/source_identity.h; verify-range parts: per side), a system identifier
+// compared only where both parts hold one, so parts digested on hot standbys of one primary fit.
+// The merged header is shard 0's, of the whole range, with the parts' joined identity: the order
+// of `parts` does not change a byte.
+// Usage errors (exit 2, nothing written): `out` is one of the parts (the same file, through any
+// link, or the same path), checked before anything is read; a missing shard (named with its slice;
+// at most 8 named); a duplicate; a mismatch (naming both files and, for sources, what differs:
+// "part-1.ldm: database \"new\" but part-0.ldm: database \"old\""); verify-range parts that
+// compared zero rows on both sides in all (unless they were run with --allow-empty). A part beyond
+// the format's bounds (dump/manifest.h) fails as it is opened, before anything is sized by it.
 struct MergedManifest {
   DigestSummary summary;                        // of the merged manifest
   std::optional<ComparisonOutcome> comparison;  // verify-range parts

@@ -288,8 +288,14 @@ namespace {
 // chunk because the tables and columns both sides have are known only once the diff has them.
 class ComparisonManifest {
  public:
-  ComparisonManifest(std::string path, std::string source, LedgerRange range, std::optional<dump::ShardInfo> shard)
-      : path_(std::move(path)), source_(std::move(source)), range_(range), shard_(shard) {}
+  ComparisonManifest(std::string path, std::string source, dump::SourceIdentity left, dump::SourceIdentity right,
+                     LedgerRange range, std::optional<dump::ShardInfo> shard)
+      : path_(std::move(path)),
+        source_(std::move(source)),
+        left_(std::move(left)),
+        right_(std::move(right)),
+        range_(range),
+        shard_(shard) {}
   Status Add(const dump::ResolvedProfile& common, const dump::Chunk& chunk) {
     if (!writer_) {
       dump::ManifestHeader header;
@@ -299,6 +305,8 @@ class ComparisonManifest {
       header.profile = common;
       header.shard = shard_;
       header.comparison = true;
+      header.identity = left_;
+      header.right_identity = right_;
       LD_ASSIGN_OR_RETURN(writer_, dump::ManifestWriter::Create(path_, header));
       builder_.emplace(common, range_, source_);
     }
@@ -316,20 +324,28 @@ class ComparisonManifest {
 
  private:
   std::string path_, source_;
+  dump::SourceIdentity left_, right_;
   LedgerRange range_;
   std::optional<dump::ShardInfo> shard_;
   std::unique_ptr<dump::ManifestWriter> writer_;
   std::optional<dump::SummaryBuilder> builder_;
 };
 
-// One side as a resume must find it again: its database and schema (dump::SourceIdentity) and
-// the fingerprint of its tables and columns under the profile.
-Result<nlohmann::json> SideIdentity(const diff::Source& side, const dump::ProfileSpec& spec) {
+// One side as a resume must find it again, and as its manifest records it: its database and
+// schema (dump::SourceIdentity) and, for the resume, the fingerprint of its tables and columns
+// under the profile.
+struct SideIdentity {
+  dump::SourceIdentity source;
+  nlohmann::json job;  // the source's JSON and "profile_fingerprint"
+};
+Result<SideIdentity> ReadSideIdentity(const diff::Source& side, const dump::ProfileSpec& spec) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side.conninfo, "ledgerdiff verify-range"));
   auto profile = dump::ResolveProfile(*conn, side.schema, spec);
   if (!profile.ok()) return profile.status().With(side.Describe());
-  LD_ASSIGN_OR_RETURN(nlohmann::json id, dump::SourceIdentity(*conn, side.schema));
-  id["profile_fingerprint"] = dump::ProfileFingerprint(*profile);
+  SideIdentity id;
+  LD_ASSIGN_OR_RETURN(id.source, dump::ReadSourceIdentity(*conn, side.schema));
+  id.job = dump::SourceIdentityToJson(id.source);
+  id.job["profile_fingerprint"] = dump::ProfileFingerprint(*profile);
   return id;
 }
 
@@ -365,8 +381,10 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
                           {"shard", report.shard ? nlohmann::json{{"index", report.shard->index},
                                                                   {"count", report.shard->count}}
                                                  : nlohmann::json()}};
-    LD_ASSIGN_OR_RETURN(job["left"], SideIdentity(left, spec));
-    LD_ASSIGN_OR_RETURN(job["right"], SideIdentity(right, spec));
+    LD_ASSIGN_OR_RETURN(SideIdentity left_id, ReadSideIdentity(left, spec));
+    LD_ASSIGN_OR_RETURN(SideIdentity right_id, ReadSideIdentity(right, spec));
+    job["left"] = left_id.job;
+    job["right"] = right_id.job;
     report.checkpoint = dump::CheckpointPath(o.out);
     if (o.resume) {
       // The last ledger is digested again in any case: the row diff, lookups and invariants read
@@ -383,7 +401,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     dopt.resumed_ledgers = report.ledgers_resumed;
     dopt.replay = [&](int side, const dump::ChunkSink& sink) { return checkpoint->Replay(side, 0, sink); };
     dopt.digested_chunks = [&](int side, const dump::Chunk& c) { return checkpoint->Append(side, c); };
-    manifest.emplace(o.out, left.Describe(), compared, report.shard);
+    manifest.emplace(o.out, left.Describe(), left_id.source, right_id.source, compared, report.shard);
     dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
       return manifest->Add(common, c);
     };
