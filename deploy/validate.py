@@ -3,7 +3,7 @@
 
   validate.py k8s [--policy] FILE.yaml...     Kubernetes manifests against the Kubernetes API schema
   validate.py aws-batch KIND FILE.json...      AWS Batch CLI input (KIND: register-job-definition | submit-job)
-  validate.py containerfile FILE               structure of deploy/Containerfile
+  validate.py containerfile FILE               structure of deploy/Containerfile (FROM ${ARG}: its default)
 
 Schemas are the vendored files in deploy/schemas/ (see its README for their source); the checking
 is done by the jsonschema package (Debian: python3-jsonschema). Kubernetes objects are checked
@@ -375,7 +375,9 @@ def check_aws_batch(kind, files):
 # ---------------------------------------------------------------- Containerfile
 
 def containerfile_stages(text):
-    """[(base, name, [(INSTRUCTION, rest)])] with continuation lines joined and comments dropped."""
+    """([(base, name, [(INSTRUCTION, rest)])], {global ARG: default}) with continuation lines joined
+    and comments dropped. A FROM's ${VAR} / $VAR is replaced by the default of a global ARG (one
+    before the first FROM): that is the base an ordinary build uses."""
     lines, current = [], ""
     for raw in text.splitlines():
         if not current and (not raw.strip() or raw.lstrip().startswith("#")):
@@ -386,7 +388,7 @@ def containerfile_stages(text):
         if not raw.rstrip().endswith("\\"):
             lines.append(current.strip())
             current = ""
-    stages = []
+    stages, global_args = [], {}
     for line in lines:
         word, _, rest = line.partition(" ")
         word = word.upper()
@@ -394,18 +396,23 @@ def containerfile_stages(text):
             m = re.fullmatch(r"(?:--platform=\S+\s+)?(\S+)(?:\s+AS\s+(\S+))?", rest.strip(), re.I)
             if not m:
                 raise ValueError(f"unreadable FROM line: {line}")
-            stages.append((m.group(1), m.group(2), []))
+            base = re.sub(r"\$\{(\w+)\}|\$(\w+)",
+                          lambda v: global_args.get(v.group(1) or v.group(2)) or v.group(0), m.group(1))
+            stages.append((base, m.group(2), []))
+        elif not stages and word == "ARG":
+            name, _, default = rest.strip().partition("=")
+            global_args[name] = default
         elif not stages:
             raise ValueError(f"{word} before the first FROM")
         else:
             stages[-1][2].append((word, rest.strip()))
-    return stages
+    return stages, global_args
 
 
 def check_containerfile(path):
     report = Report()
     try:
-        stages = containerfile_stages(pathlib.Path(path).read_text())
+        stages, global_args = containerfile_stages(pathlib.Path(path).read_text())
     except (OSError, ValueError) as e:
         print(f"validate.py: cannot read {path}: {e}", file=sys.stderr)
         sys.exit(2)
@@ -425,7 +432,9 @@ def check_containerfile(path):
     if len(stages) < 2:
         report.fail(path, "not multi-stage: needs a build stage and a runtime stage")
     for base, name, _ in stages:
-        if base not in by_name and not re.fullmatch(r"debian:12(-slim)?|debian:bookworm(-slim)?", base):
+        if "$" in base:
+            report.fail(path, f"FROM {base}: a variable without a default in a global ARG (before the first FROM)")
+        elif base not in by_name and not re.fullmatch(r"debian:12(-slim)?|debian:bookworm(-slim)?", base):
             report.fail(path, f"FROM {base}: bases must be Debian 12 (debian:12, debian:12-slim)")
     build = [s for s in stages if s[0] not in by_name and not s[0].endswith("-slim")]
     if not build or not any(w == "RUN" and "ci/bootstrap" in r and "cmake" in r for w, r in build[0][2]):
@@ -450,7 +459,8 @@ def check_containerfile(path):
                 report.fail(label, f"runtime package {pkg} is not installed")
         if not any(w == "COPY" and "--from=" in r and "ledgerdiff" in r for s in chain(stage) for w, r in s[2]):
             report.fail(label, "the ledgerdiff binary is not copied from the build stage")
-    for base, name, body in stages:
+    global_body = [("ARG", f"{k}={v}" if v else k) for k, v in global_args.items()]
+    for base, name, body in [(None, None, global_body)] + stages:
         for word, rest in body:
             if word in ("ENV", "ARG", "LABEL") and SECRET_NAME.search(rest):
                 report.fail(path, f"{word} {rest}: no secret in an image (it is readable by anyone with the image)")

@@ -201,11 +201,17 @@ negative_containerfile("a shell-form ENTRYPOINT", lambda t: t.replace('ENTRYPOIN
                        r"ENTRYPOINT must be exec form")
 negative_containerfile("a password in ENV", lambda t: t.replace("ENV LEDGERDIFF_PG_BINDIR", "ENV PGPASSWORD=hunter2 LEDGERDIFF_PG_BINDIR"),
                        r"no secret in an image")
-negative_containerfile("a non-Debian base", lambda t: t.replace("FROM debian:12-slim AS runtime-base", "FROM ubuntu:24.04 AS runtime-base"),
+negative_containerfile("a non-Debian base", lambda t: t.replace("FROM ${RUNTIME_BASE} AS runtime-base", "FROM ubuntu:24.04 AS runtime-base"),
                        r"FROM ubuntu:24.04: bases must be Debian 12")
+negative_containerfile("a non-Debian default base", lambda t: t.replace("ARG RUNTIME_BASE=debian:12-slim", "ARG RUNTIME_BASE=ubuntu:24.04"),
+                       r"FROM ubuntu:24.04: bases must be Debian 12")
+negative_containerfile("a base variable without a default", lambda t: t.replace("ARG BUILD_BASE=debian:12\n", "ARG BUILD_BASE\n"),
+                       r"FROM \$\{BUILD_BASE\}: a variable without a default")
+negative_containerfile("a secret in a global ARG", lambda t: t.replace("ARG BUILD_BASE=", "ARG PGPASSWORD=hunter2\nARG BUILD_BASE="),
+                       r"no secret in an image")
 negative_containerfile("a missing runtime library", lambda t: t.replace(" libxxhash0 ", " "),
                        r"runtime package libxxhash0 is not installed")
-negative_containerfile("a single stage", lambda t: t[t.index("FROM debian:12-slim"):],
+negative_containerfile("a single stage", lambda t: t[t.index("FROM ${RUNTIME_BASE}"):].replace("${RUNTIME_BASE}", "debian:12-slim", 1),
                        r"not multi-stage|must RUN ci/bootstrap")
 
 shutil.rmtree(tmp, ignore_errors=True)
