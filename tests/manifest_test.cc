@@ -406,7 +406,9 @@ TEST_F(Manifests, MergeOutEqualToAPartIsRefusedBeforeWriting) {
     fs::create_directories(dir_ / "sub");
     auto r = Merge(out, {Path("out-0.ldm"), Path("out-1.ldm")});
     EXPECT_EQ(r.exit_code, 2) << out << ": " << r.err;
-    EXPECT_NE(r.err.find("is the part"), std::string::npos) << r.err;
+    // A symlink at --out is refused as a link before the merge compares it with its parts.
+    const char* why = fs::is_symlink(out) ? "symbolic link" : "is the part";
+    EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
     EXPECT_EQ(ReadFileBytes(Path("out-0.ldm")), before0) << out;
     EXPECT_EQ(ReadFileBytes(Path("out-1.ldm")), before1) << out;
     EXPECT_TRUE(fs::is_symlink(Path("out-link.ldm")));
