@@ -48,7 +48,7 @@ Action SetupChaos(CLI::App* sub) {
     return verify::ValidateChaosOptions(f->options);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
     LD_RETURN_IF_ERROR(EmitReports(report::ChaosReports(report), f->reports));
     // A planned fault that never fired makes its round (and the campaign) inconclusive: exit 1.

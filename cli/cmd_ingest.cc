@@ -18,6 +18,11 @@ Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
   Outcome out;
   out.json = report::IngestReportToJson(report);
   out.text = report::RenderIngestText(report);
+  // Workers that ended with an error (e.g. a refused connection) or a signal.
+  out.json["workers_failed"] = report.workers_failed;
+  if (report.workers_failed > 0)
+    out.text += fmt::format("  {} workers failed (ended with an error or a signal; {} replacements started)\n",
+                            report.workers_failed, report.workers_replaced);
   if (db.embedded() && !db.embedded_server()->kept())
     out.text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
   if (!report.ok) {
@@ -87,7 +92,7 @@ Action SetupIngest(CLI::App* sub) {
     return ingest::ValidateIngestOptions(o);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), f->options, ctx.reporter()));
     return IngestOutcome(report, *db);
   };

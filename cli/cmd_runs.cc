@@ -1,11 +1,15 @@
-// plan, worker, wait, runs: a distributed ingestion with no orchestrator process (ingest/distributed.h).
+// plan, worker, wait, runs, cancel: a distributed ingestion with no orchestrator process
+// (ingest/distributed.h).
 // `plan` registers the run and prints its id as the last stdout line (deploy/ reads it).
 #include <fmt/format.h>
 
 #include <cmath>
 
+#include <algorithm>
+
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "core/text.h"
 #include "ingest/distributed.h"
 #include "ingest/orchestrator.h"
 
@@ -13,10 +17,26 @@ namespace ledgerdiff::cli {
 
 namespace {
 
+nlohmann::json JobJson(const ingest::JobRow& j) {
+  return {{"job", j.job_id}, {"range", {{"from", j.range.from}, {"to", j.range.to}}}, {"attempt", j.attempt},
+          {"worker", j.worker}, {"error", j.error.empty() ? nlohmann::json() : nlohmann::json(j.error)}};
+}
+
 nlohmann::json RunStatusToJson(const ingest::RunStatus& s) {
+  nlohmann::json stale = nlohmann::json::array(), failed = nlohmann::json::array();
+  for (const auto& j : s.stale_jobs) {
+    nlohmann::json o = JobJson(j);
+    o["heartbeat_age_s"] = j.heartbeat_age_s;
+    o["session_ended"] = !j.session_alive;
+    o["status"] = ingest::StaleJobText(j);
+    stale.push_back(o);
+  }
+  for (const auto& j : s.failed_jobs) failed.push_back(JobJson(j));
   return {{"run_id", s.run_id},
           {"schema", s.schema},
           {"state", s.state},
+          {"mode", s.mode},
+          {"error", s.error.empty() ? nlohmann::json() : nlohmann::json(s.error)},
           {"range", {{"from", s.range.from}, {"to", s.range.to}}},
           {"job_size", s.job_size},
           {"created_at", s.created_at},
@@ -24,19 +44,59 @@ nlohmann::json RunStatusToJson(const ingest::RunStatus& s) {
                     {"pending", s.counts.pending},
                     {"running", s.counts.running},
                     {"done", s.counts.done},
-                    {"failed", s.counts.failed}}},
+                    {"failed", s.counts.failed},
+                    {"cancelled", s.counts.cancelled}}},
           {"ledgers_done", s.counts.ledgers_done},
-          {"workers", s.workers}};
+          {"workers", s.workers},
+          {"workers_joined", s.worker_counts.joined},
+          {"workers_alive", s.worker_counts.alive},
+          {"liveness", ingest::LivenessName(s.liveness)},
+          {"stale_jobs", stale},
+          {"failed_jobs", failed}};
 }
 
-std::string RunStatusLine(const ingest::RunStatus& s) {
-  return fmt::format("{}  {:<7}  schema \"{}\"  ledgers {}  jobs {}/{} done, {} running, {} pending, {} failed  "
-                     "{} workers  created {}\n",
-                     s.run_id, s.state, s.schema, s.range.str(), s.counts.done, s.counts.total(), s.counts.running,
-                     s.counts.pending, s.counts.failed, s.workers.size(), s.created_at);
+// One line per run, then what needs attention (stale and failed jobs, no live worker, why the
+// run failed), indented.
+std::string RunStatusText(const ingest::RunStatus& s) {
+  std::string workers;
+  const size_t seen = std::max<size_t>(s.workers.size(), s.worker_counts.joined);
+  switch (s.liveness) {
+    case ingest::Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
+    case ingest::Liveness::kNoWorkerAlive: workers = fmt::format("{} workers seen, no worker alive", seen); break;
+    case ingest::Liveness::kWorkersAlive:
+      workers = s.worker_counts.joined > 0 ? fmt::format("{} workers seen, {} alive", seen, s.worker_counts.alive)
+                                           : fmt::format("{} workers seen", seen);
+      break;
+    case ingest::Liveness::kNotRunning: workers = fmt::format("{} workers", s.workers.size()); break;
+  }
+  std::string out = fmt::format(
+      "{}  {:<7}  schema \"{}\"  ledgers {}  jobs {}/{} done, {} running, {} pending, {} failed{}  {}  created {}\n",
+      s.run_id, s.state, s.schema, s.range.str(), s.counts.done, s.counts.total(), s.counts.running, s.counts.pending,
+      s.counts.failed, s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers,
+      s.created_at);
+  for (const auto& j : s.stale_jobs)
+    out += fmt::format("    job {} [{}] attempt {}: {}\n", j.job_id, j.range.str(), j.attempt, ingest::StaleJobText(j));
+  if (s.liveness == ingest::Liveness::kNoWorkerAlive)
+    out += fmt::format("    no worker alive: {} jobs pending, {} running; start `ledgerdiff worker --run {}`\n",
+                       s.counts.pending, s.counts.running, s.run_id);
+  if (s.liveness == ingest::Liveness::kNeverHadWorker)
+    out += fmt::format("    start workers with `ledgerdiff worker --run {}`\n", s.run_id);
+  for (const auto& j : s.failed_jobs)
+    out += fmt::format("    job {} [{}] failed after {} attempts: {}\n", j.job_id, j.range.str(), j.attempt,
+                       j.error.empty() ? "no error recorded" : j.error);
+  if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == "cancelled" ? "cancelled" : "error", s.error);
+  return out;
 }
 
-int StateExitCode(const std::string& state) { return state == "done" ? 0 : state == "running" ? 2 : 1; }
+// wait's exit code and error line for a run that is no longer running.
+Outcome SettledOutcome(const ingest::RunStatus& s) {
+  Outcome out{s.state == "done" ? 0 : 1, RunStatusText(s), RunStatusToJson(s), ""};
+  if (s.state == "cancelled")
+    out.error = fmt::format("run {} was cancelled{}", s.run_id, s.error.empty() ? "" : " (" + s.error + ")");
+  else if (s.state != "done")
+    out.error = fmt::format("run {} {}{}", s.run_id, s.state, s.error.empty() ? "" : ": " + s.error);
+  return out;
+}
 
 }  // namespace
 
@@ -91,10 +151,10 @@ Action SetupRunWorker(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     Outcome out;
-    out.exit_code = ingest::RunDistributedWorker(db->conninfo(), f->run, f->worker, ctx.reporter());
-    out.text = out.exit_code == 0   ? fmt::format("run {} complete\n", f->run)
-               : out.exit_code == 1 ? fmt::format("run {} failed: a job ran out of retries\n", f->run)
-                                    : "";
+    ingest::WorkerOutcome w = ingest::RunDistributedWorker(db->conninfo(), f->run, f->worker, ctx.reporter());
+    out.exit_code = w.exit_code;
+    if (w.exit_code == 0) out.text = fmt::format("run {} complete\n", f->run);
+    out.error = w.message;  // why the run failed (the failed job's last error) or was cancelled
     return out;
   };
   return a;
@@ -107,7 +167,9 @@ Action SetupWait(CLI::App* sub) {
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("--run", f->run, "The run (printed by plan)")->required();
-  sub->add_option("--timeout", f->timeout, "Give up after S seconds (exit 2); default: wait forever");
+  sub->add_option("--timeout", f->timeout,
+                  "Give up after S seconds (the run's status, then an error: exit 2, a runtime error); default: wait "
+                  "forever");
   Action a;
   a.check = [f]() -> Status {
     if (!std::isfinite(f->timeout) || f->timeout < 0)
@@ -117,8 +179,15 @@ Action SetupWait(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff wait"));
-    LD_ASSIGN_OR_RETURN(auto status, ingest::WaitForRun(*conn, f->run, f->timeout, ctx.reporter()));
-    return Outcome{StateExitCode(status.state), RunStatusLine(status), RunStatusToJson(status), ""};
+    ingest::RunStatus last;
+    auto status = ingest::WaitForRun(*conn, f->run, f->timeout, ctx.reporter(), &last);
+    if (!status.ok()) {
+      if (last.run_id.empty()) return status.status();
+      // Timed out: where the run stands (stale jobs, no live worker), then the error.
+      return Outcome{static_cast<int>(status.status().exit_code()), RunStatusText(last), RunStatusToJson(last),
+                     status.status().message()};
+    }
+    return SettledOutcome(*status);
   };
   return a;
 }
@@ -134,9 +203,40 @@ Action SetupRuns(CLI::App* sub) {
     out.json = nlohmann::json::array();
     for (const auto& r : runs) {
       out.json.push_back(RunStatusToJson(r));
-      out.text += RunStatusLine(r);
+      out.text += RunStatusText(r);
     }
     if (runs.empty()) out.text = "no runs\n";
+    return out;
+  };
+  return a;
+}
+
+Action SetupCancel(CLI::App* sub) {
+  auto run = std::make_shared<std::string>();
+  sub->add_option("--run", *run, "The run to cancel (printed by plan; `ledgerdiff runs` lists them)")->required();
+  Action a;
+  a.run = [run](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff cancel"));
+    LD_ASSIGN_OR_RETURN(ingest::CancelReport r, ingest::CancelRun(*conn, *run));
+    const std::string schema_flag = ShellQuote(r.schema, ShellQuoting::kWhenNeeded);
+    Outcome out;
+    out.text = fmt::format(
+        "run {} cancelled: {} pending and {} running jobs fenced ({} done jobs keep their rows); its workers stop "
+        "claiming and exit 1, and a running attempt can no longer commit (its data transaction rolls back)\n"
+        "schema \"{}\" stays ledgerdiff's (mark \"{}\") and no run holds it now: reuse it with `ledgerdiff plan "
+        "--fresh --schema {} ...` or `ledgerdiff ingest --fresh --schema {} ...`, or drop it with "
+        "`DROP SCHEMA {} CASCADE`\n",
+        r.run_id, r.pending, r.running, r.done, r.schema, r.schema_mark, schema_flag, schema_flag,
+        pg::QuoteIdent(r.schema));
+    out.json = {{"run_id", r.run_id},
+                {"state", "cancelled"},
+                {"schema", r.schema},
+                {"schema_mark", r.schema_mark},
+                {"mode", r.mode},
+                {"jobs_fenced", {{"pending", r.pending}, {"running", r.running}}},
+                {"jobs_done", r.done},
+                {"drop", fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(r.schema))}};
     return out;
   };
   return a;

@@ -86,7 +86,7 @@ Action SetupVerify(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
     LD_ASSIGN_OR_RETURN(Database * db,
-                        ctx.database(static_cast<int>(f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
+                        ctx.database(EmbeddedWorkersFor(f->options, f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
     WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
     LD_RETURN_IF_ERROR(EmitReports(report::VerifyReports(report), f->reports));

@@ -37,9 +37,14 @@ class Context {
   std::unique_ptr<Database> db_;
 };
 
+// The worker count to size an embedded server with (Context::database) for `workers` local
+// workers of `plan`: an external ingester's own session is the third of each worker's
+// (orchestrator.h CheckConnectionBudget), EmbeddedMaxConnectionsFor counts two per worker.
+int EmbeddedWorkersFor(const ingest::IngestPlan& plan, uint32_t workers);
+
 // What a command hands back; main prints it in the --format asked for, then `error`.
 struct Outcome {
-  int exit_code = 0;          // ExitCode: 0 success / identical, 1 divergent / anomalies, 2 bad input, 3 runtime failure
+  int exit_code = 0;          // ExitCode: 0 success / identical, 1 divergent / anomalies / run failed, 2 bad input, 3 runtime failure
   std::string text;           // --format text (and commands without --format)
   nlohmann::json json;        // --format json; null: the command has no JSON form
   std::string error;          // non-empty: "ledgerdiff: <error>" on stderr after the output
@@ -107,6 +112,7 @@ Action SetupPlan(CLI::App* sub);         // cmd_runs.cc (distributed ingestion)
 Action SetupRunWorker(CLI::App* sub);
 Action SetupWait(CLI::App* sub);
 Action SetupRuns(CLI::App* sub);
+Action SetupCancel(CLI::App* sub);
 Action SetupDocs(CLI::App* sub);         // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli

@@ -3,6 +3,7 @@
 //   parse flags -> check them (no database yet) -> run (database resolved on first use,
 //   progress on stderr) -> print the outcome as text or JSON -> exit 0 / 1 / 2.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -24,6 +25,11 @@ Result<Database*> Context::database(int workers) {
     LD_ASSIGN_OR_RETURN(db_, Database::Resolve(options));
   }
   return db_.get();
+}
+
+int EmbeddedWorkersFor(const ingest::IngestPlan& plan, uint32_t workers) {
+  const uint64_t w = workers;
+  return static_cast<int>(std::min<uint64_t>(w + (plan.ingest_cmd.empty() ? 0 : (w + 1) / 2), 5000));
 }
 
 void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
@@ -112,6 +118,8 @@ constexpr Command kCommands[] = {
     {"worker", "Join a run from any machine: claim its jobs until none remain", true, false, false, SetupRunWorker},
     {"wait", "Block until a run is complete or failed, printing progress", true, true, false, SetupWait},
     {"runs", "List the runs of the job table with their states", true, true, false, SetupRuns},
+    {"cancel", "Cancel a live run: fence its jobs, stop its workers; the schema stays ledgerdiff's", true, true, false,
+     SetupCancel},
     {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)", true, false, true,
      SetupOrchestrate},
     {"_worker", "Internal: one worker process of an ingestion run", false, false, true, SetupWorker},

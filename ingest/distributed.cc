@@ -26,12 +26,18 @@ RunStatus RowToStatus(const pg::Rows& rows, int i) {
   s.range = {static_cast<Ledger>(rows.GetInt(i, 3)), static_cast<Ledger>(rows.GetInt(i, 4))};
   s.job_size = static_cast<uint32_t>(rows.GetInt(i, 5));
   s.created_at = std::string(rows.Get(i, 6));
+  s.mode = std::string(rows.Get(i, 7));
+  s.error = std::string(rows.Get(i, 8));
+  s.job_timeout_s = std::stod(std::string(rows.Get(i, 9)));
   return s;
 }
 
+// Read-only, also on a job table made by an older release (no mode or error column yet).
 const char* kRunColumns =
     "run_id, schema_name, state, range_from, range_to, job_size, "
-    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')";
+    "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'), "
+    "coalesce(to_jsonb(r) ->> 'mode', 'orchestrated'), coalesce(to_jsonb(r) ->> 'error', ''), "
+    "coalesce((spec->>'job_timeout_s')::float8, 30)";
 
 Status FillDetails(pg::Connection& conn, RunStatus& s) {
   LD_ASSIGN_OR_RETURN(s.counts, CountJobs(conn, s.run_id));
@@ -39,10 +45,63 @@ Status FillDetails(pg::Connection& conn, RunStatus& s) {
                                                          T("attempts")),
                                              {s.run_id}));
   for (int i = 0; i < w.size(); ++i) s.workers.emplace_back(w.Get(i, 0));
+  LD_ASSIGN_OR_RETURN(s.worker_counts, CountWorkers(conn, s.run_id, s.job_timeout_s));
+  bool fresh_job = false;  // a running job with a recent heartbeat from a live session
+  if (s.counts.running + s.counts.failed > 0) {
+    LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, s.run_id));
+    for (auto& j : jobs) {
+      if (j.state == "failed") s.failed_jobs.push_back(j);
+      if (j.state != "running") continue;
+      if (j.heartbeat_age_s > s.job_timeout_s || !j.session_alive)
+        s.stale_jobs.push_back(j);
+      else
+        fresh_job = true;
+    }
+  }
+  if (s.state != "running") {
+    s.liveness = Liveness::kNotRunning;
+  } else if (s.worker_counts.joined == 0 && s.workers.empty()) {
+    s.liveness = Liveness::kNeverHadWorker;
+  } else if (s.worker_counts.alive == 0 && !fresh_job && s.counts.pending + s.counts.running > 0) {
+    s.liveness = Liveness::kNoWorkerAlive;
+  } else {
+    s.liveness = Liveness::kWorkersAlive;
+  }
   return Status::Ok();
 }
 
+// Why a run with failed jobs failed: the first failed job, its attempts and its last error.
+std::string FailedJobsReason(const std::vector<JobRow>& failed) {
+  if (failed.empty()) return "a job ran out of retries";
+  const JobRow& j = failed.front();
+  std::string more = failed.size() > 1 ? fmt::format(" (and {} more failed jobs)", failed.size() - 1) : "";
+  return fmt::format("job {} [{}] ran out of retries after {} attempts{}: {}", j.job_id, j.range.str(), j.attempt, more,
+                     j.error.empty() ? "no error recorded" : j.error);
+}
+
+// The message of a run that is not done.
+std::string NotDoneMessage(const std::string& run_id, const std::string& state, const std::string& error) {
+  if (state == "cancelled")
+    return fmt::format("run {} was cancelled{}", run_id, error.empty() ? "" : " (" + error + ")");
+  return fmt::format("run {} {}{}", run_id, state, error.empty() ? "" : ": " + error);
+}
+
 }  // namespace
+
+const char* LivenessName(Liveness liveness) {
+  switch (liveness) {
+    case Liveness::kNotRunning: return "not_running";
+    case Liveness::kNeverHadWorker: return "never_had_worker";
+    case Liveness::kNoWorkerAlive: return "no_worker_alive";
+    case Liveness::kWorkersAlive: return "workers_alive";
+  }
+  return "unknown";
+}
+
+std::string StaleJobText(const JobRow& job) {
+  return fmt::format("stale (no heartbeat for {:.0f} s, worker {}{})", std::max(job.heartbeat_age_s, 0.0), job.worker,
+                     job.session_alive ? "" : "; its database session ended");
+}
 
 std::string UniqueWorkerId() {
   char host[256] = {0};
@@ -72,13 +131,15 @@ Result<RunSpec> PlanRun(pg::Connection& conn, const IngestOptions& options) {
         "schema \"{}\" exists and was not created by ledgerdiff; refusing to plan into it (use "
         "another --schema, or --force)",
         options.schema);
-  return RegisterRun(conn, options);
+  IngestOptions planned = options;
+  planned.planned = true;
+  return RegisterRun(conn, planned);
 }
 
 Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) {
   LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec(fmt::format("SELECT {} FROM {} WHERE run_id = $1", kRunColumns, T("runs")), {run_id}));
+                      conn.Exec(fmt::format("SELECT {} FROM {} r WHERE run_id = $1", kRunColumns, T("runs")), {run_id}));
   if (rows.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
   RunStatus s = RowToStatus(rows, 0);
   LD_RETURN_IF_ERROR(FillDetails(conn, s));
@@ -89,7 +150,7 @@ Result<std::vector<RunStatus>> ListRuns(pg::Connection& conn) {
   std::vector<RunStatus> out;
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
   if (exists.Get(0, 0) != "t") return out;
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT {} FROM {} ORDER BY created_at DESC, run_id",
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT {} FROM {} r ORDER BY created_at DESC, run_id",
                                                             kRunColumns, T("runs"))));
   for (int i = 0; i < rows.size(); ++i) {
     out.push_back(RowToStatus(rows, i));
@@ -99,33 +160,56 @@ Result<std::vector<RunStatus>> ListRuns(pg::Connection& conn) {
 }
 
 Result<std::string> SettleRun(pg::Connection& conn, const std::string& run_id) {
-  LD_ASSIGN_OR_RETURN(
-      pg::Rows rows,
-      conn.Exec(fmt::format(
-                    "UPDATE {runs} r SET state = CASE WHEN EXISTS (SELECT 1 FROM {jobs} j WHERE j.run_id = r.run_id "
-                    "AND j.state = 'failed') THEN 'failed' ELSE 'done' END, finished_at = now() "
-                    "WHERE r.run_id = $1 AND r.state = 'running' AND NOT EXISTS (SELECT 1 FROM {jobs} j "
-                    "WHERE j.run_id = r.run_id AND j.state IN ('pending', 'running') AND NOT EXISTS "
-                    "(SELECT 1 FROM {jobs} f WHERE f.run_id = r.run_id AND f.state = 'failed'))",
-                    fmt::arg("runs", T("runs")), fmt::arg("jobs", T("jobs"))),
-                {run_id}));
-  (void)rows;
-  LD_ASSIGN_OR_RETURN(pg::Rows state, conn.Exec(fmt::format("SELECT state FROM {} WHERE run_id = $1", T("runs")), {run_id}));
-  if (state.size() != 1) return Status::Usagef("no run {} in the job table", run_id);
-  return std::string(state.Get(0, 0));
+  LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
+  // One settler at a time: the others wait here and then find the run settled.
+  LD_ASSIGN_OR_RETURN(pg::Rows run,
+                      conn.Exec(fmt::format("SELECT state, spec::text FROM {} WHERE run_id = $1 FOR UPDATE", T("runs")),
+                                {run_id}));
+  if (run.size() != 1) return Status::Usagef("no run {} in the job table", run_id);
+  std::string state(run.Get(0, 0));
+  if (state != "running") {
+    LD_RETURN_IF_ERROR(tx.Commit());
+    return state;
+  }
+  LD_ASSIGN_OR_RETURN(RunCounts counts, CountJobs(conn, run_id));
+  std::string error;
+  if (counts.failed > 0) {
+    LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, run_id));
+    std::vector<JobRow> failed;
+    for (const auto& j : jobs)
+      if (j.state == "failed") failed.push_back(j);
+    state = "failed";
+    error = FailedJobsReason(failed);
+  } else if (counts.pending + counts.running > 0 || counts.cancelled > 0) {
+    LD_RETURN_IF_ERROR(tx.Commit());
+    return state;
+  } else {
+    // Every job is done: the run's end, checked as an orchestrated run's is.
+    nlohmann::json j = nlohmann::json::parse(run.Get(0, 1), nullptr, false);
+    if (j.is_discarded()) return Status::Runtimef("run \"{}\": spec is not JSON", run_id);
+    LD_ASSIGN_OR_RETURN(RunSpec spec, RunSpec::FromJson(j));
+    Status intact = CheckRunOwnsSchema(conn, spec);
+    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(conn, spec);
+    state = intact.ok() ? "done" : "failed";
+    error = intact.ok() ? "" : intact.message();
+  }
+  LD_RETURN_IF_ERROR(SetRunState(conn, run_id, state, error));
+  LD_RETURN_IF_ERROR(tx.Commit());
+  return state;
 }
 
-int RunDistributedWorker(const std::string& conninfo, const std::string& run_id, std::string worker,
-                         Reporter& reporter) {
+WorkerOutcome RunDistributedWorker(const std::string& conninfo, const std::string& run_id, std::string worker,
+                                   Reporter& reporter) {
   if (worker.empty()) worker = UniqueWorkerId();
   auto fail = [&](const Status& s) {
-    fmt::print(stderr, "ledgerdiff worker {}: {}\n", worker, s.message());
-    return 2;
+    return WorkerOutcome{static_cast<int>(s.exit_code()), fmt::format("worker {}: {}", worker, s.message())};
   };
   auto control = pg::Connection::Open(conninfo, "ledgerdiff worker " + worker);
   if (!control.ok()) return fail(control.status());
   pg::Connection& conn = **control;
   if (Status known = RequireRun(conn, run_id); !known.ok()) return fail(known);
+  // A job table made by an older release learns the columns and tables this one uses.
+  if (Status current = EnsureControlSchema(conn); !current.ok()) return fail(current);
   auto spec = LoadRun(conn, run_id);
   if (!spec.ok()) return fail(spec.status());
   reporter.Note(fmt::format("worker {} joins run {} (schema \"{}\", ledgers {})", worker, run_id, spec->schema,
@@ -153,7 +237,7 @@ int RunDistributedWorker(const std::string& conninfo, const std::string& run_id,
   const int rc = RunWorker(wo);
   stop = true;
   keeper.join();
-  if (rc != 0) return 2;
+  if (rc != 0) return {rc, ""};  // RunWorker printed why
   if (!conn.Healthy()) {
     auto c = pg::Connection::Open(conninfo, "ledgerdiff worker " + worker);
     if (!c.ok()) return fail(c.status());
@@ -161,23 +245,86 @@ int RunDistributedWorker(const std::string& conninfo, const std::string& run_id,
   }
   auto state = SettleRun(**control, run_id);
   if (!state.ok()) return fail(state.status());
-  if (*state == "done") return 0;
+  if (*state == "done") return {0, ""};
   if (*state == "running") return fail(Status::Runtimef("run {} still has unfinished jobs", run_id));
-  reporter.Note(fmt::format("run {} is {}", run_id, *state));
-  return 1;
+  auto row = FindRun(**control, run_id);
+  return {1, NotDoneMessage(run_id, *state, row.ok() && *row ? (*row)->error : "")};
 }
 
-Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, double timeout_s, Reporter& reporter) {
+Result<CancelReport> CancelRun(pg::Connection& conn, const std::string& run_id) {
+  LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
+  LD_RETURN_IF_ERROR(EnsureControlSchema(conn));
+  LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(conn, run_id));
+  if (!row) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
+  CancelReport report;
+  report.run_id = run_id;
+  report.schema = row->schema;
+  report.mode = row->mode;
+  // Under the schema guard: no run is registered or resumed on the schema meanwhile.
+  LD_RETURN_IF_ERROR(WithSchemaGuard(conn, row->schema, [&]() -> Status {
+    LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
+    LD_ASSIGN_OR_RETURN(pg::Rows run,
+                        conn.Exec(fmt::format("SELECT state, coalesce(error, '') FROM {} WHERE run_id = $1 FOR UPDATE",
+                                              T("runs")),
+                                  {run_id}));
+    if (run.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
+    const std::string state(run.Get(0, 0)), error(run.Get(0, 1));
+    if (state != "running")
+      return Status::Usagef("run {} is already {}{}; there is nothing to cancel", run_id, state,
+                            error.empty() ? "" : " (" + error + ")");
+    LD_RETURN_IF_ERROR(SetRunState(conn, run_id, "cancelled", "cancelled by `ledgerdiff cancel`"));
+    // The fence: a running attempt's FinishJob requires its job to be running.
+    LD_ASSIGN_OR_RETURN(
+        pg::Rows fenced,
+        conn.Exec(fmt::format(R"(
+WITH old AS (
+  SELECT job_id, attempt, state FROM {jobs} WHERE run_id = $1 AND state IN ('pending', 'running') FOR UPDATE
+), cancelled AS (
+  UPDATE {jobs} j SET state = 'cancelled', finished_at = now(), error = 'run cancelled'
+  FROM old WHERE j.run_id = $1 AND j.job_id = old.job_id
+), logged AS (
+  UPDATE {attempts} a SET outcome = 'cancelled', finished_at = now(), error = 'run cancelled'
+  FROM old WHERE old.state = 'running' AND a.run_id = $1 AND a.job_id = old.job_id AND a.attempt = old.attempt
+)
+SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'running') FROM old)",
+                              fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts"))),
+                  {run_id}));
+    report.pending = static_cast<uint32_t>(fenced.GetInt(0, 0));
+    report.running = static_cast<uint32_t>(fenced.GetInt(0, 1));
+    LD_ASSIGN_OR_RETURN(RunCounts counts, CountJobs(conn, run_id));
+    report.done = counts.done;
+    return tx.Commit();
+  }));
+  LD_ASSIGN_OR_RETURN(report.schema_mark, SchemaMark(conn, report.schema));
+  return report;
+}
+
+Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, double timeout_s, Reporter& reporter,
+                             RunStatus* last_status) {
   const auto start = std::chrono::steady_clock::now();
   std::string last;
   LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
+  LD_RETURN_IF_ERROR(EnsureControlSchema(conn));
   for (;;) {
     LD_ASSIGN_OR_RETURN(std::string state, SettleRun(conn, run_id));
     LD_ASSIGN_OR_RETURN(RunStatus s, GetRunStatus(conn, run_id));
-    const std::string line = fmt::format("run {}: {} of {} jobs done ({} ledgers), {} running, {} pending, {} failed; "
-                                         "{} workers seen",
-                                         run_id, s.counts.done, s.counts.total(), s.counts.ledgers_done,
-                                         s.counts.running, s.counts.pending, s.counts.failed, s.workers.size());
+    if (last_status) *last_status = s;
+    std::string workers;
+    switch (s.liveness) {
+      case Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
+      case Liveness::kNoWorkerAlive:
+        workers = fmt::format("{} workers seen, no worker alive", std::max<size_t>(s.workers.size(), s.worker_counts.joined));
+        break;
+      default:
+        workers = fmt::format("{} workers seen", s.workers.size());
+        if (s.worker_counts.joined > 0) workers += fmt::format(", {} alive", s.worker_counts.alive);
+    }
+    std::string stale;
+    for (const auto& j : s.stale_jobs) stale += fmt::format("; job {} stale (worker {})", j.job_id, j.worker);
+    const std::string line = fmt::format(
+        "run {}: {} of {} jobs done ({} ledgers), {} running, {} pending, {} failed{}; {}{}", run_id, s.counts.done,
+        s.counts.total(), s.counts.ledgers_done, s.counts.running, s.counts.pending, s.counts.failed,
+        s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers, stale);
     if (line != last) reporter.Note(line);
     last = line;
     if (state != "running") return s;
@@ -198,8 +345,8 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
   if (options.resume_run.empty()) {
     LD_ASSIGN_OR_RETURN(spec, PlanRun(*conn, options));
   } else {
-    LD_ASSIGN_OR_RETURN(spec, LoadRun(*conn, options.resume_run));
-    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "running"));
+    LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
+    LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter, /*orchestrated=*/false));
   }
   reporter.Note(
       fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}` on machines that "
@@ -212,16 +359,10 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
   report.range = spec.range;
   report.job_size = spec.job_size;
   report.workers = static_cast<uint32_t>(status.workers.size());
-  if (status.state == "done") {
-    Status intact = CheckRunOwnsSchema(*conn, spec);
-    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(*conn, spec);
-    if (!intact.ok()) {
-      LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "failed"));
-      report.error = intact.message();
-    }
-  } else {
-    report.error =
-        fmt::format("run {} is {}: a job ran out of retries (continue it with --resume)", spec.run_id, status.state);
+  // SettleRun made the end-of-run checks before the run could be done.
+  if (status.state != "done") {
+    report.error = NotDoneMessage(spec.run_id, status.state, status.error);
+    if (status.state == "failed") report.error += " (continue it with --resume)";
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));

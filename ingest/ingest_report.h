@@ -27,7 +27,8 @@ struct IngestReport {
   uint64_t rows = 0;
   uint32_t attempts = 0;         // job attempts in all
   uint32_t retried_jobs = 0;     // jobs that needed more than one attempt
-  uint32_t workers_replaced = 0;
+  uint32_t workers_replaced = 0;  // replacement workers started
+  uint32_t workers_failed = 0;    // workers that ended with an error exit (e.g. a refused connection) or a signal
   std::vector<JobRow> failed_jobs;
   std::optional<LedgerRange> restart_range;
   std::vector<AttemptRow> timeline;  // every attempt, for reports

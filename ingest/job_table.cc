@@ -1,5 +1,8 @@
 #include "ingest/job_table.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
 
 namespace ledgerdiff::ingest {
@@ -11,15 +14,25 @@ std::string T(const char* table) { return pg::Qualified(kControlSchema, table); 
 std::string Str(int64_t v) { return std::to_string(v); }
 
 // Rows of (job_id, range_from, range_to, state, attempt, worker, worker_pid, backend_pid, error,
-// rows, stage), in that column order.
+// rows, stage[, heartbeat age in s or -1, session alive]), in that column order.
 std::vector<JobRow> JobRows(const pg::Rows& rows) {
   std::vector<JobRow> out;
   for (int i = 0; i < rows.size(); ++i) {
-    out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)),
-                   {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
-                   std::string(rows.Get(i, 3)), static_cast<uint32_t>(rows.GetInt(i, 4)), std::string(rows.Get(i, 5)),
-                   static_cast<int>(rows.GetInt(i, 6)), static_cast<int>(rows.GetInt(i, 7)),
-                   std::string(rows.Get(i, 8)), rows.GetInt(i, 9), std::string(rows.Get(i, 10))});
+    JobRow j{static_cast<uint32_t>(rows.GetInt(i, 0)),
+             {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
+             std::string(rows.Get(i, 3)),
+             static_cast<uint32_t>(rows.GetInt(i, 4)),
+             std::string(rows.Get(i, 5)),
+             static_cast<int>(rows.GetInt(i, 6)),
+             static_cast<int>(rows.GetInt(i, 7)),
+             std::string(rows.Get(i, 8)),
+             rows.GetInt(i, 9),
+             std::string(rows.Get(i, 10))};
+    if (rows.columns() > 12) {
+      j.heartbeat_age_s = std::stod(std::string(rows.Get(i, 11)));
+      j.session_alive = rows.Get(i, 12) == "t";
+    }
+    out.push_back(std::move(j));
   }
   return out;
 }
@@ -46,6 +59,92 @@ Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+
+// The states a run and a job may take (the CHECK constraints of runs.state and jobs.state).
+constexpr const char* kRunStates = "'running', 'done', 'failed', 'aborted', 'cancelled'";
+constexpr const char* kJobStates = "'pending', 'running', 'done', 'failed', 'cancelled'";
+
+// The worker registry, added after the first release: created by every EnsureControlSchema.
+std::string WorkersTableDdl() {
+  return fmt::format(R"(
+CREATE TABLE IF NOT EXISTS {workers} (
+  run_id text NOT NULL REFERENCES {runs} ON DELETE CASCADE,
+  worker text NOT NULL,
+  host text,
+  pid integer,
+  slot integer,
+  backend_pid integer,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  last_seen timestamptz NOT NULL DEFAULT now(),
+  exited_at timestamptz,
+  exit_code integer,
+  error text,
+  PRIMARY KEY (run_id, worker)
+);)",
+                     fmt::arg("workers", T("workers")), fmt::arg("runs", T("runs")));
+}
+
+// Brings a control schema made by an older release up to date. Each change is made only when
+// it is missing: an ALTER TABLE takes an ACCESS EXCLUSIVE lock, which would queue behind the
+// job transactions of live workers (and every heartbeat behind it) on every `plan`.
+// REQUIRES: inside EnsureControlSchema's transaction (serialized by its advisory lock).
+Status MigrateControlSchema(pg::Connection& conn) {
+  auto has_column = [&](const char* table, const char* column) -> Result<bool> {
+    LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND "
+                                                 "attname = $2 AND NOT attisdropped",
+                                                 {T(table), std::string(column)}));
+    return rows.size() == 1;
+  };
+  struct Column {
+    const char* table;
+    const char* name;
+    const char* type;
+  };
+  for (const Column& c : {Column{"jobs", "stage", "text"}, Column{"attempts", "slot", "integer"},
+                          Column{"runs", "mode", "text NOT NULL DEFAULT 'orchestrated'"},
+                          Column{"runs", "error", "text"}}) {
+    LD_ASSIGN_OR_RETURN(bool present, has_column(c.table, c.name));
+    if (!present)
+      LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", T(c.table), c.name, c.type)));
+  }
+  // The state checks learnt 'cancelled'.
+  for (const auto& [table, states] : {std::pair<const char*, const char*>{"runs", kRunStates}, {"jobs", kJobStates}}) {
+    LD_ASSIGN_OR_RETURN(pg::Rows checks,
+                        conn.Exec("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
+                                  "to_regclass($1) AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%state%'",
+                                  {T(table)}));
+    const bool current = checks.size() == 1 && checks.Get(0, 1).find("cancelled") != std::string_view::npos;
+    if (!current) {
+      std::string drops;
+      for (int i = 0; i < checks.size(); ++i)
+        drops += fmt::format("DROP CONSTRAINT {}, ", pg::QuoteIdent(std::string(checks.Get(i, 0))));
+      LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} {}ADD CONSTRAINT {} CHECK (state IN ({}))", T(table), drops,
+                                              pg::QuoteIdent(std::string(table) + "_state_check"), states)));
+    }
+  }
+  LD_ASSIGN_OR_RETURN(pg::Rows workers, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("workers")}));
+  if (workers.Get(0, 0) != "t") LD_RETURN_IF_ERROR(conn.Run(WorkersTableDdl()));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ValidateRunId(const std::string& run_id) {
+  const bool charset_ok = std::all_of(run_id.begin(), run_id.end(), [](unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  });
+  if (run_id.empty() || run_id.size() > kMaxRunIdLength || !charset_ok) {
+    std::string shown;
+    for (unsigned char c : run_id.substr(0, 60))
+      shown += c < 0x20 || c >= 0x7f ? fmt::format("\\x{:02x}", c) : std::string(1, char(c));
+    return Status::Usagef("--run-id \"{}\": a run id is 1 to {} characters of A-Z, a-z, 0-9 and _ (like the ids "
+                          "ledgerdiff makes, e.g. 20261130_142501_3f9a)",
+                          shown, kMaxRunIdLength);
+  }
+  return Status::Ok();
+}
+
 Status EnsureControlSchema(pg::Connection& conn) {
   // Serialize concurrent creators with a transaction-level advisory lock.
   LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
@@ -56,9 +155,7 @@ Status EnsureControlSchema(pg::Connection& conn) {
   if (owner.size() == 1) {
     if (owner.IsNull(0, 0) || owner.Get(0, 0).rfind("ledgerdiff:owned", 0) != 0)
       return Status::Usagef("schema \"{}\" exists and was not created by ledgerdiff; refusing to use it", kControlSchema);
-    // Columns added since the first release of the control schema.
-    LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS stage text", T("jobs"))));
-    LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS slot integer", T("attempts"))));
+    LD_RETURN_IF_ERROR(MigrateControlSchema(conn));
     return tx.Commit();
   }
   std::string sql = fmt::format(R"(
@@ -72,16 +169,19 @@ CREATE TABLE {runs} (
   job_size integer NOT NULL,
   workers integer NOT NULL,
   spec jsonb NOT NULL,
-  state text NOT NULL DEFAULT 'running' CHECK (state IN ('running', 'done', 'failed', 'aborted')),
+  state text NOT NULL DEFAULT 'running' CONSTRAINT runs_state_check CHECK (state IN ({run_states})),
+  mode text NOT NULL DEFAULT 'orchestrated',
+  error text,
   created_at timestamptz NOT NULL DEFAULT now(),
   finished_at timestamptz
 );
+CREATE INDEX ON {runs} (schema_name, state);
 CREATE TABLE {jobs} (
   run_id text NOT NULL REFERENCES {runs} ON DELETE CASCADE,
   job_id integer NOT NULL,
   range_from integer NOT NULL,
   range_to integer NOT NULL,
-  state text NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'running', 'done', 'failed')),
+  state text NOT NULL DEFAULT 'pending' CONSTRAINT jobs_state_check CHECK (state IN ({job_states})),
   attempt integer NOT NULL DEFAULT 0,
   worker text,
   worker_pid integer,
@@ -109,19 +209,21 @@ CREATE TABLE {attempts} (
   PRIMARY KEY (run_id, job_id, attempt)
 );)",
                                 fmt::arg("s", pg::QuoteIdent(kControlSchema)), fmt::arg("runs", T("runs")),
-                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")));
-  LD_RETURN_IF_ERROR(conn.Run(sql).With("create the control schema"));
+                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
+                                fmt::arg("run_states", kRunStates), fmt::arg("job_states", kJobStates));
+  LD_RETURN_IF_ERROR(conn.Run(sql + WorkersTableDdl()).With("create the control schema"));
   return tx.Commit();
 }
 
-Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<LedgerRange>& jobs) {
+Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<LedgerRange>& jobs,
+                 const std::string& mode) {
   LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
   LD_RETURN_IF_ERROR(
-      conn.Exec(fmt::format("INSERT INTO {} (run_id, schema_name, range_from, range_to, job_size, workers, spec) "
-                            "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+      conn.Exec(fmt::format("INSERT INTO {} (run_id, schema_name, range_from, range_to, job_size, workers, spec, mode) "
+                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                             T("runs")),
                 {spec.run_id, spec.schema, Str(spec.range.from), Str(spec.range.to), Str(spec.job_size),
-                 Str(spec.workers), spec.ToJson().dump()})
+                 Str(spec.workers), spec.ToJson().dump(), mode})
           .status());
   std::string froms = "{", tos = "{";
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -147,12 +249,27 @@ Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id) {
   return RunSpec::FromJson(j);
 }
 
-Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state) {
+Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id) {
+  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
+  if (exists.Get(0, 0) != "t") return std::optional<RunRow>();
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT run_id, schema_name, state, coalesce(to_jsonb(r) "
+                                                           "->> 'mode', 'orchestrated'), coalesce(to_jsonb(r) ->> "
+                                                           "'error', '') FROM {} r WHERE run_id = $1",
+                                                           T("runs")),
+                                               {run_id}));
+  if (rows.size() == 0) return std::optional<RunRow>();
+  return std::optional<RunRow>(RunRow{std::string(rows.Get(0, 0)), std::string(rows.Get(0, 1)),
+                                      std::string(rows.Get(0, 2)), std::string(rows.Get(0, 3)),
+                                      std::string(rows.Get(0, 4))});
+}
+
+Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state,
+                   const std::string& error) {
   return conn
-      .Exec(fmt::format("UPDATE {} SET state = $2, finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END "
-                        "WHERE run_id = $1",
+      .Exec(fmt::format("UPDATE {} SET state = $2, finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END, "
+                        "error = nullif($3, '') WHERE run_id = $1 AND state <> 'cancelled'",
                         T("runs")),
-            {run_id, state})
+            {run_id, state, state == "running" ? std::string() : error})
       .status();
 }
 
@@ -208,7 +325,8 @@ FROM done WHERE a.run_id = $1 AND a.job_id = done.job_id AND a.attempt = $3)",
                                 fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")));
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {run_id, Str(job.job_id), Str(job.attempt), Str(rows_written)}));
   if (rows.AffectedRows() != 1)
-    return Status::Runtimef("job {} attempt {} was handed to another worker; this attempt must not commit (fenced)",
+    return Status::Runtimef("job {} attempt {} was handed to another worker or its run was cancelled; this attempt "
+                            "must not commit (fenced)",
                             job.job_id, job.attempt);
   return Status::Ok();
 }
@@ -311,6 +429,7 @@ Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id) {
       c.ledgers_done = static_cast<uint64_t>(rows.GetInt(i, 2));
     }
     if (state == "failed") c.failed = n;
+    if (state == "cancelled") c.cancelled = n;
   }
   return c;
 }
@@ -319,7 +438,10 @@ Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& ru
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), "
                                             "coalesce(worker_pid, 0), coalesce(backend_pid, 0), coalesce(error, ''), "
-                                            "coalesce(rows, 0), coalesce(stage, '') FROM {} WHERE run_id = $1 ORDER BY job_id",
+                                            "coalesce(rows, 0), coalesce(stage, ''), "
+                                            "coalesce(extract(epoch FROM now() - heartbeat)::float8, -1), "
+                                            "backend_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE "
+                                            "a.pid = backend_pid) FROM {} WHERE run_id = $1 ORDER BY job_id",
                                             T("jobs")),
                                 {run_id}));
   return JobRows(rows);
@@ -344,6 +466,54 @@ Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::st
                    static_cast<int>(rows.GetInt(i, 9))});
   }
   return out;
+}
+
+Status RegisterWorker(pg::Connection& conn, const std::string& run_id, const std::string& worker, int pid, int slot) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = 0;
+  return conn
+      .Exec(fmt::format("INSERT INTO {} (run_id, worker, host, pid, slot, backend_pid) VALUES ($1, $2, $3, $4, $5, "
+                        "pg_backend_pid()) ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host, pid = "
+                        "excluded.pid, slot = excluded.slot, backend_pid = excluded.backend_pid, started_at = now(), "
+                        "last_seen = now(), exited_at = NULL, exit_code = NULL, error = NULL",
+                        T("workers")),
+            {run_id, worker, std::string(host), Str(pid), Str(slot)})
+      .status();
+}
+
+Status TouchWorker(pg::Connection& conn, const std::string& run_id, const std::string& worker) {
+  return conn
+      .Exec(fmt::format("UPDATE {} SET last_seen = now(), backend_pid = pg_backend_pid() WHERE run_id = $1 AND "
+                        "worker = $2 AND exited_at IS NULL",
+                        T("workers")),
+            {run_id, worker})
+      .status();
+}
+
+Status RecordWorkerExit(pg::Connection& conn, const std::string& run_id, const std::string& worker, int exit_code,
+                        const std::string& error) {
+  return conn
+      .Exec(fmt::format("UPDATE {} SET exited_at = now(), last_seen = now(), exit_code = $3, error = nullif($4, '') "
+                        "WHERE run_id = $1 AND worker = $2",
+                        T("workers")),
+            {run_id, worker, Str(exit_code), error})
+      .status();
+}
+
+Result<WorkerCounts> CountWorkers(pg::Connection& conn, const std::string& run_id, double job_timeout_s) {
+  WorkerCounts c;
+  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("workers")}));
+  if (exists.Get(0, 0) != "t") return c;
+  LD_ASSIGN_OR_RETURN(
+      pg::Rows rows,
+      conn.Exec(fmt::format("SELECT count(*), count(*) FILTER (WHERE exited_at IS NULL AND last_seen >= now() - "
+                            "make_interval(secs => $2::float8) AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE "
+                            "a.pid = w.backend_pid)) FROM {} w WHERE run_id = $1",
+                            T("workers")),
+                {run_id, fmt::format("{}", job_timeout_s)}));
+  c.joined = static_cast<uint32_t>(rows.GetInt(0, 0));
+  c.alive = static_cast<uint32_t>(rows.GetInt(0, 1));
+  return c;
 }
 
 }  // namespace ledgerdiff::ingest

@@ -2,10 +2,15 @@
 // The job table: the single source of truth of an ingestion run.
 //
 // Lives in the tool-owned control schema "ledgerdiff_control" of the target database:
-//   runs(run_id, schema_name, range, job_size, workers, spec, state, ...)
+//   runs(run_id, schema_name, range, job_size, workers, spec, state, mode, error, ...)
 //   jobs(run_id, job_id, range, state, attempt, worker, worker_pid, backend_pid, heartbeat,
 //        not_before, started_at, finished_at, error, rows, stage)
 //   attempts(run_id, job_id, attempt, worker, slot, started_at, finished_at, outcome, error)
+//   workers(run_id, worker, host, pid, slot, backend_pid, started_at, last_seen, exited_at,
+//           exit_code, error): the worker processes that joined a run, for liveness reports
+//
+// Run states: running -> done | failed | cancelled (aborted: older releases). Job states:
+// pending, running, done, failed, cancelled (fenced by `ledgerdiff cancel`).
 //
 // Protocol (all times from the database clock, never a worker's):
 // - Claim: the lowest pending job whose not_before has passed, FOR UPDATE SKIP LOCKED; state
@@ -16,6 +21,8 @@
 //   transaction rolls back and nothing of the stale attempt is committed.
 // - Requeue: a failed attempt (error, dead worker, stale heartbeat, vanished backend) goes back
 //   to pending with exponential backoff, or to failed once attempts exceed 1 + retries.
+// - Cancel: the run's pending and running jobs become cancelled; a running attempt's fenced
+//   finish then matches no row and its data transaction rolls back.
 // Any process that can reach the database can take part: claiming, fencing and timeouts do not
 // depend on the orchestrator's memory (Kubernetes Indexed Jobs / Batch arrays can run workers).
 
@@ -33,6 +40,19 @@
 namespace ledgerdiff::ingest {
 
 inline constexpr const char* kControlSchema = "ledgerdiff_control";
+
+// Run ids are what NewRunId makes ("20261130_142501_3f9a") and the ids derived from one
+// ("<id>_p", "<id>_r3", "<id>_w4_j250_r1"): ASCII letters, digits and '_', 1 to 40 characters
+// (so that derived ids and schema names such as "ld_<id>_parallel" stay within 63 bytes).
+inline constexpr size_t kMaxRunIdLength = 40;
+// Usage error naming --run-id unless `run_id` is made of those characters.
+Status ValidateRunId(const std::string& run_id);
+
+// How a run is carried out: by an orchestrator process (ingest, verify, chaos, sweep; its
+// liveness is the schema's session lock, schema_guard.h) or by `worker` processes anywhere
+// after `plan` (its liveness is the job table alone). Stored as runs.mode.
+inline constexpr const char* kModeOrchestrated = "orchestrated";
+inline constexpr const char* kModePlanned = "planned";
 
 // A run: its id and the plan every worker carries out; stored as runs.spec (the plan's JSON
 // plus "run_id" and the derived "heartbeat_s").
@@ -56,14 +76,18 @@ struct ClaimedJob {
 struct JobRow {
   uint32_t job_id;
   LedgerRange range;
-  std::string state;  // pending | running | done | failed
+  std::string state;  // pending | running | done | failed | cancelled
   uint32_t attempt;
   std::string worker;
   int worker_pid;
   int backend_pid;
-  std::string error;
+  std::string error;  // the last attempt's error (a failed job: why it failed)
   int64_t rows;       // rows the job committed (done jobs), 0 otherwise
   std::string stage;  // last stage the worker reported ("hold:<table>" while held)
+  // ListJobs only: seconds since the last heartbeat by the database clock (-1: none), and
+  // whether the claiming session (backend_pid) still exists.
+  double heartbeat_age_s = -1;
+  bool session_alive = true;
 };
 
 struct AttemptRow {
@@ -81,11 +105,24 @@ struct AttemptRow {
 // Creates the control schema and tables when missing (idempotent, concurrency-safe).
 Status EnsureControlSchema(pg::Connection& conn);
 
-// Registers a run with its jobs (all pending). REQUIRES: run_id unused.
-Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<LedgerRange>& jobs);
+// Registers a run with its jobs (all pending), carried out as `mode` (kModeOrchestrated or
+// kModePlanned). REQUIRES: run_id unused (RegisterRun checks it under the schema guard).
+Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<LedgerRange>& jobs,
+                 const std::string& mode = kModeOrchestrated);
 Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id);
-// Marks the run's state: running | done | failed | aborted.
-Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state);
+
+// A run's row without its spec.
+struct RunRow {
+  std::string run_id, schema, state, mode;
+  std::string error;  // why it failed or was cancelled ("" otherwise)
+};
+// nullopt when the run (or the whole job table) does not exist.
+Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id);
+
+// Marks the run's state (running | done | failed) with the reason of a failure (`error`; cleared
+// when running). A cancelled run is never changed: cancelling is final.
+Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state,
+                   const std::string& error = "");
 // Removes a run and its jobs (after a successful verify).
 Status DeleteRun(pg::Connection& conn, const std::string& run_id);
 
@@ -112,12 +149,28 @@ Result<std::vector<JobRow>> RequeueLost(pg::Connection& conn, const RunSpec& spe
 Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why);
 
 struct RunCounts {
-  uint32_t pending = 0, running = 0, done = 0, failed = 0;
+  uint32_t pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
   uint64_t ledgers_done = 0;
-  uint32_t total() const { return pending + running + done + failed; }
+  uint32_t total() const { return pending + running + done + failed + cancelled; }
 };
 Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id);
 Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& run_id);
 Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::string& run_id);
+
+// The worker registry (table `workers`), for liveness reports only: claiming and fencing never
+// depend on it. A worker process records itself when it starts (RegisterWorker), its heartbeat
+// connection refreshes last_seen and backend_pid every heartbeat period (TouchWorker), and it
+// records how it ended (RecordWorkerExit). A worker is *alive* when it recorded no exit, its
+// last_seen is younger than the run's job timeout and its heartbeat session still exists.
+Status RegisterWorker(pg::Connection& conn, const std::string& run_id, const std::string& worker, int pid, int slot);
+Status TouchWorker(pg::Connection& conn, const std::string& run_id, const std::string& worker);
+Status RecordWorkerExit(pg::Connection& conn, const std::string& run_id, const std::string& worker, int exit_code,
+                        const std::string& error);
+
+struct WorkerCounts {
+  uint32_t joined = 0;  // workers that registered (ever)
+  uint32_t alive = 0;   // of those, alive now (see above)
+};
+Result<WorkerCounts> CountWorkers(pg::Connection& conn, const std::string& run_id, double job_timeout_s);
 
 }  // namespace ledgerdiff::ingest

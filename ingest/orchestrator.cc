@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <set>
 #include <thread>
 
@@ -130,6 +131,7 @@ class WorkerPool {
 
 Status ValidateIngestOptions(const IngestOptions& o) {
   LD_RETURN_IF_ERROR(o.Validate(/*check_schema=*/o.resume_run.empty()));
+  if (!o.run_id.empty()) LD_RETURN_IF_ERROR(ValidateRunId(o.run_id));
   if (o.resume_run.empty()) LD_RETURN_IF_ERROR(ValidateTargetSchema(o.schema, o.force));
   return Status::Ok();
 }
@@ -150,6 +152,48 @@ Result<std::map<std::string, uint64_t>> CountRowsInRange(pg::Connection& conn, c
   return out;
 }
 
+Result<ConnectionBudget> ReadConnectionBudget(pg::Connection& conn, bool external_ingester) {
+  LD_ASSIGN_OR_RETURN(
+      pg::Rows rows,
+      conn.Exec("SELECT current_setting('max_connections')::int, current_setting('superuser_reserved_connections')::int, "
+                "coalesce((SELECT setting::int FROM pg_settings WHERE name = 'reserved_connections'), 0), "
+                "(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend')::int"));
+  ConnectionBudget b;
+  b.max_connections = static_cast<int>(rows.GetInt(0, 0));
+  b.superuser_reserved = static_cast<int>(rows.GetInt(0, 1));
+  b.reserved = static_cast<int>(rows.GetInt(0, 2));
+  b.in_use = static_cast<int>(rows.GetInt(0, 3));
+  b.free = std::max(0, b.max_connections - b.superuser_reserved - b.reserved - b.in_use);
+  b.per_worker = kSessionsPerWorker + (external_ingester ? 1 : 0);
+  b.fits = b.free / b.per_worker;
+  return b;
+}
+
+Status CheckConnectionBudget(pg::Connection& conn, uint32_t workers, bool external_ingester, double wait_s) {
+  const auto deadline = Clock::now() + std::chrono::duration<double>(wait_s);
+  for (;;) {
+    LD_ASSIGN_OR_RETURN(ConnectionBudget b, ReadConnectionBudget(conn, external_ingester));
+    const uint64_t needed = static_cast<uint64_t>(workers) * static_cast<uint64_t>(b.per_worker);
+    if (needed <= static_cast<uint64_t>(b.free)) return Status::Ok();
+    if (Clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      continue;
+    }
+    const std::string per = external_ingester
+                                ? fmt::format("{} per worker: its jobs, its heartbeat and at least one of the ingest "
+                                              "command's own",
+                                              b.per_worker)
+                                : fmt::format("{} per worker: its jobs and its heartbeat", b.per_worker);
+    const std::string reserved = b.reserved > 0 ? fmt::format(" - reserved_connections {}", b.reserved) : "";
+    return Status::Usagef(
+        "--workers {} needs {} connections ({}) but the server has {} free (max_connections {} - "
+        "superuser_reserved_connections {}{} - {} in use, this one included); {}",
+        workers, needed, per, b.free, b.max_connections, b.superuser_reserved, reserved, b.in_use,
+        b.fits > 0 ? fmt::format("at most {} workers fit: use --workers {}, or raise max_connections", b.fits, b.fits)
+                   : std::string("no worker fits: close other sessions or raise max_connections"));
+  }
+}
+
 Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) {
   LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
   if (!options.resume_run.empty()) return Status::Usage("RegisterRun: a resumed run is registered already");
@@ -157,72 +201,82 @@ Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) 
   RunSpec spec;
   static_cast<IngestPlan&>(spec) = options;
   spec.run_id = options.run_id.empty() ? NewRunId() : options.run_id;
-  // No schema is dropped or re-marked under a live run: the lock is held while registering
-  // (re-entrant: RunIngest holds it already and keeps it for the run's life).
-  LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema));
-  Status registered = [&]() -> Status {
-    LD_ASSIGN_OR_RETURN(bool fresh,
-                        CreateOwnedSchema(conn, spec.schema, spec.run_id, options.replace_schema, options.force));
-    LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
-    if (!fresh && state == SchemaState::kOwned)  // an owned schema reused: it is this run's now
-      LD_RETURN_IF_ERROR(conn.Run(fmt::format("COMMENT ON SCHEMA {} IS {}", pg::QuoteIdent(spec.schema),
-                                              pg::QuoteLiteral(fmt::format("{} run={}", kOwnershipMarkPrefix,
-                                                                           spec.run_id)))));
-    LD_ASSIGN_OR_RETURN(spec.schema_mark, SchemaMark(conn, spec.schema));
-    LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.schema));
-    if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.schema));
-    return CreateRun(conn, spec, SplitJobs(spec.range, spec.job_size));
-  }();
-  Status unlocked = UnlockSchema(conn, spec.schema);
+  // Checked and changed under the schema guard (schema_guard.h): the run id is free, no
+  // orchestrator holds the schema (its run lock; re-entrant: RunIngest holds it already and
+  // keeps it for the run's life), and no run of any kind is live on it. Only then is anything
+  // dropped, created or re-marked.
+  Status registered = WithSchemaGuard(conn, spec.schema, [&]() -> Status {
+    LD_ASSIGN_OR_RETURN(std::optional<RunRow> taken, FindRun(conn, spec.run_id));
+    if (taken)
+      return Status::Usagef("--run-id {}: a run with that id exists already (schema \"{}\", {}); choose another id or "
+                            "leave --run-id out",
+                            spec.run_id, taken->schema, taken->state);
+    LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema));
+    Status s = [&]() -> Status {
+      LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.schema));
+      LD_ASSIGN_OR_RETURN(bool fresh,
+                          CreateOwnedSchema(conn, spec.schema, spec.run_id, options.replace_schema, options.force));
+      LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+      if (!fresh && state == SchemaState::kOwned)  // an owned schema reused: it is this run's now
+        LD_RETURN_IF_ERROR(conn.Run(fmt::format("COMMENT ON SCHEMA {} IS {}", pg::QuoteIdent(spec.schema),
+                                                pg::QuoteLiteral(fmt::format("{} run={}", kOwnershipMarkPrefix,
+                                                                             spec.run_id)))));
+      LD_ASSIGN_OR_RETURN(spec.schema_mark, SchemaMark(conn, spec.schema));
+      LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.schema));
+      if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.schema));
+      return CreateRun(conn, spec, SplitJobs(spec.range, spec.job_size),
+                       options.planned ? kModePlanned : kModeOrchestrated);
+    }();
+    Status unlocked = UnlockSchema(conn, spec.schema);
+    LD_RETURN_IF_ERROR(s);
+    return unlocked;
+  });
   LD_RETURN_IF_ERROR(registered);
-  LD_RETURN_IF_ERROR(unlocked);
+  return spec;
+}
+
+Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Reporter& reporter, bool orchestrated) {
+  LD_ASSIGN_OR_RETURN(RunSpec spec, LoadRun(conn, run_id));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+  if (state == SchemaState::kAbsent)
+    return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
+  Status reopened = WithSchemaGuard(conn, spec.schema, [&]() -> Status {
+    LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(conn, run_id));
+    if (row && row->state == "cancelled")
+      return Status::Usagef("--resume {}: the run was cancelled; a cancelled run is never continued (start a new "
+                            "one, e.g. with --fresh into schema \"{}\")",
+                            spec.run_id, spec.schema);
+    // Another run took the schema meanwhile (this one was done or failed then): never two live runs.
+    LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.schema, spec.run_id));
+    // A killed orchestrator's session may take a moment to go away with its lock.
+    if (orchestrated) LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema, std::max(10.0, spec.job_timeout_s)));
+    Status owned = CheckRunOwnsSchema(conn, spec);
+    if (!owned.ok()) return Status::Usagef("--resume {}: {}", spec.run_id, owned.message());
+    LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
+                                             "WHERE run_id = $1 AND state = 'failed'",
+                                             pg::Qualified(kControlSchema, "jobs")),
+                                 {spec.run_id})
+                           .status());
+    return SetRunState(conn, spec.run_id, "running");
+  });
+  LD_RETURN_IF_ERROR(reopened);
+  reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
   return spec;
 }
 
 namespace {
 
-// Loads a run to continue it: failed jobs get another chance; jobs still marked running are
-// left to the lost-job check (dead backend or stale heartbeat), so a live worker elsewhere is
-// not disturbed.
-Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Reporter& reporter) {
-  LD_ASSIGN_OR_RETURN(RunSpec spec, LoadRun(conn, run_id));
-  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
-  if (state == SchemaState::kAbsent)
-    return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
-  // A killed orchestrator's session may take a moment to go away with its lock.
-  LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema, std::max(10.0, spec.job_timeout_s)));
-  Status owned = CheckRunOwnsSchema(conn, spec);
-  if (!owned.ok()) return Status::Usagef("--resume {}: {}", spec.run_id, owned.message());
-  LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
-                                           "WHERE run_id = $1 AND state = 'failed'",
-                                           pg::Qualified(kControlSchema, "jobs")),
-                               {spec.run_id})
-                         .status());
-  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, "running"));
-  reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
-  return spec;
-}
+// A restart of a worker lane that is due at `at` (a worker that exited with an error is
+// replaced after a backoff, so that a full server is not hammered with connection attempts).
+struct Restart {
+  int slot;
+  Clock::time_point at;
+};
 
-}  // namespace
-
-Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter) {
-  LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
-  auto started = Clock::now();
-  // INVARIANT: this connection holds the schema's run lock (schema_guard.h) until it closes.
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff orchestrator"));
-  RunSpec spec;
-  if (!options.resume_run.empty()) {
-    // Nothing is created for a run that does not exist (not even the control schema).
-    LD_ASSIGN_OR_RETURN(SchemaState control, InspectSchema(*conn, kControlSchema));
-    if (control == SchemaState::kAbsent)
-      return Status::Usagef("--resume {}: no such run in this database (it has no ledgerdiff runs)", options.resume_run);
-    LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter));
-  } else {
-    LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
-    LD_RETURN_IF_ERROR(LockSchemaForRun(*conn, options.schema));
-    LD_ASSIGN_OR_RETURN(spec, RegisterRun(*conn, options));
-  }
-
+// Keeps the run's workers going until every job is done, a job is out of retries, or the run is
+// cancelled; then the end-of-run checks and the report. `conn` holds the schema's run lock.
+Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo, const RunSpec& spec,
+                               const IngestOptions& options, Reporter& reporter, Clock::time_point started) {
   IngestReport report;
   report.run_id = spec.run_id;
   report.schema = spec.schema;
@@ -243,36 +297,50 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   uint64_t total_ledgers = spec.range.size();
   std::optional<uint64_t> ledgers_at_start;
   RunCounts counts;
-  bool aborted = false;
+  bool aborted = false, cancelled = false;
   std::string integrity_error;  // set when the end-of-run checks fail
   uint32_t worker_errors = 0;
+  std::vector<Restart> restarts;
   for (;;) {
     // 1. Workers that ended: a clean exit means no work was left for it; anything else means
-    //    its job (if any) is lost and the worker is replaced.
+    //    its job (if any) is lost and the worker is replaced. Each counts in the report.
     for (auto& [w, how] : pool.Reap()) {
       bool clean = how.exited && how.code == 0;
-      if (how.exited && how.code == 2 && ++worker_errors > 3 * spec.workers) {
-        // Workers that cannot work at all (unreachable database, broken run) are not respawned forever.
-        return Status::Runtimef("workers keep failing to start (last: {} exited with code 2); see its message above", w.name);
+      if (clean) continue;
+      ++report.workers_failed;
+      double backoff_s = 0;
+      if (how.exited) {
+        // It could not work (a refused connection, an unreachable database, a broken run): it
+        // printed why. Replaced after a backoff, and not forever.
+        if (++worker_errors > 3 * spec.workers)
+          return Status::Runtimef("workers keep failing to start (last: {} exited with code {}); see its message above",
+                                  w.name, how.code);
+        backoff_s = std::min(0.2 * std::pow(2.0, worker_errors - 1), 3.0);
       }
-      if (!clean) {
-        std::string why = fmt::format("worker {} died ({})", w.name, how.str());
-        LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(*conn, spec, w.name, why));
-        for (const auto& j : lost)
-          reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
-                                    j.state == "failed" ? "out of retries" : "requeued"));
-        if (lost.empty()) reporter.Note(why);
-        LD_ASSIGN_OR_RETURN(counts, CountJobs(*conn, spec.run_id));
-        if (counts.pending + counts.running > 0 && counts.failed == 0) {
-          LD_RETURN_IF_ERROR(pool.Start(w.slot));
-          ++report.workers_replaced;
-        }
+      std::string why = fmt::format("worker {} died ({})", w.name, how.str());
+      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, w.name, why));
+      for (const auto& j : lost)
+        reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
+                                  j.state == "failed" ? "out of retries" : "requeued"));
+      if (lost.empty()) reporter.Note(why);
+      LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
+      if (counts.pending + counts.running > 0 && counts.failed == 0)
+        restarts.push_back({w.slot, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(backoff_s))});
+    }
+    for (auto it = restarts.begin(); it != restarts.end();) {
+      if (it->at > Clock::now()) {
+        ++it;
+        continue;
       }
+      LD_RETURN_IF_ERROR(pool.Start(it->slot));
+      ++report.workers_replaced;
+      it = restarts.erase(it);
     }
     // 2. Jobs whose worker froze, or whose session vanished (including workers elsewhere).
     if (Clock::now() - last_lost_check > std::chrono::milliseconds(250)) {
       last_lost_check = Clock::now();
-      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(*conn, spec, std::nullopt, ""));
+      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, std::nullopt, ""));
       for (const auto& j : lost) {
         reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
                                   j.state == "failed" ? "out of retries" : "requeued"));
@@ -281,7 +349,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     }
 
     // 3. Progress.
-    LD_ASSIGN_OR_RETURN(counts, CountJobs(*conn, spec.run_id));
+    LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
     if (!ledgers_at_start) ledgers_at_start = counts.ledgers_done;
     double elapsed = SecondsSince(phase_start);
     double rate = elapsed > 0 ? static_cast<double>(counts.ledgers_done - *ledgers_at_start) / elapsed : 0;
@@ -293,7 +361,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     p.eta_s = rate > 0 ? static_cast<double>(total_ledgers - counts.ledgers_done) / rate : -1;
     bool want_jobs = reporter.live() || counts.done > reported_done.size();
     if (want_jobs) {
-      LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
+      LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
       // Each note counts the ledgers done up to its own job: those done before this tick, then
       // the jobs newly done in it one by one (one snapshot: this job list).
       uint64_t done_ledgers = 0;
@@ -311,12 +379,16 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     }
     reporter.Update(p);
 
+    if (counts.cancelled > 0) {  // `ledgerdiff cancel` fenced the run's jobs
+      cancelled = aborted = true;
+      break;
+    }
     if (counts.failed > 0) {
       aborted = true;
       break;
     }
     if (counts.pending == 0 && counts.running == 0) break;
-    if (pool.empty()) {
+    if (pool.empty() && restarts.empty()) {
       // Every worker exited cleanly but work remains (e.g. all jobs in backoff): restart one.
       LD_RETURN_IF_ERROR(pool.Start(1));
     }
@@ -324,26 +396,31 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   }
   reporter.Done();
 
-  if (aborted) {
-    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, "failed"));
+  if (cancelled) {
     pool.StopAll(std::chrono::seconds(5));
-    LD_RETURN_IF_ERROR(RequeueAllRunning(*conn, spec, "stopped: another job ran out of retries"));
+    LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(conn, spec.run_id));
+    integrity_error = fmt::format("run {} was cancelled{}; schema \"{}\" keeps what its done jobs committed", spec.run_id,
+                                  row && !row->error.empty() ? " (" + row->error + ")" : "", spec.schema);
+  } else if (aborted) {
+    // Stops every worker's claims at once (the reason is completed below).
+    LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, "failed", "a job ran out of retries"));
+    pool.StopAll(std::chrono::seconds(5));
+    LD_RETURN_IF_ERROR(RequeueAllRunning(conn, spec, "stopped: another job ran out of retries"));
   } else {
     pool.StopAll(std::chrono::seconds(5));
     // The run's end: its schema is still its own and holds exactly what its jobs committed
     // (not checked for the negative control, whose unsafe commits are the point).
-    Status intact = CheckRunOwnsSchema(*conn, spec);
-    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(*conn, spec);
+    Status intact = CheckRunOwnsSchema(conn, spec);
+    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(conn, spec);
     if (!intact.ok()) {
       aborted = true;
       integrity_error = intact.message();
     }
-    LD_RETURN_IF_ERROR(SetRunState(*conn, spec.run_id, aborted ? "failed" : "done"));
   }
   report.wall_s = SecondsSince(started);
 
-  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
-  LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(*conn, spec.run_id));
+  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
+  LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(conn, spec.run_id));
   report.jobs = static_cast<uint32_t>(jobs.size());
   report.attempts = static_cast<uint32_t>(report.timeline.size());
   Ledger restart_from = 0, restart_to = 0;
@@ -358,7 +435,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     if (j.state == "failed") report.failed_jobs.push_back(j);
   }
   if (restart_from) report.restart_range = LedgerRange{restart_from, restart_to};
-  auto counted = CountRowsInRange(*conn, spec.schema, spec.range);
+  auto counted = CountRowsInRange(conn, spec.schema, spec.range);
   if (counted.ok()) {
     report.rows_per_table = *counted;
   } else if (integrity_error.empty()) {
@@ -374,6 +451,42 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     report.error = fmt::format("jobs ran out of retries: {} ({}); restart with --resume {} or --range {}", ranges,
                                report.failed_jobs.empty() ? "" : report.failed_jobs.front().error, spec.run_id,
                                report.restart_range ? report.restart_range->str() : spec.range.str());
+  }
+  // A cancelled run stays cancelled (SetRunState never changes it).
+  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, aborted ? "failed" : "done", report.error));
+  return report;
+}
+
+}  // namespace
+
+Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter) {
+  LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
+  auto started = Clock::now();
+  // INVARIANT: this connection holds the schema's run lock (schema_guard.h) until it closes.
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff orchestrator"));
+  RunSpec spec;
+  if (!options.resume_run.empty()) {
+    // Nothing is created for a run that does not exist (not even the control schema).
+    LD_ASSIGN_OR_RETURN(SchemaState control, InspectSchema(*conn, kControlSchema));
+    if (control == SchemaState::kAbsent)
+      return Status::Usagef("--resume {}: no such run in this database (it has no ledgerdiff runs)", options.resume_run);
+    LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
+    // The workers come from the stored plan; the budget is checked before anything changes,
+    // allowing a killed predecessor's worker sessions a moment to go away.
+    LD_ASSIGN_OR_RETURN(RunSpec stored, LoadRun(*conn, options.resume_run));
+    LD_RETURN_IF_ERROR(CheckConnectionBudget(*conn, stored.workers, !stored.ingest_cmd.empty(), /*wait_s=*/5));
+    LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter, /*orchestrated=*/true));
+  } else {
+    LD_RETURN_IF_ERROR(CheckConnectionBudget(*conn, options.workers, !options.ingest_cmd.empty()));
+    LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
+    LD_RETURN_IF_ERROR(LockSchemaForRun(*conn, options.schema));
+    LD_ASSIGN_OR_RETURN(spec, RegisterRun(*conn, options));
+  }
+  auto report = Supervise(*conn, conninfo, spec, options, reporter, started);
+  if (!report.ok() && conn->Healthy()) {
+    // This orchestrator gives up on the run: say so in the job table, so that the run does not
+    // hold its schema as a crashed orchestrator's would (it can still be resumed).
+    (void)SetRunState(*conn, spec.run_id, "failed", "orchestrator stopped: " + report.status().message());
   }
   return report;
 }

@@ -41,6 +41,9 @@ struct IngestOptions : IngestPlan {
   // External ingester: the root of the runs' log directories (each job's stdout and stderr go to
   // ROOT/RUN_ID/job-N.{stdout,stderr}.log); empty: $TMPDIR/ledgerdiff-logs (RunLogDir).
   std::string log_root;
+  // Registered as a planned run (`plan`, verify --workers-external): carried out by `worker`
+  // processes anywhere, with no orchestrator (runs.mode "planned"; see schema_guard.h).
+  bool planned = false;
 };
 
 // Checks flags before any database is touched. Errors are Usage errors naming the flag.
@@ -48,11 +51,43 @@ Status ValidateIngestOptions(const IngestOptions& options);
 
 // Creates the target schema (owned) with its history tables and registers the run with its
 // jobs in the job table, without starting workers. Returns the run as stored.
+// Under the schema guard (schema_guard.h), before anything is created, dropped or re-marked:
+// a Usage error when the run id is taken, when an orchestrator holds the schema, or when the
+// schema has any live run (CheckNoLiveRun).
 // REQUIRES: options.resume_run is empty.
 Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options);
 
-// Runs (or resumes) an ingestion into options.schema of the database at `conninfo`.
-// A run that fails because jobs ran out of retries returns a report with ok == false.
+// Reopens a registered run to continue it: Usage error when it was cancelled, when another run
+// is live on its schema, or when its schema is no longer its own; failed jobs get another
+// chance and the run is running again. `orchestrated`: also takes the schema's run lock on
+// `conn` (waiting up to max(10 s, job timeout) for a killed orchestrator's session to go), which
+// the caller keeps for the run's life. Jobs still marked running are left to the lost-job
+// check (dead backend or stale heartbeat), so a live worker elsewhere is not disturbed.
+Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Reporter& reporter, bool orchestrated);
+
+// The connection budget of a server for local workers (RunIngest checks it before it starts
+// any): free = max_connections - superuser_reserved_connections - reserved_connections (from
+// PostgreSQL 16) - client sessions in use (pg_stat_activity, the caller's own included). A
+// worker process holds kSessionsPerWorker sessions (its jobs, its heartbeat), plus at least one
+// of an external ingester's own; the orchestrator's one session is already in use when checked.
+struct ConnectionBudget {
+  int max_connections = 0, superuser_reserved = 0, reserved = 0, in_use = 0;
+  int free = 0;        // sessions still available to a non-superuser
+  int per_worker = 0;  // sessions one local worker needs
+  int fits = 0;        // the most workers that fit
+};
+Result<ConnectionBudget> ReadConnectionBudget(pg::Connection& conn, bool external_ingester);
+// Usage error (exit 2, before anything is written) when `workers` local workers do not fit,
+// naming the figures and the largest --workers that fits. Re-reads for up to `wait_s` seconds
+// first (a resumed run: its killed predecessor's sessions may still be closing).
+Status CheckConnectionBudget(pg::Connection& conn, uint32_t workers, bool external_ingester, double wait_s = 0);
+
+// Runs (or resumes) an ingestion into options.schema of the database at `conninfo`: checks the
+// connection budget, registers (or reopens) the run, keeps its workers going and checks its end.
+// A run that fails because jobs ran out of retries, fails its end-of-run checks or is cancelled
+// returns a report with ok == false (and the run's state and reason in the job table). A worker
+// that ends with an error (e.g. a refused connection) or a signal counts in workers_failed and
+// is replaced (after a backoff when it exited with an error) while work remains.
 Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter);
 
 // Rows per per-ledger history table of our schema within `range`.

@@ -54,6 +54,61 @@ std::string LiveRunOf(pg::Connection& conn, const std::string& schema) {
 
 }  // namespace
 
+Status WithSchemaGuard(pg::Connection& conn, const std::string& schema, const std::function<Status()>& body,
+                       double wait_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  for (;;) {
+    LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT pg_try_advisory_lock({}, hashtext($1))",
+                                                             kSchemaGuardSpace),
+                                                 {schema}));
+    if (rows.Get(0, 0) == "t") break;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Status::Runtimef("schema \"{}\": another ledgerdiff process has been registering or changing a run on it "
+                              "for {} s; try again",
+                              schema, wait_s);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  Status result = body();
+  Status unlocked =
+      conn.Exec(fmt::format("SELECT pg_advisory_unlock({}, hashtext($1))", kSchemaGuardSpace), {schema}).status();
+  LD_RETURN_IF_ERROR(result);
+  return unlocked;
+}
+
+Status CheckNoLiveRun(pg::Connection& conn, const std::string& schema, const std::string& except_run) {
+  LD_ASSIGN_OR_RETURN(pg::Rows exists,
+                      conn.Exec("SELECT to_regclass($1) IS NOT NULL", {pg::Qualified(kControlSchema, "runs")}));
+  if (exists.Get(0, 0) != "t") return Status::Ok();
+  LD_ASSIGN_OR_RETURN(
+      pg::Rows live,
+      conn.Exec(fmt::format("SELECT r.run_id, r.mode, (SELECT count(*) FILTER (WHERE j.state = 'done') || ' of ' || "
+                            "count(*) FROM {jobs} j WHERE j.run_id = r.run_id) FROM {runs} r WHERE r.schema_name = $1 "
+                            "AND r.state = 'running' AND r.run_id <> $2 ORDER BY r.created_at, r.run_id LIMIT 1",
+                            fmt::arg("runs", pg::Qualified(kControlSchema, "runs")),
+                            fmt::arg("jobs", pg::Qualified(kControlSchema, "jobs"))),
+                {schema, except_run}));
+  if (live.size() == 0) return Status::Ok();
+  const std::string run_id(live.Get(0, 0)), mode(live.Get(0, 1)), done(live.Get(0, 2));
+  LD_ASSIGN_OR_RETURN(pg::Rows holder,
+                      conn.Exec(fmt::format("SELECT l.pid FROM pg_locks l WHERE l.locktype = 'advisory' AND l.granted "
+                                            "AND l.classid = {}::oid AND l.objid = hashtext($1)::oid AND l.objsubid = 2 "
+                                            "AND l.pid <> pg_backend_pid()",
+                                            kSchemaLockSpace),
+                                {schema}));
+  const std::string refusal = "refusing to start another run on it or to drop it";
+  if (holder.size() > 0)
+    return Status::Usagef("schema \"{}\" has a live run: run {} (orchestrator backend pid {}); {}", schema, run_id,
+                          holder.Get(0, 0), refusal);
+  if (mode == kModePlanned)
+    return Status::Usagef("schema \"{}\" has a live run: run {} (planned, {} jobs done; its workers may run anywhere); "
+                          "{}: wait for it (`ledgerdiff wait --run {}`) or cancel it (`ledgerdiff cancel --run {}`)",
+                          schema, run_id, done, refusal, run_id, run_id);
+  return Status::Usagef("schema \"{}\" has a live run: run {} is marked running ({} jobs done) but no orchestrator "
+                        "holds it (killed, or not started yet); {}: continue it with `ledgerdiff ingest --resume {}` or "
+                        "give it up with `ledgerdiff cancel --run {}`",
+                        schema, run_id, done, refusal, run_id, run_id);
+}
+
 Status LockSchemaForRun(pg::Connection& conn, const std::string& schema, double wait_s) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
   for (;;) {
@@ -62,8 +117,12 @@ Status LockSchemaForRun(pg::Connection& conn, const std::string& schema, double 
     if (std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Status::Usagef("schema \"{}\" has a live run: {}; refusing to start another run on it", schema,
-                        LiveRunOf(conn, schema));
+  const std::string live = LiveRunOf(conn, schema);
+  const std::string run_id = live.rfind("run ", 0) == 0 ? live.substr(4, live.find(' ', 4) - 4) : "";
+  return Status::Usagef("schema \"{}\" has a live run: {}; refusing to start another run on it or to drop it{}",
+                        schema, live,
+                        run_id.empty() ? "" : fmt::format(": wait for it, or cancel it (`ledgerdiff cancel --run {}`)",
+                                                          run_id));
 }
 
 Status UnlockSchema(pg::Connection& conn, const std::string& schema) {

@@ -1,13 +1,28 @@
 #pragma once
 // Runs that cannot hurt each other: which schemas may be a run's target, and the one-live-run
-// lock of a schema.
+// guard of a schema.
 //
-// INVARIANT: a schema has at most one live run. The orchestrator holds a session advisory lock
-// keyed on the schema name (pg_try_advisory_lock(kSchemaLockSpace, hashtext(schema))) on its own
-// connection for the run's life; the lock dies with that session, so a killed orchestrator never
-// leaves a stale lock behind. A run also records its schema's ownership mark at registration
-// (RunSpec::schema_mark) and re-checks it on resume and at its end.
+// INVARIANT: a schema has at most one live run, from its registration (`plan`, or an
+// orchestrator's RegisterRun) until it is done, failed or cancelled; no schema is dropped,
+// re-marked or written by a new run meanwhile. Two locks and the job table keep it:
+// - The run's row is the truth: a row of ledgerdiff_control.runs in state `running` is a live
+//   run of its schema, whatever process carries it out (an orchestrator, or `worker`s anywhere).
+//   Every change of a schema's runs (RegisterRun, a resume, `cancel`) checks the rows and
+//   changes them under the schema guard, a session advisory lock
+//   pg_advisory_lock(kSchemaGuardSpace, hashtext(schema)) held only for that check-and-change
+//   (WithSchemaGuard), so two `plan`s racing for one schema cannot both pass the check.
+// - An orchestrator also holds the schema's run lock, a session advisory lock
+//   (kSchemaLockSpace, hashtext(schema)) on its own connection for the run's life; the lock
+//   dies with that session. It tells a live orchestrated run from a crashed one: a `running`
+//   row of an orchestrated run whose run lock no session holds is an orchestrator that was
+//   killed (or a run registered for an orchestrator that has not started yet). That row still
+//   owns the schema: a new run is refused with the hint to continue it (`ingest --resume RUN`,
+//   which takes over the lock) or give it up (`ledgerdiff cancel --run RUN`). Nothing expires
+//   on its own, because a run's data must never be dropped under a worker that still writes.
+// A run also records its schema's ownership mark at registration (RunSpec::schema_mark) and
+// re-checks it on resume and at its end (CheckRunOwnsSchema, CheckRowsMatchJobs).
 
+#include <functional>
 #include <string>
 
 #include "core/pg.h"
@@ -16,7 +31,21 @@
 
 namespace ledgerdiff::ingest {
 
-inline constexpr int kSchemaLockSpace = 0x6c644c4b;  // "ldLK"
+inline constexpr int kSchemaLockSpace = 0x6c644c4b;   // "ldLK": an orchestrator's run lock
+inline constexpr int kSchemaGuardSpace = 0x6c644753;  // "ldGS": the check-and-change guard
+
+// Runs `body` holding the schema guard of `schema` on `conn` (see above); waits up to `wait_s`
+// for another process's check-and-change to end, then fails (Runtime). The guard is released
+// when `body` returns (or the session ends). Not re-entrant across schemas' bodies: `body` must
+// not take the guard of another schema.
+Status WithSchemaGuard(pg::Connection& conn, const std::string& schema, const std::function<Status()>& body,
+                       double wait_s = 60);
+
+// Usage error naming the live run (and what to do about it) when `schema` has a run in state
+// running other than `except_run`: an orchestrated run whose orchestrator holds the run lock, a
+// planned run (`plan`; its workers may be anywhere), or an orchestrated run whose orchestrator
+// is gone. Ok when there is no job table. Call under WithSchemaGuard.
+Status CheckNoLiveRun(pg::Connection& conn, const std::string& schema, const std::string& except_run = "");
 
 // Usage error when `schema` may never be an ingestion target: the control schema,
 // information_schema, pg_* (always), public (unless `force`).

@@ -25,10 +25,13 @@ namespace {
 
 // Sends heartbeats for the current job from its own connection while the process lives, with
 // the stage the worker reports. A frozen process (SIGSTOP) stops them, as it should.
+// It also refreshes the worker's row in the worker registry (`touch_worker`), busy or idle.
 class HeartbeatThread {
  public:
-  HeartbeatThread(std::unique_ptr<pg::Connection> conn, std::string run_id, double period_s)
-      : conn_(std::move(conn)), run_id_(std::move(run_id)), period_(period_s) {
+  HeartbeatThread(std::unique_ptr<pg::Connection> conn, std::string run_id, double period_s, std::string worker,
+                  bool touch_worker)
+      : conn_(std::move(conn)), run_id_(std::move(run_id)), period_(period_s), worker_(std::move(worker)),
+        touch_worker_(touch_worker) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~HeartbeatThread() {
@@ -61,13 +64,12 @@ class HeartbeatThread {
       cv_.wait_for(lock, std::chrono::duration<double>(period_), [&] { return stop_ || requested_ > sent_; });
       if (stop_) break;
       uint64_t serving = requested_;
-      if (job_) {
-        ClaimedJob job = *job_;
-        std::string stage = stage_;
-        lock.unlock();
-        (void)Heartbeat(*conn_, run_id_, job, stage);
-        lock.lock();
-      }
+      std::optional<ClaimedJob> job = job_;
+      std::string stage = stage_;
+      lock.unlock();
+      if (job) (void)Heartbeat(*conn_, run_id_, *job, stage);
+      if (touch_worker_) (void)TouchWorker(*conn_, run_id_, worker_);
+      lock.lock();
       sent_ = serving;
       cv_.notify_all();
     }
@@ -75,6 +77,8 @@ class HeartbeatThread {
   std::unique_ptr<pg::Connection> conn_;
   std::string run_id_;
   double period_;
+  std::string worker_;
+  bool touch_worker_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -108,12 +112,18 @@ Result<int64_t> RowsInJob(pg::Connection& conn, const RunSpec& spec, const Claim
 int RunWorker(const WorkerOptions& o) {
   rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);  // injected crashes leave no core files behind
+  // kSessionsPerWorker: its jobs and its heartbeat (EmbeddedMaxConnectionsFor and the
+  // orchestrator's connection budget count on it).
+  std::unique_ptr<pg::Connection> conn;
+  bool registered = false;  // in the worker registry: record how it ends
+  auto finish = [&](int code, const std::string& error) {
+    if (registered && conn && conn->Healthy()) (void)RecordWorkerExit(*conn, o.run_id, o.worker, code, error);
+    return code;
+  };
   auto fail = [&](const Status& s) {
     fmt::print(stderr, "ledgerdiff worker {}: {}\n", o.worker, s.message());
-    return 2;
+    return finish(static_cast<int>(s.exit_code()), s.message());
   };
-  // Two sessions per worker (its jobs and its heartbeat): EmbeddedMaxConnectionsFor counts on it.
-  std::unique_ptr<pg::Connection> conn;
   {
     auto c = OpenWorkerConnection(o, nullptr);
     if (!c.ok()) return fail(c.status());
@@ -130,7 +140,9 @@ int RunWorker(const WorkerOptions& o) {
   }
   auto hb_conn = OpenWorkerConnection(o, nullptr);
   if (!hb_conn.ok()) return fail(hb_conn.status());
-  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.heartbeat_s());
+  // Best effort: a job table made by an older release has no worker registry.
+  registered = RegisterWorker(*conn, o.run_id, o.worker, getpid(), o.slot).ok();
+  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.heartbeat_s(), o.worker, registered);
 
   fixtures::IngestJobOptions ingest;
   {
@@ -169,10 +181,10 @@ int RunWorker(const WorkerOptions& o) {
       // Nothing claimable now: finished, stopped, or waiting for backoff / other workers.
       auto counts = CountJobs(*conn, o.run_id);
       if (!counts.ok()) return fail(counts.status());
-      if (counts->pending == 0 && counts->running == 0) return 0;
+      if (counts->pending == 0 && counts->running == 0) return finish(0, "");
       auto state = conn->Exec(fmt::format("SELECT state FROM {} WHERE run_id = $1", pg::Qualified(kControlSchema, "runs")),
                               {o.run_id});
-      if (state.ok() && state->size() == 1 && state->Get(0, 0) != "running") return 0;
+      if (state.ok() && state->size() == 1 && state->Get(0, 0) != "running") return finish(0, "");
       std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50 * ++idle_polls, 300)));
       continue;
     }

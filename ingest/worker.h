@@ -25,6 +25,9 @@ inline constexpr const char* kWorkerDbEnv = "LEDGERDIFF_WORKER_DB";
 // started without it uses RunLogDir(run_id) (ingest/ingest_command.h).
 inline constexpr const char* kWorkerLogDirEnv = "LEDGERDIFF_WORKER_LOG_DIR";
 
+// Database sessions a worker process holds at once: its jobs' and its heartbeat's.
+inline constexpr int kSessionsPerWorker = 2;
+
 struct WorkerOptions {
   std::string conninfo;
   std::string run_id;
@@ -34,7 +37,10 @@ struct WorkerOptions {
 };
 
 // Runs until the run has no pending or running job, or the run stops. Returns the exit code:
-// 0 when it ran out of work, 2 on an error that prevents it from working at all.
+// 0 when it ran out of work; on an error that prevents it from working at all (printed on
+// stderr), the error's exit code: 2 bad input (e.g. an unreadable run), 3 runtime (e.g. a refused
+// connection; core/status.h). The worker records itself in the worker registry (job_table.h)
+// while it runs, when the job table has one.
 int RunWorker(const WorkerOptions& options);
 
 }  // namespace ledgerdiff::ingest

@@ -17,6 +17,7 @@
 
 #include "core/pg.h"
 #include "core/process.h"
+#include "core/status.h"
 #include "ingest/job_table.h"
 #include "tests/harness.h"
 
@@ -120,19 +121,106 @@ TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob
   EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
 }
 
+// A job out of retries fails the run; its last attempt's error (the external ingester's stderr
+// tail) reaches the worker's stderr and wait's text and JSON.
 TEST(Distributed, AJobOutOfRetriesFailsTheRunForEveryWorkerAndWait) {
   const std::string schema = UniqueName("distfail");
-  // Job 2 always fails: its command exits 3.
+  // Job 2 always fails: its command says why on stderr and exits 3.
   auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:101", "--schema", schema, "--job-size", "25",
                       "--retries", "1", "--retry-backoff", "0.1", "--ingest-cmd",
-                      "test {job} -ne 2 && echo ok || exit 3"});
+                      "test {job} -ne 2 && echo ok || { echo \"boom: ledger {from} is missing\" >&2; exit 3; }"});
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   const std::string run_id = LastLine(plan.out);
   auto worker = RunCli({"worker", "--db", TestConninfo(), "--run", run_id});
   EXPECT_EQ(worker.exit_code, 1) << worker.out << worker.err;
+  EXPECT_NE(worker.err.find("run " + run_id + " failed: job 2 [27:51] ran out of retries after 2 attempts"),
+            std::string::npos)
+      << worker.err;
+  EXPECT_NE(worker.err.find("boom: ledger 27 is missing"), std::string::npos) << worker.err;
   auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "30"});
   EXPECT_EQ(wait.exit_code, 1) << wait.out << wait.err;
   EXPECT_NE(wait.out.find("failed"), std::string::npos) << wait.out;
+  EXPECT_NE(wait.out.find("job 2 [27:51] failed after 2 attempts: "), std::string::npos) << wait.out;
+  EXPECT_NE(wait.out.find("boom: ledger 27 is missing"), std::string::npos) << wait.out;
+  EXPECT_NE(wait.err.find("boom: ledger 27 is missing"), std::string::npos) << wait.err;
+  auto json = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--format", "json"});
+  EXPECT_EQ(json.exit_code, 1) << json.err;
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("state"), "failed");
+  ASSERT_EQ(j.at("failed_jobs").size(), 1u) << j.dump();
+  EXPECT_EQ(j["failed_jobs"][0]["job"], 2);
+  EXPECT_NE(j["failed_jobs"][0]["error"].get<std::string>().find("boom: ledger 27 is missing"), std::string::npos);
+  EXPECT_NE(j.at("error").get<std::string>().find("boom: ledger 27 is missing"), std::string::npos);
+}
+
+// What wait and runs say about a run nobody works on: before any worker joined, "no worker has
+// joined yet" (not "0 workers"); after its only worker is SIGKILLed mid-job, the job is "stale (no
+// heartbeat for N s, worker W)" and the run has no worker alive. A new worker takes over.
+TEST(Distributed, WaitTellsAStaleJobAndARunWithoutLiveWorkers) {
+  const std::string schema = UniqueName("stale");
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:101", "--schema", schema, "--job-size", "25",
+                      "--density", "flat", "--job-timeout", "3", "--hold", "1:1:history_ledgers:60"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run_id = LastLine(plan.out);
+  auto idle = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "1"});
+  EXPECT_EQ(idle.exit_code, static_cast<int>(Status::Runtime("x").exit_code())) << idle.err;
+  EXPECT_NE(idle.out.find("no worker has joined yet"), std::string::npos) << idle.out;
+  EXPECT_EQ(idle.out.find("0 workers"), std::string::npos) << idle.out;
+  EXPECT_NE(idle.err.find("not finished after 1 s"), std::string::npos) << idle.err;
+  auto listed = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
+  ASSERT_EQ(listed.exit_code, 0) << listed.err;
+  for (const auto& r : nlohmann::json::parse(listed.out))
+    if (r.at("run_id") == run_id) {
+      EXPECT_EQ(r.at("liveness"), "never_had_worker") << r.dump();
+    }
+
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const std::string logs = UniqueName("/tmp/ledgerdiff_stale_log");
+  pid_t worker = StartWorker(run_id, logs + "_1");
+  ASSERT_GT(worker, 0);
+  bool held = false;
+  for (int i = 0; i < 1200 && !held; ++i) {
+    auto jobs = ingest::ListJobs(*conn, run_id);
+    ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+    held = jobs->at(0).stage == "hold:history_ledgers" && jobs->at(0).worker_pid == worker;
+    if (!held) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(held);
+  const std::string worker_name = ingest::ListJobs(*conn, run_id)->at(0).worker;
+  kill(worker, SIGKILL);
+  EXPECT_EQ(ExitCodeOf(worker), 128 + SIGKILL);
+  // Poll the job table until the heartbeat is older than the job timeout (3 s).
+  bool stale = false;
+  for (int i = 0; i < 600 && !stale; ++i) {
+    auto r = conn->Exec("SELECT now() - heartbeat > interval '3.2 s' FROM ledgerdiff_control.jobs WHERE run_id = $1 "
+                        "AND job_id = 1",
+                        {run_id});
+    stale = r.ok() && r->size() == 1 && r->Get(0, 0) == "t";
+    if (!stale) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(stale);
+  auto text = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "1"});
+  EXPECT_EQ(text.exit_code, static_cast<int>(Status::Runtime("x").exit_code())) << text.err;
+  EXPECT_NE(text.out.find("job 1 [2:26] attempt 1: stale (no heartbeat for "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(" s, worker " + worker_name), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("no worker alive: 3 jobs pending, 1 running"), std::string::npos) << text.out;
+  EXPECT_NE(text.err.find("job 1 stale (worker " + worker_name + ")"), std::string::npos) << text.err;
+  auto json = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "1", "--format", "json"});
+  auto j = nlohmann::json::parse(json.out);
+  EXPECT_EQ(j.at("liveness"), "no_worker_alive") << j.dump();
+  EXPECT_EQ(j.at("workers_alive"), 0);
+  ASSERT_EQ(j.at("stale_jobs").size(), 1u) << j.dump();
+  EXPECT_EQ(j["stale_jobs"][0]["worker"], worker_name);
+  EXPECT_GE(j["stale_jobs"][0]["heartbeat_age_s"].get<double>(), 3.0);
+  EXPECT_NE(j["stale_jobs"][0]["status"].get<std::string>().find("stale (no heartbeat for "), std::string::npos);
+
+  // A new worker requeues the lost job (the hold was for attempt 1 only) and finishes the run.
+  pid_t second = StartWorker(run_id, logs + "_2");
+  auto done = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "240"});
+  EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
+  EXPECT_EQ(ExitCodeOf(second), 0);
+  for (const char* suffix : {"_1", "_2"}) std::remove((logs + suffix).c_str());
 }
 
 // verify --workers-external starts no worker of its own: it registers the parallel run, says which

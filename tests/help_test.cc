@@ -13,7 +13,8 @@ namespace ledgerdiff::testing {
 namespace {
 
 const std::vector<std::string> kCommands = {"ingest", "digest", "diff", "dump", "verify", "verify-range", "selftest",
-                                            "chaos", "sweep", "manifest", "plan", "worker", "wait", "runs"};
+                                            "chaos", "sweep", "manifest", "plan", "worker", "wait", "runs",
+                                            "cancel"};
 
 TEST(SuggestCommand, NamesTheCommandATypoMeant) {
   EXPECT_EQ(cli::SuggestCommand("verfy", kCommands), "verify");
