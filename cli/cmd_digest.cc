@@ -64,7 +64,7 @@ Action SetupDigest(CLI::App* sub) {
                   "Digest one shard of N (deterministic contiguous slices of --range) into a partial manifest "
                   "(--out); join the parts with `manifest merge`");
   f->shard_opt = sub->add_option("--shard", f->shard_flag,
-                                 "This shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
+                                 "This shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX, else $SLURM_ARRAY_TASK_ID)");
   sub->add_option("--chunk-ledgers", f->chunk, "Ledgers per chunk (default: the whole range, at most 50000)")->group("");
   sub->add_flag("--print-sql", f->print_sql, "Print the canonical COPY statements, one per line (benchmarks)")->group("");
   Action a;

@@ -125,7 +125,7 @@ Action SetupVerifyRange(CLI::App* sub) {
                   "Compare one shard of N (deterministic contiguous slices of --range) and write its part (--out); "
                   "join the parts with `manifest merge`");
   sub->add_option("--shard", f->shard,
-                  "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX)");
+                  "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX, else $SLURM_ARRAY_TASK_ID)");
   sub->add_option("--out", o.out,
                   "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)")
       ->check(WritableFile());

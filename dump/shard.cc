@@ -27,7 +27,7 @@ Result<uint32_t> ResolveShardIndex(std::optional<int64_t> flag, uint32_t count) 
   if (flag) {
     index = *flag;
   } else {
-    for (const char* name : {"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX"}) {
+    for (const char* name : kShardIndexVariables) {
       const char* v = std::getenv(name);
       if (!v || !*v) continue;
       const std::string_view text(v);
@@ -39,8 +39,8 @@ Result<uint32_t> ResolveShardIndex(std::optional<int64_t> flag, uint32_t count) 
     }
     if (index < 0)
       return Status::Usage(
-          "--shards needs the shard index: --shard K, or $JOB_COMPLETION_INDEX (Kubernetes Indexed Job) or "
-          "$AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job)");
+          "--shards needs the shard index: --shard K, or $JOB_COMPLETION_INDEX (Kubernetes Indexed Job), "
+          "$AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job) or $SLURM_ARRAY_TASK_ID (Slurm job array)");
   }
   if (index < 0 || index >= int64_t{count})
     return Status::Usagef("{} {} is out of range: --shards {} numbers shards 0..{}", from, index, count, count - 1);

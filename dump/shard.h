@@ -26,9 +26,13 @@ namespace ledgerdiff::dump {
 // Usage error unless 1 <= count <= range.size() and index < count.
 Result<LedgerRange> ShardSlice(const LedgerRange& range, uint32_t count, uint32_t index);
 
-// The shard index: `flag` when given, else $JOB_COMPLETION_INDEX (Kubernetes Indexed Job), else
-// $AWS_BATCH_JOB_ARRAY_INDEX (AWS Batch array job); Usage error when none is set, not a number,
-// or >= count.
+// The schedulers' array index variables, in the order they are read: Kubernetes Indexed Job, AWS
+// Batch array job, Slurm job array (an array submitted as --array=0-(N-1), deploy/slurm/).
+inline constexpr const char* kShardIndexVariables[] = {"JOB_COMPLETION_INDEX", "AWS_BATCH_JOB_ARRAY_INDEX",
+                                                       "SLURM_ARRAY_TASK_ID"};
+
+// The shard index: `flag` when given, else the first of kShardIndexVariables that is set; Usage
+// error when none is set, not a number, or >= count.
 Result<uint32_t> ResolveShardIndex(std::optional<int64_t> flag, uint32_t count);
 
 // Digests slice `index` of `count` of `range` of `schema` into the partial manifest `path`.

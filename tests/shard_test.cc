@@ -38,6 +38,14 @@ TEST(ShardSlice, CoversTheRangeInOrderWithoutGapOrOverlap) {
     }
     EXPECT_EQ(next, uint64_t{range.to} + 1);
   }
+  // Exact boundaries of an uneven range: the remainder goes to the first slices, one ledger each.
+  const std::vector<LedgerRange> want = {{2, 3335}, {3336, 6668}, {6669, 10001}};
+  for (uint32_t k = 0; k < 3; ++k) {
+    auto s = dump::ShardSlice({2, 10001}, 3, k);
+    ASSERT_TRUE(s.ok());
+    EXPECT_EQ(s->from, want[k].from) << "shard " << k;
+    EXPECT_EQ(s->to, want[k].to) << "shard " << k;
+  }
   auto top = dump::ShardSlice({2147483000, 2147483647}, 3, 2);
   ASSERT_TRUE(top.ok());
   EXPECT_EQ(top->to, 2147483647u);
@@ -111,6 +119,30 @@ TEST_F(ShardCli, MergedShardsAreByteIdenticalToOneDigest) {
                       Path("p3-0.ldm"), Path("p3-1.ldm"), Path("p3-2.ldm")});
   ASSERT_EQ(full.exit_code, 0) << full.err;
   EXPECT_EQ(RootOf(Path("p3-fulldetail.ldm")), root);
+}
+
+// A Slurm array's SLURM_ARRAY_TASK_ID picks the shard; 600 ledgers in 7 shards leave a remainder
+// of 5, which goes to the first five slices (86 ledgers each, then 85), read back from each part.
+TEST_F(ShardCli, SlurmIndexGivesExactSlicesOfAnUnevenRange) {
+  RunShards(7, "slurm-", "SLURM_ARRAY_TASK_ID");
+  const std::vector<std::pair<int, int>> want = {{2, 87},    {88, 173},  {174, 259}, {260, 345},
+                                                 {346, 431}, {432, 516}, {517, 601}};
+  std::vector<std::string> merge = {"manifest", "merge", "--out", Path("slurm-full.ldm")};
+  for (size_t k = 0; k < want.size(); ++k) {
+    auto show = RunCli({"manifest", "show", Path("slurm-" + std::to_string(k) + ".ldm"), "--format", "json"});
+    ASSERT_EQ(show.exit_code, 0) << show.err;
+    auto j = nlohmann::json::parse(show.out);
+    EXPECT_EQ(j.at("shard").at("index"), k);
+    EXPECT_EQ(j.at("range").at("from"), want[k].first) << "shard " << k;
+    EXPECT_EQ(j.at("range").at("to"), want[k].second) << "shard " << k;
+    merge.push_back(Path("slurm-" + std::to_string(k) + ".ldm"));
+  }
+  auto merged = RunCli(merge);
+  ASSERT_EQ(merged.exit_code, 0) << merged.err;
+  auto single = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--out",
+                        Path("slurm-single.ldm")});
+  ASSERT_EQ(single.exit_code, 0) << single.err;
+  EXPECT_EQ(RootOf(Path("slurm-full.ldm")), RootOf(Path("slurm-single.ldm")));
 }
 
 TEST_F(ShardCli, AwsBatchIndexAndShowDescribePart) {

@@ -131,7 +131,7 @@ struct VerifyRangeOptions {
   bool all = false;
   bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
   uint32_t shards = 0;       // 0: unsharded
-  std::optional<int64_t> shard;  // default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX
+  std::optional<int64_t> shard;  // default: dump/shard.h kShardIndexVariables
   // Write the left side's manifest of the compared range (full detail; the tables and columns
   // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
   // Both sides' digests are checkpointed in OUT.partial (dump/checkpoint.h) as they complete.
