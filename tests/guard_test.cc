@@ -31,7 +31,7 @@ using testing::TestConninfo;
 using testing::UniqueName;
 using namespace std::chrono_literals;
 
-// The exit code of a runtime failure (core/status.h; 3 once Kind::kRuntime exits 3).
+// The exit code of a runtime failure (core/status.h: 3).
 const int kRuntimeExit = static_cast<int>(Status::Runtime("x").exit_code());
 
 std::string LastLine(const std::string& out) {

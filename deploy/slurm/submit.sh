@@ -18,25 +18,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export LEDGERDIFF_SLURM_DIR=$here
 
+# The same input checks as the jobs (die, need, no_password, need_db); only the prefix differs.
+# shellcheck source=common.sh
+. "$here/common.sh"
 die() { echo "submit.sh: $*" >&2; exit 2; }
-need() {
-  local v
-  for v; do [[ -n ${!v:-} ]] || die "$v is not set (see $here/README.md)"; done
-}
 count() {  # count VAR: a number >= 1
   [[ ${!1} =~ ^[1-9][0-9]*$ ]] || die "$1=${!1} is not a positive number"
-}
-no_password() {  # conninfos that go on a command line (ps, scontrol show job) must hold no password
-  local v
-  for v; do
-    case ${!v:-} in
-      *password=* | *://*:*@*) die "$v holds a password: pass it as PGPASSWORD or PGPASSFILE, never in a conninfo" ;;
-    esac
-  done
-}
-need_db() {
-  [[ -n ${LEDGERDIFF_DB:-}${PGHOST:-}${PGSERVICE:-} ]] ||
-    die "no database: set LEDGERDIFF_DB (conninfo without the password) or PGHOST/PGSERVICE"
 }
 command -v sbatch >/dev/null || die "sbatch not found: run this on a Slurm submit host"
 
