@@ -266,6 +266,77 @@ TEST(Lookups, OneAddressUnderTwoIdsIsADivergence) {
   EXPECT_NE(c->issues[0].detail.find("77777"), std::string::npos);
 }
 
+// The same split in each other lookup table of the Horizon profile: a natural key under a second
+// id with rows pointing at it is reported for that table, naming the id (issue 25: the check
+// skipped for one table passed every test while only history_accounts was planted).
+TEST(Lookups, EveryLookupTablesKeyUnderTwoIdsIsADivergence) {
+  struct Case {
+    std::string table, both_sides, right_side, new_id;
+  };
+  const std::vector<Case> cases = {
+      {"history_assets", "",
+       // trades keep base_asset_id < counter_asset_id: the native asset (7) moves to a high id
+       "ALTER TABLE history_assets DROP CONSTRAINT history_assets_asset_code_asset_type_asset_issuer_key; "
+       "INSERT INTO history_assets SELECT 88888, asset_type, asset_code, asset_issuer FROM history_assets "
+       "WHERE id = 7; UPDATE history_trades SET counter_asset_id = 88888 WHERE counter_asset_id = 7",
+       "88888"},
+      {"history_liquidity_pools",
+       "INSERT INTO history_liquidity_pools (id, liquidity_pool_id) VALUES (44444, 'pool-x'); "
+       "INSERT INTO history_operation_liquidity_pools SELECT id, 44444 FROM history_operations ORDER BY id LIMIT 2",
+       "DROP INDEX index_history_liquidity_pools_on_liquidity_pool_id; "
+       "INSERT INTO history_liquidity_pools (id, liquidity_pool_id) VALUES (55555, 'pool-x'); "
+       "UPDATE history_operation_liquidity_pools SET history_liquidity_pool_id = 55555 WHERE history_operation_id = "
+       "(SELECT max(history_operation_id) FROM history_operation_liquidity_pools WHERE history_liquidity_pool_id = 44444)",
+       "55555"},
+      {"history_claimable_balances", "",
+       "DROP INDEX index_history_claimable_balances_on_claimable_balance_id; "
+       "INSERT INTO history_claimable_balances SELECT 66666, claimable_balance_id FROM history_claimable_balances "
+       "WHERE id = 1; UPDATE history_operation_claimable_balances SET history_claimable_balance_id = 66666 "
+       "WHERE history_operation_id = 8589938689",
+       "66666"},
+  };
+  for (const Case& c : cases) {
+    std::string a = LoadDump(), b = LoadDump();
+    if (!c.both_sides.empty()) {
+      ExecSql(a, c.both_sides);
+      ExecSql(b, c.both_sides);
+    }
+    ExecSql(b, c.right_side);
+    auto r = Diff(Db(a), Db(b));
+    ASSERT_TRUE(r.ok()) << c.table << ": " << r.status().message();
+    EXPECT_FALSE(r->identical) << c.table;
+    const auto* l = Lookup(*r, c.table);
+    ASSERT_NE(l, nullptr) << c.table;
+    ASSERT_FALSE(l->issues.empty()) << c.table;
+    EXPECT_EQ(l->issues[0].side, "right") << c.table;
+    EXPECT_EQ(l->issues[0].kind, "key_under_several_ids") << c.table;
+    EXPECT_NE(l->issues[0].detail.find(c.new_id), std::string::npos) << c.table << ": " << l->issues[0].detail;
+  }
+}
+
+// Rows are a multiset per (table, ledger): {r, r, s} and {s, t, t} have the same count and, if row
+// hashes were XORed, the same digest (r^r = t^t = 0). Each must be its own divergence at its ledger.
+TEST(Multiset, SameCountDifferentRowsAtOneLedgerDiverge) {
+  std::string a = LoadDump(), b = LoadDump();
+  const std::string seed_row =
+      "FROM history_effects WHERE (history_operation_id, \"order\") = "
+      "(SELECT history_operation_id, \"order\" FROM history_effects ORDER BY 1, 2 LIMIT 1)";
+  auto twice = [&](int order) {
+    const std::string insert = fmt::format(
+        "INSERT INTO history_effects (history_account_id, history_operation_id, \"order\", type, details) "
+        "SELECT history_account_id, history_operation_id, {}, type, details {}; ", order, seed_row);
+    return "DROP INDEX hist_e_by_order; DROP INDEX hist_e_id; " + insert + insert;
+  };
+  ExecSql(a, twice(900));  // s, r, r
+  ExecSql(b, twice(901));  // s, t, t
+  const int64_t ledger = QueryInt(a, "SELECT min(history_operation_id) >> 32 FROM history_effects");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->identical);
+  ASSERT_TRUE(r->first_divergent_ledger.has_value());
+  EXPECT_EQ(static_cast<int64_t>(*r->first_divergent_ledger), ledger);
+}
+
 TEST(Lookups, ReferencedButMissingIdAndUnreferencedExtras) {
   std::string a = LoadDump(), b = LoadDump();
   // Unreferenced accounts on both sides are legal (Horizon keeps them): identical, warned.
