@@ -106,6 +106,40 @@ TEST(Range, RowsPastTheLastLedgerAreCompared) {
   EXPECT_EQ(diff::DiffReportToJson(*scoped)["rows_outside_range"][0]["after"], 1);
 }
 
+// --range A:B with B well below the top: a row at TOID (B+1)<<32 and one at (A-1)<<32, in two
+// tables, lie outside; they are counted per side and direction, never compared (a TOID bound that
+// let ledger B+1 in would find a divergence at B+1).
+TEST(Range, RowsJustOutsideAnExplicitRangeAreReportedNotCompared) {
+  std::string a = LoadDump(), b = LoadDump();
+  const int64_t top = QueryInt(a, "SELECT max(sequence) FROM history_ledgers");
+  const int64_t from = QueryInt(a, "SELECT min(sequence) FROM history_ledgers WHERE sequence > 2") + 1;
+  const int64_t to = top - 10;
+  ASSERT_GT(to, from);
+  ExecSql(b, fmt::format("CREATE TEMP TABLE x AS SELECT * FROM history_operations ORDER BY id LIMIT 1; "
+                         "UPDATE x SET id = ({}::bigint << 32) | (999 << 12) | 1; "
+                         "INSERT INTO history_operations SELECT * FROM x; "
+                         "CREATE TEMP TABLE y AS SELECT * FROM history_transactions ORDER BY id LIMIT 1; "
+                         "UPDATE y SET id = ({}::bigint << 32) | (999 << 12), ledger_sequence = {}, "
+                         "transaction_hash = repeat('ab', 32); "
+                         "INSERT INTO history_transactions SELECT * FROM y",
+                         to + 1, from - 1, from - 1));
+  diff::DiffOptions o;
+  o.range = LedgerRange{static_cast<Ledger>(from), static_cast<Ledger>(to)};
+  auto r = Diff(Db(a), Db(b), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->first_divergent_ledger.has_value()) << "a row outside --range was compared: ledger "
+                                                      << r->first_divergent_ledger.value_or(0);
+  auto count = [&](const std::string& table, const std::string& side, bool after) -> int64_t {
+    for (const auto& o : r->rows_outside_range)
+      if (o.table == table && o.side == side) return static_cast<int64_t>(after ? o.after : o.before);
+    return 0;
+  };
+  EXPECT_EQ(count("history_operations", "right", true), count("history_operations", "left", true) + 1);
+  EXPECT_EQ(count("history_operations", "right", false), count("history_operations", "left", false));
+  EXPECT_EQ(count("history_transactions", "right", false), count("history_transactions", "left", false) + 1);
+  EXPECT_EQ(count("history_transactions", "right", true), count("history_transactions", "left", true));
+}
+
 TEST(Range, LedgerZeroIsCompared) {
   std::string a = LoadDump(), b = LoadDump();
   // A wrong TOID: an effect whose operation id lost its ledger bits (ledger 0).
