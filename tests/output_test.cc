@@ -2,6 +2,7 @@
 // or not at all, never through a symbolic link; exit 2 is bad input (nothing done), exit 3 a
 // runtime failure (a lost server, a refused connection).
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,8 +10,6 @@
 #include <filesystem>
 #include <set>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/atomic_file.h"
 #include "tests/harness.h"
@@ -114,7 +113,8 @@ class OutputCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     schema_ = new std::string(testing::UniqueName("out"));
-    CliResult r = RunCli({"ingest", "--db", TestConninfo(), "--schema", *schema_, "--range", "2:301", "--workers", "1"});
+    CliResult r =
+        RunCli({"ingest", "--db", TestConninfo(), "--schema", *schema_, "--range", "2:301", "--workers", "1"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() { delete schema_; }
@@ -147,7 +147,12 @@ TEST_F(OutputCli, LinkAtTheOldTemporaryNameIsNotFollowed) {
   EXPECT_TRUE(fs::is_regular_file(out));
   struct stat st {};
   ASSERT_EQ(stat(out.c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644 & ~[] { mode_t m = umask(0); umask(m); return m; }());
+  EXPECT_EQ(
+      st.st_mode & 0777, 0644 & ~[] {
+        mode_t m = umask(0);
+        umask(m);
+        return m;
+      }());
   CliResult show = RunCli({"manifest", "show", out.string()});
   EXPECT_EQ(show.exit_code, 0) << show.err;
 }
@@ -199,7 +204,8 @@ TEST_F(OutputCli, OutputPathsAreCheckedBeforeAnyWork) {
 TEST(ConnectExitCodes, RefusedConnectionIsRuntimeBadConninfoIsUsage) {
   fs::path dir = FreshTempDir("no_server");
   // Nothing listens on this socket directory: connection refused, a retry may help.
-  CliResult refused = RunCli({"digest", "--db", "host=" + dir.string() + " port=5999 user=x dbname=x", "--schema", "s"});
+  CliResult refused =
+      RunCli({"digest", "--db", "host=" + dir.string() + " port=5999 user=x dbname=x", "--schema", "s"});
   EXPECT_EQ(refused.exit_code, 3) << refused.err;
   EXPECT_NE(refused.err.find("cannot connect"), std::string::npos) << refused.err;
   // A conninfo libpq cannot parse, and a database that does not exist: no retry can help.
