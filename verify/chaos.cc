@@ -292,6 +292,16 @@ class Round {
       if (pending_targets.count({j.job_id, j.attempt}) && j.state == "running") return false;
     }
     if (done < due->plan.after_jobs_done) return false;
+    // The point of the kill is a resume with jobs in flight: past the planned point, wait for a
+    // running job that is no per-job fault's target (a victim's attempt ends anyway), for at most
+    // workers - 1 more jobs done; then kill regardless.
+    std::set<std::pair<uint32_t, uint32_t>> targets;
+    for (const auto& f : r_.faults)
+      if (PerJob(f.plan.kind)) targets.insert({f.plan.job, f.attempt});
+    bool other_in_flight = false;
+    for (const auto& j : jobs)
+      other_in_flight = other_in_flight || (j.state == "running" && !targets.count({j.job_id, j.attempt}));
+    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) return false;
     due->injected = true;
     uint32_t running = 0;
     for (const auto& j : jobs) running += j.state == "running" ? 1 : 0;
