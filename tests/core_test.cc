@@ -30,6 +30,9 @@ TEST(LedgerRange, ParsesAndRejects) {
     }
   }
   EXPECT_NE(ParseLedgerRange("5:2").status().message().find("before"), std::string::npos);
+  // The edge: TO one before FROM is no range (not an empty one); TO == FROM is one ledger.
+  EXPECT_NE(ParseLedgerRange("5:4").status().message().find("TO (4) is before FROM (5)"), std::string::npos);
+  EXPECT_EQ(ParseLedgerRange("5:5")->size(), 1u);
 }
 
 // Ledger 0 is comparable (a broken copy can hold rows there) but never ingested.
@@ -138,10 +141,12 @@ TEST(Pg, CopyRoundTrip) {
   ASSERT_TRUE(conn->PutCopyData(data).ok());
   ASSERT_TRUE(conn->EndCopyIn().ok());
   std::vector<std::string> lines;
-  ASSERT_TRUE(conn->CopyOut("COPY (SELECT a, b FROM " + s + " ORDER BY b) TO STDOUT", [&](std::string_view l) {
-                     lines.emplace_back(l);
-                     return Status::Ok();
-                   }).ok());
+  ASSERT_TRUE(conn->CopyOut("COPY (SELECT a, b FROM " + s + " ORDER BY b) TO STDOUT",
+                            [&](std::string_view l) {
+                              lines.emplace_back(l);
+                              return Status::Ok();
+                            })
+                  .ok());
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "tab\\there\\\\\t1");
   EXPECT_EQ(lines[1], "\\N\t2");

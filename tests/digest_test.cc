@@ -1,6 +1,11 @@
 // Digest, manifest, diff and dump against the harness's real PostgreSQL: encoding cases, no false
 // alarms (reordered parallel ingest, renumbered Horizon dumps), no misses (changed, deleted,
 // inserted, duplicated rows), manifests (round trip, corruption), --jobs determinism, the CLI.
+#include "dump/digest.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -10,14 +15,10 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include "core/ledger_range.h"
 #include "core/pg.h"
 #include "diff/diff.h"
 #include "dump/canonical.h"
-#include "dump/digest.h"
 #include "dump/dump.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
@@ -137,19 +138,23 @@ TEST(Encoding, NaNEqualsNaN) {
 }
 
 TEST(Encoding, NumericScaleIsSignificant) {
-  EXPECT_NE(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")), LedgerDigest(EncodingSchema("n numeric", "(1, 1.00)")));
-  EXPECT_EQ(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")), LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")));
+  EXPECT_NE(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")),
+            LedgerDigest(EncodingSchema("n numeric", "(1, 1.00)")));
+  EXPECT_EQ(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")),
+            LedgerDigest(EncodingSchema("n numeric", "(1, 1.0)")));
   // Rows equal in value but not in scale sort deterministically: the order does not matter.
   EXPECT_EQ(LedgerDigest(EncodingSchema("n numeric", "(1, 1.0), (1, 1.00)")),
             LedgerDigest(EncodingSchema("n numeric", "(1, 1.00), (1, 1.0)")));
 }
 
 TEST(Encoding, TimestampsIndependentOfSessionTimeZoneAndDateStyle) {
-  std::string s = EncodingSchema("ts timestamptz, t timestamp, d date, i interval",
-                                 "(1, '2020-01-02 03:04:05.123456+00', '2020-01-02 03:04:05', '2020-01-02', '1 day 2 hours')");
+  std::string s =
+      EncodingSchema("ts timestamptz, t timestamp, d date, i interval",
+                     "(1, '2020-01-02 03:04:05.123456+00', '2020-01-02 03:04:05', '2020-01-02', '1 day 2 hours')");
   Digest128 base = LedgerDigest(s);
-  for (const char* opts : {"-c TimeZone=Asia/Tokyo -c DateStyle=German", "-c TimeZone=America/New_York -c DateStyle=SQL,MDY",
-                           "-c IntervalStyle=iso_8601 -c extra_float_digits=0"}) {
+  for (const char* opts :
+       {"-c TimeZone=Asia/Tokyo -c DateStyle=German", "-c TimeZone=America/New_York -c DateStyle=SQL,MDY",
+        "-c IntervalStyle=iso_8601 -c extra_float_digits=0"}) {
     EXPECT_EQ(base, LedgerDigest(s, 1, TestConninfo() + fmt::format(" options='{}'", opts))) << opts;
   }
 }
@@ -226,6 +231,26 @@ TEST(Engine, LedgerDigestIsTheDocumentedMultisetDigest) {
     }
 }
 
+// The sum is one 128-bit number: a low half that wraps carries into the high half. On real rows
+// too: 64 values whose hashes' low halves wrap many times over give the documented digest.
+TEST(Engine, MultisetSumCarriesFromTheLowHalfIntoTheHighHalf) {
+  dump::RowMultiset m;
+  m.Add(XXH128_hash_t{~uint64_t{0}, 0});
+  m.Add(XXH128_hash_t{1, 0});
+  EXPECT_EQ(m.lo, 0u);
+  EXPECT_EQ(m.hi, 1u);
+  EXPECT_EQ(m.count, 2u);
+  std::string values;
+  std::vector<std::string> texts;
+  for (int i = 1; i <= 64; ++i) {
+    values += fmt::format("{}(1, {})", i > 1 ? ", " : "", i);
+    texts.push_back(std::to_string(i));
+  }
+  auto e = DigestEntries(TestConninfo(), EncodingSchema("v int8", values), "auto", LedgerRange{1, 1});
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->e.at({1, "t"}).second, MultisetByHand("1", texts));
+}
+
 TEST(Encoding, UnescapeCopyField) {
   EXPECT_EQ(dump::UnescapeCopyField("\\N"), std::nullopt);
   EXPECT_EQ(*dump::UnescapeCopyField("a\\tb\\\\c\\n"), "a\tb\\c\n");
@@ -235,22 +260,27 @@ TEST(Encoding, UnescapeCopyField) {
 // Horizon dumps
 
 const std::vector<std::string>& LoadableDumps() {
-  static const std::vector<std::string> files = {
-      "kahuna-horizon.sql",           "paths_strict_send-horizon.sql",     "pathed_payment-horizon.sql",
-      "ingest_asset_stats-horizon.sql", "operation_fee_stats_1-horizon.sql", "operation_fee_stats_2-horizon.sql",
-      "operation_fee_stats_3-horizon.sql", "failed_transactions-horizon.sql", "base-horizon.sql",
-      "account_merge-horizon.sql"};
+  static const std::vector<std::string> files = {"kahuna-horizon.sql",
+                                                 "paths_strict_send-horizon.sql",
+                                                 "pathed_payment-horizon.sql",
+                                                 "ingest_asset_stats-horizon.sql",
+                                                 "operation_fee_stats_1-horizon.sql",
+                                                 "operation_fee_stats_2-horizon.sql",
+                                                 "operation_fee_stats_3-horizon.sql",
+                                                 "failed_transactions-horizon.sql",
+                                                 "base-horizon.sql",
+                                                 "account_merge-horizon.sql"};
   return files;
 }
 
 using testing::LoadDump;
 using testing::ScenarioDir;
 
-
 bool HasColumn(pg::Connection& c, const std::string& table, const std::string& column) {
-  auto r = c.Exec("SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND "
-                  "column_name = $2",
-                  {table, column});
+  auto r = c.Exec(
+      "SELECT 1 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = $1 AND "
+      "column_name = $2",
+      {table, column});
   return r.ok() && r->size() > 0;
 }
 
@@ -267,7 +297,9 @@ void Renumber(const std::string& conninfo) {
   for (const char* t : {"history_effects", "history_operation_participants", "history_transaction_participants"})
     if (HasColumn(*c, t, "history_account_id"))
       ExecSql(*c, fmt::format("UPDATE {} SET history_account_id = history_account_id + 1000", t));
-  ExecSql(*c, "UPDATE history_trades SET base_account_id = base_account_id + 1000, counter_account_id = counter_account_id + 1000");
+  ExecSql(*c,
+          "UPDATE history_trades SET base_account_id = base_account_id + 1000, counter_account_id = counter_account_id "
+          "+ 1000");
   ExecSql(*c, "UPDATE history_assets SET id = 1000 - id");
   std::vector<std::string> set = {"base_asset_id = 1000 - counter_asset_id", "counter_asset_id = 1000 - base_asset_id"};
   for (const char* p : {"account_id", "amount", "offer_id", "liquidity_pool_id"})
@@ -278,19 +310,28 @@ void Renumber(const std::string& conninfo) {
   ExecSql(*c, fmt::format("UPDATE history_trades SET {}", fmt::join(set, ", ")));
   if (HasColumn(*c, "history_claimable_balances", "id")) {
     ExecSql(*c, "UPDATE history_claimable_balances SET id = id + 500");
-    ExecSql(*c, "UPDATE history_operation_claimable_balances SET history_claimable_balance_id = history_claimable_balance_id + 500");
-    ExecSql(*c, "UPDATE history_transaction_claimable_balances SET history_claimable_balance_id = history_claimable_balance_id + 500");
+    ExecSql(*c,
+            "UPDATE history_operation_claimable_balances SET history_claimable_balance_id = "
+            "history_claimable_balance_id + 500");
+    ExecSql(*c,
+            "UPDATE history_transaction_claimable_balances SET history_claimable_balance_id = "
+            "history_claimable_balance_id + 500");
   }
   if (HasColumn(*c, "history_liquidity_pools", "id")) {
     ExecSql(*c, "UPDATE history_liquidity_pools SET id = id + 500");
-    ExecSql(*c, "UPDATE history_operation_liquidity_pools SET history_liquidity_pool_id = history_liquidity_pool_id + 500");
-    ExecSql(*c, "UPDATE history_transaction_liquidity_pools SET history_liquidity_pool_id = history_liquidity_pool_id + 500");
+    ExecSql(*c,
+            "UPDATE history_operation_liquidity_pools SET history_liquidity_pool_id = history_liquidity_pool_id + 500");
+    ExecSql(
+        *c,
+        "UPDATE history_transaction_liquidity_pools SET history_liquidity_pool_id = history_liquidity_pool_id + 500");
     if (HasColumn(*c, "history_trades", "base_liquidity_pool_id"))
-      ExecSql(*c, "UPDATE history_trades SET base_liquidity_pool_id = base_liquidity_pool_id + 500, "
+      ExecSql(*c,
+              "UPDATE history_trades SET base_liquidity_pool_id = base_liquidity_pool_id + 500, "
               "counter_liquidity_pool_id = counter_liquidity_pool_id + 500");
   }
   // Physical order too: rewrite the tables in reverse.
-  ExecSql(*c, "CREATE TEMP TABLE e AS SELECT * FROM history_effects ORDER BY history_operation_id DESC; "
+  ExecSql(*c,
+          "CREATE TEMP TABLE e AS SELECT * FROM history_effects ORDER BY history_operation_id DESC; "
           "DELETE FROM history_effects; INSERT INTO history_effects SELECT * FROM e");
 }
 
@@ -329,7 +370,8 @@ TEST(Horizon, TradeOrientationFlipIsNotADifferenceButAValueChangeIs) {
   std::string a = LoadDump("kahuna-horizon.sql"), b = LoadDump("kahuna-horizon.sql");
   Renumber(b);
   auto c = Connect(b);
-  ExecSql(*c, "UPDATE history_trades SET price_n = price_n + 1 WHERE history_operation_id = 81604382721 AND \"order\" = 1");
+  ExecSql(*c,
+          "UPDATE history_trades SET price_n = price_n + 1 WHERE history_operation_id = 81604382721 AND \"order\" = 1");
   auto r = Diff(Db(a), Db(b));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(r->identical);
@@ -350,8 +392,9 @@ std::string& KahunaLeft() {
 // 'native'); Renumber turns every trade around, so there each is stored flipped.
 TEST(Horizon, RowDiffSaysWhenATradeIsStoredFlipped) {
   const char* trade = "history_operation_id = 81604382721 AND \"order\" = 1";  // ledger 19
-  const char* base_type = "SELECT a.asset_type FROM history_trades t JOIN history_assets a ON a.id = t.base_asset_id "
-                          "WHERE t.history_operation_id = 81604382721 AND t.\"order\" = 1";
+  const char* base_type =
+      "SELECT a.asset_type FROM history_trades t JOIN history_assets a ON a.id = t.base_asset_id "
+      "WHERE t.history_operation_id = 81604382721 AND t.\"order\" = 1";
   const std::string note = "row shown in canonical orientation; stored flipped";
   std::string flipped = LoadDump("kahuna-horizon.sql");
   Renumber(flipped);
@@ -450,7 +493,8 @@ TEST_P(NoMisses, ReportedAtExactlyThatLedgerAndTable) {
 INSTANTIATE_TEST_SUITE_P(
     Kahuna, NoMisses,
     ::testing::Values(
-        Miss{"change", "UPDATE history_operations SET type = type + 100 WHERE id = 21474840577", 5, "history_operations", 0, 0, 1},
+        Miss{"change", "UPDATE history_operations SET type = type + 100 WHERE id = 21474840577", 5,
+             "history_operations", 0, 0, 1},
         Miss{"delete", "DELETE FROM history_effects WHERE history_operation_id = 21474844673 AND \"order\" = 1", 5,
              "history_effects", 1, 0, 0},
         Miss{"insert",
@@ -591,8 +635,10 @@ TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
   foreign[8] = 9;
   std::string notone = "hello world, not a manifest at all";
   for (auto& [name, bytes, expect] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"corrupt", corrupt, "corrupted"}, {"truncated", truncated, "truncated"},
-           {"foreign", foreign, "version 9"}, {"notone", notone, "not a ledgerdiff manifest"}}) {
+           {"corrupt", corrupt, "corrupted"},
+           {"truncated", truncated, "truncated"},
+           {"foreign", foreign, "version 9"},
+           {"notone", notone, "not a ledgerdiff manifest"}}) {
     std::string p = TempPath(name + ".ldm");
     testing::WriteFileBytes(p, bytes);
     auto r = dump::ReadManifestSummary(p);
@@ -690,14 +736,17 @@ TEST(Digest, ClientResolutionGivesTheCanonicalJoinsDigests) {
   EXPECT_EQ(sparse->summary.root, before->summary.root);
   // A duplicate lookup id: the joins yield a row twice; the client path must give the same.
   ExecSql(*c, "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_pkey CASCADE");
-  ExecSql(*c, "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_asset_code_asset_type_asset_issuer_key");
+  ExecSql(*c,
+          "ALTER TABLE history_assets DROP CONSTRAINT IF EXISTS history_assets_asset_code_asset_type_asset_issuer_key");
   auto joined = [&] {
     auto r = c->Exec("SELECT count(*) FROM history_trades t JOIN history_assets a ON a.id = t.counter_asset_id");
     return r.ok() ? r->GetInt(0, 0) : -1;
   };
   int64_t trades_joined = joined();
   ASSERT_GT(trades_joined, 0);
-  ExecSql(*c, "INSERT INTO history_assets SELECT * FROM history_assets WHERE id = (SELECT min(counter_asset_id) FROM history_trades)");
+  ExecSql(*c,
+          "INSERT INTO history_assets SELECT * FROM history_assets WHERE id = (SELECT min(counter_asset_id) FROM "
+          "history_trades)");
   EXPECT_GT(joined(), trades_joined) << "a trade's counter asset is now twice in history_assets";
   EXPECT_EQ(same(a, "public"), 0u);  // back to the joins
   auto after = DigestEntries(a, "public", "horizon");
@@ -743,9 +792,10 @@ TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {
   std::string buggy = UniqueName("buggy");
   ExecSql(*conn, "CREATE SCHEMA " + Q(buggy));
   ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, buggy).ok());
-  auto pick = conn->Exec(fmt::format("SELECT (min(history_operation_id) >> 32)::int FROM {} "
-                                     "WHERE history_operation_id >= (200::bigint << 32)",
-                                     pg::Qualified(serial, "history_operation_participants")));
+  auto pick =
+      conn->Exec(fmt::format("SELECT (min(history_operation_id) >> 32)::int FROM {} "
+                             "WHERE history_operation_id >= (200::bigint << 32)",
+                             pg::Qualified(serial, "history_operation_participants")));
   ASSERT_TRUE(pick.ok() && !pick->IsNull(0, 0));
   const Ledger target = static_cast<Ledger>(pick->GetInt(0, 0));
   fixtures::IngestJobOptions bug = opts;
@@ -784,12 +834,16 @@ TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {
 TEST(Digest, UserProfileFromJson) {
   auto conn = Connect();
   std::string s = UniqueName("user");
-  ExecSql(*conn, fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.accts (id int, addr text); "
-                         "CREATE TABLE {0}.moves (seq int, acct int, note text, created_at timestamptz DEFAULT now()); "
-                         "INSERT INTO {0}.accts VALUES (1, 'GA'), (2, 'GB'); INSERT INTO {0}.moves VALUES (5, 1, 'x'), (6, 2, 'y')",
-                         Q(s)));
+  ExecSql(
+      *conn,
+      fmt::format(
+          "CREATE SCHEMA {0}; CREATE TABLE {0}.accts (id int, addr text); "
+          "CREATE TABLE {0}.moves (seq int, acct int, note text, created_at timestamptz DEFAULT now()); "
+          "INSERT INTO {0}.accts VALUES (1, 'GA'), (2, 'GB'); INSERT INTO {0}.moves VALUES (5, 1, 'x'), (6, 2, 'y')",
+          Q(s)));
   std::string path = TempPath("profile.json");
-  testing::WriteFileBytes(path, R"({"name": "mine", "tables": [{"table": "moves", "ledger": {"column": "seq"}, "key": ["acct"],
+  testing::WriteFileBytes(
+      path, R"({"name": "mine", "tables": [{"table": "moves", "ledger": {"column": "seq"}, "key": ["acct"],
                      "resolve": [{"column": "acct", "lookup": "accts", "id": "id", "natural": ["addr"]}]}]})");
   auto spec = dump::LoadProfileSpec(path);
   ASSERT_TRUE(spec.ok()) << spec.status().message();

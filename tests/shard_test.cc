@@ -139,8 +139,8 @@ TEST_F(ShardCli, SlurmIndexGivesExactSlicesOfAnUnevenRange) {
   }
   auto merged = RunCli(merge);
   ASSERT_EQ(merged.exit_code, 0) << merged.err;
-  auto single = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--out",
-                        Path("slurm-single.ldm")});
+  auto single = RunCli(
+      {"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--out", Path("slurm-single.ldm")});
   ASSERT_EQ(single.exit_code, 0) << single.err;
   EXPECT_EQ(RootOf(Path("slurm-full.ldm")), RootOf(Path("slurm-single.ldm")));
 }
@@ -172,8 +172,8 @@ TEST_F(ShardCli, MissingDuplicateOrForeignPartsAreRefused) {
   EXPECT_EQ(missing.exit_code, 2);
   EXPECT_NE(missing.err.find("missing shard 1 (ledgers 202:401)"), std::string::npos) << missing.err;
   EXPECT_FALSE(fs::exists(out));
-  auto dup = RunCli({"manifest", "merge", "--out", out, Path("m-0.ldm"), Path("m-1.ldm"), Path("m-1.ldm"),
-                     Path("m-2.ldm")});
+  auto dup =
+      RunCli({"manifest", "merge", "--out", out, Path("m-0.ldm"), Path("m-1.ldm"), Path("m-1.ldm"), Path("m-2.ldm")});
   EXPECT_EQ(dup.exit_code, 2);
   EXPECT_NE(dup.err.find("duplicate shard 1 of 3"), std::string::npos) << dup.err;
   EXPECT_FALSE(fs::exists(out));
@@ -182,9 +182,18 @@ TEST_F(ShardCli, MissingDuplicateOrForeignPartsAreRefused) {
   auto foreign = RunCli({"manifest", "merge", "--out", out, Path("m-0.ldm"), Path("two-1.ldm"), Path("m-2.ldm")});
   EXPECT_EQ(foreign.exit_code, 2);
   EXPECT_NE(foreign.err.find("different splits"), std::string::npos) << foreign.err;
+  // A part of the same split of another range (3 shards of 2:598): its slice 201:399 is not 202:401.
+  auto other = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:598", "--shards", "3",
+                       "--shard", "1", "--out", Path("other-1.ldm")});
+  ASSERT_EQ(other.exit_code, 0) << other.err;
+  auto ranged = RunCli({"manifest", "merge", "--out", out, Path("m-0.ldm"), Path("other-1.ldm"), Path("m-2.ldm")});
+  EXPECT_EQ(ranged.exit_code, 2);
+  EXPECT_NE(ranged.err.find("covers range 2:598"), std::string::npos) << ranged.err;
+  EXPECT_NE(ranged.err.find("parts of different digests"), std::string::npos) << ranged.err;
+  EXPECT_FALSE(fs::exists(out));
   // A complete manifest is not a part.
-  auto whole = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--out",
-                       Path("whole.ldm")});
+  auto whole =
+      RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--out", Path("whole.ldm")});
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
   auto notpart = RunCli({"manifest", "merge", "--out", out, Path("whole.ldm")});
   EXPECT_EQ(notpart.exit_code, 2);
@@ -214,9 +223,9 @@ TEST_F(ShardCli, BadShardFlagsExitTwoBeforeTouchingTheDatabase) {
   EXPECT_NE(out_of_range.err.find("out of range"), std::string::npos) << out_of_range.err;
   auto garbage = with({"--range", "2:601", "--shards", "3", "--out", Path("x.ldm")}, {"JOB_COMPLETION_INDEX=1x"});
   EXPECT_EQ(garbage.exit_code, 2);
-  EXPECT_EQ(with({"--shards", "3", "--shard", "0", "--out", Path("x.ldm")}).exit_code, 2);       // no --range
-  EXPECT_EQ(with({"--range", "2:601", "--shards", "3", "--shard", "0"}).exit_code, 2);            // no --out
-  EXPECT_EQ(with({"--range", "2:601", "--shard", "0", "--out", Path("x.ldm")}).exit_code, 2);     // no --shards
+  EXPECT_EQ(with({"--shards", "3", "--shard", "0", "--out", Path("x.ldm")}).exit_code, 2);     // no --range
+  EXPECT_EQ(with({"--range", "2:601", "--shards", "3", "--shard", "0"}).exit_code, 2);         // no --out
+  EXPECT_EQ(with({"--range", "2:601", "--shard", "0", "--out", Path("x.ldm")}).exit_code, 2);  // no --shards
   EXPECT_EQ(with({"--range", "2:3", "--shards", "3", "--shard", "0", "--out", Path("x.ldm")}).exit_code, 2);
   EXPECT_FALSE(fs::exists(Path("x.ldm")));
   auto show_missing = RunCli({"manifest", "show", Path("nope.ldm")});
