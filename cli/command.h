@@ -4,13 +4,12 @@
 // ninja's kTools) and does the rest once for all: --db / --keep-db and --format flags, resolving
 // the database, the progress reporter, rendering and the exit code.
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
 
 #include "core/database.h"
 #include "core/report.h"
@@ -27,7 +26,7 @@ class Context {
   // (a command that turns out not to need one never starts the embedded server).
   // `workers`: the most worker processes the command runs at once; an embedded server is sized
   // for them (EmbeddedMaxConnectionsFor) unless the database is resolved already.
-  // REQUIRES: the command is declared with needs_database.
+  // REQUIRES: the command's DatabaseUse is not kNone.
   Result<Database*> database(int workers = 0);
   Reporter& reporter() { return reporter_; }
 
@@ -44,10 +43,11 @@ int EmbeddedWorkersFor(const ingest::IngestPlan& plan, uint32_t workers);
 
 // What a command hands back; main prints it in the --format asked for, then `error`.
 struct Outcome {
-  int exit_code = 0;          // ExitCode: 0 success / identical, 1 divergent / anomalies / run failed, 2 bad input, 3 runtime failure
-  std::string text;           // --format text (and commands without --format)
-  nlohmann::json json;        // --format json; null: the command has no JSON form
-  std::string error;          // non-empty: "ledgerdiff: <error>" on stderr after the output
+  int exit_code =
+      0;  // ExitCode: 0 success / identical, 1 divergent / anomalies / run failed, 2 bad input, 3 runtime failure
+  std::string text;     // --format text (and commands without --format)
+  nlohmann::json json;  // --format json; null: the command has no JSON form
+  std::string error;    // non-empty: "ledgerdiff: <error>" on stderr after the output
 };
 
 struct Action {
@@ -59,12 +59,22 @@ struct Action {
   std::function<bool()> quiet;
 };
 
+// What a command does with a database; main adds --db / --keep-db unless kNone, and
+// Context::database() resolves them by it (core/database.h):
+enum class DatabaseUse : uint8_t {
+  kNone,       // none, or one given to it explicitly (manifest files, internal processes)
+  kReads,      // --db, LEDGERDIFF_DB, the PG* environment, else the embedded default
+  kWrites,     // --db or LEDGERDIFF_DB only (PG* ignored, and said so), else the embedded default
+  kReadsRun,   // a run that must exist: --db, LEDGERDIFF_DB or PG*; none given is an error
+  kWritesRun,  // a run that must exist: --db or LEDGERDIFF_DB (PG* ignored); none given is an error
+};
+
 struct Command {
   const char* name;
   const char* summary;
-  bool needs_database;  // main adds --db / --keep-db; Context::database() resolves them
-  bool has_format;      // main adds --format text|json
-  bool hidden;          // internal (worker and orchestrator processes)
+  DatabaseUse database;
+  bool has_format;  // main adds --format text|json
+  bool hidden;      // internal (worker and orchestrator processes)
   // Adds the subcommand's own flags to `sub`; the Action runs it after parsing.
   Action (*setup)(CLI::App* sub);
 };
@@ -96,23 +106,23 @@ CLI::Validator WritableFile();
 CLI::Validator WritableDirectory();
 
 // The commands' flags and actions, one file per family; main.cc holds the table.
-Action SetupIngest(CLI::App* sub);       // cmd_ingest.cc
+Action SetupIngest(CLI::App* sub);  // cmd_ingest.cc
 Action SetupOrchestrate(CLI::App* sub);
 Action SetupWorker(CLI::App* sub);
-Action SetupDigest(CLI::App* sub);       // cmd_digest.cc
+Action SetupDigest(CLI::App* sub);  // cmd_digest.cc
 Action SetupDiff(CLI::App* sub);
 Action SetupDump(CLI::App* sub);
-Action SetupManifest(CLI::App* sub);     // cmd_manifest.cc (merge, show)
-Action SetupVerify(CLI::App* sub);       // cmd_verify.cc
+Action SetupManifest(CLI::App* sub);  // cmd_manifest.cc (merge, show)
+Action SetupVerify(CLI::App* sub);    // cmd_verify.cc
 Action SetupVerifyRange(CLI::App* sub);
 Action SetupSelftest(CLI::App* sub);
-Action SetupChaos(CLI::App* sub);        // cmd_chaos.cc
-Action SetupSweep(CLI::App* sub);        // cmd_sweep.cc
-Action SetupPlan(CLI::App* sub);         // cmd_runs.cc (distributed ingestion)
+Action SetupChaos(CLI::App* sub);  // cmd_chaos.cc
+Action SetupSweep(CLI::App* sub);  // cmd_sweep.cc
+Action SetupPlan(CLI::App* sub);   // cmd_runs.cc (distributed ingestion)
 Action SetupRunWorker(CLI::App* sub);
 Action SetupWait(CLI::App* sub);
 Action SetupRuns(CLI::App* sub);
 Action SetupCancel(CLI::App* sub);
-Action SetupDocs(CLI::App* sub);         // cmd_docs.cc (man page and completions)
+Action SetupDocs(CLI::App* sub);  // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli

@@ -1,10 +1,10 @@
 #include "cli/help.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <map>
-
-#include <fmt/format.h>
 
 namespace ledgerdiff::cli {
 
@@ -19,7 +19,8 @@ size_t EditDistance(std::string_view a, std::string_view b) {
     for (size_t j = 1; j <= b.size(); ++j) {
       size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
       d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
     }
   }
   return d[a.size()][b.size()];
@@ -176,15 +177,16 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
         "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\"",
         "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\" --all --format json",
         "# one shard per pod (K from JOB_COMPLETION_INDEX); `manifest merge` of the parts exits 1 if any diverged",
-        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\" --shards 8 --shard 0 --out part-0.ldm",
+        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\" --shards 8 --shard 0 --out "
+        "part-0.ldm",
         "# in CI: JUnit, Markdown and HTML like verify (annotations and step summary on GitHub)",
         "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\" --junit cutover.xml \\",
         "    --markdown cutover.md --report cutover/",
         "# a long check with --out is checkpointed in cutover.ldm.partial; continue it after an interruption",
         "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\" --out cutover.ldm --resume"}},
       {"selftest",
-       {"# the gate proves it can fail: every injected bug caught at its ledger",
-        "ledgerdiff selftest", "ledgerdiff selftest --range 2:2001 --workers 4 --format json",
+       {"# the gate proves it can fail: every injected bug caught at its ledger", "ledgerdiff selftest",
+        "ledgerdiff selftest --range 2:2001 --workers 4 --format json",
         "ledgerdiff selftest --junit selftest.xml --markdown selftest.md"}},
       {"chaos",
        {"ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --seed 7",
@@ -204,8 +206,7 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
        {"# one shard per pod (K from JOB_COMPLETION_INDEX), then merge: roots equal one digest's",
         "# ledgerdiff manifest merge --out full.ldm part-0.ldm part-1.ldm part-2.ldm part-3.ldm",
         "ledgerdiff manifest show full.ldm --format json"}},
-      {"plan",
-       {"ledgerdiff plan --range 2:100001 --schema horizon --job-size 500 --db \"$DB\" | tail -n 1"}},
+      {"plan", {"ledgerdiff plan --range 2:100001 --schema horizon --job-size 500 --db \"$DB\" | tail -n 1"}},
       {"worker", {"# on any machine that reaches the database", "ledgerdiff worker --run \"$RUN_ID\" --db \"$DB\""}},
       {"wait", {"ledgerdiff wait --run \"$RUN_ID\" --timeout 86400 --db \"$DB\""}},
       {"runs", {"ledgerdiff runs --db \"$DB\" --format json"}},
@@ -214,8 +215,7 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
         "ledgerdiff cancel --run \"$RUN_ID\" --db \"$DB\""}},
       {"",
        {"ledgerdiff verify --range 2:5001 --workers 4", "ledgerdiff selftest",
-        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\"",
-        "ledgerdiff COMMAND --help"}},
+        "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\"", "ledgerdiff COMMAND --help"}},
   };
   static const std::vector<std::string> none;
   auto it = examples.find(command);
@@ -225,9 +225,12 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
 const std::vector<HelpEntry>& ExitCodes() {
   static const std::vector<HelpEntry> codes = {
       {"0", "identical / success"},
-      {"1", "divergent / incomplete / a run failed / anomalies found (the first divergent ledger and its rows are printed)"},
-      {"2", "usage error or bad input: one line on stderr naming the problem; nothing was done, retrying will not help"},
-      {"3", "runtime failure (connection refused or lost, server or I/O error): nothing is half-written; a retry may help"},
+      {"1",
+       "divergent / incomplete / a run failed / anomalies found (the first divergent ledger and its rows are printed)"},
+      {"2",
+       "usage error or bad input: one line on stderr naming the problem; nothing was done, retrying will not help"},
+      {"3",
+       "runtime failure (connection refused or lost, server or I/O error): nothing is half-written; a retry may help"},
       {"128+N", "interrupted by signal N (Ctrl-C: 130) after stopping workers and the embedded server"},
   };
   return codes;
@@ -237,12 +240,15 @@ const std::vector<HelpEntry>& EnvironmentVariables() {
   static const std::vector<HelpEntry> vars = {
       {"LEDGERDIFF_DB", "conninfo used when --db is not given"},
       {"PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, PGSERVICE, PGSSLMODE, PGOPTIONS",
-       "libpq's variables, used when neither --db nor LEDGERDIFF_DB is set and one of PGHOST, PGPORT, "
-       "PGDATABASE, PGSERVICE is; empty values count as unset. Without any, an embedded throwaway server is "
-       "started"},
+       "libpq's variables, read by the commands that only read (digest, diff, dump, wait, runs) when neither "
+       "--db nor LEDGERDIFF_DB is set and one of PGHOST, PGPORT, PGDATABASE, PGSERVICE is; empty values count as "
+       "unset. Commands that write (ingest, verify, selftest, chaos, sweep, plan, worker, cancel) ignore them "
+       "(and say so): they write only where --db or LEDGERDIFF_DB says. Without a database, an embedded "
+       "throwaway server is started (worker, wait, runs and cancel need one named)"},
       {"TMPDIR", "where the embedded server's cluster is created (default /tmp)"},
-      {"LEDGERDIFF_PG_BINDIR", "directory holding initdb and postgres for the embedded server (default: the newest "
-                               "/usr/lib/postgresql/*/bin, then PATH)"},
+      {"LEDGERDIFF_PG_BINDIR",
+       "directory holding initdb and postgres for the embedded server (default: the newest "
+       "/usr/lib/postgresql/*/bin, then PATH)"},
       {"LEDGERDIFF_PG_USER", "as root, the user the embedded server runs as (default postgres, then nobody)"},
       {"GITHUB_ACTIONS", "when true, failures are also printed as GitHub annotations (::error ...)"},
       {"GITHUB_STEP_SUMMARY", "when set, the Markdown summary of a gate is appended to this file"},
@@ -280,7 +286,8 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
     for (int i = 1; i < argc; ++i) {
       std::string_view arg = argv[i];
       if (arg != "--help" && arg != "-h" && arg != "--version")
-        return fmt::format("unknown option {}; a command comes first: {} (ledgerdiff --help)", arg, Join(commands, ", "));
+        return fmt::format("unknown option {}; a command comes first: {} (ledgerdiff --help)", arg,
+                           Join(commands, ", "));
     }
     return fmt::format("a command is required: {} (ledgerdiff --help)", Join(commands, ", "));
   }
@@ -289,9 +296,8 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
     if (s->get_name() == command) sub = s;
   if (sub == nullptr) {
     std::string suggestion = SuggestCommand(command, commands);
-    return suggestion.empty()
-               ? fmt::format("unknown command '{}'; the commands are: {}", command, Join(commands, ", "))
-               : fmt::format("unknown command '{}'; did you mean {}?", command, suggestion);
+    return suggestion.empty() ? fmt::format("unknown command '{}'; the commands are: {}", command, Join(commands, ", "))
+                              : fmt::format("unknown command '{}'; did you mean {}?", command, suggestion);
   }
   if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
     std::vector<std::string> flags;
@@ -304,9 +310,8 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
       arg = arg.substr(0, arg.find('='));
       if (std::find(flags.begin(), flags.end(), arg) != flags.end()) continue;
       std::string suggestion = SuggestCommand(arg, flags);
-      return suggestion.empty()
-                 ? fmt::format("{}: unknown option {} (ledgerdiff {} --help)", command, arg, command)
-                 : fmt::format("{}: unknown option {}; did you mean {}?", command, arg, suggestion);
+      return suggestion.empty() ? fmt::format("{}: unknown option {} (ledgerdiff {} --help)", command, arg, command)
+                                : fmt::format("{}: unknown option {}; did you mean {}?", command, arg, suggestion);
     }
   }
   if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
@@ -322,8 +327,9 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
         if (arg == name && i + 1 < argc) given = argv[i + 1];
         if (arg.substr(0, name.size() + 1) == name + "=") given = arg.substr(name.size() + 1);
       }
-      return given.empty() ? fmt::format("{}: {} must be one of {}", command, name, Join(choices, "|"))
-                           : fmt::format("{}: {} must be one of {}, not '{}'", command, name, Join(choices, "|"), given);
+      return given.empty()
+                 ? fmt::format("{}: {} must be one of {}", command, name, Join(choices, "|"))
+                 : fmt::format("{}: {} must be one of {}, not '{}'", command, name, Join(choices, "|"), given);
     }
   }
   return error.what();

@@ -3,11 +3,11 @@
 //   parse flags -> check them (no database yet) -> run (database resolved on first use,
 //   progress on stderr) -> print the outcome as text or JSON -> exit 0 / 1 / 2.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/help.h"
@@ -23,6 +23,7 @@ Result<Database*> Context::database(int workers) {
     DatabaseOptions options = db_options_;
     if (options.max_connections <= 0 && workers > 0) options.max_connections = EmbeddedMaxConnectionsFor(workers);
     LD_ASSIGN_OR_RETURN(db_, Database::Resolve(options));
+    if (!db_->note().empty()) reporter_.Note(db_->note());
   }
   return db_.get();
 }
@@ -94,36 +95,42 @@ std::string InjectBugKinds() {
 
 namespace {
 
-// The table of commands: name, summary, needs a database, has --format, hidden, setup.
+// The table of commands: name, summary, what it does with a database, has --format, hidden, setup.
 constexpr Command kCommands[] = {
-    {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes", true, true,
-     false, SetupIngest},
-    {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", true, true, false, SetupDigest},
-    {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", true, true, false, SetupDiff},
-    {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", true, false, false,
-     SetupDump},
-    {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", true, true, false,
-     SetupVerify},
-    {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", false, true, false,
-     SetupVerifyRange},
-    {"selftest", "Prove the gate catches every injected bug at its ledger", true, true, false, SetupSelftest},
-    {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator", true, true,
-     false, SetupChaos},
+    {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes",
+     DatabaseUse::kWrites, true, false, SetupIngest},
+    {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", DatabaseUse::kReads, true,
+     false, SetupDigest},
+    {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", DatabaseUse::kReads, true,
+     false, SetupDiff},
+    {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", DatabaseUse::kReads,
+     false, false, SetupDump},
+    {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", DatabaseUse::kWrites, true,
+     false, SetupVerify},
+    {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", DatabaseUse::kNone,
+     true, false, SetupVerifyRange},
+    {"selftest", "Prove the gate catches every injected bug at its ledger", DatabaseUse::kWrites, true, false,
+     SetupSelftest},
+    {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator",
+     DatabaseUse::kWrites, true, false, SetupChaos},
     {"sweep", "Choose workers and job size by measurement, each setting proven identical to the serial reference",
-     true, true, false, SetupSweep},
-    {"manifest", "Manifest files: merge the parts of a sharded digest (merge), print one (show)", false, true, false,
-     SetupManifest},
-    {"plan", "Register a distributed ingestion run and its jobs; prints the run id (no workers start)", true, false,
-     false, SetupPlan},
-    {"worker", "Join a run from any machine: claim its jobs until none remain", true, false, false, SetupRunWorker},
-    {"wait", "Block until a run is complete or failed, printing progress", true, true, false, SetupWait},
-    {"runs", "List the runs of the job table with their states", true, true, false, SetupRuns},
-    {"cancel", "Cancel a live run: fence its jobs, stop its workers; the schema stays ledgerdiff's", true, true, false,
-     SetupCancel},
-    {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)", true, false, true,
-     SetupOrchestrate},
-    {"_worker", "Internal: one worker process of an ingestion run", false, false, true, SetupWorker},
-    {"_docs", "Internal: print the man page or a shell completion script (build step)", false, false, true, SetupDocs},
+     DatabaseUse::kWrites, true, false, SetupSweep},
+    {"manifest", "Manifest files: merge the parts of a sharded digest (merge), print one (show)", DatabaseUse::kNone,
+     true, false, SetupManifest},
+    {"plan", "Register a distributed ingestion run and its jobs; prints the run id (no workers start)",
+     DatabaseUse::kWrites, false, false, SetupPlan},
+    {"worker", "Join a run from any machine: claim its jobs until none remain", DatabaseUse::kWritesRun, false, false,
+     SetupRunWorker},
+    {"wait", "Block until a run is complete or failed, printing progress", DatabaseUse::kReadsRun, true, false,
+     SetupWait},
+    {"runs", "List the runs of the job table with their states", DatabaseUse::kReadsRun, true, false, SetupRuns},
+    {"cancel", "Cancel a live run: fence its jobs, stop its workers; the schema stays ledgerdiff's",
+     DatabaseUse::kWritesRun, true, false, SetupCancel},
+    {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)",
+     DatabaseUse::kWrites, false, true, SetupOrchestrate},
+    {"_worker", "Internal: one worker process of an ingestion run", DatabaseUse::kNone, false, true, SetupWorker},
+    {"_docs", "Internal: print the man page or a shell completion script (build step)", DatabaseUse::kNone, false, true,
+     SetupDocs},
 };
 
 // Prints "ledgerdiff: <message>" on stderr and returns the status's exit code.
@@ -183,10 +190,19 @@ int main(int argc, char** argv) {
     e->sub = app.add_subcommand(cmd.name, cmd.summary);
     if (cmd.hidden) e->sub->group("");
     e->action = cmd.setup(e->sub);
-    if (cmd.needs_database) {
+    if (cmd.database != DatabaseUse::kNone) {
+      const bool writes = cmd.database == DatabaseUse::kWrites || cmd.database == DatabaseUse::kWritesRun;
+      const bool existing = cmd.database == DatabaseUse::kReadsRun || cmd.database == DatabaseUse::kWritesRun;
+      e->db.command = cmd.name;
+      e->db.writes = writes;
+      e->db.existing_only = existing;
       e->sub->add_option("--db", e->db.conninfo,
-                         "PostgreSQL conninfo (libpq URI or key=value). Default: $LEDGERDIFF_DB, then the PG* "
-                         "environment, then an embedded throwaway server");
+                         fmt::format("PostgreSQL conninfo (libpq URI or key=value). Default: $LEDGERDIFF_DB{}{}",
+                                     writes ? "" : ", then the PG* environment",
+                                     existing ? " (no default: the run's database must be named)"
+                                     : writes ? ", then an embedded throwaway server (this command writes: the PG* "
+                                                "environment is ignored)"
+                                              : ", then an embedded throwaway server"));
       e->sub->add_option("--keep-db", e->db.keep_dir,
                          "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
     }

@@ -1,5 +1,9 @@
 #include "core/database.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
@@ -26,21 +30,48 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
     const char* v = std::getenv(k);
     return v ? v : "";
   };
+  // PG* variables that name a server (what makes a reader use the environment at all).
+  const bool environment_names_server =
+      !env("PGHOST").empty() || !env("PGDATABASE").empty() || !env("PGSERVICE").empty() || !env("PGPORT").empty();
   if (!options.conninfo.empty()) {
     db->conninfo_ = options.conninfo;
   } else if (!env("LEDGERDIFF_DB").empty()) {
     db->conninfo_ = env("LEDGERDIFF_DB");
-  } else if (!env("PGHOST").empty() || !env("PGDATABASE").empty() || !env("PGSERVICE").empty() ||
-             !env("PGPORT").empty()) {
+  } else if (environment_names_server && !options.writes) {
     db->conninfo_ = "";  // libpq reads the PG* variables itself
   } else {
+    std::vector<std::string> ignored;
+    if (options.writes) {
+      for (const std::string& name : pg::LibpqEnvironmentVariables())
+        if (!env(name.c_str()).empty()) ignored.push_back(name);
+      // Gone from the environment: workers, an --ingest-cmd and libpq itself see none of it.
+      for (const std::string& name : ignored) unsetenv(name.c_str());
+      std::sort(ignored.begin(), ignored.end());
+    }
+    const std::string ignored_list = fmt::format("{}", fmt::join(ignored, ", "));
+    if (options.existing_only && options.keep_dir.empty())
+      return Status::Usagef(
+          "{}: no database given{}; it works on a run in an existing database: pass --db CONNINFO "
+          "or set LEDGERDIFF_DB",
+          options.command,
+          ignored.empty() ? ""
+                          : fmt::format(" ({} ignored: a command that writes uses only --db or "
+                                        "LEDGERDIFF_DB)",
+                                        ignored_list));
+    if (!ignored.empty())
+      db->note_ = fmt::format(
+          "{} set but ignored: {} writes, so it uses a database only when --db or LEDGERDIFF_DB "
+          "names it (here: an embedded throwaway server). To write into the database PG* "
+          "points at, pass it as --db \"host=... dbname=...\" or export LEDGERDIFF_DB.",
+          ignored_list, options.command);
     LD_ASSIGN_OR_RETURN(db->embedded_,
                         EmbeddedPostgres::Start({.dir = options.keep_dir, .max_connections = options.max_connections}));
     db->conninfo_ = db->embedded_->conninfo();
     return db;
   }
   if (!options.keep_dir.empty())
-    return Status::Usage("--keep-db applies to the embedded server only; it cannot be combined with --db/LEDGERDIFF_DB/PG*");
+    return Status::Usage(
+        "--keep-db applies to the embedded server only; it cannot be combined with --db/LEDGERDIFF_DB/PG*");
   // Fail early and clearly when the database is unreachable (one line: nothing printed before).
   LD_ASSIGN_OR_RETURN(auto probe, db->Connect());
   ReapStaleTempDirsAndReport();  // the embedded path reaps in EmbeddedPostgres::Start
@@ -62,9 +93,9 @@ Status ValidateSchemaName(const std::string& name) {
 }
 
 Result<SchemaState> InspectSchema(pg::Connection& conn, const std::string& schema) {
-  LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1",
-                                {schema}));
+  LD_ASSIGN_OR_RETURN(
+      pg::Rows rows,
+      conn.Exec("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", {schema}));
   if (rows.size() == 0) return SchemaState::kAbsent;
   if (rows.IsNull(0, 0)) return SchemaState::kForeign;
   std::string_view comment = rows.Get(0, 0);
@@ -72,9 +103,9 @@ Result<SchemaState> InspectSchema(pg::Connection& conn, const std::string& schem
 }
 
 Result<std::string> SchemaRunId(pg::Connection& conn, const std::string& schema) {
-  LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1",
-                                {schema}));
+  LD_ASSIGN_OR_RETURN(
+      pg::Rows rows,
+      conn.Exec("SELECT obj_description(oid, 'pg_namespace') FROM pg_namespace WHERE nspname = $1", {schema}));
   if (rows.size() == 0 || rows.IsNull(0, 0)) return std::string();
   std::string comment(rows.Get(0, 0));
   if (comment.rfind(kOwnershipMarkPrefix, 0) != 0) return std::string();
@@ -89,7 +120,8 @@ Result<bool> CreateOwnedSchema(pg::Connection& conn, const std::string& schema, 
   if (state == SchemaState::kForeign) {
     if (force) return false;
     return Status::Usagef(
-        "schema \"{}\" exists and was not created by ledgerdiff; refusing to touch it (use another --schema, or --force)",
+        "schema \"{}\" exists and was not created by ledgerdiff; refusing to touch it (use another --schema, or "
+        "--force)",
         schema);
   }
   if (state == SchemaState::kOwned) {
@@ -116,8 +148,8 @@ std::string NewRunId() {
   std::tm tm{};
   gmtime_r(&t, &tm);
   std::random_device rd;
-  return fmt::format("{:04}{:02}{:02}_{:02}{:02}{:02}_{:04x}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                     tm.tm_hour, tm.tm_min, tm.tm_sec, rd() & 0xffff);
+  return fmt::format("{:04}{:02}{:02}_{:02}{:02}{:02}_{:04x}", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec, rd() & 0xffff);
 }
 
 }  // namespace ledgerdiff

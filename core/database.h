@@ -5,9 +5,14 @@
 // (core/redact.h) before anything can fail. Resolving also reaps the leftovers of killed runs
 // (core/tempdir.h).
 //
-// ResolveDatabase: --db CONNINFO, else LEDGERDIFF_DB, else the standard PG* environment (when
-// PGHOST, PGDATABASE, PGSERVICE or PGPORT is set), else the embedded default: a throwaway
-// cluster that lives as long as the returned Database (or in --keep-db DIR).
+// Database::Resolve: --db CONNINFO, else LEDGERDIFF_DB, else (for a command that only reads) the
+// standard PG* environment (when PGHOST, PGDATABASE, PGSERVICE or PGPORT is set), else the
+// embedded default: a throwaway cluster that lives as long as the returned Database (or in
+// --keep-db DIR).
+// INVARIANT: a command that writes (creates schemas, a job table, rows) writes only into a
+// database the user named for it (--db or LEDGERDIFF_DB). The PG* environment of an operator's
+// shell often points at production: for a writer it is ignored, removed from the process's
+// environment (so no worker, ingester or libpq default picks it up) and named in note().
 //
 // Ownership: a schema the tool creates carries the comment "ledgerdiff:owned run=<id>". The tool
 // drops, truncates or writes only schemas with that mark, unless the user passes --force.
@@ -27,6 +32,13 @@ struct DatabaseOptions {
   // Embedded server only: its max_connections. <= 0: the default (kDefaultEmbeddedMaxConnections).
   // A command running N workers passes EmbeddedMaxConnectionsFor(N).
   int max_connections = 0;
+  // The command (for messages) and what it does with the database (cli's command table):
+  // `writes`: see the INVARIANT above. `existing_only`: it works on a run that must already be
+  // in the database (worker, wait, runs, cancel), so with no database given at all (and no
+  // --keep-db) it is a Usage error instead of a throwaway server that cannot hold the run.
+  std::string command;
+  bool writes = false;
+  bool existing_only = false;
 };
 
 class Database {
@@ -38,11 +50,14 @@ class Database {
   const std::string& conninfo() const { return conninfo_; }
   bool embedded() const { return embedded_ != nullptr; }
   EmbeddedPostgres* embedded_server() { return embedded_.get(); }
+  // What the caller should say once on stderr ("" for nothing): the PG* variables a writer
+  // ignored and how to use them instead.
+  const std::string& note() const { return note_; }
   Result<std::unique_ptr<pg::Connection>> Connect(const std::string& application_name = "ledgerdiff") const;
 
  private:
   Database() = default;
-  std::string conninfo_;
+  std::string conninfo_, note_;
   std::unique_ptr<EmbeddedPostgres> embedded_;
 };
 

@@ -78,6 +78,16 @@ Connection::~Connection() {
 
 std::string Connection::LastError() const { return Trim(PQerrorMessage(conn_)); }
 
+std::vector<std::string> LibpqEnvironmentVariables() {
+  std::vector<std::string> names;
+  PQconninfoOption* options = PQconndefaults();
+  if (!options) return names;
+  for (const PQconninfoOption* o = options; o->keyword; ++o)
+    if (o->envvar) names.emplace_back(o->envvar);
+  PQconninfoFree(options);
+  return names;
+}
+
 Status Connection::Failure(const pg_result* res) const {
   const char* result_message = res ? PQresultErrorMessage(res) : nullptr;
   std::string msg = Trim(result_message && *result_message ? result_message : PQerrorMessage(conn_));
@@ -85,7 +95,8 @@ Status Connection::Failure(const pg_result* res) const {
   // closed socket may not have been noticed yet: an error the server did not send (no SQLSTATE,
   // made by libpq itself) counts as a lost connection too.
   const char* sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
-  bool server_going_down = sqlstate == nullptr || *sqlstate == '\0' || std::string_view(sqlstate).substr(0, 4) == "57P0";
+  bool server_going_down =
+      sqlstate == nullptr || *sqlstate == '\0' || std::string_view(sqlstate).substr(0, 4) == "57P0";
   if (PQstatus(conn_) == CONNECTION_BAD || server_going_down) {
     const char* host = PQhost(conn_);
     if (std::string cause = host ? EmbeddedServerFailureCause(host) : ""; !cause.empty())
@@ -106,10 +117,17 @@ bool ConnectErrorIsBadInput(const std::string& conninfo, const std::string& erro
   if (options) PQconninfoFree(options);
   if (parse_error) PQfreemem(parse_error);
   if (!conninfo.empty() && options == nullptr) return true;
-  static constexpr std::string_view kRefusals[] = {
-      "password authentication failed", "no pg_hba.conf entry", "does not exist",  // role / database
-      "no password supplied", "invalid connection option", "invalid URI", "missing \"=\"", "invalid sslmode",
-      "certificate authentication failed", "Peer authentication failed", "Ident authentication failed"};
+  static constexpr std::string_view kRefusals[] = {"password authentication failed",
+                                                   "no pg_hba.conf entry",
+                                                   "does not exist",  // role / database
+                                                   "no password supplied",
+                                                   "invalid connection option",
+                                                   "invalid URI",
+                                                   "missing \"=\"",
+                                                   "invalid sslmode",
+                                                   "certificate authentication failed",
+                                                   "Peer authentication failed",
+                                                   "Ident authentication failed"};
   for (std::string_view r : kRefusals)
     if (error.find(r) != std::string::npos) return true;
   return false;
@@ -117,8 +135,7 @@ bool ConnectErrorIsBadInput(const std::string& conninfo, const std::string& erro
 
 }  // namespace
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo,
-                                                     const std::string& application_name) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo, const std::string& application_name) {
   // Before anything can fail: libpq may echo the password (a malformed URI's token).
   RegisterConninfoSecrets(conninfo);
   RegisterEnvironmentSecrets();
@@ -157,8 +174,8 @@ Result<Rows> Connection::Exec(const std::string& sql, const std::vector<Param>& 
   std::vector<const char*> values;
   values.reserve(params.size());
   for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-  PGresult* res = PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr,
-                               values.data(), nullptr, nullptr, 0);
+  PGresult* res =
+      PQexecParams(conn_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr, nullptr, 0);
   Rows rows(res);
   auto st = PQresultStatus(res);
   if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
@@ -167,8 +184,7 @@ Result<Rows> Connection::Exec(const std::string& sql, const std::vector<Param>& 
   return rows;
 }
 
-Status Connection::CopyOut(const std::string& copy_sql,
-                           const std::function<Status(std::string_view line)>& on_line) {
+Status Connection::CopyOut(const std::string& copy_sql, const std::function<Status(std::string_view line)>& on_line) {
   {
     PGresult* res = PQexec(conn_, copy_sql.c_str());
     Rows holder(res);

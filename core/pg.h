@@ -75,8 +75,7 @@ class Connection {
 
   // COPY (...) TO STDOUT: calls `on_line` for every line (text format, without the trailing
   // newline). A non-ok Status from `on_line` cancels the COPY and is returned.
-  Status CopyOut(const std::string& copy_sql,
-                 const std::function<Status(std::string_view line)>& on_line);
+  Status CopyOut(const std::string& copy_sql, const std::function<Status(std::string_view line)>& on_line);
 
   // COPY ... FROM STDIN: BeginCopyIn, any number of PutCopyData (whole lines, each ending in
   // '\n', may be batched), then EndCopyIn (or AbortCopyIn).
@@ -119,6 +118,10 @@ class Transaction {
   explicit Transaction(Connection* conn) : conn_(conn) {}
   Connection* conn_;
 };
+
+// The environment variables libpq reads for connection defaults (PGHOST, PGPORT, PGOPTIONS,
+// PGSSLMODE, ...), from PQconndefaults: the whole list of the linked libpq.
+std::vector<std::string> LibpqEnvironmentVariables();
 
 // Server reachability check (PQping) without a full connection.
 bool Ping(const std::string& conninfo);

@@ -2,6 +2,7 @@
 // done, failed or cancelled, as an orchestrated run does; `cancel` fences a run's jobs; a planned
 // run is settled done only after the end-of-run checks; `plan --run-id` is checked before
 // anything is written; local workers must fit the server's connections.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,11 +10,10 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <regex>
-#include <thread>
-
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <thread>
 
 #include "core/database.h"
 #include "core/embedded_pg.h"
@@ -69,7 +69,8 @@ bool Eventually(const std::function<bool()>& done, std::chrono::milliseconds lim
 }
 
 // One value of a query (the first column of the first row; "" when there is none).
-std::string Value(pg::Connection& conn, const std::string& sql, const std::vector<std::optional<std::string>>& args = {}) {
+std::string Value(pg::Connection& conn, const std::string& sql,
+                  const std::vector<std::optional<std::string>>& args = {}) {
   auto r = conn.Exec(sql, args);
   if (!r.ok() || r->size() == 0 || r->IsNull(0, 0)) return "";
   return std::string(r->Get(0, 0));
@@ -108,7 +109,8 @@ TEST(Guard, LiveWorkersOfAPlannedRunKeepTheirSchema) {
       Plan({"--range", range, "--schema", schema, "--job-size", "25", "--hold", "1:1:history_ledgers:15"});
   ASSERT_FALSE(run_id.empty());
   auto conn = Connect();
-  const std::string mark = MarkOf(*conn, schema), oid = Value(*conn, "SELECT oid FROM pg_namespace WHERE nspname = $1", {schema});
+  const std::string mark = MarkOf(*conn, schema),
+                    oid = Value(*conn, "SELECT oid FROM pg_namespace WHERE nspname = $1", {schema});
   ASSERT_EQ(mark, "ledgerdiff:owned run=" + run_id);
   const std::string log = TempFile("guard_workers");
   pid_t a = StartWorker(run_id, log + "_a"), b = StartWorker(run_id, log + "_b");
@@ -139,8 +141,8 @@ TEST(Guard, LiveWorkersOfAPlannedRunKeepTheirSchema) {
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
   EXPECT_EQ(testing::WaitExitCode(a), 0) << testing::ReadFileBytes(log + "_a.err");
   EXPECT_EQ(testing::WaitExitCode(b), 0) << testing::ReadFileBytes(log + "_b.err");
-  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1",
-                        "--density", "flat"});
+  auto ingest = RunCli(
+      {"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1", "--density", "flat"});
   ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
   auto diff = RunCli({"diff", "--db", TestConninfo(), serial, schema, "--range", range});
   EXPECT_EQ(diff.exit_code, 0) << diff.out << diff.err;
@@ -154,16 +156,17 @@ TEST(Guard, LiveWorkersOfAPlannedRunKeepTheirSchema) {
 TEST(Guard, AnOrchestratedLiveRunBlocksPlanAndCanBeCancelled) {
   const std::string schema = UniqueName("orch_live");
   const std::string out = TempFile("orch_live");
-  pid_t ingest = Start({"ingest", "--range", "2:61", "--schema", schema, "--workers", "1", "--job-size", "20",
-                        "--density", "flat", "--hold", "2:1:history_ledgers:6", "--db", TestConninfo(), "--format",
-                        "json"},
-                       out);
+  pid_t ingest =
+      Start({"ingest", "--range", "2:61", "--schema", schema, "--workers", "1", "--job-size", "20", "--density", "flat",
+             "--hold", "2:1:history_ledgers:6", "--db", TestConninfo(), "--format", "json"},
+            out);
   auto conn = Connect();
   std::string run_id;
   ASSERT_TRUE(Eventually([&] {
     run_id = Value(*conn, "SELECT run_id FROM ledgerdiff_control.runs WHERE schema_name = $1", {schema});
-    return !run_id.empty() && Value(*conn, "SELECT 1 FROM ledgerdiff_control.jobs WHERE run_id = $1 AND job_id = 2 "
-                                           "AND stage LIKE 'hold:%'",
+    return !run_id.empty() && Value(*conn,
+                                    "SELECT 1 FROM ledgerdiff_control.jobs WHERE run_id = $1 AND job_id = 2 "
+                                    "AND stage LIKE 'hold:%'",
                                     {run_id}) == "1";
   }));
   for (const std::string fresh : {"--fresh", "--force"}) {
@@ -306,9 +309,9 @@ TEST(Guard, APlannedRunWhoseEndOfRunCheckFailsIsFailed) {
     std::string tamper;  // SQL, {} is the schema
     std::string reason;
   };
-  for (const Case& c : {Case{"re-marked", "COMMENT ON SCHEMA {} IS 'ledgerdiff:owned run=somebody_else'",
-                             "no longer this run's"},
-                        Case{"rows deleted", "DELETE FROM {}.history_ledgers WHERE sequence = 3", "its jobs committed"}}) {
+  for (const Case& c :
+       {Case{"re-marked", "COMMENT ON SCHEMA {} IS 'ledgerdiff:owned run=somebody_else'", "no longer this run's"},
+        Case{"rows deleted", "DELETE FROM {}.history_ledgers WHERE sequence = 3", "its jobs committed"}}) {
     SCOPED_TRACE(c.name);
     const std::string schema = UniqueName("settle");
     const std::string run_id =
@@ -343,8 +346,8 @@ TEST(Guard, PlanRunIdIsCheckedBeforeAnythingIsWritten) {
   const std::string id = UniqueName("my_run"), first = UniqueName("runid_a"), second = UniqueName("runid_b");
   EXPECT_EQ(Plan({"--range", "2:21", "--schema", first, "--run-id", id}), id);
   const std::string oid = Value(*conn, "SELECT oid FROM pg_namespace WHERE nspname = $1", {first});
-  for (const auto& [schema, extra] : std::vector<std::pair<std::string, std::string>>{{second, "--force"},
-                                                                                       {first, "--fresh"}}) {
+  for (const auto& [schema, extra] :
+       std::vector<std::pair<std::string, std::string>>{{second, "--force"}, {first, "--fresh"}}) {
     auto r = RunCli({"plan", "--db", TestConninfo(), "--range", "2:21", "--schema", schema, "--run-id", id, extra});
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find("--run-id " + id + ": a run with that id exists already (schema \"" + first + "\""),
@@ -388,8 +391,8 @@ TEST(Guard, LocalWorkersMustFitTheServersConnections) {
   }
   const std::string db = (*server)->conninfo() + " user=ld_budget dbname=ld_budget";
 
-  auto refused = RunCli({"ingest", "--db", db, "--range", "2:41", "--schema", "wide", "--workers", "16",
-                         "--density", "flat"});
+  auto refused =
+      RunCli({"ingest", "--db", db, "--range", "2:41", "--schema", "wide", "--workers", "16", "--density", "flat"});
   ASSERT_EQ(refused.exit_code, 2) << refused.err;
   for (const char* part : {"--workers 16 needs 32 connections (2 per worker: its jobs and its heartbeat)",
                            "max_connections 20", "superuser_reserved_connections 3", " in use"})
@@ -401,7 +404,8 @@ TEST(Guard, LocalWorkersMustFitTheServersConnections) {
   const std::string fits = m[1];
   EXPECT_EQ(m[2], fits);
   auto budget_db = Connect(db);
-  EXPECT_EQ(Value(*budget_db, "SELECT count(*) FROM pg_namespace WHERE nspname IN ('wide', 'ledgerdiff_control')"), "0");
+  EXPECT_EQ(Value(*budget_db, "SELECT count(*) FROM pg_namespace WHERE nspname IN ('wide', 'ledgerdiff_control')"),
+            "0");
   budget_db.reset();
   auto fitted = RunCli({"ingest", "--db", db, "--range", "2:41", "--schema", "wide", "--workers", fits, "--job-size",
                         "5", "--density", "flat", "--format", "json"});
@@ -419,19 +423,22 @@ TEST(Guard, LocalWorkersMustFitTheServersConnections) {
   std::string run_id, b_pid;
   ASSERT_TRUE(Eventually([&] {
     run_id = Value(*watch, "SELECT run_id FROM ledgerdiff_control.runs WHERE schema_name = 'held'");
-    b_pid = Value(*watch, "SELECT worker_pid FROM ledgerdiff_control.jobs WHERE run_id = $1 AND job_id = 3 AND "
-                          "state = 'done'",
+    b_pid = Value(*watch,
+                  "SELECT worker_pid FROM ledgerdiff_control.jobs WHERE run_id = $1 AND job_id = 3 AND "
+                  "state = 'done'",
                   {run_id});
     return !b_pid.empty() &&
-           Value(*watch, "SELECT 1 FROM ledgerdiff_control.jobs WHERE run_id = $1 AND job_id = 1 AND stage LIKE "
-                         "'hold:%'",
+           Value(*watch,
+                 "SELECT 1 FROM ledgerdiff_control.jobs WHERE run_id = $1 AND job_id = 1 AND stage LIKE "
+                 "'hold:%'",
                  {run_id}) == "1";
   })) << testing::ReadFileBytes(out + ".err");
   watch.reset();
   // The orchestrator's session and two per worker (this test's own has gone).
   ASSERT_TRUE(Eventually([&] {
-    return Value(*admin, "SELECT count(*) FROM pg_stat_activity WHERE usename = 'ld_budget' AND backend_type = "
-                         "'client backend'") == "5";
+    return Value(*admin,
+                 "SELECT count(*) FROM pg_stat_activity WHERE usename = 'ld_budget' AND backend_type = "
+                 "'client backend'") == "5";
   }));
   ASSERT_TRUE(admin->Run("ALTER ROLE ld_budget CONNECTION LIMIT 3").ok());
   ASSERT_EQ(kill(std::stoi(b_pid), SIGKILL), 0);
@@ -447,6 +454,67 @@ TEST(Guard, LocalWorkersMustFitTheServersConnections) {
   EXPECT_GE(report["workers_replaced"].get<int>(), 2) << report.dump();
   std::filesystem::remove(out);
   std::filesystem::remove(out + ".err");
+}
+
+// The schemas of database `conninfo` other than PostgreSQL's own and public.
+std::set<std::string> UserSchemas(const std::string& conninfo) {
+  std::set<std::string> out;
+  auto conn = Connect(conninfo);
+  auto rows = conn->Exec(
+      "SELECT nspname FROM pg_namespace WHERE nspname NOT LIKE 'pg\\_%' AND nspname NOT IN ('public', "
+      "'information_schema')");
+  if (!rows.ok())
+    ADD_FAILURE() << rows.status().message();
+  else
+    for (int i = 0; i < rows->size(); ++i) out.insert(std::string(rows->Get(i, 0)));
+  return out;
+}
+
+// An operator's shell whose PG* points at production: writing commands use the embedded default
+// (one line says PG* was ignored, and how to write there) and leave production untouched; a
+// worker, which joins an existing run, exits 2 naming the missing database; a reading command
+// still reads where PG* points, and --db writes where it says.
+TEST(Guard, WritingCommandsIgnoreThePgEnvironment) {
+  const std::string prod = UniqueName("ld_prod");
+  const Status created = Connect()->Run("CREATE DATABASE " + pg::QuoteIdent(prod));
+  ASSERT_TRUE(created.ok()) << created.message();
+  std::smatch host, port;
+  const std::string base = TestConninfo();
+  ASSERT_TRUE(std::regex_search(base, host, std::regex("host=(\\S+)")) &&
+              std::regex_search(base, port, std::regex("port=(\\S+)")))
+      << base;
+  const std::vector<std::string> env = {"LEDGERDIFF_DB=",    "PGHOST=" + host[1].str(), "PGPORT=" + port[1].str(),
+                                        "PGUSER=ledgerdiff", "PGDATABASE=" + prod,      "PGAPPNAME=ops-shell"};
+  const std::string prod_conninfo = base + " dbname=" + prod;
+  ASSERT_TRUE(UserSchemas(prod_conninfo).empty());
+
+  auto verify = RunCli({"verify", "--range", "2:201", "--workers", "2", "--density", "flat"}, env);
+  EXPECT_EQ(verify.exit_code, 0) << verify.err;
+  for (const char* part :
+       {"PGAPPNAME, PGDATABASE, PGHOST, PGPORT, PGUSER set but ignored: verify writes", "export LEDGERDIFF_DB"})
+    EXPECT_NE(verify.err.find(part), std::string::npos) << part << " missing: " << verify.err;
+  EXPECT_EQ(verify.err.find(prod), std::string::npos) << verify.err;
+  auto ingest = RunCli({"ingest", "--range", "2:51", "--schema", "ops", "--density", "flat"}, env);
+  EXPECT_EQ(ingest.exit_code, 0) << ingest.err;
+  EXPECT_NE(ingest.err.find("set but ignored: ingest writes"), std::string::npos) << ingest.err;
+  auto worker = RunCli({"worker", "--run", "some-run"}, env);
+  EXPECT_EQ(worker.exit_code, 2) << worker.err;
+  EXPECT_NE(worker.err.find("worker: no database given (PGAPPNAME, PGDATABASE, PGHOST, PGPORT, PGUSER ignored"),
+            std::string::npos)
+      << worker.err;
+  EXPECT_EQ(Lines(worker.err), 1) << worker.err;
+  EXPECT_EQ(UserSchemas(prod_conninfo), std::set<std::string>{}) << "a writing command wrote into PG*'s database";
+
+  // Named with --db, production is written; a reader with only PG* reads it.
+  auto named =
+      RunCli({"ingest", "--db", prod_conninfo, "--range", "2:51", "--schema", "named", "--density", "flat"}, env);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(named.err.find("ignored"), std::string::npos) << named.err;
+  EXPECT_TRUE(UserSchemas(prod_conninfo).count("named"));
+  auto digest = RunCli({"digest", "--schema", "named", "--range", "2:51"}, env);
+  EXPECT_EQ(digest.exit_code, 0) << digest.err;
+  EXPECT_NE(digest.out.find("history_ledgers"), std::string::npos) << digest.out;
+  EXPECT_EQ(digest.err.find("ignored"), std::string::npos) << digest.err;
 }
 
 }  // namespace

@@ -26,6 +26,11 @@ need_db() {
   [[ -n ${LEDGERDIFF_DB:-}${PGHOST:-}${PGSERVICE:-} ]] ||
     die "no database: set LEDGERDIFF_DB (conninfo without the password) or PGHOST/PGSERVICE"
 }
+# A command that writes (plan, worker) uses only LEDGERDIFF_DB or --db: PG* alone is ignored by it.
+need_write_db() {
+  [[ -n ${LEDGERDIFF_DB:-} ]] ||
+    die "no database to write into: set LEDGERDIFF_DB (conninfo without the password); ledgerdiff's writing commands ignore PG* alone"
+}
 
 # array_shard: this task's shard (SLURM_ARRAY_TASK_ID) and the shard count, which must be the
 # array's size (LEDGERDIFF_SHARDS when given, else the array size).
