@@ -233,6 +233,11 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   EXPECT_EQ(round.redone_after_resume, 0u);
   EXPECT_GE(round.recovered_jobs, 4u);  // kill, hang, crash, disconnect each cost an attempt
   EXPECT_FALSE(round.schema_kept);
+  // Each fault caught by the detector its kind exists to prove (issue 25).
+  for (const auto& f : round.faults) {
+    ASSERT_TRUE(f.detector) << f.plan.kind << ": " << f.not_counted;
+    EXPECT_EQ(*f.detector, verify::ExpectedDetector(f.plan.kind)) << f.plan.kind << ": " << f.not_counted;
+  }
 }
 
 // The orchestrator kill fires at its planned point (issue 11), not after the run's other faults
@@ -298,6 +303,9 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
     if (f.plan.kind == "orchestrator") {
       EXPECT_NE(f.detail.find(fmt::format("(planned {})", planned)), std::string::npos) << f.detail;
     }
+    // The kill at its planned point cut no other fault's detector short (issue 25).
+    EXPECT_TRUE(f.injected) << f.plan.kind << ": " << f.not_counted;
+    EXPECT_EQ(f.detector, verify::ExpectedDetector(f.plan.kind)) << f.plan.kind << ": " << f.not_counted;
   }
 
   // The resumed run is identical to the baseline, digest for digest.

@@ -868,8 +868,21 @@ verify::ChaosReport SampleChaos(bool valid) {
     round.ingest_ok = true;
     round.jobs = 30;
     round.valid = true;
-    round.faults.push_back({{"kill", 4, "mid-job", 0}, 1, true, "SIGKILL worker w2 (pid 123) during job 4 attempt 1"});
-    round.faults.push_back({{"orchestrator", 0, "", 25}, 1, true, "killed the orchestrator after 25 jobs done"});
+    round.faults.push_back({{"kill", 4, "mid-job", 0},
+                            1,
+                            true,
+                            "SIGKILL worker w2 (pid 123) during job 4 attempt 1",
+                            true,
+                            ingest::Detector::kProcessExit,
+                            ""});
+    round.faults.push_back({{"orchestrator", 0, "", 25},
+                            1,
+                            true,
+                            "killed the orchestrator after 25 jobs done",
+                            true,
+                            ingest::Detector::kOrchestratorRestart,
+                            ""});
+    round.detectors = {{ingest::Detector::kProcessExit, 1}, {ingest::Detector::kOrchestratorRestart, 1}};
     r.rounds.push_back(round);
   }
   if (!valid) {
