@@ -163,16 +163,16 @@ class Round {
       auto jobs = ListJobs(*conn_, r_.run_id);
       if (jobs.ok() && !jobs->empty()) {
         // The orchestrator kill first: a target held at its hold point in this poll dies with it
-        // unfired and moves to its next attempt. While the kill waits for a fault to be caught,
-        // no new fault fires (it would only prolong the wait), but for a hang's heartbeat timeout:
-        // seconds in which other targets' holds would run out.
+        // unfired and moves to its next attempt. While the kill waits a moment for a fault to be
+        // caught, held targets wait too (firing them would only prolong the wait), unless their
+        // hold is about to end; not while it waits for a hang's heartbeat timeout (seconds).
         const KillDue due = OrchestratorDue(*jobs);
         if (due == KillDue::kNow) {
           for (const auto& j : *jobs)
             if (j.state == "done") done_at_kill[j.job_id] = j.attempt;
           LD_RETURN_IF_ERROR(KillAndResumeOrchestrator());
-        } else if (due != KillDue::kAwaitCatch) {
-          InjectPerJob(*jobs);
+        } else {
+          InjectPerJob(*jobs, /*kill_waiting=*/due == KillDue::kAwaitCatch);
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -291,8 +291,9 @@ class Round {
       if (f.kind == "crash") io.crash_points.push_back({f.job, 1, f.stage, "abort"});
       if ((f.kind == "kill" || f.kind == "hang" || f.kind == "disconnect") && o_.ingest_cmd.empty())
         io.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
-      if (f.kind == "hang" && o_.ingest_cmd.empty())
-        for (uint32_t a = 2; a <= 1 + kills; ++a) io.hold_points.push_back({f.job, a, f.stage, RetryHoldS()});
+      if (f.kind == "hang" && o_.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
+        for (uint32_t a = 2; a <= 1 + std::min(kills, o_.retries); ++a)
+          io.hold_points.push_back({f.job, a, f.stage, RetryHoldS()});
     }
     return ingest::RegisterRun(*conn_, io).status();
   }
@@ -323,11 +324,12 @@ class Round {
   }
 
   // Fires each per-job fault whose target attempt is at its hold point (any time it runs, with an
-  // external ingester). A hang waits while orchestrator kills remain in the round (the kill then
-  // takes its held attempt along and the hang moves to the next one), so that no kill cuts its
-  // heartbeat timeout short; when its hold is about to end first, it fires anyway and the kill
-  // waits for its heartbeat timeout instead.
-  void InjectPerJob(const std::vector<JobRow>& jobs) {
+  // external ingester). A held target waits (a hang while orchestrator kills remain in the round,
+  // any kind while a due kill waits for a fault to be caught): the kill then takes its attempt
+  // along and the fault moves to the next one, so that no kill cuts a hang's heartbeat timeout
+  // short. When its hold is about to end first, it fires anyway (the kill then waits for it to be
+  // caught, a hang for its heartbeat timeout).
+  void InjectPerJob(const std::vector<JobRow>& jobs, bool kill_waiting) {
     const bool kills_remain = KillsRemain();
     for (size_t i = 0; i < r_.faults.size(); ++i) {
       RoundFault& f = r_.faults[i];
@@ -337,7 +339,7 @@ class Round {
         bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
         if (!in_hold) continue;
         std::string before_kill;
-        if (f.plan.kind == "hang" && kills_remain && o_.ingest_cmd.empty()) {
+        if (o_.ingest_cmd.empty() && ((f.plan.kind == "hang" && kills_remain) || kill_waiting)) {
           auto& seen = hold_seen_[i];
           if (seen.first != f.attempt) seen = {f.attempt, Clock::now()};
           const double wait_s = o_.hold_s - std::min(o_.hold_s / 2, 1.0);
