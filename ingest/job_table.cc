@@ -27,7 +27,10 @@ std::vector<JobRow> JobRows(const pg::Rows& rows) {
              static_cast<int>(rows.GetInt(i, 7)),
              std::string(rows.Get(i, 8)),
              rows.GetInt(i, 9),
-             std::string(rows.Get(i, 10))};
+             std::string(rows.Get(i, 10)),
+             -1,
+             true,
+             std::nullopt};
     if (rows.columns() > 12) {
       j.heartbeat_age_s = std::stod(std::string(rows.Get(i, 11)));
       j.session_alive = rows.Get(i, 12) == "t";
@@ -101,9 +104,10 @@ Status MigrateControlSchema(pg::Connection& conn) {
     const char* name;
     const char* type;
   };
-  for (const Column& c : {Column{"jobs", "stage", "text"}, Column{"attempts", "slot", "integer"},
-                          Column{"runs", "mode", "text NOT NULL DEFAULT 'orchestrated'"},
-                          Column{"runs", "error", "text"}}) {
+  for (const Column& c :
+       {Column{"jobs", "stage", "text"}, Column{"attempts", "slot", "integer"},
+        Column{"runs", "mode", "text NOT NULL DEFAULT 'orchestrated'"}, Column{"runs", "error", "text"},
+        Column{"attempts", "detector", "text"}, Column{"runs", "resumes", "integer NOT NULL DEFAULT 0"}}) {
     LD_ASSIGN_OR_RETURN(bool present, has_column(c.table, c.name));
     if (!present)
       LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", T(c.table), c.name, c.type)));
@@ -172,6 +176,7 @@ CREATE TABLE {runs} (
   state text NOT NULL DEFAULT 'running' CONSTRAINT runs_state_check CHECK (state IN ({run_states})),
   mode text NOT NULL DEFAULT 'orchestrated',
   error text,
+  resumes integer NOT NULL DEFAULT 0,
   created_at timestamptz NOT NULL DEFAULT now(),
   finished_at timestamptz
 );
@@ -206,6 +211,7 @@ CREATE TABLE {attempts} (
   finished_at timestamptz,
   outcome text NOT NULL DEFAULT 'running',
   error text,
+  detector text,
   PRIMARY KEY (run_id, job_id, attempt)
 );)",
                                 fmt::arg("s", pg::QuoteIdent(kControlSchema)), fmt::arg("runs", T("runs")),
@@ -252,15 +258,17 @@ Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id) {
 Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
   if (exists.Get(0, 0) != "t") return std::optional<RunRow>();
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT run_id, schema_name, state, coalesce(to_jsonb(r) "
-                                                           "->> 'mode', 'orchestrated'), coalesce(to_jsonb(r) ->> "
-                                                           "'error', '') FROM {} r WHERE run_id = $1",
-                                                           T("runs")),
-                                               {run_id}));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows,
+                      conn.Exec(fmt::format("SELECT run_id, schema_name, state, coalesce(to_jsonb(r) "
+                                            "->> 'mode', 'orchestrated'), coalesce(to_jsonb(r) ->> "
+                                            "'error', ''), coalesce((to_jsonb(r) ->> 'resumes')::int, 0) "
+                                            "FROM {} r WHERE run_id = $1",
+                                            T("runs")),
+                                {run_id}));
   if (rows.size() == 0) return std::optional<RunRow>();
   return std::optional<RunRow>(RunRow{std::string(rows.Get(0, 0)), std::string(rows.Get(0, 1)),
                                       std::string(rows.Get(0, 2)), std::string(rows.Get(0, 3)),
-                                      std::string(rows.Get(0, 4))});
+                                      std::string(rows.Get(0, 4)), static_cast<uint32_t>(rows.GetInt(0, 5))});
 }
 
 Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state,
@@ -344,20 +352,23 @@ std::string RequeueSet(const RunSpec& spec) {
 
 }  // namespace
 
-Status FailJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& error) {
-  std::string sql = fmt::format(R"(
+Status FailJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& error,
+               Detector detector) {
+  std::string sql =
+      fmt::format(R"(
 WITH failed AS (
   UPDATE {jobs} j SET {set}, error = $4
   WHERE j.run_id = $1 AND j.job_id = $2 AND j.attempt = $3 AND j.state = 'running'
   RETURNING j.job_id
 )
-UPDATE {attempts} a SET finished_at = now(), outcome = 'failed', error = $4
+UPDATE {attempts} a SET finished_at = now(), outcome = 'failed', error = $4, detector = $5
 FROM failed WHERE a.run_id = $1 AND a.job_id = failed.job_id AND a.attempt = $3)",
-                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
-                                fmt::arg("set", RequeueSet(spec)));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, Str(job.job_id), Str(job.attempt), error}));
+                  fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")), fmt::arg("set", RequeueSet(spec)));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, Str(job.job_id), Str(job.attempt), error,
+                                                     std::string(ToString(detector))}));
   if (rows.AffectedRows() == 0) {
-    // The attempt had already been taken from this worker: record that it was fenced off.
+    // The attempt had already been taken from this worker: record that it was fenced off (its
+    // detector stays the one that caught it).
     LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET outcome = 'fenced', error = $4, finished_at = "
                                              "coalesce(finished_at, now()) WHERE run_id = $1 AND job_id = $2 AND "
                                              "attempt = $3",
@@ -369,34 +380,56 @@ FROM failed WHERE a.run_id = $1 AND a.job_id = failed.job_id AND a.attempt = $3)
 }
 
 Result<std::vector<JobRow>> RequeueLost(pg::Connection& conn, const RunSpec& spec,
-                                        const std::optional<std::string>& dead_worker, const std::string& why) {
-  // A job is lost when its worker died, its heartbeat is stale, or its backend vanished.
-  std::string sql = fmt::format(R"(
+                                        const std::optional<std::string>& worker, const std::string& why,
+                                        const std::string& orchestrator_instance, Detector worker_detector) {
+  // A job is lost when its worker died, its heartbeat is stale, or its backend vanished; what
+  // caught it is recorded with the attempt (ingest/detector.h), in the order of the CASEs below.
+  std::string sql = fmt::format(
+      R"(
 WITH lost AS (
   SELECT j.job_id, j.attempt,
-    CASE WHEN j.worker = $2 THEN $3
-         WHEN j.heartbeat < now() - make_interval(secs => {timeout}) THEN 'no heartbeat for {timeout} s'
-         ELSE 'its database session ended' END AS why
+    CASE WHEN $2::text IS NOT NULL THEN $3
+         WHEN {other_instance} THEN 'its orchestrator was restarted (the worker died with instance ' ||
+           substr(j.worker, strpos(j.worker, '@') + 1) || ')'
+         WHEN {stale} THEN 'no heartbeat for {timeout} s'
+         ELSE 'its database session ended' END AS why,
+    CASE WHEN $2::text IS NOT NULL THEN $5
+         WHEN {other_instance} THEN '{orchestrator_restart}'
+         WHEN {stale} THEN '{heartbeat_timeout}'
+         ELSE '{lost_connection}' END AS detector
   FROM {jobs} j
   WHERE j.run_id = $1 AND j.state = 'running'
-    AND (j.worker = $2
-         OR j.heartbeat < now() - make_interval(secs => {timeout})
-         OR NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = j.backend_pid))
+    AND CASE WHEN $2::text IS NOT NULL THEN j.worker = $2
+             ELSE {stale} OR (NOT EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = j.backend_pid)
+                              AND NOT coalesce({own_instance}, false)) END
   FOR UPDATE OF j SKIP LOCKED
 ), requeued AS (
   UPDATE {jobs} j SET {set}, error = lost.why
   FROM lost WHERE j.run_id = $1 AND j.job_id = lost.job_id
-  RETURNING j.job_id, j.range_from, j.range_to, j.state, j.attempt, j.worker, j.worker_pid, j.backend_pid, lost.why
+  RETURNING j.job_id, j.range_from, j.range_to, j.state, j.attempt, j.worker, j.worker_pid, j.backend_pid, lost.why,
+    lost.detector
 ), logged AS (
-  UPDATE {attempts} a SET finished_at = now(), outcome = 'lost', error = r.why
+  UPDATE {attempts} a SET finished_at = now(), outcome = 'lost', error = r.why, detector = r.detector
   FROM requeued r WHERE a.run_id = $1 AND a.job_id = r.job_id AND a.attempt = r.attempt
 )
 SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coalesce(worker_pid, 0),
-       coalesce(backend_pid, 0), why, 0, '' FROM requeued ORDER BY job_id)",
-                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
-                                fmt::arg("set", RequeueSet(spec)), fmt::arg("timeout", spec.job_timeout_s));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, dead_worker, why}));
-  return JobRows(rows);
+       coalesce(backend_pid, 0), why, 0, '', detector FROM requeued ORDER BY job_id)",
+      fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")), fmt::arg("set", RequeueSet(spec)),
+      fmt::arg("timeout", spec.job_timeout_s),
+      fmt::arg("stale", fmt::format("j.heartbeat < now() - make_interval(secs => {})", spec.job_timeout_s)),
+      // Workers are named "wN[.G]@host:pid:start" after their orchestrator instance; $4 is the caller's.
+      fmt::arg("own_instance",
+               "$4 <> '' AND strpos(j.worker, '@') > 0 AND substr(j.worker, strpos(j.worker, '@') + 1) = $4"),
+      fmt::arg("other_instance",
+               "$4 <> '' AND strpos(j.worker, '@') > 0 AND substr(j.worker, strpos(j.worker, '@') + 1) <> $4"),
+      fmt::arg("orchestrator_restart", ToString(Detector::kOrchestratorRestart)),
+      fmt::arg("heartbeat_timeout", ToString(Detector::kHeartbeatTimeout)),
+      fmt::arg("lost_connection", ToString(Detector::kLostConnection)));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, worker, why, orchestrator_instance,
+                                                     std::string(ToString(worker_detector))}));
+  std::vector<JobRow> out = JobRows(rows);
+  for (int i = 0; i < rows.size(); ++i) out[static_cast<size_t>(i)].detector = ParseDetector(rows.Get(i, 11));
+  return out;
 }
 
 Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why) {
@@ -453,17 +486,30 @@ Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::st
       conn.Exec(fmt::format(
                     "SELECT a.job_id, a.attempt, a.worker, extract(epoch FROM a.started_at - r.created_at), "
                     "coalesce(extract(epoch FROM a.finished_at - r.created_at), -1), a.outcome, coalesce(a.error, ''), "
-                    "j.range_from, j.range_to, coalesce(a.slot, 0) FROM {} a JOIN {} r USING (run_id) JOIN {} j USING (run_id, job_id) "
+                    "j.range_from, j.range_to, coalesce(a.slot, 0), coalesce(a.detector, '') "
+                    "FROM {} a JOIN {} r USING (run_id) JOIN {} j USING (run_id, job_id) "
                     "WHERE a.run_id = $1 ORDER BY a.started_at, a.job_id, a.attempt",
                     T("attempts"), T("runs"), T("jobs")),
                 {run_id}));
   std::vector<AttemptRow> out;
   for (int i = 0; i < rows.size(); ++i) {
-    out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)), static_cast<uint32_t>(rows.GetInt(i, 1)),
-                   std::string(rows.Get(i, 2)), std::stod(std::string(rows.Get(i, 3))),
-                   std::stod(std::string(rows.Get(i, 4))), std::string(rows.Get(i, 5)), std::string(rows.Get(i, 6)),
+    std::optional<Detector> detector;
+    if (!rows.Get(i, 10).empty()) {
+      detector = ParseDetector(rows.Get(i, 10));
+      if (!detector)
+        return Status::Runtimef("run {}: job {} attempt {} has an unknown detector \"{}\"", run_id, rows.Get(i, 0),
+                                rows.Get(i, 1), rows.Get(i, 10));
+    }
+    out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)),
+                   static_cast<uint32_t>(rows.GetInt(i, 1)),
+                   std::string(rows.Get(i, 2)),
+                   std::stod(std::string(rows.Get(i, 3))),
+                   std::stod(std::string(rows.Get(i, 4))),
+                   std::string(rows.Get(i, 5)),
+                   std::string(rows.Get(i, 6)),
                    {static_cast<Ledger>(rows.GetInt(i, 7)), static_cast<Ledger>(rows.GetInt(i, 8))},
-                   static_cast<int>(rows.GetInt(i, 9))});
+                   static_cast<int>(rows.GetInt(i, 9)),
+                   detector});
   }
   return out;
 }

@@ -2,10 +2,11 @@
 // The job table: the single source of truth of an ingestion run.
 //
 // Lives in the tool-owned control schema "ledgerdiff_control" of the target database:
-//   runs(run_id, schema_name, range, job_size, workers, spec, state, mode, error, ...)
+//   runs(run_id, schema_name, range, job_size, workers, spec, state, mode, error, resumes, ...)
 //   jobs(run_id, job_id, range, state, attempt, worker, worker_pid, backend_pid, heartbeat,
 //        not_before, started_at, finished_at, error, rows, stage)
-//   attempts(run_id, job_id, attempt, worker, slot, started_at, finished_at, outcome, error)
+//   attempts(run_id, job_id, attempt, worker, slot, started_at, finished_at, outcome, error,
+//            detector: what caught a failed attempt, ingest/detector.h)
 //   workers(run_id, worker, host, pid, slot, backend_pid, started_at, last_seen, exited_at,
 //           exit_code, error): the worker processes that joined a run, for liveness reports
 //
@@ -35,6 +36,7 @@
 #include "core/ledger_range.h"
 #include "core/pg.h"
 #include "core/status.h"
+#include "ingest/detector.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::ingest {
@@ -88,6 +90,8 @@ struct JobRow {
   // whether the claiming session (backend_pid) still exists.
   double heartbeat_age_s = -1;
   bool session_alive = true;
+  // RequeueLost only: what caught the lost attempt.
+  std::optional<Detector> detector;
 };
 
 struct AttemptRow {
@@ -100,6 +104,7 @@ struct AttemptRow {
   std::string error;
   LedgerRange range;
   int slot = 0;  // the worker's lane 1..N (a replacement keeps its lane); 0 when not recorded
+  std::optional<Detector> detector;  // what caught a failed attempt (none: done, stopped or running)
 };
 
 // Creates the control schema and tables when missing (idempotent, concurrency-safe).
@@ -114,7 +119,8 @@ Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id);
 // A run's row without its spec.
 struct RunRow {
   std::string run_id, schema, state, mode;
-  std::string error;  // why it failed or was cancelled ("" otherwise)
+  std::string error;     // why it failed or was cancelled ("" otherwise)
+  uint32_t resumes = 0;  // times the run was reopened to be continued (ReopenRun), e.g. by a restarted orchestrator
 };
 // nullopt when the run (or the whole job table) does not exist.
 Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id);
@@ -136,15 +142,27 @@ Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const Cl
 // The fenced "done" update with the rows the job wrote; call inside the job's data
 // transaction. Error if fenced off.
 Status FinishJob(pg::Connection& conn, const std::string& run_id, const ClaimedJob& job, int64_t rows);
-// Records a failed attempt by its own worker (fenced): requeue with backoff or fail.
-Status FailJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& error);
+// Records a failed attempt by its own worker (fenced): requeue with backoff or fail. `detector`:
+// kLostConnection when the worker's job session broke, kAttemptError otherwise. An attempt already
+// taken from the worker keeps the detector that caught it (its outcome becomes "fenced").
+Status FailJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& error,
+               Detector detector);
 
-// Requeues every running job of `run_id` that matches: held by `worker` (a dead worker), or
-// with a heartbeat older than the job timeout, or whose backend no longer exists. Rows locked
-// by a live transaction are skipped (retried on the next call). Returns requeued jobs with
-// their worker and worker_pid, so the caller can kill local stale processes.
+// Requeues lost running jobs of `run_id` (requeued with backoff, or failed when out of retries)
+// and records what caught each with its attempt (ingest/detector.h). With `worker`: the jobs
+// that worker holds, caught by `worker_detector` for the reason `why` (a dead worker:
+// process_exit). Without: every job whose heartbeat is older than the job timeout or whose
+// backend no longer exists, caught by orchestrator_restart when `orchestrator_instance` is given
+// and the worker ("wN@INSTANCE") belongs to another orchestrator instance, else heartbeat_timeout
+// (stale heartbeat) or lost_connection (backend gone); a vanished backend of the caller's own
+// worker (same instance, fresh heartbeat) is left to the caller, who alone knows whether the
+// process died (process_exit) or only its session ended (lost_connection). Rows locked by a
+// live transaction are skipped (retried on the next call). Returns requeued jobs with their
+// worker, worker_pid and detector, so the caller can kill local stale processes.
 Result<std::vector<JobRow>> RequeueLost(pg::Connection& conn, const RunSpec& spec,
-                                        const std::optional<std::string>& dead_worker, const std::string& why);
+                                        const std::optional<std::string>& worker, const std::string& why,
+                                        const std::string& orchestrator_instance = "",
+                                        Detector worker_detector = Detector::kProcessExit);
 // Requeues every running job (orchestrator resume / shutdown): outcome "interrupted".
 Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why);
 

@@ -85,6 +85,19 @@ class WorkerPool {
 
   void Kill(int pid, int sig) { kill(-pid, sig); }
 
+  // Waits up to `timeout` for the worker `pid` to exit, without reaping it (Reap does): true
+  // when it has exited.
+  bool AwaitExit(int pid, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    for (;;) {
+      siginfo_t info{};
+      if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0) return true;  // gone
+      if (info.si_pid == pid) return true;
+      if (Clock::now() >= deadline) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+
   void KillAll(int sig) {
     for (auto& w : workers_) {
       kill(-w.pid, sig);
@@ -110,6 +123,8 @@ class WorkerPool {
   }
 
   bool empty() const { return workers_.empty(); }
+  // "host:pid:start": this orchestrator instance, the suffix of its workers' names.
+  const std::string& instance() const { return instance_; }
   const WorkerProcess* Find(const std::string& name) const {
     for (auto& w : workers_)
       if (w.name == name) return &w;
@@ -257,6 +272,11 @@ Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Repor
                                              pg::Qualified(kControlSchema, "jobs")),
                                  {spec.run_id})
                            .status());
+    // The record that the run was resumed (chaos: a restarted orchestrator caught its kill).
+    LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET resumes = resumes + 1 WHERE run_id = $1",
+                                             pg::Qualified(kControlSchema, "runs")),
+                                 {spec.run_id})
+                           .status());
     return SetRunState(conn, spec.run_id, "running");
   });
   LD_RETURN_IF_ERROR(reopened);
@@ -301,33 +321,36 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
   std::string integrity_error;  // set when the end-of-run checks fail
   uint32_t worker_errors = 0;
   std::vector<Restart> restarts;
-  for (;;) {
-    // 1. Workers that ended: a clean exit means no work was left for it; anything else means
-    //    its job (if any) is lost and the worker is replaced. Each counts in the report.
-    for (auto& [w, how] : pool.Reap()) {
-      bool clean = how.exited && how.code == 0;
-      if (clean) continue;
-      ++report.workers_failed;
-      double backoff_s = 0;
-      if (how.exited) {
-        // It could not work (a refused connection, an unreachable database, a broken run): it
-        // printed why. Replaced after a backoff, and not forever.
-        if (++worker_errors > 3 * spec.workers)
-          return Status::Runtimef("workers keep failing to start (last: {} exited with code {}); see its message above",
-                                  w.name, how.code);
-        backoff_s = std::min(0.2 * std::pow(2.0, worker_errors - 1), 3.0);
-      }
-      std::string why = fmt::format("worker {} died ({})", w.name, how.str());
-      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, w.name, why));
-      for (const auto& j : lost)
-        reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
-                                  j.state == "failed" ? "out of retries" : "requeued"));
-      if (lost.empty()) reporter.Note(why);
-      LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
-      if (counts.pending + counts.running > 0 && counts.failed == 0)
-        restarts.push_back({w.slot, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                       std::chrono::duration<double>(backoff_s))});
+  // A worker that ended: a clean exit means no work was left for it; anything else means its job
+  // (if any) is lost (caught by its process exit) and the worker is replaced. Each counts in the report.
+  auto worker_ended = [&](const WorkerProcess& w, const ExitInfo& how) -> Status {
+    bool clean = how.exited && how.code == 0;
+    if (clean) return Status::Ok();
+    ++report.workers_failed;
+    double backoff_s = 0;
+    if (how.exited) {
+      // It could not work (a refused connection, an unreachable database, a broken run): it
+      // printed why. Replaced after a backoff, and not forever.
+      if (++worker_errors > 3 * spec.workers)
+        return Status::Runtimef("workers keep failing to start (last: {} exited with code {}); see its message above",
+                                w.name, how.code);
+      backoff_s = std::min(0.2 * std::pow(2.0, worker_errors - 1), 3.0);
     }
+    std::string why = fmt::format("worker {} died ({})", w.name, how.str());
+    LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, w.name, why, pool.instance()));
+    for (const auto& j : lost)
+      reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
+                                j.state == "failed" ? "out of retries" : "requeued"));
+    if (lost.empty()) reporter.Note(why);
+    LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
+    if (counts.pending + counts.running > 0 && counts.failed == 0)
+      restarts.push_back({w.slot, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(backoff_s))});
+    return Status::Ok();
+  };
+  for (;;) {
+    // 1. Workers that ended.
+    for (auto& [w, how] : pool.Reap()) LD_RETURN_IF_ERROR(worker_ended(w, how));
     for (auto it = restarts.begin(); it != restarts.end();) {
       if (it->at > Clock::now()) {
         ++it;
@@ -340,7 +363,27 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
     // 2. Jobs whose worker froze, or whose session vanished (including workers elsewhere).
     if (Clock::now() - last_lost_check > std::chrono::milliseconds(250)) {
       last_lost_check = Clock::now();
-      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, std::nullopt, ""));
+      // A vanished session of one of our workers (its heartbeat fresh) is ours to judge, not the
+      // general check's: a worker that died a moment ago and is not reaped yet (its process exit
+      // caught the job: reaped below) or a live one whose session was terminated (lost
+      // connection). A dying process is gone before its session (the server sees the socket
+      // close), so a short wait tells them apart.
+      LD_ASSIGN_OR_RETURN(auto running, ListJobs(conn, spec.run_id));
+      for (const auto& j : running) {
+        if (j.state != "running" || j.session_alive || j.heartbeat_age_s >= spec.job_timeout_s) continue;
+        if (!j.worker.ends_with("@" + pool.instance())) continue;  // not ours: the general check below
+        const WorkerProcess* w = pool.Find(j.worker);
+        if (w && pool.AwaitExit(w->pid, std::chrono::milliseconds(50))) continue;  // died: reaped below
+        const std::string why = "its database session ended";
+        LD_ASSIGN_OR_RETURN(auto lost,
+                            RequeueLost(conn, spec, j.worker, why, pool.instance(), Detector::kLostConnection));
+        for (const auto& l : lost)
+          reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", l.job_id, l.range.str(), l.worker, why,
+                                    l.state == "failed" ? "out of retries" : "requeued"));
+        if (w) pool.Kill(w->pid, SIGKILL);  // reaped next tick
+      }
+      for (auto& [w, how] : pool.Reap()) LD_RETURN_IF_ERROR(worker_ended(w, how));
+      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, std::nullopt, "", pool.instance()));
       for (const auto& j : lost) {
         reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
                                   j.state == "failed" ? "out of retries" : "requeued"));

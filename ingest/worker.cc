@@ -88,13 +88,17 @@ class HeartbeatThread {
   std::thread thread_;
 };
 
+// The session settings of a worker's job connection: a frozen worker's transaction is ended by the
+// server (its locks released) after 1.5 x the job timeout, so the heartbeat timeout, not the
+// server, is what finds a frozen worker (ingest/detector.h), and statements get 10 x.
+std::string SessionTimeouts(const RunSpec& spec) {
+  const auto ms = static_cast<int64_t>(spec.job_timeout_s * 1000);
+  return fmt::format("SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}", ms * 3 / 2, ms * 10);
+}
+
 Result<std::unique_ptr<pg::Connection>> OpenWorkerConnection(const WorkerOptions& o, const RunSpec* spec) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(o.conninfo, "ledgerdiff worker " + o.worker));
-  if (spec) {
-    auto ms = static_cast<int64_t>(spec->job_timeout_s * 1000);
-    LD_RETURN_IF_ERROR(conn->Run(fmt::format("SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}",
-                                             ms, ms * 10)));
-  }
+  if (spec) LD_RETURN_IF_ERROR(conn->Run(SessionTimeouts(*spec)));
   return conn;
 }
 
@@ -133,9 +137,7 @@ int RunWorker(const WorkerOptions& o) {
   if (!spec_r.ok()) return fail(spec_r.status());
   const RunSpec spec = std::move(spec_r).value();
   {
-    auto ms = static_cast<int64_t>(spec.job_timeout_s * 1000);
-    Status timeouts = conn->Run(fmt::format(
-        "SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}", ms, ms * 10));
+    Status timeouts = conn->Run(SessionTimeouts(spec));
     if (!timeouts.ok()) return fail(timeouts);
   }
   auto hb_conn = OpenWorkerConnection(o, nullptr);
@@ -231,13 +233,15 @@ int RunWorker(const WorkerOptions& o) {
     }
     heartbeat.SetJob(std::nullopt);
     if (!result.ok()) {
+      // A broken job session is what failed the attempt (e.g. it was terminated), not the job.
+      const Detector detector = conn->Healthy() ? Detector::kAttemptError : Detector::kLostConnection;
       if (!conn->Healthy()) {
         auto c = OpenWorkerConnection(o, &spec);
         if (!c.ok()) return fail(c.status());
         conn = std::move(c).value();
       }
       // Fenced: a no-op when the attempt was already taken from us.
-      (void)FailJob(*conn, spec, job, result.message());
+      (void)FailJob(*conn, spec, job, result.message(), detector);
     }
   }
 }

@@ -10,8 +10,10 @@
 // FinishJob. FinishJob records the rows the job committed.
 // A failed job is recorded with FailJob (requeued with backoff, or failed when out of retries).
 // A second connection sends heartbeats while the process lives; a frozen process stops them.
-// Sessions set idle_in_transaction_session_timeout (= job timeout) and statement_timeout
-// (= 10 x job timeout) so a frozen worker's locks are released by the server.
+// Sessions set idle_in_transaction_session_timeout (= 1.5 x job timeout: after the heartbeat
+// timeout has caught a frozen worker) and statement_timeout (= 10 x job timeout) so a frozen
+// worker's locks are released by the server. A failed attempt is recorded with its detector:
+// lost_connection when the job session broke, attempt_error otherwise (ingest/detector.h).
 
 #include <string>
 

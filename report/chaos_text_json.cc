@@ -20,6 +20,31 @@ namespace ledgerdiff::report {
 
 using verify::ChaosReport;
 
+namespace {
+
+// "heartbeat_timeout 1, process_exit 2": the detectors that caught something.
+std::string DetectorCounts(const std::map<ingest::Detector, uint32_t>& counts) {
+  std::string s;
+  for (ingest::Detector d : ingest::kDetectors) {
+    auto it = counts.find(d);
+    if (it != counts.end() && it->second > 0)
+      s += fmt::format("{}{} {}", s.empty() ? "" : ", ", ingest::ToString(d), it->second);
+  }
+  return s.empty() ? "none" : s;
+}
+
+// {"heartbeat_timeout": n, ...}: every detector, 0 when it caught nothing.
+nlohmann::json DetectorCountsJson(const std::map<ingest::Detector, uint32_t>& counts) {
+  nlohmann::json j = nlohmann::json::object();
+  for (ingest::Detector d : ingest::kDetectors) {
+    auto it = counts.find(d);
+    j[std::string(ingest::ToString(d))] = it == counts.end() ? 0 : it->second;
+  }
+  return j;
+}
+
+}  // namespace
+
 std::string RenderChaosText(const ChaosReport& r) {
   std::string out;
   out += fmt::format("chaos {} ({} ledgers), {} workers, jobs of {}, seed {}, {} round{}{}\n", r.options.range.str(),
@@ -30,11 +55,20 @@ std::string RenderChaosText(const ChaosReport& r) {
                      "recovered", "time", "valid", "faults / anomalies");
   for (const auto& round : r.rounds) {
     std::string faults;
-    for (const auto& f : round.faults)
-      faults += fmt::format("{}{}{}", faults.empty() ? "" : ", ", verify::DescribeFault(f.plan), f.injected ? "" : " (not injected)");
+    for (const auto& f : round.faults) {
+      const std::string_view by = f.detector ? ingest::ToString(*f.detector) : "nothing";
+      std::string caught = f.injected    ? fmt::format(" [{}]", by)
+                           : f.performed ? fmt::format(" [NOT COUNTED: caught by {}, not {}]", by,
+                                                       ingest::ToString(verify::ExpectedDetector(f.plan.kind)))
+                                         : std::string(" [NOT COUNTED: never fired]");
+      faults += fmt::format("{}{}{}", faults.empty() ? "" : ", ", verify::DescribeFault(f.plan), caught);
+    }
     out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", round.round, round.jobs, round.attempts,
                        round.retried_jobs, round.recovered_jobs, FormatDuration(round.seconds),
                        round.valid ? "yes" : "NO", faults);
+    out += fmt::format("  {:<6} caught by: {}\n", "", DetectorCounts(round.detectors));
+    for (const auto& f : round.faults)
+      if (!f.injected) out += fmt::format("  {:<6} {} not counted: {}\n", "", f.plan.kind, f.not_counted);
     for (const auto& [cls, iv] : round.anomalies)
       out += fmt::format("  {:<6} anomaly {}: ledgers {}\n", "", cls, Intervals(iv));
     if (!round.ingest_ok) out += fmt::format("  {:<6} ingest failed: {}\n", "", round.ingest_error);
@@ -52,6 +86,10 @@ std::string RenderChaosText(const ChaosReport& r) {
   out += fmt::format("{{:valid? {}\n", r.valid ? "true" : "false");
   out += fmt::format(" :faults-injected {{{}}}\n", kinds(r.injected).substr(1));
   out += fmt::format(" :faults-planned  {{{}}}\n", kinds(r.planned).substr(1));
+  std::string detectors;
+  for (ingest::Detector d : ingest::kDetectors)
+    detectors += fmt::format(" :{} {}", ingest::ToString(d), r.detectors.count(d) ? r.detectors.at(d) : 0);
+  out += fmt::format(" :caught-by {{{}}}\n", detectors.substr(1));
   out += fmt::format(" :jobs {{:retried {} :recovered {}}}\n", r.jobs_retried, r.jobs_recovered);
   std::string anomalies;
   for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
@@ -62,7 +100,10 @@ std::string RenderChaosText(const ChaosReport& r) {
   out += fmt::format(" :time {{:baseline \"{}\" :total \"{}\"}}}}\n", FormatDuration(r.baseline_s),
                      FormatDuration(r.seconds));
   out += fmt::format("replay: {}\n", r.replay);
-  if (r.inconclusive) out += "verdict: unknown (a planned fault never fired; see the rounds above)\n";
+  if (r.inconclusive)
+    out +=
+        "verdict: unknown (a planned fault never fired or was caught by another detector than the one it exists "
+        "to prove; see the rounds above)\n";
   return out;
 }
 
@@ -76,7 +117,14 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
   for (const auto& round : r.rounds) {
     nlohmann::json faults = nlohmann::json::array();
     for (const auto& f : round.faults) {
-      nlohmann::json jf = {{"kind", f.plan.kind}, {"injected", f.injected}, {"detail", f.detail}};
+      nlohmann::json jf = {
+          {"kind", f.plan.kind},
+          {"injected", f.injected},
+          {"detail", f.detail},
+          {"performed", f.performed},
+          {"detector", f.detector ? nlohmann::json(ingest::ToString(*f.detector)) : nlohmann::json(nullptr)},
+          {"expected_detector", ingest::ToString(verify::ExpectedDetector(f.plan.kind))},
+          {"not_counted", f.injected ? nlohmann::json(nullptr) : nlohmann::json(f.not_counted)}};
       if (f.plan.kind == "orchestrator")
         jf["after_jobs_done"] = f.plan.after_jobs_done;
       else
@@ -89,6 +137,7 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     nlohmann::json jr = round;
     jr["faults"] = faults;
     jr["anomalies"] = anomalies;
+    jr["detectors"] = DetectorCountsJson(round.detectors);
     rounds.push_back(jr);
   }
   nlohmann::json anomalies = nlohmann::json::object();
@@ -111,6 +160,7 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
           {"unsafe_ingester", r.options.unsafe_ingester},
           {"faults_planned", planned},
           {"faults_injected", injected},
+          {"detectors", DetectorCountsJson(r.detectors)},
           {"jobs_retried", r.jobs_retried},
           {"jobs_recovered", r.jobs_recovered},
           {"anomalies", anomalies},

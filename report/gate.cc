@@ -165,7 +165,8 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
     GateCheck c;
     c.name = fmt::format("round {}", round.round);
     for (const auto& f : round.faults)
-      c.detail += fmt::format("{}: {}\n", verify::DescribeFault(f.plan), f.injected ? f.detail : "not injected");
+      c.detail += fmt::format("{}: {}\n", verify::DescribeFault(f.plan),
+                              f.injected ? f.detail : "NOT COUNTED: " + f.not_counted);
     std::string anomalies;
     for (const auto& [cls, iv] : round.anomalies)
       if (!iv.empty()) anomalies += fmt::format("{}{} ledgers {}", anomalies.empty() ? "" : "; ", cls, Intervals(iv, 10));
@@ -177,7 +178,9 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
       c.message = "anomalies: " + anomalies;
     } else if (round.inconclusive) {
       c.state = State::kFail;
-      c.message = "unknown: a planned fault never fired, the round proves nothing";
+      c.message =
+          "unknown: a planned fault never fired or was caught by another detector than the one it exists to "
+          "prove, the round proves nothing";
     } else if (!round.valid) {
       c.state = State::kFail;
       c.message = "invalid";
@@ -185,6 +188,11 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
       c.message = fmt::format("valid: {} jobs, {} retried, {} recovered", round.jobs, round.retried_jobs,
                               round.recovered_jobs);
     }
+    std::string caught;
+    for (ingest::Detector d : ingest::kDetectors)
+      if (round.detectors.count(d) && round.detectors.at(d) > 0)
+        caught += fmt::format("{}{} {}", caught.empty() ? "" : ", ", ingest::ToString(d), round.detectors.at(d));
+    if (!caught.empty()) c.detail += "caught by: " + caught + "\n";
     if (round.schema_kept) c.detail += "schema kept: " + round.schema + "\n";
     s.checks.push_back(std::move(c));
   }
@@ -317,7 +325,14 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
 std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
   std::string h = "<h2>Rounds &#215; faults</h2>\n<table>\n<tr><th>round</th>";
   for (const auto& k : verify::FaultKinds()) h += "<th>" + Esc(k) + "</th>";
-  h += "<th>anomalies</th><th>verdict</th></tr>\n";
+  h += "<th>caught by</th><th>anomalies</th><th>verdict</th></tr>\n";
+  auto detector_list = [](const std::map<ingest::Detector, uint32_t>& counts) {
+    std::string cell;
+    for (ingest::Detector d : ingest::kDetectors)
+      if (counts.count(d) && counts.at(d) > 0)
+        cell += fmt::format("<div>{} {}</div>", Esc(std::string(ingest::ToString(d))), counts.at(d));
+    return cell.empty() ? std::string("none") : cell;
+  };
   for (const auto& round : r.rounds) {
     const std::string verdict = round.valid ? "valid" : round.inconclusive ? "unknown" : "invalid";
     h += fmt::format("<tr{}><td class=\"n\">{}</td>", round.valid ? "" : " class=\"bad\"", round.round);
@@ -325,8 +340,12 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
       std::string cell;
       for (const auto& f : round.faults) {
         if (f.plan.kind != k) continue;
-        cell += fmt::format("<div>{}<br/><span class=\"muted\">{}</span></div>", Esc(verify::DescribeFault(f.plan)),
-                            f.injected ? Esc(f.detail) : "<b>not injected</b>");
+        const std::string caught =
+            f.injected ? fmt::format("caught by <b>{}</b>",
+                                     Esc(std::string(ingest::ToString(verify::ExpectedDetector(f.plan.kind)))))
+                       : "<b>not counted</b>: " + Esc(f.not_counted);
+        cell += fmt::format("<div>{}<br/><span class=\"muted\">{}</span><br/>{}</div>",
+                            Esc(verify::DescribeFault(f.plan)), Esc(f.detail), caught);
       }
       h += "<td>" + (cell.empty() ? std::string("&#8212;") : cell) + "</td>";
     }
@@ -334,8 +353,19 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
     for (const auto& [cls, iv] : round.anomalies)
       if (!iv.empty()) anomalies += "<div>" + Esc(cls) + ": " + Esc(Intervals(iv, 10)) + "</div>";
     if (!round.ingest_ok) anomalies += "<div>ingest failed: " + Esc(round.ingest_error) + "</div>";
-    h += "<td>" + (anomalies.empty() ? std::string("none") : anomalies) + "</td><td>" + Esc(verdict) + "</td></tr>\n";
+    h += "<td>" + detector_list(round.detectors) + "</td><td>" + (anomalies.empty() ? std::string("none") : anomalies) +
+         "</td><td>" + Esc(verdict) + "</td></tr>\n";
   }
+  // Totals: faults fired (caught by their own detector) of planned, per kind, and per detector.
+  h += "<tr><td>all</td>";
+  for (const auto& k : verify::FaultKinds())
+    h += fmt::format("<td class=\"n\">{} of {} fired</td>", r.injected.count(k) ? r.injected.at(k) : 0,
+                     r.planned.count(k) ? r.planned.at(k) : 0);
+  h += "<td>" + detector_list(r.detectors) + "</td><td></td><td>" +
+       Esc(std::string(r.valid          ? "valid"
+                       : r.inconclusive ? "unknown"
+                                        : "invalid")) +
+       "</td></tr>\n";
   h += "</table>\n";
   return h;
 }

@@ -44,7 +44,8 @@ std::string RenderGateMarkdown(const GateSummary& s);
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html = "");
 
 // Chaos's Jepsen-style timeline: one row per round, one column per fault kind, each cell the
-// planned fault with what happened (fired or not), and the round's verdict and anomalies.
+// planned fault with what happened and the detector that caught it (or why it does not count),
+// the round's detector counts, anomalies and verdict; a last row with the totals.
 std::string ChaosTimelineHtml(const verify::ChaosReport& report);
 
 // The GateReports the report sink writes for each command. REQUIRES: `report` outlives the

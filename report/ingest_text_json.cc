@@ -35,9 +35,18 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
     failed.push_back({{"job", j.job_id}, {"from", j.range.from}, {"to", j.range.to}, {"attempts", j.attempt}, {"error", j.error}});
   nlohmann::json timeline = nlohmann::json::array();
   for (const auto& a : r.timeline)
-    timeline.push_back({{"job", a.job_id}, {"attempt", a.attempt}, {"worker", a.worker}, {"slot", a.slot}, {"from", a.range.from},
-                        {"to", a.range.to}, {"start_s", a.start_s}, {"end_s", a.end_s}, {"outcome", a.outcome},
-                        {"error", a.error}});
+    timeline.push_back(
+        {{"job", a.job_id},
+         {"attempt", a.attempt},
+         {"worker", a.worker},
+         {"slot", a.slot},
+         {"from", a.range.from},
+         {"to", a.range.to},
+         {"start_s", a.start_s},
+         {"end_s", a.end_s},
+         {"outcome", a.outcome},
+         {"error", a.error},
+         {"detector", a.detector ? nlohmann::json(ingest::ToString(*a.detector)) : nlohmann::json(nullptr)}});
   // A line per aspect: the run, its shape, what it wrote, how fast, what it took.
   nlohmann::json j = {{"ok", r.ok}, {"run_id", r.run_id}, {"schema", r.schema},
                       {"range", {{"from", r.range.from}, {"to", r.range.to}}},

@@ -233,6 +233,11 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   EXPECT_EQ(round.redone_after_resume, 0u);
   EXPECT_GE(round.recovered_jobs, 4u);  // kill, hang, crash, disconnect each cost an attempt
   EXPECT_FALSE(round.schema_kept);
+  // Each fault caught by the detector its kind exists to prove (issue 25).
+  for (const auto& f : round.faults) {
+    ASSERT_TRUE(f.detector) << f.plan.kind << ": " << f.not_counted;
+    EXPECT_EQ(*f.detector, verify::ExpectedDetector(f.plan.kind)) << f.plan.kind << ": " << f.not_counted;
+  }
 }
 
 // The orchestrator kill fires at its planned point (issue 11), not after the run's other faults
@@ -298,6 +303,9 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
     if (f.plan.kind == "orchestrator") {
       EXPECT_NE(f.detail.find(fmt::format("(planned {})", planned)), std::string::npos) << f.detail;
     }
+    // The kill at its planned point cut no other fault's detector short (issue 25).
+    EXPECT_TRUE(f.injected) << f.plan.kind << ": " << f.not_counted;
+    EXPECT_EQ(f.detector, verify::ExpectedDetector(f.plan.kind)) << f.plan.kind << ": " << f.not_counted;
   }
 
   // The resumed run is identical to the baseline, digest for digest.
@@ -311,6 +319,90 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   }
   EXPECT_EQ(roots[baseline], roots[round.schema]);
   for (const auto& schema : {baseline, round.schema}) EXPECT_TRUE(DropOwnedSchema(*conn, schema).ok()) << schema;
+}
+
+// Issue 25: every fault kind is caught by the detector it exists to prove, alone and beside an
+// orchestrator kill. A hang used to be "fired" when the orchestrator kill of its round reaped the
+// frozen worker (a round in ~1 s, not the heartbeat timeout's 4): the heartbeat timeout had never
+// been exercised next to an orchestrator kill. The rounds run at once (their time is holds and
+// timeouts, not CPU), each its own chaos session; the JSON names the detector of every fault.
+TEST(ChaosDetectors, EveryKindIsCaughtByItsOwnDetectorAloneAndBesideAnOrchestratorKill) {
+  struct Case {
+    std::string name, faults, workers, seed;
+    std::map<std::string, std::string> detector;  // kind -> the detector that must catch it
+  };
+  const std::vector<Case> cases = {
+      {"kill", "kill=1", "2", "3", {{"kill", "process_exit"}}},
+      {"hang", "hang=1", "2", "3", {{"hang", "heartbeat_timeout"}}},
+      {"crash", "crash=1", "2", "3", {{"crash", "process_exit"}}},
+      {"disconnect", "disconnect=1", "2", "3", {{"disconnect", "lost_connection"}}},
+      {"orchestrator", "orchestrator=1", "2", "3", {{"orchestrator", "orchestrator_restart"}}},
+      // The kill comes at its planned point; the hang's held target dies with the orchestrator
+      // and the hang fires on its next attempt (or, if its hold would end first, fires and the
+      // kill waits for its heartbeat timeout).
+      {"hang beside orchestrator",
+       "hang=1,orchestrator=1",
+       "3",
+       "3",
+       {{"hang", "heartbeat_timeout"}, {"orchestrator", "orchestrator_restart"}}},
+      // One worker held at the hang's target (job 1 with seed 2) does no other job: the kill's
+      // point (3 jobs done) cannot come before the hang's hold ends, so the hang fires first and
+      // the kill waits for its heartbeat timeout.
+      {"hang before orchestrator",
+       "hang=1,orchestrator=1",
+       "1",
+       "2",
+       {{"hang", "heartbeat_timeout"}, {"orchestrator", "orchestrator_restart"}}},
+  };
+  testing::ScratchDir dir("ledgerdiff-detectors-");
+  std::vector<pid_t> pids;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    std::vector<std::string> args = {"chaos",         "--range",  "2:601",  "--job-size", "100",
+                                     "--job-timeout", "2",        "--hold", "1",          "--density",
+                                     "flat",          "--rounds", "1",      "--format",   "json"};
+    for (const auto& flag : std::vector<std::string>{"--workers", cases[i].workers, "--seed", cases[i].seed, "--faults",
+                                                     cases[i].faults, "--db", TestConninfo()})
+      args.push_back(flag);
+    pids.push_back(testing::SpawnCli(args, {.stdout_path = fmt::format("{}/{}.json", dir.path, i),
+                                            .stderr_path = fmt::format("{}/{}.log", dir.path, i),
+                                            .env = {}}));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    SCOPED_TRACE(c.name);
+    const int rc = testing::WaitExitCode(pids[i]);
+    const std::string out = testing::ReadFileBytes(fmt::format("{}/{}.json", dir.path, i));
+    ASSERT_EQ(rc, 0) << out << testing::ReadFileBytes(fmt::format("{}/{}.log", dir.path, i));
+    const auto j = nlohmann::json::parse(out);
+    EXPECT_TRUE(j["valid"].get<bool>());
+    ASSERT_EQ(j["rounds"].size(), 1u);
+    const auto& round = j["rounds"][0];
+    std::map<std::string, int> expected_counts;  // detector -> faults it must have caught
+    for (const auto& d :
+         {"heartbeat_timeout", "process_exit", "lost_connection", "orchestrator_restart", "attempt_error"})
+      expected_counts[d] = 0;
+    ASSERT_EQ(round["faults"].size(), c.detector.size()) << round.dump(2);
+    for (const auto& f : round["faults"]) {
+      const std::string kind = f["kind"];
+      ASSERT_TRUE(c.detector.count(kind)) << kind;
+      const std::string want = c.detector.at(kind);
+      ++expected_counts[want];
+      EXPECT_TRUE(f["performed"].get<bool>()) << f.dump();
+      EXPECT_EQ(f["detector"], want) << f.dump();
+      EXPECT_EQ(f["expected_detector"], want) << f.dump();
+      EXPECT_TRUE(f["injected"].get<bool>()) << f.dump();
+      EXPECT_TRUE(f["not_counted"].is_null()) << f.dump();
+      if (c.name == "hang before orchestrator" && kind == "hang") {
+        EXPECT_NE(f["detail"].get<std::string>().find("before the orchestrator kill"), std::string::npos) << f.dump();
+        EXPECT_NE(f["detail"].get<std::string>().find("no heartbeat for 2 s"), std::string::npos) << f.dump();
+      }
+    }
+    for (const auto& [d, n] : expected_counts) {
+      EXPECT_EQ(round["detectors"][d], n) << d << ": " << round["detectors"].dump();
+      EXPECT_EQ(j["detectors"][d], n) << d << ": " << j["detectors"].dump();
+    }
+    for (const auto& [kind, d] : c.detector) EXPECT_EQ(j["faults_injected"][kind], 1) << kind;
+  }
 }
 
 TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {

@@ -868,8 +868,21 @@ verify::ChaosReport SampleChaos(bool valid) {
     round.ingest_ok = true;
     round.jobs = 30;
     round.valid = true;
-    round.faults.push_back({{"kill", 4, "mid-job", 0}, 1, true, "SIGKILL worker w2 (pid 123) during job 4 attempt 1"});
-    round.faults.push_back({{"orchestrator", 0, "", 25}, 1, true, "killed the orchestrator after 25 jobs done"});
+    round.faults.push_back({{"kill", 4, "mid-job", 0},
+                            1,
+                            true,
+                            "SIGKILL worker w2 (pid 123) during job 4 attempt 1",
+                            true,
+                            ingest::Detector::kProcessExit,
+                            ""});
+    round.faults.push_back({{"orchestrator", 0, "", 25},
+                            1,
+                            true,
+                            "killed the orchestrator after 25 jobs done",
+                            true,
+                            ingest::Detector::kOrchestratorRestart,
+                            ""});
+    round.detectors = {{ingest::Detector::kProcessExit, 1}, {ingest::Detector::kOrchestratorRestart, 1}};
     r.rounds.push_back(round);
   }
   if (!valid) {
@@ -904,6 +917,70 @@ TEST(GateReports, ChaosJUnitMarkdownHtmlNameTheFailingRoundAndTheReplay) {
   EXPECT_NE(h.find("killed the orchestrator after 25 jobs done"), std::string::npos);
   EXPECT_NE(h.find("<td>invalid</td>"), std::string::npos) << h;
   EXPECT_TRUE(report::ChaosGate(SampleChaos(true)).passed);
+}
+
+// Issue 25: every format names the detector that caught each fault, counts them per round and in
+// all, and says why a fault caught by another detector does not count.
+TEST(GateReports, ChaosNamesTheDetectorOfEveryFaultAndWhyOneDoesNotCount) {
+  verify::ChaosReport r = SampleChaos(true);
+  verify::RoundFault hang;
+  hang.plan = {"hang", 7, "history_effects", 0};
+  hang.performed = true;
+  hang.detector = ingest::Detector::kOrchestratorRestart;
+  hang.detail = "SIGSTOP worker w3 (pid 9) during job 7 attempt 1";
+  hang.not_counted =
+      "caught by orchestrator_restart instead of heartbeat_timeout: a hang fault exists to prove "
+      "heartbeat_timeout, which never saw it";
+  r.rounds[1].faults.push_back(hang);
+  r.rounds[1].detectors[ingest::Detector::kOrchestratorRestart] = 2;
+  r.rounds[1].valid = false;
+  r.rounds[1].inconclusive = true;
+  r.valid = false;
+  r.inconclusive = true;
+  r.detectors = {{ingest::Detector::kProcessExit, 2}, {ingest::Detector::kOrchestratorRestart, 3}};
+
+  const std::string text = report::RenderChaosText(r);
+  EXPECT_NE(text.find("kill job 4 after mid-job [process_exit]"), std::string::npos) << text;
+  EXPECT_NE(text.find("[NOT COUNTED: caught by orchestrator_restart, not heartbeat_timeout]"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("hang not counted: caught by orchestrator_restart instead of heartbeat_timeout"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("caught by: process_exit 1, orchestrator_restart 2"), std::string::npos) << text;
+  EXPECT_NE(text.find(":caught-by {:heartbeat_timeout 0 :process_exit 2 :lost_connection 0 :orchestrator_restart 3 "
+                      ":attempt_error 0}"),
+            std::string::npos)
+      << text;
+
+  const auto j = report::ChaosReportToJson(r);
+  EXPECT_EQ(j["detectors"]["process_exit"], 2);
+  EXPECT_EQ(j["detectors"]["heartbeat_timeout"], 0);
+  EXPECT_EQ(j["rounds"][1]["detectors"]["orchestrator_restart"], 2);
+  const auto& kill = j["rounds"][0]["faults"][0];
+  EXPECT_EQ(kill["detector"], "process_exit");
+  EXPECT_EQ(kill["expected_detector"], "process_exit");
+  EXPECT_TRUE(kill["not_counted"].is_null());
+  const auto& frozen = j["rounds"][1]["faults"][2];
+  EXPECT_EQ(frozen["detector"], "orchestrator_restart");
+  EXPECT_EQ(frozen["expected_detector"], "heartbeat_timeout");
+  EXPECT_FALSE(frozen["injected"].get<bool>());
+  EXPECT_TRUE(frozen["performed"].get<bool>());
+  EXPECT_EQ(frozen["not_counted"], hang.not_counted);
+
+  const GateSummary g = report::ChaosGate(r);
+  EXPECT_EQ(g.verdict, "unknown");
+  EXPECT_NE(g.checks[1].message.find("caught by another detector"), std::string::npos) << g.checks[1].message;
+  EXPECT_NE(g.checks[1].detail.find("NOT COUNTED: caught by orchestrator_restart instead of heartbeat_timeout"),
+            std::string::npos)
+      << g.checks[1].detail;
+  const std::string h = report::RenderGateHtml(g, report::ChaosTimelineHtml(r));
+  EXPECT_EQ(CheckWellFormed(h.substr(h.find("<html"))), "");
+  EXPECT_NE(h.find("<th>caught by</th>"), std::string::npos);
+  EXPECT_NE(h.find("caught by <b>process_exit</b>"), std::string::npos);
+  EXPECT_NE(h.find("<b>not counted</b>: caught by orchestrator_restart instead of heartbeat_timeout"),
+            std::string::npos);
+  EXPECT_NE(h.find("<td>all</td>"), std::string::npos);
+  EXPECT_NE(h.find("<div>orchestrator_restart 3</div>"), std::string::npos) << h;
 }
 
 TEST(GateReports, SelftestAndVerifyRangeChecks) {

@@ -141,7 +141,11 @@ class Round {
     r_.round = plan.round;
     r_.run_id = fmt::format("{}_r{}", chaos_id, plan.round);
     r_.schema = fmt::format("ld_{}_r{}", chaos_id, plan.round);
-    for (const auto& f : plan.faults) r_.faults.push_back({f, 1, false, ""});
+    for (const auto& f : plan.faults) {
+      RoundFault rf;
+      rf.plan = f;
+      r_.faults.push_back(std::move(rf));
+    }
   }
 
   Result<ChaosRound> Run() {
@@ -158,11 +162,17 @@ class Round {
       }
       auto jobs = ListJobs(*conn_, r_.run_id);
       if (jobs.ok() && !jobs->empty()) {
-        InjectPerJob(*jobs);
-        if (OrchestratorDue(*jobs)) {
+        // The orchestrator kill first: a target held at its hold point in this poll dies with it
+        // unfired and moves to its next attempt. While the kill waits a moment for a fault to be
+        // caught, held targets wait too (firing them would only prolong the wait), unless their
+        // hold is about to end; not while it waits for a hang's heartbeat timeout (seconds).
+        const KillDue due = OrchestratorDue(*jobs);
+        if (due == KillDue::kNow) {
           for (const auto& j : *jobs)
             if (j.state == "done") done_at_kill[j.job_id] = j.attempt;
           LD_RETURN_IF_ERROR(KillAndResumeOrchestrator());
+        } else {
+          InjectPerJob(*jobs, /*kill_waiting=*/due == KillDue::kAwaitCatch);
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -190,16 +200,8 @@ class Round {
       auto it = done_at_kill.find(job.job_id);
       if (it != done_at_kill.end() && it->second != job.attempt) ++r_.redone_after_resume;
     }
-    for (auto& f : r_.faults) {
-      if (f.plan.kind != "crash") continue;
-      for (const auto& a : attempts) {
-        if (a.job_id == f.plan.job && a.attempt == f.attempt && a.outcome == "lost") {
-          f.injected = true;
-          f.detail = fmt::format("worker {} aborted inside job {} attempt {} after {} ({})", a.worker, a.job_id,
-                                 a.attempt, f.plan.stage, a.error);
-        }
-      }
-    }
+    LD_ASSIGN_OR_RETURN(std::optional<ingest::RunRow> run, ingest::FindRun(*conn_, r_.run_id));
+    JudgeFaults(attempts, run ? run->resumes : 0);
     r_.seconds = SecondsSince(started);
     return r_;
   }
@@ -213,19 +215,95 @@ class Round {
     return last;
   }
 
-  // The round's plan, registered in the job table before any orchestrator starts.
+  // What caught each fault, from the job table: a per-job fault's target attempt records its
+  // detector; an orchestrator kill was caught when a restarted orchestrator resumed the run
+  // (the k-th kill by the k-th resume). A fault counts (injected) only when the detector its
+  // kind exists to prove caught it; otherwise `not_counted` says why.
+  void JudgeFaults(const std::vector<ingest::AttemptRow>& attempts, uint32_t resumes) {
+    uint32_t kills = 0;
+    for (auto& f : r_.faults) {
+      const ingest::Detector expected = ExpectedDetector(f.plan.kind);
+      std::string evidence;  // what the job table says caught it
+      const ingest::AttemptRow* target = nullptr;
+      if (f.plan.kind == "orchestrator") {
+        if (f.performed) ++kills;
+        if (f.performed && resumes >= kills) {
+          f.detector = ingest::Detector::kOrchestratorRestart;
+          evidence = fmt::format("the restarted orchestrator resumed run {}", r_.run_id);
+        }
+      } else {
+        for (const auto& a : attempts)
+          if (a.job_id == f.plan.job && a.attempt == f.attempt) target = &a;
+        // A crash is the worker's own abort at its crash point: the attempt died (lost).
+        if (f.plan.kind == "crash" && target && target->outcome == "lost") {
+          f.performed = true;
+          f.detail = fmt::format("worker {} aborted inside job {} attempt {} after {}", target->worker, target->job_id,
+                                 target->attempt, f.plan.stage);
+        }
+        if (f.performed && target) {
+          f.detector = target->detector;
+          evidence = target->error;
+        }
+      }
+      f.injected = f.performed && f.detector == expected;
+      if (f.detector) {
+        ++r_.detectors[*f.detector];
+        f.detail +=
+            fmt::format("; caught by {}{}", ToString(*f.detector), evidence.empty() ? "" : " (" + evidence + ")");
+      }
+      if (f.injected) continue;
+      const std::string exp(ToString(expected));
+      if (!f.performed) {
+        if (f.plan.kind == "orchestrator")
+          f.not_counted = "never fired: the run ended before the kill was due";
+        else
+          f.not_counted = fmt::format("never fired: job {} attempt {} never reached its {}", f.plan.job, f.attempt,
+                                      f.plan.kind == "crash"  ? "crash point at " + f.plan.stage
+                                      : o_.ingest_cmd.empty() ? "hold point at " + f.plan.stage
+                                                              : "nemesis");
+      } else if (!f.detector && f.plan.kind == "orchestrator") {
+        f.not_counted = fmt::format("fired, but no restarted orchestrator resumed run {} ({} resumes for {} kills)",
+                                    r_.run_id, resumes, kills);
+      } else if (!f.detector) {
+        f.not_counted = fmt::format("fired, but nothing recorded what caught job {} attempt {} (outcome {})",
+                                    f.plan.job, f.attempt, target ? target->outcome : "unknown");
+      } else {
+        const std::string got(ToString(*f.detector));
+        f.not_counted = fmt::format("caught by {} instead of {}{}: a {} fault exists to prove {}, which never saw it",
+                                    got, exp, evidence.empty() ? "" : " (" + evidence + ")", f.plan.kind, exp);
+      }
+    }
+  }
+
+  // The round's plan, registered in the job table before any orchestrator starts. With
+  // orchestrator kills in the round, a hang's job also holds briefly in the attempts after its
+  // first (one per kill): a hang that had to fire before a kill is caught by its heartbeat
+  // timeout first, and its retry keeps the run alive for the kill that waited for it.
   Status RegisterRound() {
     ingest::IngestOptions io;
     static_cast<ingest::IngestPlan&>(io) = o_;
     io.schema = r_.schema;
     io.run_id = r_.run_id;
     io.unsafe_commit_every = o_.unsafe_ingester ? 100 : 0;
+    uint32_t kills = 0;
+    for (const auto& f : plan_.faults) kills += f.kind == "orchestrator" ? 1 : 0;
     for (const auto& f : plan_.faults) {
       if (f.kind == "crash") io.crash_points.push_back({f.job, 1, f.stage, "abort"});
       if ((f.kind == "kill" || f.kind == "hang" || f.kind == "disconnect") && o_.ingest_cmd.empty())
         io.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
+      if (f.kind == "hang" && o_.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
+        for (uint32_t a = 2; a <= 1 + std::min(kills, o_.retries); ++a)
+          io.hold_points.push_back({f.job, a, f.stage, RetryHoldS()});
     }
     return ingest::RegisterRun(*conn_, io).status();
+  }
+
+  double RetryHoldS() const { return std::min(o_.hold_s, 0.5); }
+
+  bool KillsRemain() const {
+    for (const auto& f : r_.faults)
+      if (f.plan.kind == "orchestrator" && !f.performed) return true;
+    return false;
   }
 
   // Starts (or, after a kill, restarts) the orchestrator of the registered run: the run id is
@@ -245,13 +323,30 @@ class Round {
     return Status::Ok();
   }
 
-  void InjectPerJob(const std::vector<JobRow>& jobs) {
-    for (auto& f : r_.faults) {
-      if (f.injected || !PerJob(f.plan.kind) || f.plan.kind == "crash") continue;
+  // Fires each per-job fault whose target attempt is at its hold point (any time it runs, with an
+  // external ingester). A held target waits (a hang while orchestrator kills remain in the round,
+  // any kind while a due kill waits for a fault to be caught): the kill then takes its attempt
+  // along and the fault moves to the next one, so that no kill cuts a hang's heartbeat timeout
+  // short. When its hold is about to end first, it fires anyway (the kill then waits for it to be
+  // caught, a hang for its heartbeat timeout).
+  void InjectPerJob(const std::vector<JobRow>& jobs, bool kill_waiting) {
+    const bool kills_remain = KillsRemain();
+    for (size_t i = 0; i < r_.faults.size(); ++i) {
+      RoundFault& f = r_.faults[i];
+      if (f.performed || !PerJob(f.plan.kind) || f.plan.kind == "crash") continue;
       for (const auto& j : jobs) {
         if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt || j.worker_pid <= 0) continue;
         bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
         if (!in_hold) continue;
+        std::string before_kill;
+        if (o_.ingest_cmd.empty() && ((f.plan.kind == "hang" && kills_remain) || kill_waiting)) {
+          auto& seen = hold_seen_[i];
+          if (seen.first != f.attempt) seen = {f.attempt, Clock::now()};
+          const double wait_s = o_.hold_s - std::min(o_.hold_s / 2, 1.0);
+          if (SecondsSince(seen.second) < wait_s) continue;
+          before_kill = fmt::format(" (before the orchestrator kill: its hold was ending after {} of {} s)",
+                                    fmt::format("{:.1f}", SecondsSince(seen.second)), o_.hold_s);
+        }
         std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt {} ({})", j.worker,
                                         j.worker_pid, j.job_id, j.range.str(), j.attempt, j.stage);
         if (f.plan.kind == "kill") {
@@ -265,51 +360,59 @@ class Round {
           f.detail = fmt::format("pg_terminate_backend({}) of {}", j.backend_pid, where);
           if (!t.ok()) f.detail += ": " + t.status().message();
         }
-        f.injected = true;
+        f.detail += before_kill;
+        f.performed = true;
         reporter_.Note(fmt::format("round {}: {}", r_.round, f.detail));
       }
     }
   }
 
-  bool OrchestratorDue(const std::vector<JobRow>& jobs) {
+  // Whether the round's next orchestrator kill fires now. It is due once its planned number of
+  // jobs is done; then it waits for a job in flight that no per-job fault targets (resume with
+  // jobs in flight is its point), for at most workers - 1 more jobs done. It never cuts another
+  // fault's detector short: it waits while a fault that fired is not yet caught (its target
+  // attempt still running: a kill or disconnect for a moment, a hang for its heartbeat timeout)
+  // and while a crash target runs (it aborts on its own). A target not yet fired is no reason to
+  // wait: its attempt dies with the orchestrator and the fault moves to the next attempt
+  // (RetargetFaultsLostWithTheOrchestrator).
+  enum class KillDue { kNo, kAwaitCatch, kAwaitHang, kNow };
+  KillDue OrchestratorDue(const std::vector<JobRow>& jobs) {
     RoundFault* due = nullptr;
     for (auto& f : r_.faults)
-      if (f.plan.kind == "orchestrator" && !f.injected) {
+      if (f.plan.kind == "orchestrator" && !f.performed) {
         due = &f;
         break;
       }
-    if (!due) return false;
+    if (!due) return KillDue::kNo;
     uint32_t done = 0;
-    std::set<std::pair<uint32_t, uint32_t>> pending_targets;  // (job, attempt) of faults not fired yet
-    for (const auto& f : r_.faults)
-      if (PerJob(f.plan.kind) && !f.injected) pending_targets.insert({f.plan.job, f.attempt});
-    for (const auto& j : jobs) {
-      if (j.state == "done") ++done;
-      // Never kill the orchestrator while a fault's target attempt is in flight before its
-      // fault fired (the fault would be lost with it; one claimed after this look is moved to
-      // the next attempt, see RetargetFaultsLostWithTheOrchestrator); once fired (a hung
-      // worker), the kill does not wait for it: resume with jobs in flight is the point.
-      if (pending_targets.count({j.job_id, j.attempt}) && j.state == "running") return false;
-    }
-    if (done < due->plan.after_jobs_done) return false;
-    // The point of the kill is a resume with jobs in flight: past the planned point, wait for a
-    // running job that is no per-job fault's target (a victim's attempt ends anyway), for at most
-    // workers - 1 more jobs done; then kill regardless.
+    for (const auto& j : jobs) done += j.state == "done" ? 1 : 0;
+    if (done < due->plan.after_jobs_done) return KillDue::kNo;
     std::set<std::pair<uint32_t, uint32_t>> targets;
     for (const auto& f : r_.faults)
       if (PerJob(f.plan.kind)) targets.insert({f.plan.job, f.attempt});
     bool other_in_flight = false;
     for (const auto& j : jobs)
       other_in_flight = other_in_flight || (j.state == "running" && !targets.count({j.job_id, j.attempt}));
-    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) return false;
-    due->injected = true;
+    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) return KillDue::kNo;
+    bool await_catch = false, await_hang = false;
+    for (const auto& f : r_.faults) {
+      if (!PerJob(f.plan.kind)) continue;
+      for (const auto& j : jobs) {
+        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt) continue;
+        if (f.plan.kind == "crash") await_catch = true;
+        if (f.performed) (f.plan.kind == "hang" ? await_hang : await_catch) = true;
+      }
+    }
+    if (await_hang) return KillDue::kAwaitHang;
+    if (await_catch) return KillDue::kAwaitCatch;
+    due->performed = true;
     uint32_t running = 0;
     for (const auto& j : jobs) running += j.state == "running" ? 1 : 0;
     due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done (planned {}), {} in flight; "
                               "restarted on run {}",
                               orchestrator_, done, jobs.size(), due->plan.after_jobs_done, running, r_.run_id);
     reporter_.Note(fmt::format("round {}: {}", r_.round, due->detail));
-    return true;
+    return KillDue::kNow;
   }
 
   Status KillAndResumeOrchestrator() {
@@ -340,13 +443,17 @@ class Round {
     LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::LoadRun(*conn_, r_.run_id));
     bool changed = false;
     for (auto& f : r_.faults) {
-      if (f.injected || !PerJob(f.plan.kind)) continue;
+      if (f.performed || !PerJob(f.plan.kind)) continue;
       for (const auto& j : jobs) {
         if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt) continue;
         ++f.attempt;
         if (f.plan.kind == "crash") {
           spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, "abort"});
         } else if (o_.ingest_cmd.empty()) {
+          // The full hold (a hang's job may hold briefly in this attempt already: RegisterRound).
+          std::erase_if(spec.hold_points, [&](const ingest::HoldPoint& h) {
+            return h.job_id == f.plan.job && h.attempt == f.attempt && h.stage == f.plan.stage;
+          });
           spec.hold_points.push_back({f.plan.job, f.attempt, f.plan.stage, o_.hold_s});
         }
         changed = true;
@@ -373,6 +480,8 @@ class Round {
   int starts_ = 0;
   std::string out_file_, err_file_;
   ExitInfo exit_;
+  // Per fault (index into r_.faults): the attempt a deferred hang was first seen held, and when.
+  std::map<size_t, std::pair<uint32_t, Clock::time_point>> hold_seen_;
 };
 
 }  // namespace
@@ -417,11 +526,18 @@ Status ValidateChaosOptions(const ChaosOptions& o) {
   return PlanChaos(o).status();
 }
 
+ingest::Detector ExpectedDetector(const std::string& kind) {
+  if (kind == "hang") return ingest::Detector::kHeartbeatTimeout;
+  if (kind == "disconnect") return ingest::Detector::kLostConnection;
+  if (kind == "orchestrator") return ingest::Detector::kOrchestratorRestart;
+  return ingest::Detector::kProcessExit;  // kill, crash
+}
+
 std::string DescribeFault(const PlannedFault& f) {
   // What happens (OrchestratorDue): the kill fires at the first poll with at least this many jobs
-  // done and no job fault's target attempt running before its fault fired; its detail names the count.
+  // done and every fault that fired caught by its detector; its detail names the count.
   if (f.kind == "orchestrator")
-    return fmt::format("orchestrator once >= {} jobs are done (not while a job fault's target runs unfired)",
+    return fmt::format("orchestrator once >= {} jobs are done (not before every fired fault is caught)",
                        f.after_jobs_done);
   if (f.stage.empty()) return fmt::format("{} job {}", f.kind, f.job);
   return fmt::format("{} job {} after {}", f.kind, f.job, f.stage);
@@ -558,15 +674,18 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     }
     for (const auto& f : r.faults)
       if (f.injected) ++report.injected[f.plan.kind];
+    for (const auto& [detector, n] : r.detectors) report.detectors[detector] += n;
     for (const auto& [cls, intervals] : r.anomalies) MergeIntervals(report.anomalies[cls], intervals);
     report.jobs_retried += r.retried_jobs;
     report.jobs_recovered += r.recovered_jobs;
     report.valid = report.valid && r.valid;
     std::string anomalies;
     for (const auto& [cls, iv] : r.anomalies) anomalies += fmt::format(" {} {};", cls, FormatIntervals(iv));
-    reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round,
-                              r.valid ? "valid" : r.inconclusive ? "INCONCLUSIVE (a planned fault never fired)" : "INVALID",
-                              FormatDuration(r.seconds), anomalies.empty() ? "" : ":" + anomalies));
+    const char* verdict = r.valid          ? "valid"
+                          : r.inconclusive ? "INCONCLUSIVE (a planned fault never fired or another detector caught it)"
+                                           : "INVALID";
+    reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round, verdict, FormatDuration(r.seconds),
+                              anomalies.empty() ? "" : ":" + anomalies));
     report.rounds.push_back(std::move(r));
   }
   if (report.valid && !o.keep) LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, base.schema));

@@ -12,6 +12,13 @@
 //   orchestrator SIGKILL the orchestrator, then start `ledgerdiff _orchestrate --run RUN` again
 // "In the middle of a job" is made certain with hold points: the target attempt pauses inside
 // its open data transaction after writing part of the job, and reports "hold:<stage>".
+// Each fault kind exists to prove one detector (ingest/detector.h), and counts as fired only
+// when that detector caught it (ExpectedDetector); a fault caught by another one (say a frozen
+// worker that died with a killed orchestrator) leaves its round inconclusive, like a fault that
+// never fired. So an orchestrator kill never preempts another fault's detector: it waits until
+// every fault that fired was caught (a hang's heartbeat timeout included), and a hang waits
+// for the round's orchestrator kills (its held target attempt dies with the orchestrator and
+// the hang moves to the next attempt) unless its hold is about to end.
 // After each round the schema is compared with the baseline by diff/ (every divergent ledger of
 // every table); each divergent ledger is then classified by its row counts on both sides:
 // lost (the ledger row is missing), duplicated (more rows than the baseline in some table),
@@ -19,6 +26,7 @@
 // Determinism: the schedule is a function of (seed, rounds, faults, range, job size) only.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +35,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "ingest/detector.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
@@ -37,6 +46,15 @@ inline const std::vector<std::string>& FaultKinds() {
 }
 
 inline constexpr uint32_t kMaxFaultsPerKind = 1000;
+
+// The detector a fault kind exists to prove: hang -> heartbeat_timeout; kill -> process_exit;
+// crash -> process_exit (the worker's own std::abort inside its open transaction: nothing in the
+// worker reports it, the process dies of SIGABRT and the orchestrator reaps it as it reaps a
+// killed one); disconnect -> lost_connection (the orchestrator sees the terminated session, or
+// the worker its broken connection); orchestrator -> orchestrator_restart (the restarted
+// orchestrator resumed the run: runs.resumes).
+// REQUIRES: `kind` is one of FaultKinds().
+ingest::Detector ExpectedDetector(const std::string& kind);
 
 // Faults per round, by kind.
 using FaultCounts = std::map<std::string, uint32_t>;
@@ -81,11 +99,15 @@ std::string DescribeFault(const PlannedFault& fault);
 
 struct RoundFault {
   PlannedFault plan;
-  // The attempt of plan.job the fault targets: 1, or 2 when an orchestrator kill took the
-  // first attempt (claimed but not yet at its fault) with it.
+  // The attempt of plan.job the fault targets: 1, or a later one when an orchestrator kill took
+  // the earlier attempt (claimed but not yet at its fault) with it.
   uint32_t attempt = 1;
+  // Fired: performed and caught by ExpectedDetector(plan.kind); only then does the fault count.
   bool injected = false;
-  std::string detail;  // what was done ("SIGKILL worker w2 (pid 123) during job 4 attempt 1")
+  std::string detail;      // what was done ("SIGKILL worker w2 (pid 123) during job 4 attempt 1"), what caught it
+  bool performed = false;  // the nemesis did it (crash: the target attempt died at its crash point)
+  std::optional<ingest::Detector> detector;  // what caught it (none: never performed, or nothing recorded)
+  std::string not_counted;  // when not injected: why (never fired, or which detector caught it instead)
 };
 
 struct ChaosRound {
@@ -98,8 +120,9 @@ struct ChaosRound {
   uint32_t orchestrator_restarts = 0;
   uint32_t redone_after_resume = 0;  // jobs done before an orchestrator kill that ran again
   std::map<std::string, std::vector<LedgerRange>> anomalies;  // class -> ledger intervals
+  std::map<ingest::Detector, uint32_t> detectors;  // the round's faults by the detector that caught them
   bool valid = false;
-  bool inconclusive = false;  // a planned fault was not injected: the round proves nothing
+  bool inconclusive = false;  // a planned fault not injected (fired, caught by its detector): the round proves nothing
   bool schema_kept = false;
   double seconds = 0;
 };
@@ -109,6 +132,7 @@ struct ChaosReport {
   std::vector<RoundPlan> schedule;
   std::vector<ChaosRound> rounds;
   std::map<std::string, uint32_t> planned, injected;             // per fault kind
+  std::map<ingest::Detector, uint32_t> detectors;                // faults per detector that caught them, all rounds
   std::map<std::string, std::vector<LedgerRange>> anomalies;     // per class, over all rounds
   uint32_t jobs_retried = 0, jobs_recovered = 0;
   double baseline_s = 0, seconds = 0;
