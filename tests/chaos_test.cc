@@ -1,19 +1,19 @@
 // Crash safety: fencing of stale attempts, resume after an orchestrator kill, and chaos rounds
 // (a valid run with every fault kind, and the unsafe ingester caught). Real processes, real
 // signals, a real PostgreSQL.
+#include "verify/chaos.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
-#include <map>
-#include <set>
 #include <cstdio>
 #include <map>
 #include <set>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "core/database.h"
 #include "core/history_tables.h"
@@ -21,13 +21,12 @@
 #include "core/text.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
-#include "report/chaos_text_json.h"
-#include "tests/harness.h"
-#include "verify/chaos.h"
 #include "ingest/ingest_command.h"
 #include "ingest/job_table.h"
 #include "ingest/orchestrator.h"
 #include "ingest/worker.h"
+#include "report/chaos_text_json.h"
+#include "tests/harness.h"
 
 namespace ledgerdiff {
 namespace {
@@ -36,7 +35,6 @@ using testing::Connect;
 using testing::TestConninfo;
 using testing::UniqueName;
 using namespace std::chrono_literals;
-
 
 pid_t StartWorker(const std::string& run_id, const std::string& name) {
   SpawnOptions so;
@@ -88,9 +86,9 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   ASSERT_EQ(holder->size(), 1);
   const std::string fenced_xid(holder->Get(0, 0));
   // A is declared dead (say its heartbeats were cut off) and job 1 is handed out again.
-  ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.jobs SET state = 'pending' WHERE run_id = $1 AND job_id = 1",
-                         {spec.run_id})
-                  .ok());
+  ASSERT_TRUE(
+      conn->Exec("UPDATE ledgerdiff_control.jobs SET state = 'pending' WHERE run_id = $1 AND job_id = 1", {spec.run_id})
+          .ok());
   pid_t b = StartWorker(spec.run_id, "B");
   for (pid_t p : {a, b}) {
     int ws = 0;
@@ -115,14 +113,15 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   // The data of the fenced attempt itself: no row of any table carries A's transaction id, its
   // transaction ended aborted, and job 1's range holds exactly one generated copy (B's).
   for (const auto& table : fixtures::HistoryTables()) {
-    auto mine = conn->Exec(fmt::format("SELECT count(*) FROM {} WHERE xmin::text = $1", pg::Qualified(spec.schema, table)),
-                           {fenced_xid});
+    auto mine = conn->Exec(
+        fmt::format("SELECT count(*) FROM {} WHERE xmin::text = $1", pg::Qualified(spec.schema, table)), {fenced_xid});
     ASSERT_TRUE(mine.ok()) << mine.status().message();
     EXPECT_EQ(mine->GetInt(0, 0), 0) << table << ": rows of the fenced attempt (xid " << fenced_xid << ") committed";
   }
-  auto status = conn->Exec("SELECT pg_xact_status(($1::bigint + ((pg_current_xact_id()::text::bigint >> 32) << 32))"
-                           "::text::xid8)",
-                           {fenced_xid});
+  auto status = conn->Exec(
+      "SELECT pg_xact_status(($1::bigint + ((pg_current_xact_id()::text::bigint >> 32) << 32))"
+      "::text::xid8)",
+      {fenced_xid});
   ASSERT_TRUE(status.ok()) << status.status().message();
   EXPECT_EQ(std::string(status->Get(0, 0)), "aborted") << "xid " << fenced_xid;
   auto job1 = ingest::CountRowsInRange(*conn, spec.schema, (*jobs)[0].range);
@@ -138,10 +137,10 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
   SpawnOptions so;
   so.output_file = "/dev/null";
   so.env["LEDGERDIFF_DB"] = TestConninfo();
-  auto orchestrator = Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:401", "--schema", schema, "--workers",
-                             "2", "--job-size", "20", "--density", "flat", "--run-id", run_id, "--hold",
-                             "12:1:history_effects:5"},
-                            so);
+  auto orchestrator =
+      Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:401", "--schema", schema, "--workers", "2",
+             "--job-size", "20", "--density", "flat", "--run-id", run_id, "--hold", "12:1:history_effects:5"},
+            so);
   ASSERT_TRUE(orchestrator.ok()) << orchestrator.status().message();
   // Kill it once some jobs are done and job 12 is held mid-transaction.
   ASSERT_TRUE(WaitFor(*conn, run_id, [](const auto& jobs) {
@@ -271,8 +270,10 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   uint32_t planned = 0;
   std::set<uint32_t> targets;  // jobs whose first attempt a per-job fault took
   for (const auto& f : r->schedule[0].faults) {
-    if (f.kind == "orchestrator") planned = f.after_jobs_done;
-    else targets.insert(f.job);
+    if (f.kind == "orchestrator")
+      planned = f.after_jobs_done;
+    else
+      targets.insert(f.job);
   }
   ASSERT_GT(planned, 0u);
 
@@ -292,8 +293,10 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
       done_after += a.outcome == "done" ? 1 : 0;
       continue;
     }
-    if (a.outcome == "done") ++done_before_kill;
-    else if (!(targets.count(a.job_id) && a.attempt == 1)) ++in_flight_at_kill;  // not a planned fault's victim
+    if (a.outcome == "done")
+      ++done_before_kill;
+    else if (!(targets.count(a.job_id) && a.attempt == 1))
+      ++in_flight_at_kill;  // not a planned fault's victim
   }
   EXPECT_GE(done_before_kill, planned);
   EXPECT_LE(done_before_kill, planned + o.workers - 1) << "the kill waited past its planned point";
@@ -312,8 +315,8 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   const std::string baseline = round.schema.substr(0, round.schema.rfind("_r")) + "_baseline";
   std::map<std::string, std::string> roots;
   for (const auto& schema : {baseline, round.schema}) {
-    auto d = testing::RunCli({"digest", "--schema", schema, "--range", "2:1201", "--db", TestConninfo(), "--format",
-                              "json"});
+    auto d = testing::RunCli(
+        {"digest", "--schema", schema, "--range", "2:1201", "--db", TestConninfo(), "--format", "json"});
     ASSERT_EQ(d.exit_code, 0) << d.err;
     roots[schema] = nlohmann::json::parse(d.out)["root"];
   }
@@ -406,9 +409,10 @@ TEST(ChaosDetectors, EveryKindIsCaughtByItsOwnDetectorAloneAndBesideAnOrchestrat
 }
 
 TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
-  auto r = testing::RunCli({"chaos", "--range", "2:1201", "--workers", "3", "--job-size", "100", "--seed", "5",
-                            "--rounds", "1", "--faults", "kill=2", "--density", "flat", "--unsafe-ingester", "--db",
-                            TestConninfo(), "--format", "json"});
+  auto r = testing::RunCli({"chaos",    "--range",   "2:1201", "--workers",         "3",    "--job-size",
+                            "100",      "--seed",    "5",      "--rounds",          "1",    "--faults",
+                            "kill=2",   "--density", "flat",   "--unsafe-ingester", "--db", TestConninfo(),
+                            "--format", "json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["valid"].get<bool>());
@@ -445,9 +449,9 @@ TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
   for (const auto& table : fixtures::HistoryTables()) {
     const auto mapping = FindHistoryTable(table);
     ASSERT_TRUE(mapping) << table;
-    auto rows = conn->Exec(fmt::format("SELECT {}, count(*) FROM {} GROUP BY 1",
-                                       LedgerExpression(mapping->ledger_column, mapping->kind),
-                                       pg::Qualified(schema, table)));
+    auto rows =
+        conn->Exec(fmt::format("SELECT {}, count(*) FROM {} GROUP BY 1",
+                               LedgerExpression(mapping->ledger_column, mapping->kind), pg::Qualified(schema, table)));
     ASSERT_TRUE(rows.ok()) << rows.status().message();
     for (int i = 0; i < rows->size(); ++i) {
       const auto ledger = static_cast<Ledger>(rows->GetInt(i, 0));
@@ -457,9 +461,10 @@ TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
   }
   // The tables a unique index protects (ON CONFLICT DO NOTHING drops their retried rows).
   std::set<std::string> unique_tables;
-  auto unique = conn->Exec("SELECT DISTINCT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN "
-                           "pg_namespace n ON n.oid = c.relnamespace WHERE i.indisunique AND n.nspname = $1",
-                           {schema});
+  auto unique = conn->Exec(
+      "SELECT DISTINCT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indrelid JOIN "
+      "pg_namespace n ON n.oid = c.relnamespace WHERE i.indisunique AND n.nspname = $1",
+      {schema});
   ASSERT_TRUE(unique.ok()) << unique.status().message();
   for (int i = 0; i < unique->size(); ++i) unique_tables.insert(std::string(unique->Get(i, 0)));
   ASSERT_TRUE(unique_tables.count("history_ledgers"));
@@ -488,6 +493,44 @@ TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
   ASSERT_TRUE(conn->Run(fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(schema))).ok());
 }
 
+// The classes a round is judged by, each planted at its own ledger of a copy of the baseline:
+// one participant row too many (duplicated), the ledger row gone (lost), one participant row
+// missing (partial), a changed hash with every count equal (divergent).
+TEST(Chaos, EachDivergentLedgerGetsItsClass) {
+  const std::string base = testing::UniqueName("classes_base"), round = testing::UniqueName("classes_round");
+  for (const auto& schema : {base, round}) {
+    auto r = testing::RunCli({"ingest", "--db", TestConninfo(), "--schema", schema, "--range", "2:61", "--workers", "1",
+                              "--density", "flat", "--seed", "7"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto conn = testing::Connect();
+  const std::string t = pg::Qualified(round, "history_transaction_participants");
+  auto at = [](Ledger l) {
+    return fmt::format("history_transaction_id BETWEEN {} AND {}", Toid(l), Toid(l) | 0xFFFFFFFFLL);
+  };
+  for (const std::string& sql :
+       {fmt::format("INSERT INTO {0} SELECT * FROM {0} WHERE {1} LIMIT 1", t, at(10)),
+        fmt::format("DELETE FROM {} WHERE sequence = 20", pg::Qualified(round, "history_ledgers")),
+        fmt::format("DELETE FROM {0} WHERE ctid = (SELECT ctid FROM {0} WHERE {1} LIMIT 1)", t, at(30)),
+        fmt::format("UPDATE {} SET ledger_hash = md5(ledger_hash) WHERE sequence = 40",
+                    pg::Qualified(round, "history_ledgers"))}) {
+    auto done = conn->Exec(sql);
+    ASSERT_TRUE(done.ok()) << sql << ": " << done.status().message();
+    ASSERT_EQ(done->AffectedRows(), 1) << sql;
+  }
+  NullReporter quiet;
+  auto classes =
+      verify::ClassifyDivergence(TestConninfo(), base, round, dump::HorizonProfileSpec(), LedgerRange{2, 61}, quiet);
+  ASSERT_TRUE(classes.ok()) << classes.status().message();
+  const verify::Anomalies expected = {
+      {"duplicated", {{10, 10}}}, {"lost", {{20, 20}}}, {"partial", {{30, 30}}}, {"divergent", {{40, 40}}}};
+  EXPECT_EQ(*classes, expected);
+  auto same =
+      verify::ClassifyDivergence(TestConninfo(), base, base, dump::HorizonProfileSpec(), LedgerRange{2, 61}, quiet);
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_TRUE(same->empty());
+}
+
 TEST(ChaosCli, BadFaultsAreUsageErrors) {
   auto r = testing::RunCli({"chaos", "--range", "2:301", "--faults", "meteor=1", "--db", TestConninfo()});
   EXPECT_EQ(r.exit_code, 2);
@@ -498,10 +541,8 @@ TEST(ChaosCli, BadFaultsAreUsageErrors) {
 }
 
 TEST(ChaosCli, CountsAndHoldAreRangeChecked) {
-  for (const auto& args : std::vector<std::vector<std::string>>{{"--faults", "kill=4294967296"},
-                                                                 {"--faults", "kill=-1"},
-                                                                 {"--hold", "0"},
-                                                                 {"--hold", "nan"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--faults", "kill=4294967296"}, {"--faults", "kill=-1"}, {"--hold", "0"}, {"--hold", "nan"}}) {
     std::vector<std::string> cmd = {"chaos", "--range", "2:2001", "--job-size", "100", "--db", TestConninfo()};
     cmd.insert(cmd.end(), args.begin(), args.end());
     auto r = testing::RunCli(cmd);
@@ -513,9 +554,9 @@ TEST(ChaosCli, CountsAndHoldAreRangeChecked) {
 // Planned faults that cannot fire (jobs of 50 never reach the unsafe ingester's commit of 100):
 // the rounds prove nothing, so the campaign is inconclusive and exits 1, never "valid".
 TEST(ChaosCli, APlannedFaultThatNeverFiredIsInconclusiveNotValid) {
-  auto r = testing::RunCli({"chaos", "--range", "2:601", "--workers", "2", "--job-size", "50", "--rounds", "1",
-                            "--faults", "kill=2", "--density", "flat", "--unsafe-ingester", "--db", TestConninfo(),
-                            "--format", "json"});
+  auto r =
+      testing::RunCli({"chaos", "--range", "2:601", "--workers", "2", "--job-size", "50", "--rounds", "1", "--faults",
+                       "kill=2", "--density", "flat", "--unsafe-ingester", "--db", TestConninfo(), "--format", "json"});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["valid"].get<bool>());
@@ -527,11 +568,33 @@ TEST(ChaosCli, APlannedFaultThatNeverFiredIsInconclusiveNotValid) {
 }
 
 TEST(ChaosCli, TheReplayLineReproducesTheRun) {
-  std::vector<std::string> args = {"chaos",      "--range",         "2:801",  "--workers", "2",      "--job-size",
-                                   "50",         "--seed",          "7",      "--rounds",  "1",      "--faults",
-                                   "kill=1,hang=1", "--hold",       "1.5",    "--job-timeout", "3",  "--retries",
-                                   "4",          "--retry-backoff", "0.2",    "--density", "flat",   "--db",
-                                   TestConninfo(), "--format",      "json"};
+  std::vector<std::string> args = {"chaos",
+                                   "--range",
+                                   "2:801",
+                                   "--workers",
+                                   "2",
+                                   "--job-size",
+                                   "50",
+                                   "--seed",
+                                   "7",
+                                   "--rounds",
+                                   "1",
+                                   "--faults",
+                                   "kill=1,hang=1",
+                                   "--hold",
+                                   "1.5",
+                                   "--job-timeout",
+                                   "3",
+                                   "--retries",
+                                   "4",
+                                   "--retry-backoff",
+                                   "0.2",
+                                   "--density",
+                                   "flat",
+                                   "--db",
+                                   TestConninfo(),
+                                   "--format",
+                                   "json"};
   auto first = testing::RunCli(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto a = nlohmann::json::parse(first.out);
@@ -552,7 +615,8 @@ TEST(ChaosCli, TheReplayLineReproducesTheRun) {
   auto strip = [](nlohmann::json j) {
     for (const char* k : {"seconds", "baseline_seconds"}) j.erase(k);
     for (auto& round : j["rounds"]) {
-      for (const char* k : {"seconds", "run_id", "schema", "attempts", "retried_jobs", "recovered_jobs"}) round.erase(k);
+      for (const char* k : {"seconds", "run_id", "schema", "attempts", "retried_jobs", "recovered_jobs"})
+        round.erase(k);
       for (auto& f : round["faults"]) f.erase("detail");
     }
     j.erase("jobs_retried");

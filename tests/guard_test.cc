@@ -2,6 +2,7 @@
 // done, failed or cancelled, as an orchestrated run does; `cancel` fences a run's jobs; a planned
 // run is settled done only after the end-of-run checks; `plan --run-id` is checked before
 // anything is written; local workers must fit the server's connections.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -515,6 +516,28 @@ TEST(Guard, WritingCommandsIgnoreThePgEnvironment) {
   EXPECT_EQ(digest.exit_code, 0) << digest.err;
   EXPECT_NE(digest.out.find("history_ledgers"), std::string::npos) << digest.out;
   EXPECT_EQ(digest.err.find("ignored"), std::string::npos) << digest.err;
+}
+
+// A worker claims jobs only of a run that is running: a failed or cancelled run keeps its pending
+// jobs pending (the job table's claim, asked directly; the run is then set running again as the
+// positive control).
+TEST(Guard, OnlyARunningRunsJobsCanBeClaimed) {
+  const std::string schema = UniqueName("claim");
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:101", "--schema", schema, "--job-size", "50"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::string run = plan.out.substr(0, plan.out.find_last_not_of("\n") + 1);
+  run = run.substr(run.find_last_of('\n') + 1);
+  auto conn = Connect();
+  for (const char* state : {"failed", "cancelled", "running"}) {
+    const Status set = conn->Run(
+        fmt::format("UPDATE ledgerdiff_control.runs SET state = '{}' WHERE run_id = {}", state, pg::QuoteLiteral(run)));
+    ASSERT_TRUE(set.ok()) << set.message();
+    auto claimed = ingest::ClaimJob(*conn, run, "w-test", static_cast<int>(getpid()), 0);
+    ASSERT_TRUE(claimed.ok()) << claimed.status().message();
+    EXPECT_EQ(claimed->has_value(), std::string(state) == "running") << "run " << state;
+  }
+  auto cancel = RunCli({"cancel", "--db", TestConninfo(), "--run", run});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
 }
 
 }  // namespace

@@ -4,10 +4,9 @@
 // of another job, a corrupted checkpoint, a missing one, or a second run on the same checkpoint
 // is a one-line exit 2. The kills land mid-run through the test-only hook
 // LEDGERDIFF_TEST_CHUNK_DELAY_MS (a pause after each checkpointed chunk).
+#include <fmt/format.h>
 #include <signal.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
@@ -77,7 +76,8 @@ Child Start(const std::vector<std::string>& args, const std::string& chunk_delay
 // Chunk records of `side` in the checkpoint file.
 size_t SideRecords(const std::string& checkpoint, int side) {
   const auto all = ChunkRecords(ReadFileBytes(checkpoint));
-  return static_cast<size_t>(std::count_if(all.begin(), all.end(), [&](const ChunkRecord& r) { return r.side == side; }));
+  return static_cast<size_t>(
+      std::count_if(all.begin(), all.end(), [&](const ChunkRecord& r) { return r.side == side; }));
 }
 
 // Waits until `checkpoint` holds at least `records` chunk records of each of `sides` sides, then
@@ -133,12 +133,27 @@ class Resume : public ::testing::Test {
   static std::string Path(const std::string& name) { return (dir_ / name).string(); }
 
   static std::vector<std::string> DigestArgs(const std::string& out) {
-    return {"digest", "--db", TestConninfo(), "--schema", left_, "--range", "2:401", "--jobs", "1",
-            "--chunk-ledgers", "25", "--out", out, "--format", "json"};
+    return {"digest",          "--db", TestConninfo(), "--schema", left_,      "--range", "2:401", "--jobs", "1",
+            "--chunk-ledgers", "25",   "--out",        out,        "--format", "json"};
   }
   static std::vector<std::string> VerifyRangeArgs(const std::string& out) {
-    return {"verify-range", "--left", TestConninfo(), "--right", TestConninfo(), "--left-schema", left_,
-            "--right-schema", right_, "--range", "2:401", "--jobs", "1", "--out", out, "--format", "json"};
+    return {"verify-range",
+            "--left",
+            TestConninfo(),
+            "--right",
+            TestConninfo(),
+            "--left-schema",
+            left_,
+            "--right-schema",
+            right_,
+            "--range",
+            "2:401",
+            "--jobs",
+            "1",
+            "--out",
+            out,
+            "--format",
+            "json"};
   }
   static std::vector<std::string> With(std::vector<std::string> args, const std::vector<std::string>& more) {
     args.insert(args.end(), more.begin(), more.end());
@@ -168,14 +183,13 @@ TEST_F(Resume, KilledDigestResumesToTheSameBytesWithoutRedoingWork) {
   EXPECT_NE(again.err.find("--resume"), std::string::npos) << again.err;
   EXPECT_EQ(Lines(again.err), 1u) << again.err;
   // Another job (range, schema) may not take it.
-  auto other_range = RunCli(With({"digest", "--db", TestConninfo(), "--schema", left_, "--range", "2:400", "--out",
-                                  out, "--resume"},
-                                 {}));
+  auto other_range = RunCli(
+      With({"digest", "--db", TestConninfo(), "--schema", left_, "--range", "2:400", "--out", out, "--resume"}, {}));
   EXPECT_EQ(other_range.exit_code, 2) << other_range.err;
   EXPECT_NE(other_range.err.find("range"), std::string::npos) << other_range.err;
   EXPECT_EQ(Lines(other_range.err), 1u) << other_range.err;
-  auto other_schema = RunCli({"digest", "--db", TestConninfo(), "--schema", right_, "--range", "2:401", "--out", out,
-                              "--resume"});
+  auto other_schema =
+      RunCli({"digest", "--db", TestConninfo(), "--schema", right_, "--range", "2:401", "--out", out, "--resume"});
   EXPECT_EQ(other_schema.exit_code, 2) << other_schema.err;
   EXPECT_NE(other_schema.err.find("source.schema"), std::string::npos) << other_schema.err;
   auto other_detail = RunCli(With(DigestArgs(out), {"--resume", "--manifest-detail", "full"}));
@@ -238,6 +252,28 @@ TEST_F(Resume, CorruptedCheckpointIsRefusedAndATornTailIsDropped) {
   EXPECT_NE(flipped.err.find("checksum mismatch"), std::string::npos) << flipped.err;
   EXPECT_FALSE(fs::exists(out));
 
+  // A record missing between two others (a hole in the digested ledgers): refused, exit 2.
+  bad = good.substr(0, records[1].offset) + good.substr(records[1].offset + 4 + records[1].length + 16);
+  WriteFileBytes(checkpoint, bad);
+  auto hole = RunCli(With(DigestArgs(out), {"--resume"}));
+  EXPECT_EQ(hole.exit_code, 2) << hole.err;
+  EXPECT_NE(hole.err.find("out of order"), std::string::npos) << hole.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  // The last record whole in length but not in content (its pwrite cut off by a crash after the
+  // file grew): torn, not corrupt; the records before it are resumed.
+  ASSERT_EQ(records.back().offset + 4 + records.back().length + 16, good.size()) << "a chunk record is the last";
+  bad = good;
+  bad[records.back().offset + 4 + records.back().length - 1] ^= 0x80;
+  WriteFileBytes(checkpoint, bad);
+  auto garbled = RunCli(With(DigestArgs(out), {"--resume"}));
+  ASSERT_EQ(garbled.exit_code, 0) << garbled.err;
+  EXPECT_EQ(nlohmann::json::parse(garbled.out).at("resume").at("ledgers_resumed").get<uint64_t>(),
+            25u * (records.size() - 1));
+  EXPECT_EQ(ReadFileBytes(out), ReadFileBytes(Path("whole2.ldm")));
+  ASSERT_FALSE(fs::exists(checkpoint));
+  fs::remove(out);
+
   // The last record cut short (a crash while it was written): the valid prefix is resumed.
   WriteFileBytes(checkpoint, good.substr(0, good.size() - 7));
   auto torn = RunCli(With(DigestArgs(out), {"--resume"}));
@@ -285,8 +321,8 @@ TEST_F(Resume, KilledVerifyRangeResumesToTheSameVerdictAndBytes) {
   ASSERT_FALSE(fs::exists(out));
   ASSERT_LT(ChunkRecords(ReadFileBytes(checkpoint)).size(), 8u);
 
-  auto other = RunCli(With({"verify-range", "--left", TestConninfo(), "--right", TestConninfo(), "--left-schema",
-                            left_, "--right-schema", left_, "--range", "2:401", "--jobs", "1", "--out", out},
+  auto other = RunCli(With({"verify-range", "--left", TestConninfo(), "--right", TestConninfo(), "--left-schema", left_,
+                            "--right-schema", left_, "--range", "2:401", "--jobs", "1", "--out", out},
                            {"--resume"}));
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_NE(other.err.find("right."), std::string::npos) << other.err;

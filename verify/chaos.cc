@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -14,8 +14,8 @@
 #include <thread>
 
 #include "core/database.h"
-#include "core/process.h"
 #include "core/history_tables.h"
+#include "core/process.h"
 #include "core/tempdir.h"
 #include "core/text.h"
 #include "diff/diff.h"
@@ -50,70 +50,6 @@ class Rng {
 };
 
 bool PerJob(const std::string& kind) { return kind != "orchestrator"; }
-
-using Anomalies = std::map<std::string, std::vector<LedgerRange>>;
-
-// Rows per ledger of `table` in `schema` at the ledgers of `intervals` (absent: 0 rows).
-Result<std::map<Ledger, uint64_t>> RowsPerLedger(pg::Connection& conn, const std::string& schema,
-                                                 const HistoryTable& table, const std::vector<LedgerRange>& intervals) {
-  std::string where;
-  for (const auto& iv : intervals) where += (where.empty() ? "" : " OR ") + LedgerRangePredicate(table, iv);
-  LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec(fmt::format("SELECT {0}, count(*) FROM {1} WHERE {2} GROUP BY 1",
-                                            LedgerExpression(table.ledger_column, table.kind),
-                                            pg::Qualified(schema, table.name), where)));
-  std::map<Ledger, uint64_t> out;
-  for (int i = 0; i < rows.size(); ++i)
-    out[static_cast<Ledger>(rows.GetInt(i, 0))] = static_cast<uint64_t>(rows.GetInt(i, 1));
-  return out;
-}
-
-// Compares a round's schema with the baseline through diff/ (every divergent ledger of every
-// table) and classifies each divergent ledger by its row counts on both sides.
-Result<Anomalies> Classify(const std::string& conninfo, const std::string& baseline, const std::string& schema,
-                           const dump::ProfileSpec& spec, const LedgerRange& range, Reporter& reporter) {
-  diff::DiffOptions options;
-  options.range = range;
-  options.all = true;
-  options.max_rows = 1;
-  options.jobs = 2;
-  LD_ASSIGN_OR_RETURN(diff::DiffReport report, diff::DiffSources(diff::Source::Schema(conninfo, baseline),
-                                                                 diff::Source::Schema(conninfo, schema), spec, options,
-                                                                 reporter));
-  if (report.identical) return Anomalies{};
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
-  // Per divergent ledger: did some table gain or lose rows, and is the ledger row gone?
-  struct Counts {
-    bool more = false, fewer = false, lost = false;
-  };
-  std::map<Ledger, Counts> ledgers;
-  for (const auto& t : report.tables) {
-    if (t.divergent.empty()) continue;
-    for (const auto& iv : t.divergent)
-      for (uint64_t l = iv.from; l <= iv.to; ++l) ledgers[static_cast<Ledger>(l)];
-    const std::optional<HistoryTable> mapping = FindHistoryTable(t.table);
-    if (!mapping) continue;  // a table of no known ledger mapping: its ledgers stay "divergent"
-    LD_ASSIGN_OR_RETURN(auto base_rows, RowsPerLedger(*conn, baseline, *mapping, t.divergent));
-    LD_ASSIGN_OR_RETURN(auto round_rows, RowsPerLedger(*conn, schema, *mapping, t.divergent));
-    for (const auto& iv : t.divergent) {
-      for (uint64_t l = iv.from; l <= iv.to; ++l) {
-        const Ledger ledger = static_cast<Ledger>(l);
-        const uint64_t b = base_rows.count(ledger) ? base_rows.at(ledger) : 0;
-        const uint64_t r = round_rows.count(ledger) ? round_rows.at(ledger) : 0;
-        Counts& c = ledgers[ledger];
-        c.more |= r > b;
-        c.fewer |= r < b;
-        c.lost |= t.table == "history_ledgers" && b > 0 && r == 0;
-      }
-    }
-  }
-  std::map<std::string, std::vector<Ledger>> by_class;
-  for (const auto& [l, c] : ledgers)
-    by_class[c.lost ? "lost" : c.more ? "duplicated" : c.fewer ? "partial" : "divergent"].push_back(l);
-  Anomalies out;
-  for (auto& [cls, ls] : by_class) out[cls] = ToIntervals(ls);
-  return out;
-}
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -347,8 +283,8 @@ class Round {
           before_kill = fmt::format(" (before the orchestrator kill: its hold was ending after {} of {} s)",
                                     fmt::format("{:.1f}", SecondsSince(seen.second)), o_.hold_s);
         }
-        std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt {} ({})", j.worker,
-                                        j.worker_pid, j.job_id, j.range.str(), j.attempt, j.stage);
+        std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt {} ({})", j.worker, j.worker_pid,
+                                        j.job_id, j.range.str(), j.attempt, j.stage);
         if (f.plan.kind == "kill") {
           kill(-j.worker_pid, SIGKILL);
           f.detail = "SIGKILL " + where;
@@ -408,9 +344,10 @@ class Round {
     due->performed = true;
     uint32_t running = 0;
     for (const auto& j : jobs) running += j.state == "running" ? 1 : 0;
-    due->detail = fmt::format("SIGKILL orchestrator (pid {}) after {} of {} jobs done (planned {}), {} in flight; "
-                              "restarted on run {}",
-                              orchestrator_, done, jobs.size(), due->plan.after_jobs_done, running, r_.run_id);
+    due->detail = fmt::format(
+        "SIGKILL orchestrator (pid {}) after {} of {} jobs done (planned {}), {} in flight; "
+        "restarted on run {}",
+        orchestrator_, done, jobs.size(), due->plan.after_jobs_done, running, r_.run_id);
     reporter_.Note(fmt::format("round {}: {}", r_.round, due->detail));
     return KillDue::kNow;
   }
@@ -431,9 +368,8 @@ class Round {
   // load it. Waits until the killed instance's worker sessions are gone, so that no claim of
   // theirs can still commit afterwards.
   Status RetargetFaultsLostWithTheOrchestrator() {
-    const std::string sessions = fmt::format(
-        "SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE {}",
-        pg::QuoteLiteral(fmt::format("ledgerdiff worker %:{}:%", orchestrator_)));
+    const std::string sessions = fmt::format("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE {}",
+                                             pg::QuoteLiteral(fmt::format("ledgerdiff worker %:{}:%", orchestrator_)));
     for (int i = 0; i < 250; ++i) {
       auto n = conn_->Exec(sessions);
       if (n.ok() && n->GetInt(0, 0) == 0) break;
@@ -486,6 +422,70 @@ class Round {
 
 }  // namespace
 
+namespace {
+
+// Rows per ledger of `table` in `schema` at the ledgers of `intervals` (absent: 0 rows).
+Result<std::map<Ledger, uint64_t>> RowsPerLedger(pg::Connection& conn, const std::string& schema,
+                                                 const HistoryTable& table, const std::vector<LedgerRange>& intervals) {
+  std::string where;
+  for (const auto& iv : intervals) where += (where.empty() ? "" : " OR ") + LedgerRangePredicate(table, iv);
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT {0}, count(*) FROM {1} WHERE {2} GROUP BY 1",
+                                                           LedgerExpression(table.ledger_column, table.kind),
+                                                           pg::Qualified(schema, table.name), where)));
+  std::map<Ledger, uint64_t> out;
+  for (int i = 0; i < rows.size(); ++i)
+    out[static_cast<Ledger>(rows.GetInt(i, 0))] = static_cast<uint64_t>(rows.GetInt(i, 1));
+  return out;
+}
+
+}  // namespace
+
+Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::string& baseline,
+                                     const std::string& schema, const dump::ProfileSpec& spec, const LedgerRange& range,
+                                     Reporter& reporter) {
+  diff::DiffOptions options;
+  options.range = range;
+  options.all = true;
+  options.max_rows = 1;
+  options.jobs = 2;
+  LD_ASSIGN_OR_RETURN(diff::DiffReport report,
+                      diff::DiffSources(diff::Source::Schema(conninfo, baseline),
+                                        diff::Source::Schema(conninfo, schema), spec, options, reporter));
+  if (report.identical) return Anomalies{};
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
+  // Per divergent ledger: did some table gain or lose rows, and is the ledger row gone?
+  struct Counts {
+    bool more = false, fewer = false, lost = false;
+  };
+  std::map<Ledger, Counts> ledgers;
+  for (const auto& t : report.tables) {
+    if (t.divergent.empty()) continue;
+    for (const auto& iv : t.divergent)
+      for (uint64_t l = iv.from; l <= iv.to; ++l) ledgers[static_cast<Ledger>(l)];
+    const std::optional<HistoryTable> mapping = FindHistoryTable(t.table);
+    if (!mapping) continue;  // a table of no known ledger mapping: its ledgers stay "divergent"
+    LD_ASSIGN_OR_RETURN(auto base_rows, RowsPerLedger(*conn, baseline, *mapping, t.divergent));
+    LD_ASSIGN_OR_RETURN(auto round_rows, RowsPerLedger(*conn, schema, *mapping, t.divergent));
+    for (const auto& iv : t.divergent) {
+      for (uint64_t l = iv.from; l <= iv.to; ++l) {
+        const Ledger ledger = static_cast<Ledger>(l);
+        const uint64_t b = base_rows.count(ledger) ? base_rows.at(ledger) : 0;
+        const uint64_t r = round_rows.count(ledger) ? round_rows.at(ledger) : 0;
+        Counts& c = ledgers[ledger];
+        c.more |= r > b;
+        c.fewer |= r < b;
+        c.lost |= t.table == "history_ledgers" && b > 0 && r == 0;
+      }
+    }
+  }
+  std::map<std::string, std::vector<Ledger>> by_class;
+  for (const auto& [l, c] : ledgers)
+    by_class[c.lost ? "lost" : c.more ? "duplicated" : c.fewer ? "partial" : "divergent"].push_back(l);
+  Anomalies out;
+  for (auto& [cls, ls] : by_class) out[cls] = ToIntervals(ls);
+  return out;
+}
+
 Result<FaultCounts> ParseFaultCounts(const std::string& text) {
   FaultCounts counts;
   for (const auto& k : FaultKinds()) counts[k] = 0;
@@ -516,12 +516,14 @@ Status ValidateChaosOptions(const ChaosOptions& o) {
   if (o.rounds == 0) return Status::Usage("--rounds must be at least 1");
   if (o.rounds > 10000) return Status::Usage("--rounds must be at most 10000");
   if (!std::isfinite(o.hold_s) || o.hold_s <= 0 || o.hold_s > 600)
-    return Status::Usagef("--hold {} must be a number of seconds above 0 and at most 600 (a fault needs a job held "
-                          "mid-transaction to hit)",
-                          o.hold_s);
+    return Status::Usagef(
+        "--hold {} must be a number of seconds above 0 and at most 600 (a fault needs a job held "
+        "mid-transaction to hit)",
+        o.hold_s);
   if (!o.ingest_cmd.empty() && o.faults.count("crash") && o.faults.at("crash") > 0)
-    return Status::Usage("--faults crash needs the built-in ingester (a fault point inside its transaction); use "
-                         "kill, hang, disconnect or orchestrator with --ingest-cmd");
+    return Status::Usage(
+        "--faults crash needs the built-in ingester (a fault point inside its transaction); use "
+        "kill, hang, disconnect or orchestrator with --ingest-cmd");
   LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
   return PlanChaos(o).status();
 }
@@ -561,9 +563,9 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
                           orchestrator + 1, jobs);
   // Stages at which a target attempt is held or crashes: the job has written part of itself.
   const std::vector<std::string> stages =
-      o.unsafe_ingester ? std::vector<std::string>{"committed"}
-                        : std::vector<std::string>{"history_transactions", "history_operations", "history_effects",
-                                                   "history_trades"};
+      o.unsafe_ingester
+          ? std::vector<std::string>{"committed"}
+          : std::vector<std::string>{"history_transactions", "history_operations", "history_effects", "history_trades"};
   std::vector<RoundPlan> plans;
   for (uint32_t round = 1; round <= o.rounds; ++round) {
     Rng rng(o.seed * 0x100000001b3ULL + round);
@@ -598,7 +600,8 @@ std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
       "ledgerdiff chaos --range {} --workers {} --job-size {} --seed {} --rounds {} --faults {} --hold {} "
       "--job-timeout {} --retries {} --retry-backoff {} --density {} --profile {}",
       o.range.str(), o.workers, o.job_size, o.seed, o.rounds, faults, num(o.hold_s), num(o.job_timeout_s), o.retries,
-      num(o.retry_backoff_s), ShellQuote(o.density, ShellQuoting::kWhenNeeded), ShellQuote(o.table_profile, ShellQuoting::kWhenNeeded));
+      num(o.retry_backoff_s), ShellQuote(o.density, ShellQuoting::kWhenNeeded),
+      ShellQuote(o.table_profile, ShellQuoting::kWhenNeeded));
   if (!o.ingest_cmd.empty()) cmd += " --ingest-cmd " + ShellQuote(o.ingest_cmd, ShellQuoting::kWhenNeeded);
   if (o.unsafe_ingester) cmd += " --unsafe-ingester";
   if (o.keep) cmd += " --keep";
@@ -656,7 +659,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     reporter.Note(fmt::format("chaos: round {} of {}", plan.round, o.rounds));
     Round round(conninfo, o, plan, chaos_id, tmp, reporter);
     LD_ASSIGN_OR_RETURN(ChaosRound r, round.Run());
-    auto classified = Classify(conninfo, base.schema, r.schema, spec, o.range, reporter);
+    auto classified = ClassifyDivergence(conninfo, base.schema, r.schema, spec, o.range, reporter);
     if (classified.ok()) {
       r.anomalies = std::move(classified).value();
     } else {
@@ -695,6 +698,5 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   report.seconds = SecondsSince(started);
   return report;
 }
-
 
 }  // namespace ledgerdiff::verify

@@ -26,15 +26,15 @@
 // Determinism: the schedule is a function of (seed, rounds, faults, range, job size) only.
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "dump/profile.h"
 #include "ingest/detector.h"
 #include "ingest/plan.h"
 
@@ -118,9 +118,9 @@ struct ChaosRound {
   std::string ingest_error;
   uint32_t jobs = 0, attempts = 0, retried_jobs = 0, recovered_jobs = 0;
   uint32_t orchestrator_restarts = 0;
-  uint32_t redone_after_resume = 0;  // jobs done before an orchestrator kill that ran again
+  uint32_t redone_after_resume = 0;                           // jobs done before an orchestrator kill that ran again
   std::map<std::string, std::vector<LedgerRange>> anomalies;  // class -> ledger intervals
-  std::map<ingest::Detector, uint32_t> detectors;  // the round's faults by the detector that caught them
+  std::map<ingest::Detector, uint32_t> detectors;             // the round's faults by the detector that caught them
   bool valid = false;
   bool inconclusive = false;  // a planned fault not injected (fired, caught by its detector): the round proves nothing
   bool schema_kept = false;
@@ -131,19 +131,30 @@ struct ChaosReport {
   ChaosOptions options;
   std::vector<RoundPlan> schedule;
   std::vector<ChaosRound> rounds;
-  std::map<std::string, uint32_t> planned, injected;             // per fault kind
-  std::map<ingest::Detector, uint32_t> detectors;                // faults per detector that caught them, all rounds
-  std::map<std::string, std::vector<LedgerRange>> anomalies;     // per class, over all rounds
+  std::map<std::string, uint32_t> planned, injected;          // per fault kind
+  std::map<ingest::Detector, uint32_t> detectors;             // faults per detector that caught them, all rounds
+  std::map<std::string, std::vector<LedgerRange>> anomalies;  // per class, over all rounds
   uint32_t jobs_retried = 0, jobs_recovered = 0;
   double baseline_s = 0, seconds = 0;
   bool valid = false;         // every round valid (hence every planned fault injected)
   bool inconclusive = false;  // some round's planned fault never fired (exit 1)
-  std::string replay;  // the command line that replays this run exactly (shell-quoted)
+  std::string replay;         // the command line that replays this run exactly (shell-quoted)
 };
 
 // The command that replays `options` exactly (every flag that shapes the run, shell-quoted);
 // `faults` is the KIND=COUNT list.
 std::string ReplayCommand(const ChaosOptions& options, const std::string& faults);
+
+// Ledger intervals per class: "lost", "duplicated", "partial", "divergent".
+using Anomalies = std::map<std::string, std::vector<LedgerRange>>;
+// How a round is judged: `schema` compared with `baseline` through diff/ (every divergent ledger
+// of every table), each divergent ledger classified by its row counts on both sides (first that
+// applies): lost (its history_ledgers row is gone), duplicated (some table has more rows than the
+// baseline), partial (some table has fewer), divergent (same counts, other content). Empty when
+// identical.
+Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::string& baseline,
+                                     const std::string& schema, const dump::ProfileSpec& spec, const LedgerRange& range,
+                                     Reporter& reporter);
 
 // Runs the whole chaos session against the database at `conninfo`.
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter);
