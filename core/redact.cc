@@ -302,6 +302,12 @@ void RegisterEnvironmentSecrets() {
   if (const char* p = std::getenv("PGPASSWORD"); p && *p) RegisterSecret(p);
 }
 
+void ForgetSecretsForTesting() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_secrets.clear();
+  g_count = 0;
+}
+
 std::string ScrubSecrets(std::string text) {
   if (g_count.load(std::memory_order_relaxed) == 0 || text.empty()) return text;
   std::vector<std::string> secrets;

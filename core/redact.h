@@ -36,6 +36,11 @@ void RegisterEnvironmentSecrets();
 // `text` with every registered secret replaced by "***".
 std::string ScrubSecrets(std::string text);
 
+// Tests and fuzzers only (tests/fuzz/redact_fuzz.cc registers millions of passwords, one input
+// after the other): forgets every registered secret. Never called by the tool: it would break the
+// INVARIANT above.
+void ForgetSecretsForTesting();
+
 // `conninfo` for display and for look-again commands: when libpq parses it, rebuilt in
 // key=value form without the password and sslpassword (usable as --db with the password given by
 // PGPASSWORD or ~/.pgpass); otherwise the text with every password candidate replaced by "***".
