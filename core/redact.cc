@@ -65,19 +65,27 @@ std::string PercentEncode(std::string_view s) {
   return out;
 }
 
+// A value as it is written between the quotes of a quoted key=value value.
+std::string QuotedEscape(std::string_view v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 // A conninfo value as libpq's key=value syntax writes it: bare when it can be, else quoted.
 std::string ConninfoQuote(std::string_view v) {
   bool bare = !v.empty() && std::none_of(v.begin(), v.end(), [](char c) {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\'' || c == '\\';
   });
   if (bare) return std::string(v);
-  std::string out = "'";
-  for (char c : v) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "'";
+  return "'" + QuotedEscape(v) + "'";
 }
+
+// The keywords whose values are secrets.
+bool IsSecretKeyword(std::string_view keyword) { return keyword == "password" || keyword == "sslpassword"; }
 
 std::string BackslashEscape(std::string_view v) {
   std::string out;
@@ -94,21 +102,60 @@ bool LooksLikeConninfo(std::string_view s) {
 
 bool IsUri(std::string_view s) { return s.rfind("postgresql://", 0) == 0 || s.rfind("postgres://", 0) == 0; }
 
-// What a lenient scan finds where libpq's grammar may not: `password` keys in any case, URI
-// user info and query parameters, with or without valid escapes.
+bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
+
+// Whether `key` names a password: "password", "sslpassword", in any case, percent-encoded or not.
+bool IsPasswordKey(std::string_view key) {
+  std::string k(key);
+  if (std::string d = PercentDecode(k); !d.empty()) k = d;
+  return k.size() >= 8 && StartsWithNoCase(k, k.size() - 8, "password");
+}
+
+// The passwords of a URI `u` (from its scheme on) as libpq reads them, however malformed the rest:
+// the user info's, which libpq ends at the first '@' or '/' (so a '?' or '#' is part of the
+// password), and the one up to the last '@' before the first '/' (a raw '@' in a password); and
+// the value of every query parameter whose key is a password key (IsPasswordKey: libpq
+// percent-decodes keys, so "pass%77ord=" is a password), up to the next '&' (a value may hold
+// whitespace: libpq takes it).
+void ScanUri(std::string_view u, std::vector<std::string>& out) {
+  const size_t start = u.find("://") + 3;
+  const size_t end = u.find('/', start);
+  std::string_view authority = u.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+  size_t colon = authority.find(':');
+  size_t first_at = authority.find('@');
+  size_t last_at = authority.rfind('@');
+  if (colon != std::string_view::npos && first_at != std::string_view::npos && colon < first_at)
+    out.emplace_back(authority.substr(colon + 1, first_at - colon - 1));
+  if (colon != std::string_view::npos && last_at != std::string_view::npos && colon < last_at)
+    out.emplace_back(authority.substr(colon + 1, last_at - colon - 1));
+  // Any '?' or '&' may start a parameter (a '?' may also be part of a password before the query).
+  for (size_t p = u.find_first_of("?&", start); p != std::string_view::npos; p = u.find_first_of("?&", p + 1)) {
+    std::string_view param = u.substr(p + 1);
+    param = param.substr(0, param.find('&'));
+    size_t eq = param.find('=');
+    if (eq != std::string_view::npos && IsPasswordKey(param.substr(0, eq))) out.emplace_back(param.substr(eq + 1));
+  }
+}
+
+// What a lenient scan finds where libpq's grammar may not: `password` keys in any case (also
+// sslpassword) with their values, bare, quoted, or quoted inside a quoted dbname conninfo
+// (dbname='password=\'a b\''), with or without valid escapes; and the passwords of a URI, also
+// of one given as a dbname value (ScanUri).
 void ScanPasswords(std::string_view s, std::vector<std::string>& out) {
   const bool uri = IsUri(s);
-  if (uri) {
-    size_t start = s.find("://") + 3;
-    size_t end = s.find_first_of("/?", start);
-    std::string_view authority = s.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    size_t colon = authority.find(':');
-    size_t first_at = authority.find('@');
-    size_t last_at = authority.rfind('@');
-    if (colon != std::string_view::npos && first_at != std::string_view::npos && colon < first_at)
-      out.emplace_back(authority.substr(colon + 1, first_at - colon - 1));
-    if (colon != std::string_view::npos && last_at != std::string_view::npos && colon < last_at)
-      out.emplace_back(authority.substr(colon + 1, last_at - colon - 1));
+  if (uri) ScanUri(s, out);
+  // A URI inside a key=value conninfo (dbname=postgresql://... or dbname='postgresql://...'):
+  // its text up to the end of that value, with the value's escapes removed.
+  for (std::string_view scheme : {"postgresql://", "postgres://"}) {
+    for (size_t q = s.find(scheme, 1); q != std::string_view::npos; q = s.find(scheme, q + 1)) {
+      const bool quoted = s[q - 1] == '\'';
+      std::string value;
+      for (size_t i = q; i < s.size() && !(quoted ? s[i] == '\'' : IsSpace(s[i])); ++i) {
+        if (s[i] == '\\' && i + 1 < s.size()) ++i;
+        value += s[i];
+      }
+      ScanUri(value, out);
+    }
   }
   for (size_t pos = 0; (pos = [&] {
          for (size_t i = pos; i < s.size(); ++i)
@@ -117,10 +164,10 @@ void ScanPasswords(std::string_view s, std::vector<std::string>& out) {
        }()) != std::string_view::npos;) {
     size_t i = pos + 8;
     pos = i;
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    while (i < s.size() && IsSpace(s[i])) ++i;
     if (i >= s.size() || s[i] != '=') continue;
     ++i;
-    while (i < s.size() && std::isspace(static_cast<unsigned char>(s[i]))) ++i;
+    while (i < s.size() && IsSpace(s[i])) ++i;
     std::string raw, value;
     if (i < s.size() && s[i] == '\'') {
       for (++i; i < s.size() && s[i] != '\''; ++i) {
@@ -128,12 +175,42 @@ void ScanPasswords(std::string_view s, std::vector<std::string>& out) {
         if (s[i] == '\\' && i + 1 < s.size()) raw += s[++i];
         value += s[i];
       }
-    } else {
-      for (; i < s.size() && !std::isspace(static_cast<unsigned char>(s[i])) && !(uri && s[i] == '&'); ++i) {
-        raw += s[i];
-        if (s[i] == '\\' && i + 1 < s.size()) raw += s[++i];
-        value += s[i];
+      out.push_back(raw);
+      out.push_back(value);
+      continue;
+    }
+    if (i + 1 < s.size() && s[i] == '\\' && s[i + 1] == '\'') {
+      // Either a bare value that starts with an escaped quote, or a value quoted inside a quoted
+      // value (dbname='password=\'a b\''): both are candidates. Quoted inside, every character
+      // carries one more level of escapes, and the value ends at an unescaped \' (or at the
+      // outer value's end, an unescaped ').
+      bool escaped = false;
+      for (size_t j = i + 2; j < s.size();) {
+        size_t width = 1;
+        char c = s[j];
+        if (c == '\\' && j + 1 < s.size()) {
+          c = s[j + 1];
+          width = 2;
+        } else if (c == '\'') {
+          break;
+        }
+        if (!escaped && c == '\'') break;
+        escaped = !escaped && c == '\\';
+        raw.append(s.substr(j, width));
+        if (!escaped) value += c;
+        j += width;
       }
+      out.push_back(raw);
+      out.push_back(value);
+      raw.clear();
+      value.clear();
+    }
+    // Bare: a URI's value ends at '&' only (libpq takes whitespace into it), a key=value one at
+    // whitespace.
+    for (; i < s.size() && !(uri ? s[i] == '&' : IsSpace(s[i])); ++i) {
+      raw += s[i];
+      if (s[i] == '\\' && i + 1 < s.size()) raw += s[++i];
+      value += s[i];
     }
     out.push_back(raw);
     out.push_back(value);
@@ -146,11 +223,41 @@ void AddForms(std::string_view secret, std::set<std::string>& forms) {
   if (std::string d = PercentDecode(secret); !d.empty()) forms.insert(d);
   forms.insert(PercentEncode(secret));
   forms.insert(BackslashEscape(secret));
+  forms.insert(QuotedEscape(secret));  // inside a longer quoted value (a nested conninfo)
   forms.insert(ConninfoQuote(secret));
 }
 
-bool IsWholeToken(const std::string& text, size_t pos, size_t len) {
-  return (pos == 0 || !IsAlnum(text[pos - 1])) && (pos + len >= text.size() || !IsAlnum(text[pos + len]));
+// `text` with every occurrence of every secret replaced by "***" (those shorter than
+// `whole_token_below` bytes only as whole tokens, where a masked neighbour counts as a boundary).
+// Occurrences are found in the text as given and masked together, each run of overlapping or
+// adjacent ones as one "***": replacing one secret after the other would let the first
+// replacement break an overlapping occurrence of another (secrets "password=x" and "x@h" in
+// "password=x@h") and leave part of it in the text.
+std::string MaskAll(const std::string& text, std::vector<std::string> secrets, size_t whole_token_below) {
+  std::stable_sort(secrets.begin(), secrets.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  std::vector<bool> masked(text.size(), false);
+  auto whole_token = [&](size_t pos, size_t len) {
+    return (pos == 0 || !IsAlnum(text[pos - 1]) || masked[pos - 1]) &&
+           (pos + len >= text.size() || !IsAlnum(text[pos + len]) || masked[pos + len]);
+  };
+  bool any = false;
+  for (const auto& secret : secrets) {
+    if (secret.empty()) continue;
+    for (size_t pos = text.find(secret); pos != std::string::npos; pos = text.find(secret, pos + 1)) {
+      if (secret.size() < whole_token_below && !whole_token(pos, secret.size())) continue;
+      std::fill(masked.begin() + pos, masked.begin() + pos + secret.size(), true);
+      any = true;
+    }
+  }
+  if (!any) return text;
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!masked[i])
+      out += text[i];
+    else if (i == 0 || !masked[i - 1])
+      out += "***";
+  }
+  return out;
 }
 
 }  // namespace
@@ -162,7 +269,7 @@ std::vector<std::string> ConninfoPasswords(std::string_view conninfo) {
   if (PQconninfoOption* opts = PQconninfoParse(s.c_str(), &err)) {
     for (PQconninfoOption* o = opts; o->keyword; ++o) {
       if (!o->val) continue;
-      if (std::string_view(o->keyword) == "password") out.emplace_back(o->val);
+      if (IsSecretKeyword(o->keyword)) out.emplace_back(o->val);
       if (std::string_view(o->keyword) == "dbname" && LooksLikeConninfo(o->val) && std::string_view(o->val) != conninfo) {
         for (auto& p : ConninfoPasswords(o->val)) out.push_back(std::move(p));
       }
@@ -195,6 +302,12 @@ void RegisterEnvironmentSecrets() {
   if (const char* p = std::getenv("PGPASSWORD"); p && *p) RegisterSecret(p);
 }
 
+void ForgetSecretsForTesting() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_secrets.clear();
+  g_count = 0;
+}
+
 std::string ScrubSecrets(std::string text) {
   if (g_count.load(std::memory_order_relaxed) == 0 || text.empty()) return text;
   std::vector<std::string> secrets;
@@ -202,20 +315,7 @@ std::string ScrubSecrets(std::string text) {
     std::lock_guard<std::mutex> lock(g_mu);
     secrets.assign(g_secrets.begin(), g_secrets.end());
   }
-  // Longest first, so that a form containing another is replaced whole.
-  std::stable_sort(secrets.begin(), secrets.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
-  for (const auto& secret : secrets) {
-    size_t pos = 0;
-    while ((pos = text.find(secret, pos)) != std::string::npos) {
-      if (secret.size() < kWholeTokenBelow && !IsWholeToken(text, pos, secret.size())) {
-        pos += 1;
-        continue;
-      }
-      text.replace(pos, secret.size(), "***");
-      pos += 3;
-    }
-  }
-  return text;
+  return MaskAll(text, std::move(secrets), kWholeTokenBelow);
 }
 
 std::string RedactConninfo(std::string_view conninfo) {
@@ -226,16 +326,11 @@ std::string RedactConninfo(std::string_view conninfo) {
   if (err) PQfreemem(err);
   if (!opts) {
     // libpq cannot parse it: mask every candidate in the text as written.
-    std::vector<std::string> candidates = ConninfoPasswords(conninfo);
-    std::stable_sort(candidates.begin(), candidates.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
-    for (const auto& c : candidates) {
-      for (size_t pos = 0; (pos = s.find(c, pos)) != std::string::npos; pos += 3) s.replace(pos, c.size(), "***");
-    }
-    return s;
+    return MaskAll(s, ConninfoPasswords(conninfo), 0);
   }
   std::string out;
   for (PQconninfoOption* o = opts; o->keyword; ++o) {
-    if (!o->val || std::string_view(o->keyword) == "password") continue;
+    if (!o->val || IsSecretKeyword(o->keyword)) continue;
     std::string value = o->val;
     if (std::string_view(o->keyword) == "dbname" && LooksLikeConninfo(value) && value != conninfo)
       value = RedactConninfo(value);

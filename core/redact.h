@@ -19,9 +19,11 @@
 
 namespace ledgerdiff {
 
-// Every password `conninfo` may hold: the value libpq parses (URI or key=value, also in a
-// nested dbname conninfo), plus what a lenient scan finds when libpq cannot parse it
-// (upper-case PASSWORD=, malformed percent-encoding, unterminated quotes). Raw forms only.
+// Every password `conninfo` may hold (password and sslpassword): the value libpq parses (URI or
+// key=value, also in a nested dbname conninfo), plus what a lenient scan finds when libpq cannot
+// parse it (upper-case PASSWORD=, malformed percent-encoding, unterminated quotes, a '?' in a
+// URI password, a percent-encoded query key such as pass%77ord, a value quoted inside a quoted
+// dbname conninfo, a URI given as dbname). Raw forms only.
 std::vector<std::string> ConninfoPasswords(std::string_view conninfo);
 
 // Registers `secret` (and its percent-encoded/-decoded and escaped forms). Empty: no-op.
@@ -34,9 +36,14 @@ void RegisterEnvironmentSecrets();
 // `text` with every registered secret replaced by "***".
 std::string ScrubSecrets(std::string text);
 
+// Tests and fuzzers only (tests/fuzz/redact_fuzz.cc registers millions of passwords, one input
+// after the other): forgets every registered secret. Never called by the tool: it would break the
+// INVARIANT above.
+void ForgetSecretsForTesting();
+
 // `conninfo` for display and for look-again commands: when libpq parses it, rebuilt in
-// key=value form without the password (usable as --db with the password given by PGPASSWORD
-// or ~/.pgpass); otherwise the text with every password candidate replaced by "***".
+// key=value form without the password and sslpassword (usable as --db with the password given by
+// PGPASSWORD or ~/.pgpass); otherwise the text with every password candidate replaced by "***".
 // Registers the passwords it removes.
 std::string RedactConninfo(std::string_view conninfo);
 

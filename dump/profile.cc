@@ -428,13 +428,17 @@ Result<ProfileSpec> LoadProfileSpec(const std::string& name_or_path) {
   if (name_or_path == "auto") return AutoProfileSpec();
   std::ifstream in(name_or_path, std::ios::binary);
   if (!in) return Status::Usagef("profile \"{}\": not horizon, auto, or a readable JSON file", name_or_path);
-  // Bounded: a profile is a small JSON file; /dev/zero or a huge file is refused, not read.
-  constexpr std::streamsize kMaxProfileBytes = 4 << 20;
-  std::string text(static_cast<size_t>(kMaxProfileBytes) + 1, '\0');
-  in.read(text.data(), kMaxProfileBytes + 1);
-  if (in.gcount() > kMaxProfileBytes)
-    return Status::Usagef("profile \"{}\": larger than {} MiB, not a profile", name_or_path, kMaxProfileBytes >> 20);
-  text.resize(static_cast<size_t>(in.gcount()));
+  // Bounded: a profile is a small JSON file; /dev/zero or a huge file is refused, not read. Read
+  // in blocks, so that memory follows the file's size (a 4 MiB buffer per profile made the
+  // profile fuzzer run at 170 inputs/s).
+  constexpr size_t kMaxProfileBytes = 4 << 20;
+  std::string text;
+  char block[1 << 16];
+  while (in.read(block, sizeof block) || in.gcount() > 0) {
+    text.append(block, static_cast<size_t>(in.gcount()));
+    if (text.size() > kMaxProfileBytes)
+      return Status::Usagef("profile \"{}\": larger than {} MiB, not a profile", name_or_path, kMaxProfileBytes >> 20);
+  }
   return ParseProfileSpecJson(text, name_or_path);
 }
 

@@ -4,6 +4,7 @@
 #include "core/database.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
+#include "core/redact.h"
 #include "core/report.h"
 #include "core/text.h"
 #include "tests/harness.h"
@@ -112,6 +113,58 @@ TEST(Pg, QuotingAndRedaction) {
   EXPECT_EQ(pg::RedactConninfo("postgresql://bob:s3cret@host/db"), "user=bob dbname=db host=host");
   EXPECT_EQ(pg::RedactConninfo("host=x password=s3cret user=bob"), "user=bob host=x");
   EXPECT_EQ(pg::RedactConninfo("host=x password='a b' user=bob"), "user=bob host=x");
+}
+
+// Leaks found by tests/fuzz/redact_fuzz.cc: each conninfo, the password it holds, and the pieces
+// of it that were shown. Neither the redacted conninfo, nor a Status holding the conninfo as
+// written, nor a Status holding the password may show them.
+TEST(Secrets, LeaksFoundByFuzzing) {
+  struct Case {
+    std::string conninfo, password;
+    std::vector<std::string> pieces;
+  };
+  const std::vector<Case> cases = {
+      // A '?' is part of a URI password (libpq ends the user info at '@' or '/'); the scan ended
+      // it at the '?', so when libpq could not parse the URI nothing of the password was masked.
+      {"postgresql://bob:Pa?ss%zzword@host/db", "Pa?ss%zzword", {"Pa?ss", "ss%zzword"}},
+      // libpq percent-decodes query keys: pass%77ord is the password.
+      {"postgresql://bob@host/db?pass%77ord=Encoded%20Secret&application_name=%zz",
+       "Encoded Secret",
+       {"Encoded", "Secret"}},
+      // libpq takes whitespace into a URI's query value: the scan ended it there.
+      {"postgresql://bob@host/db?password=Raw Query=Secret&noeq", "Raw Query=Secret", {"Query=Secret"}},
+      // A password quoted inside a quoted dbname conninfo is written with two levels of escapes.
+      {"dbname='user=bob password=\\'nested \\\\\\'kv\\\\\\' secret\\'' host=h",
+       "nested 'kv' secret",
+       {"kv", "secret"}},
+      // A URI given as dbname in a conninfo libpq cannot parse.
+      {"dbname='postgresql://bob:UriSecret@h/db' junk", "UriSecret", {"UriSecret"}},
+      // sslpassword is a secret too (libpq parses it from any spelling of the key).
+      {"postgresql://h/db?sslpass%77ord=KeyPass", "KeyPass", {"KeyPass"}},
+      {"host=h sslpassword='key pass' user=u", "key pass", {"key pass"}},
+      // Two candidates that overlap ("password=\\'" as the user info's password, and what
+      // follows the "password=" inside it): masking one after the other left part of the first.
+      {"postgresql://:password=\\'@/?bogus=1", "password=\\'", {"password="}},
+      // A bare value that starts with an escaped quote is a candidate as such, not only as a
+      // value quoted inside a quoted one.
+      {"host=h password=\\'\\ Quote1Secret junk", "' Quote1Secret", {"Quote1Secret"}},
+  };
+  for (const auto& c : cases) {
+    const std::string shown = RedactConninfo(c.conninfo);
+    const std::string raw = Status::Runtime("bad --db " + c.conninfo).message();
+    const std::string told = Status::Usage("server said: " + c.password).message();
+    for (const auto& piece : c.pieces) {
+      EXPECT_EQ(shown.find(piece), std::string::npos) << c.conninfo << " -> " << shown;
+      EXPECT_EQ(raw.find(piece), std::string::npos) << c.conninfo << " -> " << raw;
+      EXPECT_EQ(told.find(piece), std::string::npos) << c.conninfo << " -> " << told;
+    }
+  }
+  EXPECT_EQ(RedactConninfo("postgresql://h/db?sslpass%77ord=KeyPass"), "dbname=db host=h");
+  EXPECT_EQ(RedactConninfo("postgresql://:password=\\'@/?bogus=1"), "postgresql://:***");
+  // Overlapping registered secrets are masked as one run.
+  RegisterSecret("Overlap1Left");
+  RegisterSecret("Left2Right");
+  EXPECT_EQ(ScrubSecrets("x Overlap1Left2Right y"), "x *** y");
 }
 
 TEST(Pg, SessionSettingsArePinned) {
