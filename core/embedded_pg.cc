@@ -244,7 +244,13 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     return Status::Usagef("--keep-db {}: path too long for a unix socket (at most 87 characters)", pg->dir_);
   // From now on a Ctrl-C (even during initdb) stops the server and removes what was made.
   EmbeddedPostgres* self = pg.get();
-  pg->cleanup_ = RegisterCleanup([self] { (void)self->Stop(); });
+  // The cleanup may run on the signal thread at once: every field Stop() reads that is written
+  // after this point is written under stop_mu_.
+  const int cleanup = RegisterCleanup([self] { (void)self->Stop(); });
+  {
+    std::lock_guard<std::mutex> lock(pg->stop_mu_);
+    pg->cleanup_ = cleanup;
+  }
 
   fs::path data = fs::path(pg->dir_) / "data";
   fs::path log = fs::path(pg->dir_) / kServerLogFile;
@@ -277,7 +283,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   server.output_file = log.string();
   server.new_process_group = true;  // a Ctrl-C at the terminal does not reach it: we stop it
   server.parent_death_signal = SIGINT;
-  LD_ASSIGN_OR_RETURN(pg->server_pid_,
+  LD_ASSIGN_OR_RETURN(const pid_t server_pid,
                       Spawn({pg->bin_dir_ + "/postgres", "-D", data.string(), "-k", pg->socket_dir_, "-p",
                              std::to_string(pg->port_), "-c", "listen_addresses=", "-c", "fsync=off", "-c",
                              "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
@@ -285,10 +291,15 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
                              "shared_buffers=256MB", "-c", "max_wal_size=4GB", "-c", "checkpoint_timeout=30min",
                              "-c", "unix_socket_permissions=0777", "-c", "logging_collector=off"},
                             server));
+  {
+    std::lock_guard<std::mutex> lock(pg->stop_mu_);
+    pg->server_pid_ = server_pid;
+  }
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (!pg::Ping(pg->conninfo())) {
     int ws = 0;
-    if (waitpid(pg->server_pid_, &ws, WNOHANG) == pg->server_pid_) {
+    if (waitpid(server_pid, &ws, WNOHANG) == server_pid) {
+      std::lock_guard<std::mutex> lock(pg->stop_mu_);
       pg->server_pid_ = -1;
       return Status::Runtimef("PostgreSQL server did not start ({}): {}", DecodeWaitStatus(ws).str(), Tail(log));
     }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -64,6 +65,7 @@ class WorkerPool {
     if (!log_dir_.empty()) so.env[kWorkerLogDirEnv] = log_dir_;
     LD_ASSIGN_OR_RETURN(pid_t pid,
                         Spawn({binary_, "_worker", "--run", run_id_, "--worker", name, "--slot", std::to_string(slot)}, so));
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     workers_.push_back({slot, name, pid});
     return Status::Ok();
   }
@@ -71,6 +73,7 @@ class WorkerPool {
   // Reaps exited workers; returns them with how they ended.
   std::vector<std::pair<WorkerProcess, ExitInfo>> Reap() {
     std::vector<std::pair<WorkerProcess, ExitInfo>> out;
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     for (auto it = workers_.begin(); it != workers_.end();) {
       int ws = 0;
       if (waitpid(it->pid, &ws, WNOHANG) == it->pid) {
@@ -99,6 +102,7 @@ class WorkerPool {
   }
 
   void KillAll(int sig) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     for (auto& w : workers_) {
       kill(-w.pid, sig);
       if (sig == SIGKILL) {
@@ -110,22 +114,28 @@ class WorkerPool {
 
   // Asks workers to stop (SIGTERM, also resumes frozen ones), then SIGKILL after `grace`.
   void StopAll(std::chrono::milliseconds grace) {
+    std::unique_lock<std::recursive_mutex> lock(mu_);
     for (auto& w : workers_) {
       kill(-w.pid, SIGTERM);
       kill(-w.pid, SIGCONT);
     }
+    lock.unlock();
     auto deadline = Clock::now() + grace;
-    while (!workers_.empty() && Clock::now() < deadline) {
+    while (!empty() && Clock::now() < deadline) {
       Reap();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     KillAll(SIGKILL);
   }
 
-  bool empty() const { return workers_.empty(); }
+  bool empty() const {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    return workers_.empty();
+  }
   // "host:pid:start": this orchestrator instance, the suffix of its workers' names.
   const std::string& instance() const { return instance_; }
   const WorkerProcess* Find(const std::string& name) const {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     for (auto& w : workers_)
       if (w.name == name) return &w;
     return nullptr;
@@ -136,6 +146,9 @@ class WorkerPool {
   std::string conninfo_;
   std::string run_id_;
   std::string log_dir_;
+  // Guards workers_: the Ctrl-C cleanup (KillAll on the signal thread, core/process.h) reads it
+  // while the orchestrator's loop changes it.
+  mutable std::recursive_mutex mu_;
   std::vector<WorkerProcess> workers_;
   std::map<int, int> generation_;
   std::string instance_;
