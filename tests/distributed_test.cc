@@ -67,7 +67,9 @@ TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob
   auto conn = Connect();
   ASSERT_TRUE(conn);
 
-  const std::string logs = testing::UniqueName("/tmp/ledgerdiff_dist_log");
+  // The workers' output files, removed with their directory at scope end (also on failure).
+  const testing::ScratchDir log_dir("ledgerdiff-dist-log");
+  const std::string logs = log_dir.path + "/worker";
   pid_t first = StartWorker(run_id, logs + "_1");
   ASSERT_GT(first, 0);
   // The first worker claims job 1 and is held inside its data transaction: kill it there.
