@@ -144,6 +144,9 @@ Action SetupDiff(CLI::App* sub) {
   sub->add_flag("--all", f->opts.all, "List every divergent ledger per table as intervals");
   sub->add_option("--jobs", f->opts.jobs, "Connections per schema side")->check(CLI::Range(1, 64));
   sub->add_flag("--allow-empty", f->opts.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
+  sub->add_flag("--allow-gaps", f->opts.allow_gaps,
+                "Accept ledgers of the range that a side does not hold (else the verdict is incomplete, exit 1); "
+                "they are still listed");
   Action a;
   a.check = [f] { return f->c.Check(); };
   a.run = [f](Context& ctx) -> Result<Outcome> {

@@ -121,6 +121,9 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
   sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
+  sub->add_flag("--allow-gaps", o.allow_gaps,
+                "Accept ledgers of --range that a side does not hold (else the verdict is incomplete, exit 1); they "
+                "are still listed");
   sub->add_option("--shards", o.shards,
                   "Compare one shard of N (deterministic contiguous slices of --range) and write its part (--out); "
                   "join the parts with `manifest merge`");
@@ -171,7 +174,7 @@ Action SetupVerifyRange(CLI::App* sub) {
                                 report.checkpoint, FormatCount(report.ledgers_resumed),
                                 FormatCount(ledgers - report.ledgers_resumed));
     }
-    LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report.diff), f->reports));
+    LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f->reports));
     return out;
   };
   return a;

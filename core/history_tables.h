@@ -33,6 +33,9 @@ struct HistoryTable {
 // history_trades_60000 has a derived ledger: open_ledger_toid >> 32. A schema need not hold
 // every table (the fixtures' schema has nine of them).
 const std::vector<HistoryTable>& HorizonHistoryTables();
+// The table with one row per ledger a database holds: which ledgers a side has (diff's coverage,
+// chaos's lost ledgers) is read off its rows.
+inline constexpr const char* kLedgerTable = "history_ledgers";
 // The table named `name`, or nullopt for a table that is not a Horizon per-ledger table.
 std::optional<HistoryTable> FindHistoryTable(std::string_view name);
 

@@ -13,6 +13,19 @@ std::string FormatIntervals(const std::vector<LedgerRange>& intervals) {
   return s;
 }
 
+std::string FormatIntervals(const std::vector<LedgerRange>& intervals, uint64_t total) {
+  std::string s = FormatIntervals(intervals);
+  if (total > intervals.size()) s += fmt::format(" and {} more ranges", total - intervals.size());
+  return s;
+}
+
+std::string UpperAscii(std::string_view text) {
+  std::string out(text);
+  for (char& c : out)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return out;
+}
+
 void AppendEscaped(std::string& out, std::string_view text, const EscapeTable& table) {
   size_t plain_from = 0;  // start of the run of characters not yet appended, none escaped
   for (size_t i = 0; i < text.size(); ++i) {

@@ -14,6 +14,10 @@ namespace ledgerdiff {
 
 // Intervals for people: {[12,15], [40,40]} -> "12-15, 40". The order is kept as given.
 std::string FormatIntervals(const std::vector<LedgerRange>& intervals);
+// The same, for the first intervals of `total` (a capped list): "12-15, 40 and 3 more ranges".
+std::string FormatIntervals(const std::vector<LedgerRange>& intervals, uint64_t total);
+// "DIVERGENT" for "divergent": ASCII letters upper-cased, the rest kept.
+std::string UpperAscii(std::string_view text);
 
 // `value` between `quote` characters, each `quote` inside doubled: SQL identifiers ("), SQL
 // standard-conforming literals (') and CSV fields (") all escape this one way.

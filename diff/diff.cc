@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/history_tables.h"
 #include "core/pg.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
@@ -216,7 +217,86 @@ Result<LedgerRows> FetchRows(pg::Connection& conn, const std::string& schema, co
   return out;
 }
 
+// One side's coverage (SideCoverage), fed ledger by ledger in order over the compared range.
+// Runs of ledgers without a ledger-table row are closed as they end: a run before the first held
+// ledger or after the last one is missing only with an explicit range (else `not_held`); a run
+// between held ledgers is a gap, always missing; with no ledger held at all the whole range is.
+class CoverageBuilder {
+ public:
+  CoverageBuilder(bool explicit_range, std::vector<std::string> tables)
+      : explicit_(explicit_range), tables_(std::move(tables)), orphans_(tables_.size()) {}
+
+  // `held`: the ledger table has a row at `l`. When not held, `counts(t)` is table t's rows at l.
+  template <typename Counts>
+  void Add(Ledger l, bool held, const Counts& counts) {
+    if (held) {
+      if (absent_) Close(/*trailing=*/false);
+      if (!cov_.first) cov_.first = l;
+      cov_.last = l;
+      ++cov_.held;
+      return;
+    }
+    if (absent_) absent_->to = l;
+    else absent_ = LedgerRange{l, l};
+    for (size_t t = 0; t < tables_.size(); ++t) {
+      uint64_t c = counts(t);
+      if (c == 0) continue;
+      Orphan& o = orphans_[t];
+      o.rows += c;
+      ++o.ledgers;
+      if (!o.at.empty() && o.at.back().to + 1 == l && o.extendable) o.at.back().to = l;
+      else if (o.at.size() < kMaxCoverageRanges) o.at.push_back({l, l}), o.extendable = true;
+      else o.extendable = false;
+    }
+  }
+
+  SideCoverage Finish() {
+    if (absent_) Close(/*trailing=*/true);
+    for (size_t t = 0; t < tables_.size(); ++t)
+      if (orphans_[t].rows) cov_.orphans.push_back({tables_[t], orphans_[t].rows, orphans_[t].ledgers, orphans_[t].at});
+    return std::move(cov_);
+  }
+
+ private:
+  struct Orphan {
+    uint64_t rows = 0, ledgers = 0;
+    std::vector<LedgerRange> at;
+    bool extendable = true;  // at.back() may still grow (false once the list is full)
+  };
+  // Closes the current run of ledgers without a ledger-table row. Called before `l` updates
+  // first/last: a run closed by a held ledger with none held before is leading.
+  void Close(bool trailing) {
+    const LedgerRange run = *absent_;
+    absent_.reset();
+    const bool leading = !trailing && !cov_.first;
+    const bool beyond_data = leading || (trailing && cov_.first.has_value());  // outside first..last
+    if (beyond_data && !explicit_) {
+      cov_.not_held.push_back(run);
+      return;
+    }
+    ++cov_.missing_ranges;
+    cov_.missing_ledgers += run.size();
+    if (cov_.missing.size() < kMaxCoverageRanges) cov_.missing.push_back(run);
+  }
+
+ private:
+  bool explicit_;
+  std::vector<std::string> tables_;
+  std::vector<Orphan> orphans_;
+  SideCoverage cov_;
+  std::optional<LedgerRange> absent_;
+};
+
 }  // namespace
+
+const char* VerdictName(Verdict v) {
+  switch (v) {
+    case Verdict::kIdentical: return "identical";
+    case Verdict::kDivergent: return "divergent";
+    case Verdict::kIncomplete: return "incomplete";
+  }
+  return "";
+}
 
 Source Source::Schema(std::string conninfo, std::string schema) {
   Source s;
@@ -520,6 +600,15 @@ class DiffRun {
         report_.schema_differences.empty() &&
         std::all_of(std::begin(sides_), std::end(sides_), [&](const Side& s) { return s.profile.tables.size() == T; });
     bool unlocalised_noted = false;
+    // Coverage from the ledger table's counts, when both sides compare it.
+    const auto ledger_table = std::find_if(common_.tables.begin(), common_.tables.end(),
+                                           [](const ResolvedTable& t) { return t.name == kLedgerTable; });
+    const int lt = ledger_table == common_.tables.end() ? -1 : int(ledger_table - common_.tables.begin());
+    std::vector<std::string> names;
+    for (const auto& t : common_.tables) names.push_back(t.name);
+    std::optional<CoverageBuilder> coverage[2];
+    if (lt >= 0)
+      for (auto& c : coverage) c.emplace(options_.range.has_value(), names);
     for (Ledger l = range_.from;; ++l) {
       for (Side& s : sides_) {
         LD_ASSIGN_OR_RETURN(bool ok, s.Seek(l));
@@ -527,6 +616,12 @@ class DiffRun {
       }
       const Chunk& a = sides_[0].chunk;
       const Chunk& b = sides_[1].chunk;
+      if (lt >= 0)
+        for (int i = 0; i < 2; ++i) {
+          const Chunk& c = sides_[i].chunk;
+          const std::vector<int>& map = sides_[i].map;
+          coverage[i]->Add(l, c.counts[c.Index(l, map[lt])] > 0, [&](size_t t) { return c.counts[c.Index(l, map[t])]; });
+        }
       std::vector<size_t> differing;
       for (size_t t = 0; t < T; ++t) {
         int ia = sides_[0].map[t], ib = sides_[1].map[t];
@@ -560,12 +655,26 @@ class DiffRun {
       }
       if (!differing.empty()) {
         ++report_.divergent_ledgers;
+        if (report_.divergent_sample.size() < kDivergentSample) report_.divergent_sample.push_back(l);
         if (!report_.first_divergent_ledger) report_.first_divergent_ledger = l;
       }
       ++report_.ledgers_compared;
       if (l == range_.to) break;
     }
     for (Side& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
+    Coverage& cov = report_.coverage;
+    cov.explicit_range = options_.range.has_value();
+    cov.allow_gaps = options_.allow_gaps;
+    if (lt >= 0) {
+      cov.checked = true;
+      cov.table = kLedgerTable;
+      cov.left = coverage[0]->Finish();
+      cov.right = coverage[1]->Finish();
+    } else {
+      report_.notes.push_back(fmt::format("coverage not checked: {} is not compared on both sides, so which ledgers "
+                                          "each side holds is unknown",
+                                          kLedgerTable));
+    }
     for (const auto& t : report_.tables) {
       report_.rows_compared_left += t.left_rows;
       report_.rows_compared_right += t.right_rows;
@@ -663,9 +772,12 @@ class DiffRun {
                                       [](const LookupComparison& c) { return c.divergent(); });
     bool invariants_broken = std::any_of(report_.invariants.begin(), report_.invariants.end(),
                                          [](const InvariantResult& v) { return v.violations > 0; });
-    report_.identical = !report_.first_divergent_ledger && report_.schema_differences.empty() && !lookups_differ &&
-                        !invariants_broken && report_.outside_range_differences.empty();
-    if (report_.identical && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
+    const bool differs = report_.first_divergent_ledger || !report_.schema_differences.empty() || lookups_differ ||
+                         invariants_broken || !report_.outside_range_differences.empty();
+    const bool incomplete = !report_.coverage.complete() && !options_.allow_gaps;
+    report_.verdict = differs ? Verdict::kDivergent : incomplete ? Verdict::kIncomplete : Verdict::kIdentical;
+    report_.identical = report_.verdict == Verdict::kIdentical;
+    if (!differs && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
         !options_.allow_empty)
       return Status::Usagef("nothing compared: {} and {} hold no rows in ledgers {} (wrong --range or --db?); "
                             "--allow-empty accepts an empty comparison",

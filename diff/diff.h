@@ -48,6 +48,9 @@ bool SourceNeedsDefaultDatabase(const std::string& text);
 
 struct DiffOptions {
   std::optional<LedgerRange> range;  // default: the manifest's range, else the union of schemas'
+  // Ledgers of the range a side does not hold (DiffReport::coverage) make the verdict
+  // "incomplete" (exit 1) unless this is set; they are listed either way.
+  bool allow_gaps = false;
   uint32_t max_rows = 20;            // per table and kind of row difference
   bool all = false;                  // keep every divergent ledger per table (intervals)
   int jobs = 1;                      // digest connections per schema side
@@ -134,11 +137,55 @@ struct TableComparison {
   std::string left_root, right_root;       // "" when not available (compact manifest sub-range)
 };
 
+// Which ledgers one side holds over the compared range: the ledgers with a row in the ledger
+// table (core/history_tables.h kLedgerTable), read off the digest's per-ledger row counts (no query of its own, so a
+// manifest side has a coverage too).
+struct SideCoverage {
+  uint64_t held = 0;                  // ledgers of the range with a ledger-table row
+  std::optional<Ledger> first, last;  // the first and last of them
+  // Ledgers the side must hold and does not: with --range every ledger of the range; without,
+  // the gaps between `first` and `last` (the range's ends beyond them are in `not_held`).
+  // The first kMaxCoverageRanges intervals; `missing_ranges` counts them all.
+  std::vector<LedgerRange> missing;
+  uint64_t missing_ledgers = 0, missing_ranges = 0;
+  // Without --range: the inferred range's ends beyond first/last (the other side's data), which
+  // the row comparison covers; not counted as missing.
+  std::vector<LedgerRange> not_held;
+  // Rows of other tables at ledgers without a ledger-table row (a stray row far past the data,
+  // a ledger whose header row was lost): per table, its rows and (first intervals of) ledgers.
+  struct Orphans {
+    std::string table;
+    uint64_t rows = 0, ledgers = 0;
+    std::vector<LedgerRange> at;  // the first kMaxCoverageRanges intervals
+  };
+  std::vector<Orphans> orphans;
+};
+inline constexpr size_t kMaxCoverageRanges = 100;
+inline constexpr size_t kDivergentSample = 10;
+
+struct Coverage {
+  // False when the ledger table is not compared on both sides (a profile without it): then
+  // nothing is known of coverage and it never makes a verdict incomplete.
+  bool checked = false;
+  std::string table;             // kLedgerTable when checked
+  bool explicit_range = false;   // --range given: every ledger of it must be held
+  bool allow_gaps = false;       // --allow-gaps: missing ledgers are listed, not a failure
+  SideCoverage left, right;
+  bool complete() const { return !checked || (left.missing_ledgers == 0 && right.missing_ledgers == 0); }
+};
+
+enum class Verdict { kIdentical, kDivergent, kIncomplete };
+const char* VerdictName(Verdict v);  // "identical" | "divergent" | "incomplete"
+
 struct DiffReport {
   std::string left, right;  // descriptions
   LedgerRange range;
   std::string profile;
-  bool identical = false;
+  // identical: nothing differs and coverage is complete (or --allow-gaps). divergent: something
+  // differs (takes precedence). incomplete: nothing differs, but a side lacks ledgers of the range.
+  Verdict verdict = Verdict::kDivergent;
+  bool identical = false;  // verdict == kIdentical
+  Coverage coverage;
   std::optional<Ledger> first_divergent_ledger;
   std::vector<TableAtLedger> divergent_tables;  // at the first divergent ledger
   std::vector<TableRowDiff> rows;               // row diffs of those tables
@@ -163,6 +210,7 @@ struct DiffReport {
   std::string left_root, right_root;            // "" when not available
   bool all = false;
   uint64_t divergent_ledgers = 0;               // ledgers where any table differs
+  std::vector<Ledger> divergent_sample;         // the first kDivergentSample of them, in order
   // Where the time went: both sides digested and compared (streamed together), then the row
   // diff of the first divergent ledger (its rows read again).
   double digest_seconds = 0, row_diff_seconds = 0;

@@ -1,6 +1,7 @@
 // Renderers of a DiffReport: text and JSON (keys documented in diff/README.md).
 #include <fmt/format.h>
 
+#include "core/text.h"
 #include "diff/diff.h"
 
 namespace ledgerdiff::diff {
@@ -16,11 +17,16 @@ namespace {
 
 std::string ShowValue(const std::optional<std::string>& v) {
   if (!v) return "NULL";
+  // Unambiguous: a backslash is doubled, so a real tab (\t) and the two characters backslash-t
+  // (\\t) read differently; other control characters as \xHH.
   std::string out = "'";
   for (char c : *v) {
     if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
     else if (c == '\'') out += "''";
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
     else out += c;
   }
   return out + "'";
@@ -49,6 +55,38 @@ std::vector<std::string> RowNotes(const TableRowDiff& rd) {
   return notes;
 }
 
+nlohmann::json RangesJson(const std::vector<LedgerRange>& ranges) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& r : ranges) a.push_back({r.from, r.to});
+  return a;
+}
+
+nlohmann::json SideCoverageToJson(const SideCoverage& c) {
+  nlohmann::json orphans = nlohmann::json::array();
+  for (const auto& o : c.orphans)
+    orphans.push_back({{"table", o.table}, {"rows", o.rows}, {"ledgers", o.ledgers}, {"at", RangesJson(o.at)}});
+  return {{"held", c.held},
+          {"first", c.first ? nlohmann::json(*c.first) : nlohmann::json(nullptr)},
+          {"last", c.last ? nlohmann::json(*c.last) : nlohmann::json(nullptr)},
+          {"missing", RangesJson(c.missing)},
+          {"missing_ledgers", c.missing_ledgers},
+          {"missing_ranges", c.missing_ranges},
+          {"not_held", RangesJson(c.not_held)},
+          {"orphans", orphans}};
+}
+
+nlohmann::json CoverageToJson(const Coverage& c) {
+  nlohmann::ordered_json j;
+  j["checked"] = c.checked;
+  j["table"] = c.checked ? nlohmann::json(c.table) : nlohmann::json(nullptr);
+  j["explicit_range"] = c.explicit_range;
+  j["allow_gaps"] = c.allow_gaps;
+  j["complete"] = c.complete();
+  j["left"] = c.checked ? SideCoverageToJson(c.left) : nlohmann::json(nullptr);
+  j["right"] = c.checked ? SideCoverageToJson(c.right) : nlohmann::json(nullptr);
+  return j;
+}
+
 // "  (note)" after a listed row, or "".
 std::string NoteSuffix(const std::string& note) { return note.empty() ? "" : "  (" + note + ")"; }
 
@@ -57,6 +95,7 @@ std::string NoteSuffix(const std::string& note) { return note.empty() ? "" : "  
 nlohmann::json DiffReportToJson(const DiffReport& r) {
   nlohmann::ordered_json j;
   j["identical"] = r.identical;
+  j["verdict"] = VerdictName(r.verdict);
   j["first_divergent_ledger"] = r.first_divergent_ledger ? nlohmann::json(*r.first_divergent_ledger) : nlohmann::json(nullptr);
   j["divergent_tables"] = nlohmann::json::array();
   for (const auto& t : r.divergent_tables) j["divergent_tables"].push_back(t.table);
@@ -106,10 +145,12 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
     t["changed_total"] = rd.changed_total;
     j["rows"].push_back(t);
   }
+  j["coverage"] = CoverageToJson(r.coverage);
   j["ledgers_compared"] = r.ledgers_compared;
   j["range"] = {{"from", r.range.from}, {"to", r.range.to}};
   j["rows_compared"] = {{"left", r.rows_compared_left}, {"right", r.rows_compared_right}};
   j["divergent_ledgers"] = r.divergent_ledgers;
+  j["first_divergent_ledgers"] = r.divergent_sample;
   j["excluded_columns"] = r.excluded_columns;
   j["lookup_tables"] = r.lookup_tables;
   j["uncompared_tables"] = r.uncompared_tables;
@@ -164,9 +205,45 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
 
 namespace {
 
-// Lines every verdict carries: what was not compared, what lies outside the range, widenings.
+std::string Ledgers(uint64_t n) { return FormatCount(n) + (n == 1 ? " ledger" : " ledgers"); }
+
+std::string HeldText(const char* side, const SideCoverage& c) {
+  if (!c.first) return fmt::format("{} holds no ledger of the range", side);
+  return fmt::format("{} holds {} ({} to {})", side, Ledgers(c.held), *c.first, *c.last);
+}
+
+// Coverage lines: what each side holds, what it lacks, rows at ledgers it does not hold.
+std::string RenderCoverage(const DiffReport& r) {
+  const Coverage& cov = r.coverage;
+  if (!cov.checked) return "";
+  std::string out = fmt::format("coverage ({}): {}; {}\n", cov.table, HeldText("left", cov.left), HeldText("right", cov.right));
+  const bool same_missing = cov.left.missing_ledgers && cov.left.missing == cov.right.missing &&
+                            cov.left.missing_ranges == cov.right.missing_ranges;
+  if (same_missing)
+    out += fmt::format("{}: {} missing on both sides: {}\n", cov.allow_gaps ? "gaps (accepted by --allow-gaps)" : "incomplete",
+                       Ledgers(cov.left.missing_ledgers), FormatIntervals(cov.left.missing, cov.left.missing_ranges));
+  for (const auto& [side, c] : {std::pair<const char*, const SideCoverage*>{"left", &cov.left}, {"right", &cov.right}}) {
+    if (c->missing_ledgers && !same_missing)
+      out += fmt::format("{}: {} missing on the {}: {}{}\n", cov.allow_gaps ? "gaps (accepted by --allow-gaps)" : "incomplete",
+                         Ledgers(c->missing_ledgers), side, FormatIntervals(c->missing, c->missing_ranges),
+                         cov.explicit_range || c->first ? "" : " (it holds none)");
+    if (!cov.explicit_range && !c->not_held.empty())
+      out += fmt::format("coverage: the {} side holds no ledgers {} (beyond its data; compared row by row)\n", side,
+                         FormatIntervals(c->not_held, c->not_held.size()));
+    for (const auto& o : c->orphans) {
+      uint64_t listed = 0;
+      for (const auto& a : o.at) listed += a.size();
+      out += fmt::format("warning: {} ({}): {} rows at {} without a {} row: {}{}\n", o.table, side, FormatCount(o.rows),
+                         Ledgers(o.ledgers), cov.table, FormatIntervals(o.at, o.at.size()),
+                         listed < o.ledgers ? fmt::format(" and {} more", Ledgers(o.ledgers - listed)) : "");
+    }
+  }
+  return out;
+}
+
+// Lines every verdict carries: coverage, what was not compared, what lies outside the range, widenings.
 std::string RenderInventory(const DiffReport& r) {
-  std::string out;
+  std::string out = RenderCoverage(r);
   for (const auto& o : r.rows_outside_range)
     out += fmt::format("warning: {} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} without a "
                        "ledger)\n",
@@ -213,6 +290,14 @@ std::string RenderSideChecks(const DiffReport& r) {
 
 std::string RenderDiffText(const DiffReport& r) {
   std::string out;
+  if (r.verdict == Verdict::kIncomplete) {
+    const Coverage& c = r.coverage;
+    return RenderInventory(r) +
+           fmt::format("incomplete: ledgers of {} are missing (left {}, right {}, of {}); the ledgers held are "
+                       "identical ({} rows compared); --allow-gaps accepts missing ledgers\n",
+                       r.range.str(), FormatCount(c.left.missing_ledgers), FormatCount(c.right.missing_ledgers),
+                       Ledgers(r.ledgers_compared), FormatCount(r.rows_compared_left));
+  }
   if (r.identical) {
     return fmt::format("identical: {} ledgers ({}), {} rows compared, root {}\n", FormatCount(r.ledgers_compared),
                        r.range.str(), FormatCount(r.rows_compared_left),

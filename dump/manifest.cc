@@ -442,6 +442,14 @@ Status ManifestReader::Finish() {
       c.rows_left = JsonUnsigned(jc, at, "rows_left", UINT64_MAX);
       c.rows_right = JsonUnsigned(jc, at, "rows_right", UINT64_MAX);
       c.allow_empty = JsonBool(jc, at, "allow_empty");
+      if (jc.contains("coverage")) {  // absent in trailers written before coverage was recorded
+        const nlohmann::json& cov = JsonObject(jc, at, "coverage");
+        const std::string cat = at + ".coverage";
+        c.coverage_checked = true;
+        c.missing_left = JsonUnsigned(cov, cat, "missing_left", kMaxManifestLedger + uint64_t{1});
+        c.missing_right = JsonUnsigned(cov, cat, "missing_right", kMaxManifestLedger + uint64_t{1});
+        c.allow_gaps = JsonBool(cov, cat, "allow_gaps");
+      }
       comparison_ = c;
     }
   } catch (const std::exception& e) {
@@ -581,24 +589,36 @@ Result<ManifestInfo> ReadManifestInfo(const std::string& path) {
 }
 
 nlohmann::json ComparisonOutcomeToJson(const ComparisonOutcome& c) {
-  return {{"identical", c.identical},
+  nlohmann::json j = {{"identical", c.identical},
           {"first_divergent_ledger", c.first_divergent_ledger ? nlohmann::json(*c.first_divergent_ledger) : nullptr},
           {"divergent_ledgers", c.divergent_ledgers},
           {"ledgers_compared", c.ledgers_compared},
           {"rows_left", c.rows_left},
           {"rows_right", c.rows_right},
           {"allow_empty", c.allow_empty}};
+  if (c.coverage_checked)
+    j["coverage"] = {{"missing_left", c.missing_left}, {"missing_right", c.missing_right}, {"allow_gaps", c.allow_gaps}};
+  return j;
 }
 
 std::string RenderComparisonOutcome(const ComparisonOutcome& c) {
+  const std::string gaps =
+      c.coverage_checked && (c.missing_left || c.missing_right)
+          ? fmt::format("; ledgers missing: {} left, {} right{}", FormatCount(c.missing_left),
+                        FormatCount(c.missing_right), c.allow_gaps ? " (accepted by --allow-gaps)" : "")
+          : "";
   if (c.identical)
-    return fmt::format("identical over {} ledgers ({} rows left, {} rows right)", c.ledgers_compared, c.rows_left,
-                       c.rows_right);
+    return fmt::format("identical over {} ledgers ({} rows left, {} rows right){}", FormatCount(c.ledgers_compared),
+                       FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
+  if (c.incomplete())
+    return fmt::format("incomplete: the {} ledgers held are identical ({} rows left, {} rows right){}",
+                       FormatCount(c.ledgers_compared), FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
   const std::string where = c.first_divergent_ledger
                                 ? fmt::format("first divergent ledger {}", *c.first_divergent_ledger)
                                 : std::string("no ledger differs (tables, columns, lookups or invariants do)");
-  return fmt::format("divergent: {}, {} divergent ledgers of {} ({} rows left, {} rows right)", where,
-                     c.divergent_ledgers, c.ledgers_compared, c.rows_left, c.rows_right);
+  return fmt::format("divergent: {}, {} divergent ledgers of {} ({} rows left, {} rows right){}", where,
+                     FormatCount(c.divergent_ledgers), FormatCount(c.ledgers_compared), FormatCount(c.rows_left),
+                     FormatCount(c.rows_right), gaps);
 }
 
 }  // namespace ledgerdiff::dump

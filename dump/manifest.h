@@ -98,6 +98,16 @@ struct ComparisonOutcome {
   uint64_t divergent_ledgers = 0, ledgers_compared = 0;
   uint64_t rows_left = 0, rows_right = 0;
   bool allow_empty = false;  // zero rows on both sides counts as identical (verify-range --allow-empty)
+  // Coverage (diff::Coverage): ledgers of the range each side lacks. `identical` already holds
+  // only when they are none or `allow_gaps`; a trailer written before coverage existed has no
+  // "coverage" key (then coverage_checked is false).
+  bool coverage_checked = false;
+  uint64_t missing_left = 0, missing_right = 0;
+  bool allow_gaps = false;
+  // Not identical with no divergent ledger because ledgers are missing (and not allowed).
+  bool incomplete() const {
+    return !identical && coverage_checked && !allow_gaps && (missing_left || missing_right) && !first_divergent_ledger;
+  }
 };
 
 struct ManifestHeader {

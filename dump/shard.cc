@@ -194,6 +194,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
   SummaryBuilder builder(header.profile, rs.full_range, header.source);
   std::optional<ComparisonOutcome> outcome;
   if (ref.comparison) outcome = ComparisonOutcome{};
+  bool first_part = true;
   Chunk chunk;
   for (const auto& [index, i] : slot) {
     ManifestReader& reader = *opened[i].reader;
@@ -213,6 +214,12 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
     outcome->rows_left += part.rows_left;
     outcome->rows_right += part.rows_right;
     outcome->allow_empty = part.allow_empty;
+    // Coverage is known for the whole range only when every part recorded it.
+    outcome->coverage_checked = (first_part || outcome->coverage_checked) && part.coverage_checked;
+    outcome->missing_left += part.missing_left;
+    outcome->missing_right += part.missing_right;
+    outcome->allow_gaps = part.allow_gaps;
+    first_part = false;
   }
   if (outcome && outcome->rows_left == 0 && outcome->rows_right == 0 && !outcome->allow_empty)
     return Status::Usagef(

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "core/history_tables.h"
+#include "core/text.h"
 #include "report/chaos_text_json.h"
 #include "report/escape.h"
 #include "report/html.h"
@@ -21,6 +23,39 @@ namespace ledgerdiff::report {
 using State = GateCheck::State;
 
 namespace {
+
+// Coverage: a failing check when a side lacks ledgers of the range (a warning with --allow-gaps),
+// a warning per table with rows at ledgers a side does not hold; a fact per side.
+void AddCoverageChecks(const diff::DiffReport& d, const Sides& sides, GateSummary& s) {
+  const diff::Coverage& cov = d.coverage;
+  if (!cov.checked) {
+    s.checks.push_back({"coverage", State::kWarning,
+                        fmt::format("not checked: {} is not compared on both sides", kLedgerTable), ""});
+    return;
+  }
+  const std::pair<const std::string*, const diff::SideCoverage*> each[] = {{&sides.left, &cov.left},
+                                                                           {&sides.right, &cov.right}};
+  std::string missing;
+  for (const auto& [name, c] : each) {
+    const std::string held = c->first ? fmt::format("{} ledgers ({} to {})", FormatCount(c->held), *c->first, *c->last)
+                    : std::string("no ledger of the range");
+    s.facts.push_back({*name + " holds", held});
+    if (c->missing_ledgers)
+      missing += fmt::format("{}{}: {} ledgers missing: {}", missing.empty() ? "" : "; ", *name,
+                             FormatCount(c->missing_ledgers), FormatIntervals(c->missing, c->missing_ranges));
+    for (const auto& o : c->orphans)
+      s.checks.push_back({fmt::format("coverage: {} ({})", o.table, *name), State::kWarning,
+                          fmt::format("{} rows at {} ledgers without a {} row: {}", FormatCount(o.rows),
+                                      FormatCount(o.ledgers), cov.table, FormatIntervals(o.at, o.at.size())),
+                          ""});
+  }
+  if (missing.empty())
+    s.checks.push_back({"coverage", State::kPass, fmt::format("both sides hold every ledger of {}", d.range.str()), ""});
+  else if (cov.allow_gaps)
+    s.checks.push_back({"coverage", State::kWarning, "gaps accepted by --allow-gaps: " + missing, ""});
+  else
+    s.checks.push_back({"coverage", State::kFail, "incomplete: " + missing, ""});
+}
 
 // The per-table checks and soundness problems of a diff, as verify and verify-range show them.
 void AddDiffChecks(const verify::VerifyReport& shell, const VerifyView& view, GateSummary& s) {
@@ -42,6 +77,16 @@ void AddDiffChecks(const verify::VerifyReport& shell, const VerifyView& view, Ga
     }
     s.checks.push_back(std::move(c));
   }
+  if (!shell.diff.divergent_sample.empty()) {
+    std::string listed;
+    for (Ledger l : shell.diff.divergent_sample) listed += (listed.empty() ? "" : ", ") + std::to_string(l);
+    const uint64_t more = shell.diff.divergent_ledgers - shell.diff.divergent_sample.size();
+    s.checks.push_back({"divergent ledgers", State::kFail,
+                        fmt::format("{} divergent ledgers: {}{}", FormatCount(shell.diff.divergent_ledgers), listed,
+                                    more ? fmt::format(" and {} more", FormatCount(more)) : ""),
+                        ""});
+  }
+  AddCoverageChecks(shell.diff, sides, s);
   const Soundness& sound = view.soundness;
   for (const auto& p : sound.problems) s.checks.push_back({p.name, State::kFail, p.detail, ""});
   for (const auto& w : sound.warnings) s.checks.push_back({"not compared", State::kWarning, w, ""});
@@ -101,14 +146,14 @@ GateSummary VerifyGate(const verify::VerifyReport& r) {
   return s;
 }
 
-GateSummary VerifyRangeGate(const diff::DiffReport& d) {
+GateSummary VerifyRangeGate(const diff::DiffReport& d, const std::string& look_again) {
   verify::VerifyReport shell;
   shell.diff = d;
   shell.identical = d.identical;
   shell.range = d.range;
   GateSummary s;
   s.command = "verify-range";
-  s.verdict = d.identical ? "identical" : "divergent";
+  s.verdict = diff::VerdictName(d.verdict);
   s.passed = d.identical;
   s.facts = {{"range", d.range.str()}, {"left", d.left}, {"right", d.right},
              {"ledgers compared", FormatCount(d.ledgers_compared)}};
@@ -116,6 +161,7 @@ GateSummary VerifyRangeGate(const diff::DiffReport& d) {
   VerifyView view = ViewOf(shell);
   view.sides = {"left", "right"};
   AddDiffChecks(shell, view, s);
+  if (!d.identical && !look_again.empty()) s.next_steps.push_back({"look again", look_again});
   s.text = diff::RenderDiffText(d);
   return s;
 }
@@ -393,7 +439,9 @@ GateReports FromSummary(GateSummary s, std::function<std::string()> extra_html =
 }
 }  // namespace
 
-GateReports VerifyRangeReports(const diff::DiffReport& r) { return FromSummary(VerifyRangeGate(r)); }
+GateReports VerifyRangeReports(const diff::DiffReport& r, const std::string& look_again) {
+  return FromSummary(VerifyRangeGate(r, look_again));
+}
 GateReports SelftestReports(const verify::SelftestReport& r) { return FromSummary(SelftestGate(r)); }
 GateReports ChaosReports(const verify::ChaosReport& r) {
   return FromSummary(ChaosGate(r), [&r] { return ChaosTimelineHtml(r); });

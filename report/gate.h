@@ -22,8 +22,10 @@ namespace ledgerdiff::report {
 // divergent ledger), per lookup or invariant problem; an errored check for a failed ingestion;
 // next steps: look again, remove the kept cluster.
 GateSummary VerifyGate(const verify::VerifyReport& report);
-// verify-range: one check per compared table, the soundness problems, as verify.
-GateSummary VerifyRangeGate(const diff::DiffReport& report);
+// verify-range: one check per compared table, the soundness problems, as verify; coverage (each
+// side's ledgers, a failing check when ledgers are missing), the divergent ledgers (the first
+// ten, then a count); next step: `look_again` (a command), when not identical.
+GateSummary VerifyRangeGate(const diff::DiffReport& report, const std::string& look_again = "");
 // selftest: one check per case ("skip-ledger@150": caught at its ledger or not).
 GateSummary SelftestGate(const verify::SelftestReport& report);
 // chaos: one check per round (valid, invalid with its anomalies, or unknown: a fault never
@@ -51,7 +53,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& report);
 // The GateReports the report sink writes for each command. REQUIRES: `report` outlives the
 // returned value (the renderers refer to it).
 GateReports VerifyReports(const verify::VerifyReport& report);
-GateReports VerifyRangeReports(const diff::DiffReport& report);
+GateReports VerifyRangeReports(const diff::DiffReport& report, const std::string& look_again = "");
 GateReports SelftestReports(const verify::SelftestReport& report);
 GateReports ChaosReports(const verify::ChaosReport& report);
 GateReports SweepReports(const verify::SweepReport& report);

@@ -22,6 +22,7 @@
 #include <fmt/format.h>
 
 #include "core/report.h"
+#include "core/text.h"
 #include "report/escape.h"
 #include "report/svg_chart.h"
 #include "report/verify_view.h"
@@ -259,10 +260,14 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     } else {
       what = Esc(DivergenceWithoutLedger(r.diff));
     }
+  } else if (verdict == "incomplete") {
+    what = fmt::format("Ledgers of {} are missing ({} {}, {} {}); the ledgers held are identical.",
+                       Esc(r.range.str()), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
+                       FormatCount(r.diff.coverage.right.missing_ledgers));
   } else {
     what = "The run did not finish: " + Esc(r.error);
   }
-  std::string word = verdict == "identical" ? "IDENTICAL" : verdict == "divergent" ? "DIVERGENT" : "ERROR";
+  std::string word = UpperAscii(verdict);
   h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
                    "</div>\n",
                    verdict, word, what);
@@ -426,7 +431,7 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   }
 
   h += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
-                   Esc(r.run_id), Esc(title), verdict == "identical" ? 0 : verdict == "divergent" ? 1 : 2);
+                   Esc(r.run_id), Esc(title), verdict == "identical" ? 0 : verdict == "error" ? 2 : 1);
   h += "</main>\n</body>\n</html>\n";
   return h;
 }

@@ -20,7 +20,7 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
   const auto [sides, tables, sound] = ViewOf(r);
   const std::string verdict = r.verdict();
   std::string m;
-  const char* icon = verdict == "identical" ? "\xe2\x9c\x85" : verdict == "divergent" ? "\xe2\x9d\x8c" : "\xe2\x9a\xa0\xef\xb8\x8f";
+  const char* icon = verdict == "identical" ? "\xe2\x9c\x85" : verdict == "error" ? "\xe2\x9a\xa0\xef\xb8\x8f" : "\xe2\x9d\x8c";
   m += fmt::format("## {} ledgerdiff verify: {}\n\n", icon, verdict);
   if (verdict == "identical") {
     m += fmt::format("The parallel ingestion wrote exactly what the {} one wrote: {} ledgers, {} rows compared.\n\n",
@@ -32,6 +32,10 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
                        FormatCount(r.diff.ledgers_compared));
     else
       m += "**" + MdText(DivergenceWithoutLedger(r.diff)) + "**\n\n";
+  } else if (verdict == "incomplete") {
+    m += fmt::format("**Ledgers of {} are missing** ({} {}, {} {}); the ledgers held are identical.\n\n",
+                     r.range.str(), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
+                     FormatCount(r.diff.coverage.right.missing_ledgers));
   } else {
     m += "**Error:** " + MdText(r.error) + "\n\n";
   }

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "core/report.h"
+#include "core/text.h"
 #include "report/ingest_text_json.h"
 
 namespace ledgerdiff::report {
@@ -82,7 +83,7 @@ std::string RenderVerifyText(const VerifyReport& r) {
     if (!r.remove_command.empty()) out += fmt::format("  remove it when done: {}\n", r.remove_command);
   }
   if (!r.evidence_gone.empty()) out += fmt::format("  nothing kept: {}\n", r.evidence_gone);
-  out += fmt::format("verdict: {}\n", r.verdict() == "identical" ? "IDENTICAL" : r.verdict() == "divergent" ? "DIVERGENT" : "ERROR");
+  out += fmt::format("verdict: {}\n", UpperAscii(r.verdict()));
   return out;
 }
 

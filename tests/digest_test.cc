@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/history_tables.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
 #include "diff/diff.h"
@@ -891,6 +892,165 @@ TEST(Cli, DigestDiffAndExitCodes) {
   auto dumped = testing::RunCli({"dump", "--db", KahunaLeft(), "--schema", "public", "--range", "1:3"});
   EXPECT_EQ(dumped.exit_code, 0) << dumped.err;
   EXPECT_NE(dumped.out.find("\"table\":\"history_ledgers\""), std::string::npos);
+}
+
+
+// Issue 22: coverage is part of the verdict. Which ledgers each side holds is read off
+// history_ledgers; a ledger of the range that a side lacks is "incomplete" (exit 1), listed, and
+// accepted (still listed) with allow_gaps; rows at ledgers without a history_ledgers row are named.
+LedgerRange HeldLedgers(const std::string& conninfo) {
+  auto c = Connect(conninfo);
+  auto r = c->Exec("SELECT min(sequence), max(sequence) FROM history_ledgers");
+  EXPECT_TRUE(r.ok());
+  return {static_cast<Ledger>(std::stoul(std::string(r->Get(0, 0)))),
+          static_cast<Ledger>(std::stoul(std::string(r->Get(0, 1))))};
+}
+
+// Deletes every row of ledger `l` from every history table (a ledger that was never ingested).
+void DeleteLedger(const std::string& conninfo, Ledger l) {
+  auto c = Connect(conninfo);
+  for (const auto& t : HorizonHistoryTables())
+    if (HasColumn(*c, t.name, t.ledger_column))
+      ExecSql(*c, fmt::format("DELETE FROM {} WHERE {}", Q(t.name), LedgerRangePredicate(t, {l, l})));
+}
+
+TEST(Coverage, ARangePastTheDataIsIncompleteAndAllowGapsAcceptsIt) {
+  const LedgerRange held = HeldLedgers(KahunaLeft());
+  diff::DiffOptions o;
+  o.range = LedgerRange{held.from, held.to + 1000};
+  auto r = Diff(Db(KahunaLeft()), Db(KahunaLeft()), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kIncomplete);
+  EXPECT_FALSE(r->identical);
+  EXPECT_FALSE(r->first_divergent_ledger);
+  ASSERT_TRUE(r->coverage.checked);
+  for (const diff::SideCoverage* side : {&r->coverage.left, &r->coverage.right}) {
+    EXPECT_EQ(side->first, std::optional<Ledger>(held.from));
+    EXPECT_EQ(side->last, std::optional<Ledger>(held.to));
+    EXPECT_EQ(side->held, held.size());
+    EXPECT_EQ(side->missing_ledgers, 1000u);
+    ASSERT_EQ(side->missing.size(), 1u);
+    EXPECT_EQ(side->missing[0], (LedgerRange{held.to + 1, held.to + 1000}));
+  }
+  const std::string text = diff::RenderDiffText(*r);
+  EXPECT_NE(text.find(fmt::format("incomplete: 1,000 ledgers missing on both sides: {}-{}", held.to + 1, held.to + 1000)),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\nincomplete: ledgers of "), std::string::npos) << text;
+  const nlohmann::json j = diff::DiffReportToJson(*r);
+  EXPECT_EQ(j["verdict"], "incomplete");
+  EXPECT_EQ(j["identical"], false);
+  EXPECT_EQ(j["coverage"]["complete"], false);
+  EXPECT_EQ(j["coverage"]["left"]["missing"], nlohmann::json::parse(fmt::format("[[{},{}]]", held.to + 1, held.to + 1000)));
+
+  o.allow_gaps = true;
+  r = Diff(Db(KahunaLeft()), Db(KahunaLeft()), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kIdentical);
+  EXPECT_TRUE(r->identical);
+  EXPECT_EQ(r->coverage.left.missing_ledgers, 1000u);  // still listed
+  EXPECT_NE(diff::RenderDiffText(*r).find("gaps (accepted by --allow-gaps)"), std::string::npos);
+
+  // The range inside the data: complete.
+  o.allow_gaps = false;
+  o.range = held;
+  r = Diff(Db(KahunaLeft()), Db(KahunaLeft()), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kIdentical);
+  EXPECT_TRUE(r->coverage.complete());
+}
+
+TEST(Coverage, AGapInsideBothSidesIsIncompleteWithOrWithoutARange) {
+  std::string a = LoadDump("kahuna-horizon.sql"), b = LoadDump("kahuna-horizon.sql");
+  const LedgerRange held = HeldLedgers(a);
+  const Ledger gap = held.from + (held.to - held.from) / 2;
+  DeleteLedger(a, gap);
+  DeleteLedger(b, gap);
+  for (bool ranged : {false, true}) {
+    SCOPED_TRACE(ranged);
+    diff::DiffOptions o;
+    if (ranged) o.range = held;
+    auto r = Diff(Db(a), Db(b), o);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->verdict, diff::Verdict::kIncomplete) << diff::RenderDiffText(*r);
+    EXPECT_EQ(r->coverage.left.missing, std::vector<LedgerRange>{(LedgerRange{gap, gap})});
+    EXPECT_EQ(r->coverage.right.missing, std::vector<LedgerRange>{(LedgerRange{gap, gap})});
+    EXPECT_EQ(r->coverage.left.held, held.size() - 1);
+    EXPECT_TRUE(r->coverage.left.orphans.empty());
+  }
+}
+
+TEST(Coverage, ALostLedgerRowIsDivergentAndItsRowsAreNamed) {
+  std::string b = LoadDump("kahuna-horizon.sql");
+  const LedgerRange held = HeldLedgers(b);
+  // A ledger with operations: its header row goes, its other rows stay.
+  auto c = Connect(b);
+  auto q = c->Exec("SELECT max(ledger_sequence) FROM history_transactions");
+  ASSERT_TRUE(q.ok());
+  const Ledger lost = static_cast<Ledger>(std::stoul(std::string(q->Get(0, 0))));
+  ExecSql(*c, fmt::format("DELETE FROM history_ledgers WHERE sequence = {}", lost));
+  auto r = Diff(Db(KahunaLeft()), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kDivergent);  // a difference takes precedence over a gap
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(lost));
+  EXPECT_TRUE(r->coverage.left.missing.empty());
+  const std::vector<LedgerRange> at_lost{{lost, lost}};
+  if (lost == held.to) {
+    // The right side's data now ends before `lost`: beyond its data, not a gap inside it.
+    EXPECT_EQ(r->coverage.right.not_held, at_lost);
+  } else {
+    EXPECT_EQ(r->coverage.right.missing, at_lost);
+  }
+  bool transactions_named = false;
+  for (const auto& o : r->coverage.right.orphans)
+    if (o.table == "history_transactions") {
+      transactions_named = true;
+      EXPECT_EQ(o.at, at_lost);
+      EXPECT_GT(o.rows, 0u);
+    }
+  EXPECT_TRUE(transactions_named) << diff::RenderDiffText(*r);
+  EXPECT_NE(diff::RenderDiffText(*r).find("history_transactions (right): "), std::string::npos);
+}
+
+TEST(Coverage, EveryOutputFormatOfVerifyRangeSaysIncomplete) {
+  const LedgerRange held = HeldLedgers(KahunaLeft());
+  testing::ScratchDir dir("ledgerdiff_coverage");
+  const std::string range = fmt::format("{}:{}", held.from, held.to + 50);
+  auto r = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(),
+                            "--junit", dir.path + "/v.xml", "--markdown", dir.path + "/v.md", "--report",
+                            dir.path + "/html"});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("\nincomplete: ledgers of " + range), std::string::npos) << r.out;
+  const std::string junit = testing::ReadFileBytes(dir.path + "/v.xml");
+  EXPECT_NE(junit.find("name=\"verdict\" value=\"incomplete\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("incomplete: left: 50 ledgers missing"), std::string::npos) << junit;
+  EXPECT_NE(testing::ReadFileBytes(dir.path + "/v.md").find("incomplete"), std::string::npos);
+  const std::string html = testing::ReadFileBytes(dir.path + "/html/index.html");
+  EXPECT_NE(html.find("incomplete: left: 50 ledgers missing"), std::string::npos);
+  EXPECT_NE(html.find("ledgerdiff verify-range --range"), std::string::npos) << "the look-again command";
+  r = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(), "--format",
+                       "json"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "incomplete");
+  EXPECT_EQ(j["coverage"]["right"]["missing_ledgers"], 50);
+  r = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(),
+                       "--allow-gaps"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("gaps (accepted by --allow-gaps): 50 ledgers missing on both sides"), std::string::npos) << r.out;
+
+  // Sharded: the second slice lies partly past the data; the merged outcome is incomplete.
+  std::vector<std::string> parts;
+  for (int k = 0; k < 2; ++k) {
+    parts.push_back(dir.path + fmt::format("/part-{}.ldm", k));
+    r = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(), "--shards",
+                         "2", "--shard", std::to_string(k), "--out", parts.back()});
+    EXPECT_EQ(r.exit_code, k == 0 ? 0 : 1) << r.out << r.err;
+  }
+  r = testing::RunCli({"manifest", "merge", "--out", dir.path + "/full.ldm", parts[0], parts[1]});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("incomplete: the "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ledgers missing: 50 left, 50 right"), std::string::npos) << r.out;
 }
 
 }  // namespace

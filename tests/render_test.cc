@@ -237,6 +237,15 @@ VerifyReport BaseReport() {
     r.diff.rows_compared_right += n;
   }
   r.diff.identical = true;
+  r.diff.verdict = diff::Verdict::kIdentical;
+  r.diff.coverage.checked = true;
+  r.diff.coverage.table = "history_ledgers";
+  r.diff.coverage.explicit_range = true;
+  for (diff::SideCoverage* side : {&r.diff.coverage.left, &r.diff.coverage.right}) {
+    side->held = 400;
+    side->first = 2;
+    side->last = 401;
+  }
   r.identical = true;
   return r;
 }
@@ -251,6 +260,7 @@ VerifyReport DivergentReport() {
   r.schemas_kept = true;
   r.look_again = "ledgerdiff diff --keep-db /tmp/ld-db ld_r7f3_serial ld_r7f3_parallel --range 2:401";
   r.diff.identical = false;
+  r.diff.verdict = diff::Verdict::kDivergent;
   r.diff.first_divergent_ledger = 200;
   r.diff.divergent_ledgers = 1;
   r.diff.all = true;
@@ -805,6 +815,7 @@ TEST(RenderSoundness, OutsideRangeDifferencesFailInEveryFormat) {
   VerifyReport r = IdenticalReport();
   r.identical = false;
   r.diff.identical = false;
+  r.diff.verdict = diff::Verdict::kDivergent;
   r.diff.outside_range_differences = {difference};
 
   const std::string x = RenderVerifyJUnit(r);
@@ -1266,6 +1277,13 @@ TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {
   const auto j = report::VerifyReportToJson(DivergentReport());
   EXPECT_EQ(j["divergent_tables"], nlohmann::json::array({"history_effects"}));
   EXPECT_EQ(j["diff"]["divergent_table_counts"][0]["left_rows"], 31);
+}
+
+TEST(DocumentedJson, DiffKeysAreTheEmittedKeys) {
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "diff" / "README.md");
+  diff::DiffReport d = DivergentReport().diff;
+  d.all = true;  // every optional key present
+  EXPECT_EQ(DocumentedProseKeys(readme, "## JSON (`--format json`), stable keys\n"), Keys(diff::DiffReportToJson(d)));
 }
 
 TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {

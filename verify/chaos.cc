@@ -474,7 +474,7 @@ Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::str
         Counts& c = ledgers[ledger];
         c.more |= r > b;
         c.fewer |= r < b;
-        c.lost |= t.table == "history_ledgers" && b > 0 && r == 0;
+        c.lost |= t.table == kLedgerTable && b > 0 && r == 0;
       }
     }
   }

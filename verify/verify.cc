@@ -11,6 +11,7 @@
 #include "dump/shard.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
+#include "core/redact.h"
 #include "core/text.h"
 #include "ingest/distributed.h"
 #include "ingest/job_table.h"
@@ -351,6 +352,32 @@ Result<SideIdentity> ReadSideIdentity(const diff::Source& side, const dump::Prof
 
 }  // namespace
 
+namespace {
+
+// verify-range over the ledger to look at: the first divergent one, else the first missing one,
+// else the range (a schema, lookup or invariant difference).
+std::string LookAgainCommand(const VerifyRangeOptions& o, const diff::DiffReport& d) {
+  LedgerRange at = d.range;
+  const diff::Coverage& cov = d.coverage;
+  if (d.first_divergent_ledger) {
+    at = {*d.first_divergent_ledger, *d.first_divergent_ledger};
+  } else if (!cov.left.missing.empty() || !cov.right.missing.empty()) {
+    Ledger first = d.range.to;
+    for (const auto* side : {&cov.left, &cov.right})
+      if (!side->missing.empty()) first = std::min(first, side->missing.front().from);
+    at = {first, first};
+  }
+  std::string cmd = fmt::format("ledgerdiff verify-range --range {} --left {} --right {}", at.str(),
+                                ShellQuote(RedactConninfo(o.left)), ShellQuote(RedactConninfo(o.right)));
+  if (o.left_schema != "public") cmd += " --left-schema " + ShellQuote(o.left_schema);
+  if (o.right_schema != "public") cmd += " --right-schema " + ShellQuote(o.right_schema);
+  if (o.table_profile != "horizon") cmd += " --profile " + ShellQuote(o.table_profile);
+  if (o.allow_gaps) cmd += " --allow-gaps";
+  return cmd + " --max-rows 1000";
+}
+
+}  // namespace
+
 Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(o));
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
@@ -370,6 +397,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.jobs = o.jobs;
   dopt.max_rows = o.max_rows;
   dopt.all = o.all;
+  dopt.allow_gaps = o.allow_gaps;
   dopt.allow_empty = o.allow_empty || report.shard.has_value();  // a slice may be empty; the merge checks the whole
   std::optional<ComparisonManifest> manifest;
   std::unique_ptr<dump::Checkpoint> checkpoint;
@@ -415,6 +443,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   }
   if (!diffed.ok()) return diffed.status();
   report.diff = std::move(diffed).value();
+  if (!report.diff.identical) report.look_again = LookAgainCommand(o, report.diff);
   if (manifest) {
     const diff::DiffReport& d = report.diff;
     dump::ComparisonOutcome outcome;
@@ -425,6 +454,10 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     outcome.rows_left = d.rows_compared_left;
     outcome.rows_right = d.rows_compared_right;
     outcome.allow_empty = o.allow_empty;
+    outcome.coverage_checked = d.coverage.checked;
+    outcome.missing_left = d.coverage.left.missing_ledgers;
+    outcome.missing_right = d.coverage.right.missing_ledgers;
+    outcome.allow_gaps = o.allow_gaps;
     LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(outcome));
     LD_RETURN_IF_ERROR(checkpoint->Remove());
   }

@@ -107,7 +107,7 @@ struct VerifyReport {
   std::string bug;
   std::string error;            // ingestion failure (then the verdict is "error")
 
-  std::string verdict() const { return !error.empty() ? "error" : identical ? "identical" : "divergent"; }
+  std::string verdict() const { return !error.empty() ? "error" : diff::VerdictName(diff.verdict); }
 };
 
 // Runs a whole verify against the database at `conninfo`. Ingestion failures (jobs out of
@@ -130,6 +130,7 @@ struct VerifyRangeOptions {
   uint32_t max_rows = 20;
   bool all = false;
   bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
+  bool allow_gaps = false;   // diff::DiffOptions::allow_gaps
   uint32_t shards = 0;       // 0: unsharded
   std::optional<int64_t> shard;  // default: dump/shard.h kShardIndexVariables
   // Write the left side's manifest of the compared range (full detail; the tables and columns
@@ -146,6 +147,9 @@ struct VerifyRangeReport {
   std::optional<dump::DigestSummary> manifest;  // written to options.out
   std::string checkpoint;         // OUT.partial (deleted once the manifest is complete); "" without out
   uint64_t ledgers_resumed = 0;   // ledgers of the compared range taken from the checkpoint
+  // Not identical: a verify-range over the first divergent (or missing) ledger with every row
+  // shown; conninfos with their passwords redacted.
+  std::string look_again;
 };
 // A shard's slice that compares zero rows on both sides is not an error (the merge checks the
 // whole range).
