@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "cli/command.h"
+#include "core/report.h"
 #include "core/ledger_range.h"
 #include "ingest/orchestrator.h"
 #include "ingest/worker.h"
@@ -21,8 +22,9 @@ Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
   // Workers that ended with an error (e.g. a refused connection) or a signal.
   out.json["workers_failed"] = report.workers_failed;
   if (report.workers_failed > 0)
-    out.text += fmt::format("  {} workers failed (ended with an error or a signal; {} replacements started)\n",
-                            report.workers_failed, report.workers_replaced);
+    out.text += fmt::format("  {} failed (ended with an error or a signal; {} started)\n",
+                            FormatCountOf(report.workers_failed, "worker"),
+                            FormatCountOf(report.workers_replaced, "replacement"));
   if (db.embedded() && !db.embedded_server()->kept())
     out.text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
   if (!report.ok) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "cli/command.h"
+#include "core/report.h"
 #include "core/ledger_range.h"
 #include "core/text.h"
 #include "ingest/distributed.h"
@@ -62,12 +63,15 @@ std::string RunStatusText(const ingest::RunStatus& s) {
   const size_t seen = std::max<size_t>(s.workers.size(), s.worker_counts.joined);
   switch (s.liveness) {
     case ingest::Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
-    case ingest::Liveness::kNoWorkerAlive: workers = fmt::format("{} workers seen, no worker alive", seen); break;
-    case ingest::Liveness::kWorkersAlive:
-      workers = s.worker_counts.joined > 0 ? fmt::format("{} workers seen, {} alive", seen, s.worker_counts.alive)
-                                           : fmt::format("{} workers seen", seen);
+    case ingest::Liveness::kNoWorkerAlive:
+      workers = fmt::format("{} seen, no worker alive", FormatCountOf(seen, "worker"));
       break;
-    case ingest::Liveness::kNotRunning: workers = fmt::format("{} workers", s.workers.size()); break;
+    case ingest::Liveness::kWorkersAlive:
+      workers = s.worker_counts.joined > 0
+                    ? fmt::format("{} seen, {} alive", FormatCountOf(seen, "worker"), FormatCount(s.worker_counts.alive))
+                    : fmt::format("{} seen", FormatCountOf(seen, "worker"));
+      break;
+    case ingest::Liveness::kNotRunning: workers = FormatCountOf(s.workers.size(), "worker"); break;
   }
   std::string out = fmt::format(
       "{}  {:<7}  schema \"{}\"  ledgers {}  jobs {}/{} done, {} running, {} pending, {} failed{}  {}  created {}\n",
@@ -77,12 +81,12 @@ std::string RunStatusText(const ingest::RunStatus& s) {
   for (const auto& j : s.stale_jobs)
     out += fmt::format("    job {} [{}] attempt {}: {}\n", j.job_id, j.range.str(), j.attempt, ingest::StaleJobText(j));
   if (s.liveness == ingest::Liveness::kNoWorkerAlive)
-    out += fmt::format("    no worker alive: {} jobs pending, {} running; start `ledgerdiff worker --run {}`\n",
-                       s.counts.pending, s.counts.running, s.run_id);
+    out += fmt::format("    no worker alive: {} pending, {} running; start `ledgerdiff worker --run {}`\n",
+                       FormatCountOf(s.counts.pending, "job"), FormatCount(s.counts.running), s.run_id);
   if (s.liveness == ingest::Liveness::kNeverHadWorker)
     out += fmt::format("    start workers with `ledgerdiff worker --run {}`\n", s.run_id);
   for (const auto& j : s.failed_jobs)
-    out += fmt::format("    job {} [{}] failed after {} attempts: {}\n", j.job_id, j.range.str(), j.attempt,
+    out += fmt::format("    job {} [{}] failed after {}: {}\n", j.job_id, j.range.str(), FormatCountOf(j.attempt, "attempt"),
                        j.error.empty() ? "no error recorded" : j.error);
   if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == "cancelled" ? "cancelled" : "error", s.error);
   return out;
@@ -132,9 +136,10 @@ Action SetupPlan(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::PlanRun(*conn, f->options));
     const auto jobs = SplitJobs(spec.range, spec.job_size).size();
     Outcome out;
-    out.text = fmt::format("# run {}: schema \"{}\", ledgers {}, {} jobs of {} ledgers; start workers with "
+    out.text = fmt::format("# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
                            "`ledgerdiff worker --run {}`\n{}\n",
-                           spec.run_id, spec.schema, spec.range.str(), jobs, spec.job_size, spec.run_id, spec.run_id);
+                           spec.run_id, spec.schema, spec.range.str(), FormatCountOf(jobs, "job"),
+                           FormatCountOf(spec.job_size, "ledger"), spec.run_id, spec.run_id);
     return out;
   };
   return a;

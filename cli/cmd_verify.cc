@@ -170,8 +170,8 @@ Action SetupVerifyRange(CLI::App* sub) {
                             {"ledgers_resumed", report.ledgers_resumed},
                             {"ledgers_digested", ledgers - report.ledgers_resumed}};
       if (report.ledgers_resumed)
-        out.text += fmt::format("resumed from checkpoint {}: {} ledgers taken from it, {} digested\n",
-                                report.checkpoint, FormatCount(report.ledgers_resumed),
+        out.text += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n",
+                                report.checkpoint, FormatCountOf(report.ledgers_resumed, "ledger"),
                                 FormatCount(ledgers - report.ledgers_resumed));
     }
     LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f->reports));

@@ -137,6 +137,32 @@ void ScanUri(std::string_view u, std::vector<std::string>& out) {
   }
 }
 
+// An unquoted key=value password that held a space ("password=Hun ter2Q"): libpq ends the value
+// at the space and rejects what follows (`missing "=" after "ter2Q"`), echoing the rest of the
+// password. From `end` (just past the bare value that starts the key at `key`), every following
+// word that is not a key (no '=' in it, and no '=' after it) is a candidate on its own, and so is
+// the whole text from the value's start through the last such word, as written.
+void ScanUnquotedContinuation(std::string_view s, size_t key, size_t end, std::vector<std::string>& out) {
+  const size_t value_start = s.find('=', key) + 1;
+  size_t last = end;
+  for (size_t i = end;;) {
+    while (i < s.size() && IsSpace(s[i])) ++i;
+    if (i >= s.size()) break;
+    size_t j = i;
+    while (j < s.size() && !IsSpace(s[j]) && s[j] != '=') ++j;
+    size_t k = j;
+    while (k < s.size() && IsSpace(s[k])) ++k;
+    if ((j < s.size() && s[j] == '=') || (k < s.size() && s[k] == '=')) break;  // the next key
+    out.emplace_back(s.substr(i, j - i));
+    last = j;
+    i = j;
+  }
+  if (last == end) return;
+  std::string_view whole = s.substr(value_start, last - value_start);
+  while (!whole.empty() && IsSpace(whole.front())) whole.remove_prefix(1);
+  out.emplace_back(whole);
+}
+
 // What a lenient scan finds where libpq's grammar may not: `password` keys in any case (also
 // sslpassword) with their values, bare, quoted, or quoted inside a quoted dbname conninfo
 // (dbname='password=\'a b\''), with or without valid escapes; and the passwords of a URI, also
@@ -214,6 +240,7 @@ void ScanPasswords(std::string_view s, std::vector<std::string>& out) {
     }
     out.push_back(raw);
     out.push_back(value);
+    if (!uri) ScanUnquotedContinuation(s, pos - 8, i, out);
   }
 }
 

@@ -251,6 +251,11 @@ std::string FormatCount(uint64_t n) {
   return out;
 }
 
+std::string FormatCountOf(uint64_t n, std::string_view noun, std::string_view plural) {
+  if (n == 1) return fmt::format("1 {}", noun);
+  return plural.empty() ? fmt::format("{} {}s", FormatCount(n), noun) : fmt::format("{} {}", FormatCount(n), plural);
+}
+
 std::string XmlEscape(std::string_view s) {
   static constexpr EscapeTable kXml{{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}, {'\'', "&#39;"}};
   std::string out;

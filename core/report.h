@@ -183,8 +183,12 @@ class NullReporter : public Reporter {
 
 // "1.2 s", "3 min 4 s"
 std::string FormatDuration(double seconds);
-// 1234567 -> "1,234,567"
+// The one number formatter of text output. 1234567 -> "1,234,567"
 std::string FormatCount(uint64_t n);
+// A count with its noun, singular for 1: (1, "worker") -> "1 worker", (2, "worker") -> "2 workers",
+// (1500, "ledger") -> "1,500 ledgers". `plural` for a noun that does not take an "s"
+// ((2, "entry", "entries") -> "2 entries").
+std::string FormatCountOf(uint64_t n, std::string_view noun, std::string_view plural = {});
 
 // Escapes text for XML/HTML attribute and element content.
 std::string XmlEscape(std::string_view s);

@@ -299,8 +299,8 @@ std::string RenderDiffText(const DiffReport& r) {
                        Ledgers(r.ledgers_compared), FormatCount(r.rows_compared_left));
   }
   if (r.identical) {
-    return fmt::format("identical: {} ledgers ({}), {} rows compared, root {}\n", FormatCount(r.ledgers_compared),
-                       r.range.str(), FormatCount(r.rows_compared_left),
+    return fmt::format("identical: {} ({}), {} compared, root {}\n", FormatCountOf(r.ledgers_compared, "ledger"),
+                       r.range.str(), FormatCountOf(r.rows_compared_left, "row"),
                        r.left_root.empty() ? r.right_root : r.left_root) +
            RenderInventory(r);
   }
@@ -321,8 +321,8 @@ std::string RenderDiffText(const DiffReport& r) {
                      *r.first_divergent_ledger, FormatCount(r.divergent_ledgers), FormatCount(r.ledgers_compared),
                      r.left, r.right);
   for (const auto& t : r.divergent_tables)
-    out += fmt::format("  {}: left {} rows, right {} rows at ledger {}\n", t.table, t.left_rows, t.right_rows,
-                       *r.first_divergent_ledger);
+    out += fmt::format("  {}: left {}, right {} at ledger {}\n", t.table, FormatCountOf(t.left_rows, "row"),
+                       FormatCountOf(t.right_rows, "row"), *r.first_divergent_ledger);
   auto row_text = [](const TableRowDiff& rd, const RowValues& v) {
     std::vector<std::string> parts;
     for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) parts.push_back(rd.columns[i] + "=" + ShowValue(v[i]));

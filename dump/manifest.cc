@@ -74,6 +74,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
                   {"count", header.shard->count},
                   {"full_range", {{"from", header.shard->full_range.from}, {"to", header.shard->full_range.to}}}};
   if (header.comparison) j["comparison"] = "verify-range";
+  if (header.workload) j["workload"] = {{"density", header.workload->density}, {"seed", header.workload->seed}};
   if (header.comparison != header.right_identity.has_value())
     return Status::Runtimef("manifest {}: a comparison's header names both sides' sources", path);
   j["source_identity"] = ManifestIdentityToJson(header);
@@ -209,6 +210,11 @@ Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std
       h.right_identity = SourceIdentityFromJson(JsonObject(id, "source_identity", "right"), "source_identity.right");
     } else {
       h.identity = SourceIdentityFromJson(id, "source_identity");
+    }
+    if (j.contains("workload")) {
+      const nlohmann::json& jw = JsonObject(j, "", "workload");
+      h.workload = ManifestWorkload{JsonString(jw, "workload", "density"),
+                                    JsonUnsigned(jw, "workload", "seed", UINT64_MAX)};
     }
     if (j.contains("shard")) {
       const nlohmann::json& js = JsonObject(j, "", "shard");
@@ -461,7 +467,8 @@ Status ManifestReader::Finish() {
 Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::string& schema,
                                        const ProfileSpec& spec, const DigestOptions& options,
                                        const std::string& path, ManifestDetail detail, Reporter& reporter,
-                                       const std::optional<ShardInfo>& shard) {
+                                       const std::optional<ShardInfo>& shard,
+                                       const std::optional<ManifestWorkload>& workload) {
   const auto started = std::chrono::steady_clock::now();
   // Resolve profile and range first (a quick separate read), then digest with them fixed.
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest"));
@@ -503,6 +510,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   header.profile = profile;
   header.shard = shard;
   header.identity = identity;
+  header.workload = workload;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
   SummaryBuilder builder(profile, range, header.source);
   const auto add = [&](const Chunk& c) -> Status {

@@ -12,8 +12,9 @@
 // The header JSON holds: format, tool version, source (text for people), source_identity (see
 // below), detail, range, the resolved profile (per table: ledger mapping, canonical columns with
 // classes, key, excluded columns), excluded_columns, lookup and uncompared tables, the profile
-// fingerprint, on a partial manifest "shard" (ShardInfo) and, on a comparison's manifest,
-// "comparison": "verify-range". Every key but "shard" and "comparison" is mandatory. Roots are in
+// fingerprint, on a partial manifest "shard" (ShardInfo), on a comparison's manifest,
+// "comparison": "verify-range", and on a baseline of the built-in ingester "workload"
+// (ManifestWorkload). Every key but "shard", "comparison" and "workload" is mandatory. Roots are in
 // the trailer because the writer streams; so is a comparison's outcome (trailer key "comparison",
 // ComparisonOutcome).
 // "source_identity" names where the entries come from without any secret (dump/source_identity.h:
@@ -110,6 +111,16 @@ struct ComparisonOutcome {
   }
 };
 
+// What the built-in ingester generated the digested schema from, when the manifest records it
+// (header key "workload", optional: a `verify --save-baseline` of the built-in ingester writes
+// it): {"density": "stellar" | "flat", "seed": N}. A baseline of another workload would make
+// every ledger divergent, so verify and sweep refuse it instead.
+struct ManifestWorkload {
+  std::string density;
+  uint64_t seed = 0;
+  bool operator==(const ManifestWorkload&) const = default;
+};
+
 struct ManifestHeader {
   std::string tool_version;
   std::string source;
@@ -124,6 +135,7 @@ struct ManifestHeader {
   // comparison.
   SourceIdentity identity;
   std::optional<SourceIdentity> right_identity;
+  std::optional<ManifestWorkload> workload;  // header key "workload" (optional)
 };
 
 // The one validation of a manifest header's JSON (`path` names the file in errors): every key
@@ -198,7 +210,8 @@ class ManifestReader {
 Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::string& schema,
                                        const ProfileSpec& spec, const DigestOptions& options,
                                        const std::string& path, ManifestDetail detail, Reporter& reporter,
-                                       const std::optional<ShardInfo>& shard = std::nullopt);
+                                       const std::optional<ShardInfo>& shard = std::nullopt,
+                                       const std::optional<ManifestWorkload>& workload = std::nullopt);
 
 // Rows, ledgers with rows and roots per table and the overall root of a manifest's entries, from
 // its chunks in ledger order, as DigestSchema computes them (the merge and verify-range use it).

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "core/report.h"
 #include "core/database.h"
 #include "ingest/schema_guard.h"
 #include "ingest/worker.h"
@@ -313,17 +314,18 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
     switch (s.liveness) {
       case Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
       case Liveness::kNoWorkerAlive:
-        workers = fmt::format("{} workers seen, no worker alive", std::max<size_t>(s.workers.size(), s.worker_counts.joined));
+        workers = fmt::format("{} seen, no worker alive",
+                              FormatCountOf(std::max<size_t>(s.workers.size(), s.worker_counts.joined), "worker"));
         break;
       default:
-        workers = fmt::format("{} workers seen", s.workers.size());
+        workers = fmt::format("{} seen", FormatCountOf(s.workers.size(), "worker"));
         if (s.worker_counts.joined > 0) workers += fmt::format(", {} alive", s.worker_counts.alive);
     }
     std::string stale;
     for (const auto& j : s.stale_jobs) stale += fmt::format("; job {} stale (worker {})", j.job_id, j.worker);
     const std::string line = fmt::format(
-        "run {}: {} of {} jobs done ({} ledgers), {} running, {} pending, {} failed{}; {}{}", run_id, s.counts.done,
-        s.counts.total(), s.counts.ledgers_done, s.counts.running, s.counts.pending, s.counts.failed,
+        "run {}: {} of {} done ({}), {} running, {} pending, {} failed{}; {}{}", run_id, FormatCount(s.counts.done),
+        FormatCountOf(s.counts.total(), "job"), FormatCountOf(s.counts.ledgers_done, "ledger"), s.counts.running, s.counts.pending, s.counts.failed,
         s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers, stale);
     if (line != last) reporter.Note(line);
     last = line;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/database.h"
+#include "core/report.h"
 #include "fixtures/generator.h"
 #include "fixtures/ingester.h"
 #include "ingest/ingest_command.h"
@@ -63,7 +64,22 @@ Status IngestPlan::Validate(bool check_schema) const {
     LD_ASSIGN_OR_RETURN(auto parsed_bug, fixtures::ParseBugInjection(bug));
     if (!range.contains(parsed_bug.ledger))
       return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", bug, parsed_bug.ledger, range.str());
-    if (ingest_cmd.empty()) LD_RETURN_IF_ERROR(fixtures::CheckBugApplies({seed, parsed_density}, parsed_bug));
+    if (ingest_cmd.empty()) {
+      // A ledger without the row the bug needs: name the nearest one of the range that has it.
+      constexpr uint32_t kSearch = 10000;
+      const fixtures::GeneratorConfig generator{seed, parsed_density};
+      if (Status applies = fixtures::CheckBugApplies(generator, parsed_bug); !applies.ok()) {
+        const auto nearest = fixtures::NearestLedgerWhereBugApplies(generator, parsed_bug, range, kSearch);
+        return Status::Usage(
+            applies.message() +
+            (nearest ? fmt::format("; the nearest ledger it can act on is {} (--inject-bug {}@{})", *nearest,
+                                   fixtures::BugKindName(parsed_bug.kind), *nearest)
+             : range.size() <= 2 * uint64_t{kSearch} + 1
+                 ? fmt::format("; no other ledger of the range {} has what it needs", range.str())
+                 : fmt::format("; no ledger of the range {} within {} of it has what it needs", range.str(),
+                               FormatCountOf(kSearch, "ledger"))));
+      }
+    }
   }
   if (!ingest_cmd.empty()) LD_RETURN_IF_ERROR(CheckIngestCommand(ingest_cmd));
   return Status::Ok();

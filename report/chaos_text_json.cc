@@ -47,9 +47,9 @@ nlohmann::json DetectorCountsJson(const std::map<ingest::Detector, uint32_t>& co
 
 std::string RenderChaosText(const ChaosReport& r) {
   std::string out;
-  out += fmt::format("chaos {} ({} ledgers), {} workers, jobs of {}, seed {}, {} round{}{}\n", r.options.range.str(),
-                     FormatCount(r.options.range.size()), r.options.workers, r.options.job_size, r.options.seed,
-                     r.rounds.size(), r.rounds.size() == 1 ? "" : "s",
+  out += fmt::format("chaos {} ({}), {}, jobs of {}, seed {}, {}{}\n", r.options.range.str(),
+                     FormatCountOf(r.options.range.size(), "ledger"), FormatCountOf(r.options.workers, "worker"),
+                     FormatCountOf(r.options.job_size, "ledger"), r.options.seed, FormatCountOf(r.rounds.size(), "round"),
                      r.options.unsafe_ingester ? ", UNSAFE ingester (negative control)" : "");
   out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", "round", "jobs", "attempts", "retried",
                      "recovered", "time", "valid", "faults / anomalies");
@@ -77,33 +77,34 @@ std::string RenderChaosText(const ChaosReport& r) {
                          round.redone_after_resume);
     if (round.schema_kept) out += fmt::format("  {:<6} schema kept: \"{}\"\n", "", round.schema);
   }
-  // A Jepsen-style verdict.
-  auto kinds = [&](const std::map<std::string, uint32_t>& m) {
-    std::string s;
-    for (const auto& k : verify::FaultKinds()) s += fmt::format(" :{} {}", k, m.count(k) ? m.at(k) : 0);
-    return s;
-  };
-  out += fmt::format("{{:valid? {}\n", r.valid ? "true" : "false");
-  out += fmt::format(" :faults-injected {{{}}}\n", kinds(r.injected).substr(1));
-  out += fmt::format(" :faults-planned  {{{}}}\n", kinds(r.planned).substr(1));
-  std::string detectors;
-  for (ingest::Detector d : ingest::kDetectors)
-    detectors += fmt::format(" :{} {}", ingest::ToString(d), r.detectors.count(d) ? r.detectors.at(d) : 0);
-  out += fmt::format(" :caught-by {{{}}}\n", detectors.substr(1));
-  out += fmt::format(" :jobs {{:retried {} :recovered {}}}\n", r.jobs_retried, r.jobs_recovered);
+  // The verdict in plain words. Each anomalous ledger is listed once, under its round above;
+  // here only how many there are.
+  out += fmt::format("verdict: {}\n",
+                     r.valid          ? "valid"
+                     : r.inconclusive ? "unknown (a planned fault never fired or was caught by another detector than "
+                                        "the one it exists to prove; see the rounds above)"
+                                      : "INVALID");
+  std::string fired;
+  for (const auto& k : verify::FaultKinds()) {
+    const uint32_t planned = r.planned.count(k) ? r.planned.at(k) : 0;
+    const uint32_t injected = r.injected.count(k) ? r.injected.at(k) : 0;
+    if (planned > 0 || injected > 0) fired += fmt::format("{}{} {} of {}", fired.empty() ? "" : ", ", k, injected, planned);
+  }
+  out += fmt::format("  faults fired: {} (fired: caught by the detector its kind exists to prove)\n",
+                     fired.empty() ? "none planned" : fired);
+  out += fmt::format("  caught by: {}\n", DetectorCounts(r.detectors));
+  out += fmt::format("  jobs: {} retried, {} recovered\n", FormatCount(r.jobs_retried), FormatCount(r.jobs_recovered));
   std::string anomalies;
   for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
     auto it = r.anomalies.find(cls);
-    anomalies += fmt::format(" :{} [{}]", cls, it == r.anomalies.end() ? "" : Intervals(it->second));
+    if (it == r.anomalies.end() || it->second.empty()) continue;
+    uint64_t n = 0;
+    for (const auto& iv : it->second) n += iv.size();
+    anomalies += fmt::format("{}{} {}", anomalies.empty() ? "" : ", ", FormatCountOf(n, "ledger"), cls);
   }
-  out += fmt::format(" :anomalies {{{}}}\n", anomalies.substr(1));
-  out += fmt::format(" :time {{:baseline \"{}\" :total \"{}\"}}}}\n", FormatDuration(r.baseline_s),
-                     FormatDuration(r.seconds));
+  out += fmt::format("  anomalies: {}\n", anomalies.empty() ? "none" : anomalies + " (listed under their rounds above)");
+  out += fmt::format("  time: baseline {}, total {}\n", FormatDuration(r.baseline_s), FormatDuration(r.seconds));
   out += fmt::format("replay: {}\n", r.replay);
-  if (r.inconclusive)
-    out +=
-        "verdict: unknown (a planned fault never fired or was caught by another detector than the one it exists "
-        "to prove; see the rounds above)\n";
   return out;
 }
 

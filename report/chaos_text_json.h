@@ -3,7 +3,9 @@
 //
 // Text: one line per round (jobs, attempts, retried, recovered, time, valid, faults with the
 // detector that caught each) with its detector counts, why a fault does not count, and its
-// anomalies, then a Jepsen-style verdict map and the replay command. JSON: the stable object
+// anomalies (each anomalous ledger listed there, once), then the verdict in plain words (faults
+// fired of planned per kind, detectors, jobs, how many ledgers per anomaly class, time) and the
+// replay command. JSON: the stable object
 // documented in verify/README.md ("chaos --format json").
 // INVARIANT: pure functions of the report.
 

@@ -185,9 +185,9 @@ GateSummary SelftestGate(const verify::SelftestReport& r) {
       check.message = c.ledger ? fmt::format("{} injected at ledger {} but {}", c.kind, c.ledger,
                                              c.reported ? fmt::format("reported at ledger {}", *c.reported)
                                                         : std::string("not reported"))
-                               : fmt::format("the clean run diverged at ledger {}", c.reported ? *c.reported : 0);
+                               : SelftestOutcome(c);
     } else {
-      check.message = c.ledger ? fmt::format("caught at ledger {} ({})", c.ledger, tables) : "identical";
+      check.message = c.ledger ? fmt::format("caught at ledger {} ({})", c.ledger, tables) : SelftestOutcome(c);
     }
     s.checks.push_back(std::move(check));
   }

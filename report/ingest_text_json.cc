@@ -1,6 +1,8 @@
 // Text and JSON of an ingestion report (contract in ingest_text_json.h).
 #include "report/ingest_text_json.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "core/report.h"
@@ -9,22 +11,33 @@ namespace ledgerdiff::report {
 
 using ingest::IngestReport;
 
+namespace {
+
+// A rate per second, rounded, with thousands separators ("12,345").
+std::string Rate(double per_s) {
+  return std::isfinite(per_s) && per_s > 0 ? FormatCount(static_cast<uint64_t>(std::llround(per_s))) : "0";
+}
+
+}  // namespace
+
 std::string RenderIngestText(const IngestReport& r) {
   std::string out;
   if (r.ok) {
-    out += fmt::format("ingested {} ledgers ({}) into \"{}\" with {} worker{}, {} jobs of up to {} ledgers, in {}\n",
-                       FormatCount(r.ledgers), r.range.str(), r.schema, r.workers, r.workers == 1 ? "" : "s", r.jobs,
-                       r.job_size, FormatDuration(r.wall_s));
+    out += fmt::format("ingested {} ({}) into \"{}\" with {}, {} of up to {}, in {}\n",
+                       FormatCountOf(r.ledgers, "ledger"), r.range.str(), r.schema, FormatCountOf(r.workers, "worker"),
+                       FormatCountOf(r.jobs, "job"), FormatCountOf(r.job_size, "ledger"), FormatDuration(r.wall_s));
   } else {
     out += fmt::format("ingest FAILED for \"{}\" ({}): {}\n", r.schema, r.range.str(), r.error);
     for (const auto& j : r.failed_jobs)
-      out += fmt::format("  failed job {} [{}] after {} attempts: {}\n", j.job_id, j.range.str(), j.attempt, j.error);
+      out += fmt::format("  failed job {} [{}] after {}: {}\n", j.job_id, j.range.str(),
+                         FormatCountOf(j.attempt, "attempt"), j.error);
   }
   out += fmt::format("  {:<36} {:>12}\n", "table", "rows");
   for (const auto& [t, n] : r.rows_per_table) out += fmt::format("  {:<36} {:>12}\n", t, FormatCount(n));
   out += fmt::format("  {:<36} {:>12}\n", "total", FormatCount(r.rows));
-  out += fmt::format("  {:.0f} ledgers/s, {:.0f} rows/s; {} attempts, {} jobs retried, {} workers replaced; run {}\n",
-                     r.ledgers_per_s(), r.rows_per_s(), r.attempts, r.retried_jobs, r.workers_replaced, r.run_id);
+  out += fmt::format("  {} ledgers/s, {} rows/s; {}, {} retried, {} replaced; run {}\n",
+                     Rate(r.ledgers_per_s()), Rate(r.rows_per_s()), FormatCountOf(r.attempts, "attempt"),
+                     FormatCountOf(r.retried_jobs, "job"), FormatCountOf(r.workers_replaced, "worker"), r.run_id);
   if (!r.log_dir.empty()) out += fmt::format("  ingester output per job: {}/job-N.{{stdout,stderr}}.log\n", r.log_dir);
   return out;
 }

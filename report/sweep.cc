@@ -215,8 +215,8 @@ code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,m
 
 std::string RenderSweepText(const SweepReport& r) {
   const SweepOptions& o = r.options;
-  std::string s = fmt::format("sweep {} ({} ledgers), repeat {}, reference: {}{}\n", o.range.str(), o.range.size(),
-                              o.repeat, r.reference,
+  std::string s = fmt::format("sweep {} ({}), repeat {}, reference: {}{}\n", o.range.str(),
+                              FormatCountOf(o.range.size(), "ledger"), o.repeat, r.reference,
                               r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
   if (!o.plan.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.plan.bug);
   s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>8} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers", "job size",

@@ -70,8 +70,9 @@ std::string RenderVerifyText(const VerifyReport& r) {
   }
   if (r.first_divergent_job && r.diff.first_divergent_ledger)
     out += DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job) + "\n";
-  out += fmt::format("verify {}: {} ({} ledgers), {} workers, jobs of {}\n", r.run_id, r.range.str(),
-                     FormatCount(r.range.size()), r.workers, r.job_size);
+  out += fmt::format("verify {}: {} ({}), {}, jobs of {}\n", r.run_id, r.range.str(),
+                     FormatCountOf(r.range.size(), "ledger"), FormatCountOf(r.workers, "worker"),
+                     FormatCountOf(r.job_size, "ledger"));
   for (const auto& p : r.phases) out += fmt::format("  {:<18} {:>10}\n", p.name, FormatDuration(p.seconds));
   if (r.speedup > 0) out += fmt::format("  parallel speed-up  {:>9.2f}x\n", r.speedup);
   if (!r.saved_baseline.empty()) out += fmt::format("  baseline saved to {}\n", r.saved_baseline);

@@ -565,6 +565,45 @@ TEST(ChaosCli, APlannedFaultThatNeverFiredIsInconclusiveNotValid) {
   EXPECT_TRUE(j["inconclusive"].get<bool>());
   EXPECT_EQ(j["verdict"], "unknown");
   EXPECT_TRUE(j["rounds"][0]["inconclusive"].get<bool>());
+  // Issue 22: each says why it never fired: its target attempt finished before its hold point.
+  for (const auto& f : j["rounds"][0]["faults"]) {
+    const std::string why = f["not_counted"];
+    EXPECT_NE(why.find(fmt::format("never fired: job {} attempt 1 finished (done) without reaching its hold point",
+                                   f["job"].get<uint32_t>())),
+              std::string::npos)
+        << f.dump();
+  }
+}
+
+// Issue 22: a fault that never fired says why, from what became of its target.
+TEST(ChaosReasons, AFaultThatNeverFiredSaysWhy) {
+  verify::RoundFault kill;
+  kill.plan = {"kill", 3, "history_effects", 0};
+  kill.attempt = 2;
+  verify::FaultFate fate;
+  fate.run_end = "the run ended (5 of 6 jobs done; job 3 ran out of retries)";
+  fate.job_state = "failed";
+  fate.job_attempt = 1;
+  EXPECT_EQ(verify::WhyNeverFired(kill, fate), "never fired: job 3 attempt 2 never ran: job 3 failed at attempt 1 (out of retries)");
+  fate.job_state = "pending";
+  EXPECT_EQ(verify::WhyNeverFired(kill, fate),
+            "never fired: job 3 attempt 2 was never claimed (the run ended (5 of 6 jobs done; job 3 ran out of "
+            "retries); the job is pending): no worker took it");
+  fate.attempt_outcome = "lost";
+  fate.attempt_error = "worker w2 died (killed by SIGKILL)";
+  EXPECT_EQ(verify::WhyNeverFired(kill, fate),
+            "never fired: job 3 attempt 2 ended (lost: worker w2 died (killed by SIGKILL)) before reaching its hold "
+            "point at history_effects");
+  fate.attempt_outcome = "done";
+  fate.external_ingester = true;
+  EXPECT_NE(verify::WhyNeverFired(kill, fate).find("finished before the nemesis saw it running"), std::string::npos);
+  verify::RoundFault orchestrator;
+  orchestrator.plan = {"orchestrator", 0, "", 25};
+  fate.run_end = "the run finished (30 of 30 jobs done)";
+  fate.kill_wait = "it waited for a fired hang to be caught by its heartbeat timeout";
+  EXPECT_EQ(verify::WhyNeverFired(orchestrator, fate),
+            "never fired: the run finished (30 of 30 jobs done) before the kill was due (it waited for a fired hang "
+            "to be caught by its heartbeat timeout)");
 }
 
 TEST(ChaosCli, TheReplayLineReproducesTheRun) {

@@ -118,6 +118,20 @@ TEST(Pg, QuotingAndRedaction) {
 // Leaks found by tests/fuzz/redact_fuzz.cc: each conninfo, the password it holds, and the pieces
 // of it that were shown. Neither the redacted conninfo, nor a Status holding the conninfo as
 // written, nor a Status holding the password may show them.
+// Issue 22: the one number formatter of text output.
+TEST(Text, CountsWithSeparatorsAndNounsInTheNumbersForm) {
+  EXPECT_EQ(FormatCount(0), "0");
+  EXPECT_EQ(FormatCount(999), "999");
+  EXPECT_EQ(FormatCount(1000), "1,000");
+  EXPECT_EQ(FormatCount(1234567), "1,234,567");
+  EXPECT_EQ(FormatCountOf(1, "worker"), "1 worker");
+  EXPECT_EQ(FormatCountOf(2, "worker"), "2 workers");
+  EXPECT_EQ(FormatCountOf(0, "row"), "0 rows");
+  EXPECT_EQ(FormatCountOf(1500, "ledger"), "1,500 ledgers");
+  EXPECT_EQ(FormatCountOf(1, "entry", "entries"), "1 entry");
+  EXPECT_EQ(FormatCountOf(2000000, "entry", "entries"), "2,000,000 entries");
+}
+
 TEST(Secrets, LeaksFoundByFuzzing) {
   struct Case {
     std::string conninfo, password;
@@ -148,6 +162,10 @@ TEST(Secrets, LeaksFoundByFuzzing) {
       // A bare value that starts with an escaped quote is a candidate as such, not only as a
       // value quoted inside a quoted one.
       {"host=h password=\\'\\ Quote1Secret junk", "' Quote1Secret", {"Quote1Secret"}},
+      // Issue 22: an unquoted password with a space. libpq ends the value at the space and
+      // rejects the rest (missing "=" after "ter2Q"), echoing that part of the password.
+      {"host=h password=Hun ter2Q user=u", "Hun ter2Q", {"ter2Q", "Hun"}},
+      {"password=Hun ter2Q", "Hun ter2Q", {"ter2Q", "Hun"}},
   };
   for (const auto& c : cases) {
     const std::string shown = RedactConninfo(c.conninfo);
@@ -159,6 +177,12 @@ TEST(Secrets, LeaksFoundByFuzzing) {
       EXPECT_EQ(told.find(piece), std::string::npos) << c.conninfo << " -> " << told;
     }
   }
+  // The error libpq gives for it names the fragment; the connection's error carries none of it.
+  auto opened = pg::Connection::Open("host=/nonexistent password=Hun ter2Q user=u");
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.status().message().find("ter2Q"), std::string::npos) << opened.status().message();
+  EXPECT_EQ(RedactConninfo("host=h password=Hun ter2Q user=u").find("ter2Q"), std::string::npos);
+  EXPECT_NE(RedactConninfo("host=h password=Hun ter2Q user=u").find("user=u"), std::string::npos);
   EXPECT_EQ(RedactConninfo("postgresql://h/db?sslpass%77ord=KeyPass"), "dbname=db host=h");
   EXPECT_EQ(RedactConninfo("postgresql://:password=\\'@/?bogus=1"), "postgresql://:***");
   // Overlapping registered secrets are masked as one run.

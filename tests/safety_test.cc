@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -444,8 +445,34 @@ TEST(Bounds, AnEndlessProfileIsAOneLineUsageError) {
   // /dev/zero never ends: it used to be read until memory ran out (exit 134).
   auto r = RunCli({"digest", "--schema", "s", "--profile", "/dev/zero", "--db", "host=/nonexistent"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
-  EXPECT_NE(r.err.find("profile \"/dev/zero\": larger than 4 MiB"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("profile \"/dev/zero\": not a regular file (a character device)"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+// Issue 22: a FIFO nobody writes to blocked open(2) forever. Only regular files are profiles:
+// the FIFO is refused at once (exit 2 naming it), without a writer ever showing up.
+TEST(Bounds, AProfileThatIsAFifoIsRefusedWithoutBlocking) {
+  testing::ScratchDir scratch("ledgerdiff-fifo-");
+  const std::string fifo = scratch.path + "/profile.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const pid_t pid = testing::SpawnCli({"digest", "--schema", "s", "--profile", fifo, "--db", "host=/nonexistent"},
+                                      {.stderr_path = scratch.path + "/err"});
+  // Polled with a deadline: without the fix the child never returns, and the test must not hang.
+  int ws = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (waitpid(pid, &ws, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &ws, 0);
+      FAIL() << "ledgerdiff blocked on the FIFO " << fifo;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(WIFEXITED(ws)) << ws;
+  EXPECT_EQ(WEXITSTATUS(ws), 2);
+  const std::string err = testing::ReadFileBytes(scratch.path + "/err");
+  EXPECT_NE(err.find("profile \"" + fifo + "\": not a regular file (a FIFO)"), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 TEST(Dump, TableNamesNeverEscapeTheOutputDirectory) {

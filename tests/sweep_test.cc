@@ -1,9 +1,11 @@
 // sweep (issue 13): the USL fit and the recommendation rule as pure code, then the command
 // end to end against the harness's real PostgreSQL: a small grid, a planted bug in parallel
 // cells, the CSV and HTML outputs, and bad input.
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +14,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -330,7 +333,52 @@ TEST(SweepCommand, ABaselineManifestStandsInForTheSerialIngest) {
                      "1,2", "--job-size", "100", "--baseline", base});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("it covers ledgers 2:301"), std::string::npos) << bad.err;
+  // Issue 22: so is a baseline of another density, naming both.
+  auto stellar = RunCli({"sweep", "--db=host=/nonexistent/ledgerdiff port=1 dbname=none", "--range", "2:301",
+                         "--workers", "1,2", "--job-size", "100", "--density", "stellar", "--baseline", base});
+  EXPECT_EQ(stellar.exit_code, 2) << stellar.err;
+  EXPECT_NE(stellar.err.find("made with --density flat, but this sweep uses --density stellar"), std::string::npos)
+      << stellar.err;
+  EXPECT_EQ(std::count(stellar.err.begin(), stellar.err.end(), '\n'), 1) << stellar.err;
   fs::remove_all(dir);
+}
+
+// Issue 22: a SIGKILLed sweep left its reference manifest in TMPDIR for good. It lives in an
+// owned temporary directory now, which the next run reaps like every other leftover.
+TEST(SweepCommand, AKilledSweepsReferenceManifestIsReapedByTheNextRun) {
+  testing::ScratchDir tmp("sweep-tmpdir-");
+  const std::string err = tmp.path + "/sweep.err";
+  auto leftovers = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(tmp.path))
+      if (e.path().filename().string().rfind("ledgerdiff-sweep-", 0) == 0) out.push_back(e.path().string());
+    return out;
+  };
+  const pid_t pid = testing::SpawnCli(SweepArgs({"--repeat", "3"}), {.stderr_path = err, .env = {"TMPDIR=" + tmp.path}});
+  // Killed as soon as its reference manifest is there (polled, with a deadline).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (leftovers().empty() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  kill(pid, SIGKILL);
+  EXPECT_EQ(testing::WaitExitCode(pid), 128 + SIGKILL);
+  const std::vector<std::string> left = leftovers();
+  EXPECT_EQ(left.size(), 1u) << "the sweep never wrote its reference manifest";
+  // The next run (any command that opens a database) removes it and says so.
+  auto next = RunCli({"runs", "--db", TestConninfo()}, {"TMPDIR=" + tmp.path});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  EXPECT_EQ(leftovers(), std::vector<std::string>{}) << next.err;
+  if (!left.empty()) EXPECT_NE(next.err.find(left[0]), std::string::npos) << next.err;
+  // What the killed sweep left in the database: its schemas (found by the run id it printed).
+  const std::string log = testing::ReadFileBytes(err);
+  const std::smatch m = [&] {
+    std::smatch found;
+    std::regex_search(log, found, std::regex("\"ld_([0-9a-f_]+)_reference\""));
+    return found;
+  }();
+  ASSERT_EQ(m.size(), 2u) << log;
+  auto conn = testing::Connect();
+  for (const auto& schema : SweepSchemas(m[1].str()))
+    EXPECT_TRUE(conn->Run("DROP SCHEMA \"" + schema + "\" CASCADE").ok()) << schema;
 }
 
 TEST(SweepCommand, BadInputExitsTwoWithOneLineBeforeAnythingRuns) {

@@ -21,6 +21,8 @@
 
 #include "core/ledger_range.h"
 #include "core/pg.h"
+#include "fixtures/generator.h"
+#include "fixtures/ingester.h"
 #include "tests/harness.h"
 #include "verify/selftest.h"
 
@@ -478,6 +480,18 @@ TEST(VerifyCli, BaselineRoundTripAndMismatches) {
   EXPECT_TRUE(Contains(other_profile.err, "profile")) << other_profile.err;
   EXPECT_TRUE(Contains(other_profile.err, "auto")) << other_profile.err;
 
+  // Issue 22: a baseline of another density (or seed) made every ledger divergent; it is
+  // refused, naming both.
+  auto other_density = RunCli({"verify", "--range", range, Db(), "--workers", "3", "--job-size", "50",
+                               "--density", "stellar", "--baseline", baseline});
+  EXPECT_EQ(other_density.exit_code, 2) << other_density.err << other_density.out;
+  EXPECT_EQ(Lines(other_density.err), 1u) << other_density.err;
+  EXPECT_TRUE(Contains(other_density.err, "made with --density flat, but this run uses --density stellar"))
+      << other_density.err;
+  auto other_seed = RunCli(VerifyArgs(range, {"--baseline", baseline, "--seed", "2"}));
+  EXPECT_EQ(other_seed.exit_code, 2) << other_seed.err << other_seed.out;
+  EXPECT_TRUE(Contains(other_seed.err, "made with --seed 1, but this run uses --seed 2")) << other_seed.err;
+
   for (double fraction : {0.5, 0.99}) {
     const std::string corrupt =
         (dir / ("truncated-" + std::to_string(fraction) + ".ldm")).string();
@@ -779,6 +793,39 @@ TEST(VerifyCli, BadInputIsOneLineAndExit2) {
   }
 }
 
+
+// Issue 22: `--inject-bug KIND@L` on a ledger without the row KIND needs names the nearest ledger
+// of the range that has one, for every kind that needs a row (the nearest found here by brute
+// force over the generator, independently of the tool's search).
+TEST(VerifyCli, AnInjectedBugWithoutItsRowNamesTheNearestLedgerThatHasOne) {
+  const LedgerRange range{2, 2001};
+  const fixtures::GeneratorConfig generator{1, fixtures::Density::kStellar};  // verify's defaults
+  size_t checked = 0;
+  for (fixtures::BugKind kind : fixtures::AllBugKinds()) {
+    const std::string name = fixtures::BugKindName(kind);
+    auto applies = [&](Ledger l) { return fixtures::CheckBugApplies(generator, {kind, l}).ok(); };
+    Ledger without = 0;  // a ledger lacking the row, with one that has it somewhere in the range
+    for (Ledger l = range.from; l <= range.to && !without; ++l)
+      if (!applies(l)) without = l;
+    if (!without) continue;  // a range-level kind (skip-ledger, boundary-gap, ...): needs no row
+    std::optional<Ledger> nearest;
+    for (Ledger d = 1; !nearest && d < range.size(); ++d) {
+      if (without >= range.from + d && applies(without - d)) nearest = without - d;
+      else if (without + d <= range.to && applies(without + d)) nearest = without + d;
+    }
+    ASSERT_TRUE(nearest) << name;
+    const std::string bug = name + "@" + std::to_string(without);
+    auto r = RunCli({"verify", "--range", range.str(), "--inject-bug", bug, Db()});
+    EXPECT_EQ(r.exit_code, 2) << bug << ": " << r.err << r.out;
+    EXPECT_EQ(Lines(r.err), 1u) << r.err;
+    EXPECT_TRUE(Contains(r.err, fmt::format("ledger {} ", without))) << r.err;
+    EXPECT_TRUE(Contains(r.err, fmt::format("the nearest ledger it can act on is {} (--inject-bug {}@{})", *nearest,
+                                            name, *nearest)))
+        << bug << ": " << r.err;
+    ++checked;
+  }
+  EXPECT_GE(checked, 4u) << "kinds that need a row: drop-row, duplicate-row, mutate-row, swap-order, ...";
+}
 
 // ---------------------------------------------------------------------------------------------
 // Issue 14: what a failure tells the operator, and CI.

@@ -25,6 +25,39 @@
 
 namespace ledgerdiff::verify {
 
+std::string WhyNeverFired(const RoundFault& f, const FaultFate& fate) {
+  const std::string end = fate.run_end.empty() ? "the round ended" : fate.run_end;
+  if (f.plan.kind == "orchestrator") {
+    return fmt::format("never fired: {} before the kill was due{}", end,
+                       fate.kill_wait.empty() ? std::string() : " (" + fate.kill_wait + ")");
+  }
+  const std::string target = fmt::format("job {} attempt {}", f.plan.job, f.attempt);
+  const std::string point = f.plan.kind == "crash"   ? "its crash point at " + f.plan.stage
+                            : fate.external_ingester ? "the nemesis (it fires once it sees the attempt running)"
+                                                     : "its hold point at " + f.plan.stage;
+  const std::string error = fate.attempt_error.empty() ? std::string() : ": " + fate.attempt_error;
+  if (fate.attempt_outcome.empty()) {
+    if (fate.job_state == "done")
+      return fmt::format("never fired: {} never ran: job {} was done at attempt {} before it", target, f.plan.job,
+                         fate.job_attempt);
+    if (fate.job_state == "failed")
+      return fmt::format("never fired: {} never ran: job {} failed at attempt {} (out of retries)", target,
+                         f.plan.job, fate.job_attempt);
+    return fmt::format("never fired: {} was never claimed ({}; the job is {}): no worker took it", target, end,
+                       fate.job_state.empty() ? "unknown" : fate.job_state);
+  }
+  if (fate.attempt_outcome == "done") {
+    if (fate.external_ingester)
+      return fmt::format("never fired: {} finished before the nemesis saw it running (it looks every 20 ms)", target);
+    return fmt::format("never fired: {} finished (done) without reaching {}: the job's ingestion never passed that "
+                       "point",
+                       target, point);
+  }
+  if (fate.attempt_outcome == "running")
+    return fmt::format("never fired: {} was still running short of {} when {}", target, point, end);
+  return fmt::format("never fired: {} ended ({}{}) before reaching {}", target, fate.attempt_outcome, error, point);
+}
+
 namespace {
 
 using ingest::JobRow;
@@ -137,12 +170,22 @@ class Round {
       if (it != done_at_kill.end() && it->second != job.attempt) ++r_.redone_after_resume;
     }
     LD_ASSIGN_OR_RETURN(std::optional<ingest::RunRow> run, ingest::FindRun(*conn_, r_.run_id));
-    JudgeFaults(attempts, run ? run->resumes : 0);
+    JudgeFaults(attempts, jobs, run ? run->resumes : 0);
     r_.seconds = SecondsSince(started);
     return r_;
   }
 
  private:
+  // How the round's run ended, for the reason a fault never fired.
+  std::string RunEnd(const std::vector<JobRow>& jobs) const {
+    uint32_t done = 0;
+    for (const auto& j : jobs) done += j.state == "done" ? 1 : 0;
+    const std::string counted = fmt::format("{} of {} done", done, FormatCountOf(jobs.size(), "job"));
+    if (r_.ingest_ok) return fmt::format("the run finished ({})", counted);
+    return fmt::format("the run ended ({}; {})", counted,
+                       r_.ingest_error.empty() ? "orchestrator " + exit_.str() : r_.ingest_error);
+  }
+
   std::string LastLine(const std::string& path) {
     std::string text = Slurp(path), last;
     std::istringstream in(text);
@@ -155,7 +198,8 @@ class Round {
   // detector; an orchestrator kill was caught when a restarted orchestrator resumed the run
   // (the k-th kill by the k-th resume). A fault counts (injected) only when the detector its
   // kind exists to prove caught it; otherwise `not_counted` says why.
-  void JudgeFaults(const std::vector<ingest::AttemptRow>& attempts, uint32_t resumes) {
+  void JudgeFaults(const std::vector<ingest::AttemptRow>& attempts, const std::vector<JobRow>& jobs,
+                   uint32_t resumes) {
     uint32_t kills = 0;
     for (auto& f : r_.faults) {
       const ingest::Detector expected = ExpectedDetector(f.plan.kind);
@@ -190,13 +234,20 @@ class Round {
       if (f.injected) continue;
       const std::string exp(ToString(expected));
       if (!f.performed) {
-        if (f.plan.kind == "orchestrator")
-          f.not_counted = "never fired: the run ended before the kill was due";
-        else
-          f.not_counted = fmt::format("never fired: job {} attempt {} never reached its {}", f.plan.job, f.attempt,
-                                      f.plan.kind == "crash"  ? "crash point at " + f.plan.stage
-                                      : o_.ingest_cmd.empty() ? "hold point at " + f.plan.stage
-                                                              : "nemesis");
+        FaultFate fate;
+        fate.external_ingester = !o_.ingest_cmd.empty();
+        fate.run_end = RunEnd(jobs);
+        fate.kill_wait = kill_wait_;
+        if (target) {
+          fate.attempt_outcome = target->outcome;
+          fate.attempt_error = target->error;
+        }
+        for (const auto& j : jobs)
+          if (j.job_id == f.plan.job) {
+            fate.job_state = j.state;
+            fate.job_attempt = j.attempt;
+          }
+        f.not_counted = WhyNeverFired(f, fate);
       } else if (!f.detector && f.plan.kind == "orchestrator") {
         f.not_counted = fmt::format("fired, but no restarted orchestrator resumed run {} ({} resumes for {} kills)",
                                     r_.run_id, resumes, kills);
@@ -322,14 +373,21 @@ class Round {
     if (!due) return KillDue::kNo;
     uint32_t done = 0;
     for (const auto& j : jobs) done += j.state == "done" ? 1 : 0;
-    if (done < due->plan.after_jobs_done) return KillDue::kNo;
+    if (done < due->plan.after_jobs_done) {
+      kill_wait_ = fmt::format("it was due after {} done; {} were done when last seen",
+                               FormatCountOf(due->plan.after_jobs_done, "job"), FormatCount(done));
+      return KillDue::kNo;
+    }
     std::set<std::pair<uint32_t, uint32_t>> targets;
     for (const auto& f : r_.faults)
       if (PerJob(f.plan.kind)) targets.insert({f.plan.job, f.attempt});
     bool other_in_flight = false;
     for (const auto& j : jobs)
       other_in_flight = other_in_flight || (j.state == "running" && !targets.count({j.job_id, j.attempt}));
-    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) return KillDue::kNo;
+    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) {
+      kill_wait_ = fmt::format("{} done, it waited for a job in flight that no fault targets; none was", FormatCount(done));
+      return KillDue::kNo;
+    }
     bool await_catch = false, await_hang = false;
     for (const auto& f : r_.faults) {
       if (!PerJob(f.plan.kind)) continue;
@@ -339,8 +397,14 @@ class Round {
         if (f.performed) (f.plan.kind == "hang" ? await_hang : await_catch) = true;
       }
     }
-    if (await_hang) return KillDue::kAwaitHang;
-    if (await_catch) return KillDue::kAwaitCatch;
+    if (await_hang) {
+      kill_wait_ = "it waited for a fired hang to be caught by its heartbeat timeout";
+      return KillDue::kAwaitHang;
+    }
+    if (await_catch) {
+      kill_wait_ = "it waited for a fired fault to be caught, or a crash target to abort";
+      return KillDue::kAwaitCatch;
+    }
     due->performed = true;
     uint32_t running = 0;
     for (const auto& j : jobs) running += j.state == "running" ? 1 : 0;
@@ -416,6 +480,7 @@ class Round {
   int starts_ = 0;
   std::string out_file_, err_file_;
   ExitInfo exit_;
+  std::string kill_wait_;  // why the next orchestrator kill was not due when last considered
   // Per fault (index into r_.faults): the attempt a deferred hang was first seen held, and when.
   std::map<size_t, std::pair<uint32_t, Clock::time_point>> hold_seen_;
 };
@@ -683,7 +748,11 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     report.jobs_recovered += r.recovered_jobs;
     report.valid = report.valid && r.valid;
     std::string anomalies;
-    for (const auto& [cls, iv] : r.anomalies) anomalies += fmt::format(" {} {};", cls, FormatIntervals(iv));
+    for (const auto& [cls, iv] : r.anomalies) {  // counts only: the report lists the ledgers, once
+      uint64_t n = 0;
+      for (const auto& x : iv) n += x.size();
+      anomalies += fmt::format(" {} {};", FormatCountOf(n, "ledger"), cls);
+    }
     const char* verdict = r.valid          ? "valid"
                           : r.inconclusive ? "INCONCLUSIVE (a planned fault never fired or another detector caught it)"
                                            : "INVALID";

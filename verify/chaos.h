@@ -110,6 +110,22 @@ struct RoundFault {
   std::string not_counted;  // when not injected: why (never fired, or which detector caught it instead)
 };
 
+// What became of a planned fault's target by the end of its round, from the job table: the
+// facts WhyNeverFired explains a fault that never fired with.
+struct FaultFate {
+  std::string attempt_outcome;  // the target attempt's outcome (running, done, lost, failed, ...); "" never claimed
+  std::string attempt_error;    // that attempt's error, if any
+  std::string job_state;        // the target job's state at the end (done, failed, pending, ...); "" unknown
+  uint32_t job_attempt = 0;     // the job's last attempt
+  bool external_ingester = false;  // --ingest-cmd: no hold points, a fault fires once its attempt is seen running
+  std::string run_end;          // how the round's run ended: "the run finished", "the run failed: ...", ...
+  std::string kill_wait;        // orchestrator: why the kill was not due when the nemesis last looked
+};
+
+// Why `fault` never fired, in words, from `fate` ("never fired: job 3 attempt 1 finished (done)
+// without reaching its hold point at history_effects: ..."). Pure; RoundFault::not_counted.
+std::string WhyNeverFired(const RoundFault& fault, const FaultFate& fate);
+
 struct ChaosRound {
   uint32_t round = 0;
   std::string run_id, schema;

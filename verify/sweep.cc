@@ -13,12 +13,14 @@
 #include "core/database.h"
 #include "core/pg.h"
 #include "core/process.h"
+#include "core/tempdir.h"
 #include "diff/diff.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "ledgerdiff/version.h"
 #include "ingest/orchestrator.h"
 #include "ingest/job_table.h"
+#include "verify/verify.h"
 
 namespace ledgerdiff::verify {
 
@@ -78,12 +80,20 @@ class ConnectionSampler {
   uint32_t peak_ = 0;
 };
 
-// A file removed when this goes out of scope (the reference manifest of a serial ingest).
-struct TempFile {
-  std::string path;
-  ~TempFile() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove(path, ec);
+// The directory of the reference manifest of a serial ingest: an owned temporary directory
+// (core/tempdir.h), removed when this goes out of scope or on a signal, and reaped by the next
+// run when this process was killed (SIGKILL) before either.
+struct TempManifestDir {
+  std::string dir;
+  int cleanup = -1;
+  Result<std::string> Make(const std::string& run_id) {
+    LD_ASSIGN_OR_RETURN(dir, MakeOwnedTempDir("ledgerdiff-sweep-"));
+    cleanup = RegisterCleanup([d = dir] { (void)RemoveTree(d); });
+    return dir + "/" + SafeFileName(run_id) + ".ldm";
+  }
+  ~TempManifestDir() {
+    if (!dir.empty()) (void)RemoveTree(dir);
+    if (cleanup >= 0) UnregisterCleanup(cleanup);
   }
 };
 
@@ -100,7 +110,7 @@ Status CheckBaseline(const SweepOptions& o, const dump::ProfileSpec& spec) {
   if (h.tool_version != kVersion)
     return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", o.baseline,
                           h.tool_version, kVersion);
-  return Status::Ok();
+  return CheckBaselineWorkload(o.baseline, h, o.plan, "this sweep");
 }
 
 IngestOptions CellIngestOptions(const SweepOptions& o, uint32_t workers, uint32_t job_size) {
@@ -349,7 +359,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff sweep"));
 
   // 1. The reference: a serial ingest digested once into a manifest, or the given baseline.
-  TempFile temp_manifest;
+  TempManifestDir temp_manifest;
   std::string reference_manifest = o.baseline;
   if (o.baseline.empty()) {
     uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
@@ -363,16 +373,15 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
     LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, io, reporter));
     if (!serial.ok) return Status::Runtimef("the serial reference ingest failed: {}", serial.error);
     rep.reference_s = serial.wall_s;
-    temp_manifest.path =
-        (std::filesystem::temp_directory_path() / fmt::format("ledgerdiff-sweep-{}.ldm", rep.run_id)).string();
+    LD_ASSIGN_OR_RETURN(const std::string manifest_path, temp_manifest.Make(rep.run_id));
     dump::DigestOptions dopt;
     dopt.range = o.range;
     dopt.jobs = o.digest_jobs;
     dopt.phase = "reference digest";
-    LD_RETURN_IF_ERROR(dump::DigestToManifest(conninfo, io.schema, spec, dopt, temp_manifest.path,
+    LD_RETURN_IF_ERROR(dump::DigestToManifest(conninfo, io.schema, spec, dopt, manifest_path,
                                               dump::ManifestDetail::kCompact, reporter)
                            .status());
-    reference_manifest = temp_manifest.path;
+    reference_manifest = manifest_path;
     rep.reference_schema = io.schema;
   } else {
     rep.reference = "manifest " + o.baseline;

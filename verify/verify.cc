@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "core/report.h"
 #include "core/database.h"
 #include "dump/checkpoint.h"
 #include "dump/manifest.h"
@@ -17,6 +18,20 @@
 #include "ingest/job_table.h"
 
 namespace ledgerdiff::verify {
+
+Status CheckBaselineWorkload(const std::string& path, const dump::ManifestHeader& h, const ingest::IngestPlan& plan,
+                             std::string_view who) {
+  if (!h.workload || !plan.ingest_cmd.empty()) return Status::Ok();
+  if (h.workload->density != plan.density)
+    return Status::Usagef("--baseline {}: it was made with --density {}, but {} uses --density {}; use --density {} "
+                          "or save a baseline of this density",
+                          path, h.workload->density, who, plan.density, h.workload->density);
+  if (h.workload->seed != plan.seed)
+    return Status::Usagef("--baseline {}: it was made with --seed {}, but {} uses --seed {}; use --seed {} or save a "
+                          "baseline of this seed",
+                          path, h.workload->seed, who, plan.seed, h.workload->seed);
+  return Status::Ok();
+}
 
 namespace {
 
@@ -34,7 +49,7 @@ IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, boo
   return io;
 }
 
-// A baseline must describe the same range, profile and tool version as the run.
+// A baseline must describe the same range, profile, tool version and workload as the run.
 Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump::ProfileSpec& spec) {
   // Read it whole first: a truncated or corrupt baseline fails before anything is ingested.
   LD_RETURN_IF_ERROR(dump::ReadManifestSummary(path).status());
@@ -49,7 +64,7 @@ Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump
   if (h.tool_version != kVersion)
     return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", path,
                           h.tool_version, kVersion);
-  return Status::Ok();
+  return CheckBaselineWorkload(path, h, o, "this run");
 }
 
 // Keeps the evidence: the schemas, and the embedded cluster that holds them. Fills the report's
@@ -188,8 +203,8 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   }
 
   // 2. Parallel side.
-  reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {} workers, jobs of {}", o.range.str(),
-                            r.parallel_schema, o.workers, o.job_size));
+  reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {}, jobs of {}", o.range.str(),
+                            r.parallel_schema, FormatCountOf(o.workers, "worker"), FormatCountOf(o.job_size, "ledger")));
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
@@ -216,8 +231,11 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
     dopt.range = o.range;
     dopt.jobs = o.digest_jobs;
     dopt.phase = "baseline digest";
+    std::optional<dump::ManifestWorkload> workload;  // what the built-in ingester generated
+    if (o.ingest_cmd.empty()) workload = dump::ManifestWorkload{o.density, o.seed};
     LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(conninfo, r.serial_schema, spec, dopt, o.save_baseline,
-                                                             dump::ManifestDetail::kCompact, reporter));
+                                                             dump::ManifestDetail::kCompact, reporter, std::nullopt,
+                                                             workload));
     r.saved_baseline = o.save_baseline;
     r.phases.push_back({"save baseline", SecondsSince(t)});
     reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, summary.manifest_bytes));

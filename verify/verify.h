@@ -66,6 +66,14 @@ struct VerifyOptions : ingest::IngestPlan {
 
 Status ValidateVerifyOptions(const VerifyOptions& options);
 
+// A baseline of the built-in ingester records the density and seed it generated (manifest header
+// key "workload"); against a run of the built-in ingester with another one every ledger would be
+// divergent, so it is refused: a Usage error naming the baseline and both densities (or seeds).
+// `who` names the run in the message ("this run", "this sweep"). OK without a recorded workload
+// or with an external ingester (`plan.ingest_cmd`).
+Status CheckBaselineWorkload(const std::string& path, const dump::ManifestHeader& header,
+                             const ingest::IngestPlan& plan, std::string_view who);
+
 struct PhaseTiming {
   std::string name;
   double seconds = 0;
