@@ -24,7 +24,9 @@ Action SetupSweep(CLI::App* sub) {
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)");
   sub->add_option("--workers", f->workers, "Worker counts to measure, comma-separated")->capture_default_str();
   sub->add_option("--job-size", f->job_sizes, "Job sizes (ledgers) to measure, comma-separated")->capture_default_str();
-  sub->add_option("--repeat", o.repeat, "Ingestions per cell (median and spread over them)")->capture_default_str();
+  sub->add_option("--repeat", o.repeat,
+                  "Ingestions per cell (each cell's median and min-max interval; 1 measures no noise)")
+      ->capture_default_str();
   AddPlanFlags(sub, p, PlanFlags::kWithoutShape);  // the rest of the workload, with the plan's defaults
   AddDigestProfileFlag(sub, o.table_profile);
   sub->add_option("--jobs", o.digest_jobs, "Digest connections")->capture_default_str();

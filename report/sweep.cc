@@ -39,8 +39,10 @@ json CellJson(const SweepCell& c) {
   return {{"workers", c.workers}, {"job_size", c.job_size}, {"jobs", c.jobs}, {"bug_injected", c.bug_injected},
           {"verdict", c.verdict}, {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
           {"error", OptString(c.error)},
+          {"samples", c.samples},
           {"median_s", c.median_s}, {"min_s", c.min_s}, {"max_s", c.max_s}, {"spread_s", c.spread_s},
-          {"ledgers_per_s", c.ledgers_per_s}, {"rows_per_s", c.rows_per_s}, {"speedup", c.speedup},
+          {"ledgers_per_s", c.ledgers_per_s}, {"ledgers_per_s_min", c.ledgers_per_s_min},
+          {"ledgers_per_s_max", c.ledgers_per_s_max}, {"rows_per_s", c.rows_per_s}, {"speedup", c.speedup},
           {"attempts", c.attempts}, {"retries", c.retries}, {"peak_connections", c.peak_connections},
           {"repeats", repeats}};
 }
@@ -73,33 +75,50 @@ std::string CsvField(const std::string& s) {
 
 std::string N(double v) { return fmt::format("{:.1f}", v); }
 
-// Light to dark blue as t goes 0..1.
-std::string Blue(double t) {
-  t = std::clamp(t, 0.0, 1.0);
-  auto mix = [t](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * t)); };
-  return fmt::format("#{:02x}{:02x}{:02x}", mix(0xdd, 0x0a), mix(0xeb, 0x3d), mix(0xf7, 0x91));
+// A cell's interval of wall times, "2.95-3.40", or "-" when it was measured once (no interval).
+std::string Interval(const SweepCell& c) {
+  return c.HasNoiseEstimate() ? fmt::format("{:.2f}-{:.2f}", c.min_s, c.max_s) : std::string("-");
 }
 
+// The heatmap's colour scale: light blue at 0 ledgers/s to dark blue at the scale's top, linear in
+// RGB (so an SVG linearGradient between the two ends draws exactly the same colours).
+constexpr int kScaleLow[3] = {0xdd, 0xeb, 0xf7};
+constexpr int kScaleHigh[3] = {0x0a, 0x3d, 0x91};
+
+std::string Blue(double t) {
+  t = std::clamp(t, 0.0, 1.0);
+  auto mix = [t](int i) { return static_cast<int>(std::lround(kScaleLow[i] + (kScaleHigh[i] - kScaleLow[i]) * t)); };
+  return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
+}
+
+// Workers x job size, each identical cell coloured by its median ledgers/s on a scale from 0 to the
+// fastest identical cell (so 1,396 and 1,627 ledgers/s look alike, as they nearly are), with the
+// interval of its repeats under the value. The legend under the grid draws the scale and only the
+// marks that occur.
 std::string Heatmap(const SweepReport& r) {
   const std::vector<uint32_t>& workers = r.options.workers;
   const std::vector<uint32_t>& job_sizes = r.options.job_sizes;
   const double cw = 120, ch = 48, left = 90, top = 40;
-  double lo = 0, hi = 0;
-  bool first = true;
+  double hi = 0;
+  bool any_divergent = false, any_failed = false, any_identical = false;
   for (const auto& c : r.cells) {
+    any_divergent = any_divergent || c.verdict == "divergent";
+    any_failed = any_failed || (c.verdict != "identical" && c.verdict != "divergent");
     if (c.verdict != "identical") continue;
-    if (first || c.ledgers_per_s < lo) lo = c.ledgers_per_s;
-    if (first || c.ledgers_per_s > hi) hi = c.ledgers_per_s;
-    first = false;
+    any_identical = true;
+    hi = std::max(hi, c.ledgers_per_s);
   }
-  const double width = left + cw * static_cast<double>(job_sizes.size()) + 20;
-  const double height = top + ch * static_cast<double>(workers.size()) + 20;
+  const double grid_w = cw * static_cast<double>(job_sizes.size());
+  const double grid_bottom = top + ch * static_cast<double>(workers.size());
+  const double legend_y = grid_bottom + 22;  // the scale bar's top
+  const double width = std::max(left + grid_w + 20, 660.0);  // room for the legend
+  const double height = legend_y + 62;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
       "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
       N(width), N(height));
   s += fmt::format("<text x=\"{}\" y=\"16\" text-anchor=\"middle\" fill=\"#59636e\">job size (ledgers)</text>\n",
-                   N(left + cw * static_cast<double>(job_sizes.size()) / 2));
+                   N(left + grid_w / 2));
   s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", N(top - 6));
   for (size_t j = 0; j < job_sizes.size(); ++j)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n",
@@ -107,17 +126,23 @@ std::string Heatmap(const SweepReport& r) {
   for (size_t w = 0; w < workers.size(); ++w)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", N(left - 10),
                      N(top + ch * (static_cast<double>(w) + 0.5) + 4), workers[w]);
+  bool any_chosen = false;
   for (const auto& c : r.cells) {
     auto wi = std::find(workers.begin(), workers.end(), c.workers) - workers.begin();
     auto ji = std::find(job_sizes.begin(), job_sizes.end(), c.job_size) - job_sizes.begin();
     double x = left + cw * static_cast<double>(ji), y = top + ch * static_cast<double>(wi);
-    std::string fill, label, text_fill = "#1f2328", title;
+    std::string fill, label, sublabel, text_fill = "#1f2328", title;
     if (c.verdict == "identical") {
-      double t = hi > lo ? (c.ledgers_per_s - lo) / (hi - lo) : 1;
+      double t = hi > 0 ? c.ledgers_per_s / hi : 0;
       fill = Blue(t);
       text_fill = t > 0.55 ? "#ffffff" : "#1f2328";
       label = fmt::format("{:.0f}/s", c.ledgers_per_s);
-      title = fmt::format("{}: {:.0f} ledgers/s, median {:.2f} s, identical", c.Name(), c.ledgers_per_s, c.median_s);
+      if (c.HasNoiseEstimate()) sublabel = fmt::format("{:.0f}-{:.0f}", c.ledgers_per_s_min, c.ledgers_per_s_max);
+      title = fmt::format("{}: {:.0f} ledgers/s, median {:.2f} s{}, identical", c.Name(), c.ledgers_per_s, c.median_s,
+                          c.HasNoiseEstimate()
+                              ? fmt::format(" (min-max of {} repeats {:.2f}-{:.2f} s, {:.0f}-{:.0f} ledgers/s)",
+                                            c.samples, c.min_s, c.max_s, c.ledgers_per_s_min, c.ledgers_per_s_max)
+                              : std::string(" (one repeat: no interval)"));
     } else if (c.verdict == "divergent") {
       fill = "#ffebe9";
       text_fill = "#cf222e";
@@ -132,14 +157,53 @@ std::string Heatmap(const SweepReport& r) {
     }
     bool chosen = r.recommendation.found && r.recommendation.workers == c.workers &&
                   r.recommendation.job_size == c.job_size;
+    any_chosen = any_chosen || chosen;
     s += fmt::format(
         "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
         "stroke-width=\"{}\"><title>{}</title></rect>\n",
         c.verdict, N(x + 2), N(y + 2), N(cw - 4), N(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
         chosen ? 3 : 1, XmlEscape(title));
+    double label_y = sublabel.empty() ? y + ch / 2 + 4 : y + ch / 2 - 1;
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
-                     N(x + cw / 2), N(y + ch / 2 + 4), text_fill, XmlEscape(label));
+                     N(x + cw / 2), N(label_y), text_fill, XmlEscape(label));
+    if (!sublabel.empty())
+      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-size=\"10\">{}</text>\n",
+                       N(x + cw / 2), N(label_y + 13), text_fill, XmlEscape(sublabel));
   }
+
+  // The legend: the scale as drawn (a gradient between the two ends of Blue, 0 to `hi`), then a
+  // swatch for each mark that occurs.
+  s += "<g class=\"legend\">\n";
+  double lx = left;
+  if (any_identical) {
+    const double bar_w = 200;
+    s += fmt::format("<defs><linearGradient id=\"sweep-scale\" x1=\"0\" x2=\"1\" y1=\"0\" y2=\"0\">"
+                     "<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"1\" stop-color=\"{}\"/>"
+                     "</linearGradient></defs>\n",
+                     Blue(0), Blue(1));
+    s += fmt::format("<rect class=\"scale\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"12\" fill=\"url(#sweep-scale)\" "
+                     "data-min=\"0\" data-max=\"{:.0f}\"/>\n",
+                     N(lx), N(legend_y), N(bar_w), hi);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"start\" fill=\"#59636e\">0</text>\n", N(lx),
+                     N(legend_y + 26));
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f} ledgers/s</text>\n",
+                     N(lx + bar_w), N(legend_y + 26), hi);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#59636e\">colour: median ledgers/s of an identical cell, "
+                     "on a scale from 0; small print: min-max over its repeats</text>\n",
+                     N(lx), N(legend_y + 44));
+    lx += bar_w + 16;
+  }
+  auto swatch = [&](const std::string& cls, const std::string& fill, const std::string& stroke, int stroke_w,
+                    const std::string& text) {
+    s += fmt::format("<rect class=\"key {}\" x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"{}\" "
+                     "stroke-width=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"#59636e\">{}</text>\n",
+                     cls, N(lx), N(legend_y), fill, stroke, stroke_w, N(lx + 17), N(legend_y + 10), text);
+    lx += 17 + 7.0 * static_cast<double>(text.size()) + 12;
+  };
+  if (any_divergent) swatch("divergent", "#ffebe9", "#cf222e", 1, "divergent");
+  if (any_failed) swatch("failed", "#eaeef2", "#59636e", 1, "failed");
+  if (any_chosen) swatch("recommended", "#ffffff", "#1a7f37", 3, "recommended");
+  s += "</g>\n";
   return s + "</svg>\n";
 }
 
@@ -151,7 +215,7 @@ std::string ThroughputCurve(const SweepReport& r) {
     if (c.job_size != r.usl_job_size || c.verdict != "identical") continue;
     pts.push_back(&c);
     xmax = std::max(xmax, static_cast<double>(c.workers));
-    ymax = std::max(ymax, c.ledgers_per_s);
+    ymax = std::max(ymax, std::max(c.ledgers_per_s, c.ledgers_per_s_max));
   }
   if (r.usl.fitted && r.usl.peak_workers) xmax = std::max(xmax, std::min(*r.usl.peak_workers * 1.3, xmax * 4));
   xmax = std::ceil(xmax);
@@ -178,9 +242,20 @@ std::string ThroughputCurve(const SweepReport& r) {
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">workers</text>\n",
                    N((l + w - rt) / 2), N(h - 4));
   s += "<text x=\"12\" y=\"14\" fill=\"#59636e\">ledgers/s</text>\n";
-  s += fmt::format("<text x=\"{}\" y=\"14\" text-anchor=\"end\" fill=\"#59636e\">&#9679; measured (identical "
-                   "cells) &#160; <tspan fill=\"#0969da\">&#8212; USL fit{}</tspan></text>\n",
-                   N(w - rt), r.usl.poor ? " (poor, dashed)" : "");
+  // The legend: the marks drawn, and the USL entry only when its line is drawn.
+  const bool whiskers = std::any_of(pts.begin(), pts.end(), [](const SweepCell* c) { return c->HasNoiseEstimate(); });
+  const std::string dash = r.usl.poor ? "6 4" : "none";
+  s += "<g class=\"legend\">\n";
+  s += fmt::format("<circle cx=\"130\" cy=\"10\" r=\"4\" fill=\"#1f2328\"/><text x=\"138\" y=\"14\" "
+                   "fill=\"#59636e\">median of an identical cell{}</text>\n",
+                   whiskers ? ", bar: min-max of its repeats" : "");
+  if (r.usl.fitted)
+    s += fmt::format("<line class=\"usl-key\" x1=\"{0}\" y1=\"24\" x2=\"{1}\" y2=\"24\" stroke=\"#0969da\" "
+                     "stroke-width=\"2\" stroke-dasharray=\"{2}\"/><text x=\"{3}\" y=\"28\" fill=\"#0969da\">"
+                     "Universal Scalability Law fit{4}</text>\n",
+                     N(126), N(150), dash, N(156),
+                     r.usl.poor ? " (dashed: a poor fit, see below)" : "");
+  s += "</g>\n";
   if (r.usl.fitted) {
     std::string d;
     for (int i = 0; i <= 100; ++i) {
@@ -189,12 +264,17 @@ std::string ThroughputCurve(const SweepReport& r) {
     }
     s += fmt::format("<path class=\"usl\" d=\"{}\" fill=\"none\" stroke=\"#0969da\" stroke-width=\"2\" "
                      "stroke-dasharray=\"{}\"/>\n",
-                     d, r.usl.poor ? "6 4" : "none");
+                     d, dash);
   }
-  for (const auto* c : pts)
+  for (const auto* c : pts) {
+    if (c->HasNoiseEstimate())
+      s += fmt::format("<line class=\"interval\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#1f2328\" "
+                       "stroke-width=\"1.5\"/>\n",
+                       N(X(c->workers)), N(Y(c->ledgers_per_s_min)), N(Y(c->ledgers_per_s_max)));
     s += fmt::format("<circle class=\"measured\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#1f2328\"><title>{}: {:.0f} "
                      "ledgers/s</title></circle>\n",
                      N(X(c->workers)), N(Y(c->ledgers_per_s)), c->Name(), c->ledgers_per_s);
+  }
   return s + "</svg>\n";
 }
 
@@ -209,6 +289,7 @@ th{background:#f6f8fa;color:#59636e;font-size:12px}
 td.v{text-align:left}.identical{color:#1a7f37}.divergent{color:#cf222e}.failed{color:#59636e}
 code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
 .muted{color:#59636e}
+.noise{margin:8px 0 0;padding:8px 14px;border-left:4px solid #9a6700;background:#fff8c5}
 )";
 
 }  // namespace
@@ -219,20 +300,21 @@ std::string RenderSweepText(const SweepReport& r) {
                               FormatCountOf(o.range.size(), "ledger"), o.repeat, r.reference,
                               r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
   if (!o.plan.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.plan.bug);
-  s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>8} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers", "job size",
-                   "jobs", "median s", "spread s", "ledgers/s", "rows/s", "speed-up", "attempts", "retries", "conns",
-                   "verdict");
+  s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>13} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers",
+                   "job size", "jobs", "median s", "min-max s", "ledgers/s", "rows/s", "speed-up", "attempts",
+                   "retries", "conns", "verdict");
   for (const auto& c : r.cells) {
     std::string verdict = c.verdict;
     if (c.verdict == "divergent" && c.first_divergent_ledger)
       verdict += fmt::format(" at ledger {}", *c.first_divergent_ledger);
     if (c.verdict == "failed") verdict += ": " + c.error;
-    s += fmt::format("{:>7} {:>8} {:>5} {:>9.2f} {:>8.2f} {:>10.0f} {:>10.0f} {:>8} {:>8} {:>7} {:>5}  {}\n", c.workers,
-                     c.job_size, c.jobs, c.median_s, c.spread_s, c.ledgers_per_s, c.rows_per_s,
+    s += fmt::format("{:>7} {:>8} {:>5} {:>9.2f} {:>13} {:>10.0f} {:>10.0f} {:>8} {:>8} {:>7} {:>5}  {}\n", c.workers,
+                     c.job_size, c.jobs, c.median_s, Interval(c), c.ledgers_per_s, c.rows_per_s,
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
                      c.peak_connections, verdict);
   }
   s += RecommendationLine(r.recommendation) + "\n";
+  if (!r.recommendation.noise.empty()) s += r.recommendation.noise + "\n";
   s += UslLine(r) + "\n";
   if (!r.reference_schema.empty()) s += fmt::format("reference schema kept: \"{}\"\n", r.reference_schema);
   for (const auto& c : r.cells)
@@ -267,6 +349,9 @@ json SweepReportToJson(const SweepReport& r) {
                          {"ledgers_per_s", rec.ledgers_per_s},
                          {"speedup", rec.speedup},
                          {"reason", rec.reason},
+                         {"noise_estimate", rec.noise_estimate},
+                         {"within_noise", rec.within_noise},
+                         {"noise", OptString(rec.noise)},
                          {"every_parallel_divergent", rec.every_parallel_divergent},
                          {"divergent_cells", rec.divergent}};
   json usl = UslFitToJson(r.usl);
@@ -278,15 +363,20 @@ json SweepReportToJson(const SweepReport& r) {
 std::string RenderSweepCsv(const SweepReport& r) {
   std::string s =
       "workers,job_size,jobs,verdict,first_divergent_ledger,median_s,min_s,max_s,spread_s,ledgers_per_s,rows_per_s,"
-      "speedup,attempts,retries,peak_connections,recommended,error\n";
+      "speedup,attempts,retries,peak_connections,recommended,error,samples,ledgers_per_s_min,ledgers_per_s_max,"
+      "within_noise\n";
   for (const auto& c : r.cells) {
     bool chosen = r.recommendation.found && r.recommendation.workers == c.workers &&
                   r.recommendation.job_size == c.job_size;
-    s += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{},{},{},{}\n", c.workers,
+    const auto& close = r.recommendation.within_noise;
+    bool within_noise = std::find(close.begin(), close.end(), c.Name()) != close.end();
+    s += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{},{},{},{},{},{:.2f},{:.2f},{}\n",
+                     c.workers,
                      c.job_size, c.jobs, c.verdict,
                      c.first_divergent_ledger ? std::to_string(*c.first_divergent_ledger) : std::string(), c.median_s,
                      c.min_s, c.max_s, c.spread_s, c.ledgers_per_s, c.rows_per_s, c.speedup, c.attempts, c.retries,
-                     c.peak_connections, chosen ? "true" : "false", CsvField(c.error));
+                     c.peak_connections, chosen ? "true" : "false", CsvField(c.error), c.samples, c.ledgers_per_s_min,
+                     c.ledgers_per_s_max, within_noise ? "true" : "false");
   }
   return s;
 }
@@ -302,23 +392,28 @@ std::string RenderSweepHtml(const SweepReport& r) {
                    XmlEscape(r.reference));
   bool good = rec.found && !rec.every_parallel_divergent;
   h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", XmlEscape(RecommendationLine(rec)));
+  if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", XmlEscape(rec.noise));
   if (const std::string& bug = r.options.plan.bug; !bug.empty())
     h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", XmlEscape(bug));
   h += "<h2>Ledgers per second, workers &#215; job size</h2>\n" + Heatmap(r);
-  h += "<p class=\"muted\">Darker is faster; red cells diverged from the reference (first divergent ledger shown), "
-       "grey cells failed; the green outline is the recommendation.</p>\n";
+  h += "<p class=\"muted\">Darker is faster, on a scale from 0 to the fastest identical cell; red cells diverged "
+       "from the reference (first divergent ledger shown), grey cells failed; the green outline is the "
+       "recommendation.</p>\n";
   h += fmt::format("<h2>Throughput against workers at jobs of {}</h2>\n", r.usl_job_size) + ThroughputCurve(r);
   h += "<p class=\"muted\">" + XmlEscape(UslLine(r)) + "</p>\n";
-  h += "<h2>Cells</h2>\n<table>\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>spread "
-       "s</th><th>ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
+  h += "<h2>Cells</h2>\n<table>\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>min-max "
+       "s</th><th>ledgers/s</th><th>min-max ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
        "connections</th><th>verdict</th></tr>\n";
   for (const auto& c : r.cells) {
     std::string verdict = c.verdict;
     if (c.first_divergent_ledger) verdict += fmt::format(" at ledger {}", *c.first_divergent_ledger);
     if (!c.error.empty()) verdict += ": " + c.error;
-    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.0f}</td><td>{:.0f}</td>"
-                     "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"v {}\">{}</td></tr>\n",
-                     c.workers, c.job_size, c.jobs, c.median_s, c.spread_s, c.ledgers_per_s, c.rows_per_s,
+    h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{:.0f}</td><td>{}</td>"
+                     "<td>{:.0f}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"v {}\">{}</td></tr>\n",
+                     c.workers, c.job_size, c.jobs, c.median_s, Interval(c), c.ledgers_per_s,
+                     c.HasNoiseEstimate() ? fmt::format("{:.0f}-{:.0f}", c.ledgers_per_s_min, c.ledgers_per_s_max)
+                                          : std::string("-"),
+                     c.rows_per_s,
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
                      c.peak_connections, c.verdict, XmlEscape(verdict));
   }

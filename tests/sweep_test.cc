@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -20,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "report/sweep.h"
 #include "tests/harness.h"
 #include "verify/sweep.h"
 #include "verify/usl.h"
@@ -159,6 +161,217 @@ TEST(SweepRecommend, SummaryOfACell) {
   EXPECT_EQ(c.verdict, "identical");
 }
 
+TEST(SweepRecommend, SummaryOfACellHasItsInterval) {
+  auto c = Cell(2, 100, {4, 2, 5});
+  EXPECT_EQ(c.samples, 3u);
+  EXPECT_TRUE(c.HasNoiseEstimate());
+  EXPECT_DOUBLE_EQ(c.median_s, 4);
+  EXPECT_DOUBLE_EQ(c.min_s, 2);
+  EXPECT_DOUBLE_EQ(c.max_s, 5);
+  EXPECT_DOUBLE_EQ(c.ledgers_per_s_min, 1000.0 / 5);  // the slowest repeat
+  EXPECT_DOUBLE_EQ(c.ledgers_per_s_max, 1000.0 / 2);  // the fastest repeat
+  EXPECT_EQ(c.Describe(), "2x100 4.00 s (2.00-5.00)");
+  auto once = Cell(2, 100, {4});
+  EXPECT_FALSE(once.HasNoiseEstimate());
+  EXPECT_EQ(once.Describe(), "2x100 4.00 s (one repeat)");
+}
+
+TEST(SweepRecommend, AClearWinnerIsTheFastestAndSaysItIsBeyondTheNoise) {
+  // 4x100's interval (3.0-3.3) lies wholly below 2x100's (6.0-6.4): 4 workers are faster for real.
+  auto rec = verify::Recommend({Cell(1, 100, {10, 10.5, 11}), Cell(2, 100, {6, 6.2, 6.4}), Cell(4, 100, {3, 3.1, 3.3})});
+  ASSERT_TRUE(rec.found);
+  EXPECT_EQ(rec.workers, 4u);
+  EXPECT_TRUE(rec.noise_estimate);
+  EXPECT_TRUE(rec.within_noise.empty());
+  EXPECT_EQ(rec.noise,
+            "a clear winner: 4x100 3.10 s (3.00-3.30) is faster than the next-best identical cell, 2x100 6.20 s "
+            "(6.00-6.40), beyond the noise (the intervals do not overlap)");
+  EXPECT_NE(rec.reason.find("faster than the next-best (2x100) beyond the noise"), std::string::npos) << rec.reason;
+}
+
+TEST(SweepRecommend, WithinNoiseOfTheFastestFewerWorkersWinAndTheCellsAreNamed) {
+  // 4x100 has the lowest median, but 2x100's and 8x100's intervals reach into its interval
+  // (3.0-3.4); 1x100 is far off. The difference is noise: 2 workers are recommended.
+  auto rec = verify::Recommend({Cell(1, 100, {10, 11, 12}), Cell(2, 100, {3.2, 3.3, 3.6}), Cell(4, 100, {3.0, 3.1, 3.4}),
+                                Cell(8, 100, {3.35, 3.5, 3.9})});
+  ASSERT_TRUE(rec.found);
+  EXPECT_EQ(rec.workers, 2u);
+  EXPECT_DOUBLE_EQ(rec.median_s, 3.3);
+  EXPECT_TRUE(rec.noise_estimate);
+  EXPECT_EQ(rec.within_noise, (std::vector<std::string>{"4x100", "2x100", "8x100"}));  // fastest first
+  EXPECT_EQ(rec.noise,
+            "the difference is within noise: 4x100 3.10 s (3.00-3.40), 2x100 3.30 s (3.20-3.60), 8x100 3.50 s "
+            "(3.35-3.90) overlap; 2x100 has the fewest workers of them");
+  EXPECT_EQ(rec.reason, "within noise of the fastest (4x100, 3.10 s) with fewer workers");
+  // The same cells, the text says it under the recommendation.
+  verify::SweepReport r;
+  r.options.range = {1, 1000};
+  r.options.workers = {1, 2, 4, 8};
+  r.options.job_sizes = {100};
+  r.cells = {Cell(2, 100, {3.2, 3.3, 3.6}), Cell(4, 100, {3.0, 3.1, 3.4})};
+  r.recommendation = verify::Recommend(r.cells);
+  std::string text = report::RenderSweepText(r);
+  EXPECT_NE(text.find("recommendation: --workers 2 --job-size 100"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nthe difference is within noise: 4x100 3.10 s (3.00-3.40), 2x100 3.30 s (3.20-3.60) overlap"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  3.20-3.60 "), std::string::npos) << text;  // the interval column
+
+  // Within noise and the fastest already has the fewest workers: it stays, and the line still says so.
+  rec = verify::Recommend({Cell(2, 100, {3.0, 3.1, 3.4}), Cell(4, 100, {3.2, 3.3, 3.6})});
+  EXPECT_EQ(rec.workers, 2u);
+  EXPECT_EQ(rec.within_noise, (std::vector<std::string>{"2x100", "4x100"}));
+  EXPECT_NE(rec.noise.find("2x100 is the fastest and has the fewest workers of them"), std::string::npos) << rec.noise;
+  // Among equal worker counts within noise, the lower median.
+  rec = verify::Recommend({Cell(4, 500, {3.0, 3.2, 3.4}), Cell(2, 100, {3.3, 3.4, 3.5}), Cell(2, 500, {3.1, 3.3, 3.5})});
+  EXPECT_EQ(rec.workers, 2u);
+  EXPECT_EQ(rec.job_size, 500u);
+}
+
+TEST(SweepRecommend, OneRepeatRecommendsTheFastestWithANoNoiseCaveat) {
+  auto rec = verify::Recommend({Cell(1, 100, {10}), Cell(2, 100, {5.1}), Cell(4, 100, {5.0})});
+  ASSERT_TRUE(rec.found);
+  EXPECT_EQ(rec.workers, 4u);
+  EXPECT_FALSE(rec.noise_estimate);
+  EXPECT_TRUE(rec.within_noise.empty());
+  EXPECT_EQ(rec.noise.rfind("no noise estimate: cells were measured once (--repeat 1)", 0), 0u) << rec.noise;
+  EXPECT_NE(rec.reason.find("no noise estimate"), std::string::npos) << rec.reason;
+  verify::SweepReport r;
+  r.options.range = {1, 1000};
+  r.options.repeat = 1;
+  r.options.workers = {2, 4};
+  r.options.job_sizes = {100};
+  r.cells = {Cell(2, 100, {5.1}), Cell(4, 100, {5.0})};
+  r.recommendation = verify::Recommend(r.cells);
+  std::string text = report::RenderSweepText(r);
+  EXPECT_NE(text.find("\nno noise estimate: "), std::string::npos) << text;
+  EXPECT_EQ(text.find("0.00-"), std::string::npos) << text;  // no interval is made up from one repeat
+  std::string html = report::RenderSweepHtml(r);
+  EXPECT_NE(html.find("<p class=\"noise\">no noise estimate: "), std::string::npos);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The HTML: heatmap scale and legends
+
+// The attribute `name` of every element in `svg` that starts with `open` ("<rect class=\"cell identical\"").
+std::vector<std::string> Attributes(const std::string& svg, const std::string& open, const std::string& name) {
+  std::vector<std::string> out;
+  for (size_t p = svg.find(open); p != std::string::npos; p = svg.find(open, p + 1)) {
+    size_t end = svg.find('>', p);
+    std::string tag = svg.substr(p, end - p);
+    size_t a = tag.find(" " + name + "=\"");
+    if (a == std::string::npos) {
+      out.push_back("");
+      continue;
+    }
+    a += name.size() + 3;
+    out.push_back(tag.substr(a, tag.find('"', a) - a));
+  }
+  return out;
+}
+
+std::array<int, 3> Rgb(const std::string& hex) {
+  EXPECT_EQ(hex.size(), 7u) << hex;
+  if (hex.size() != 7) return {0, 0, 0};
+  return {std::stoi(hex.substr(1, 2), nullptr, 16), std::stoi(hex.substr(3, 2), nullptr, 16),
+          std::stoi(hex.substr(5, 2), nullptr, 16)};
+}
+
+std::string Svg(const std::string& html, const std::string& cls) {
+  size_t at = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"" + cls + "\"");
+  EXPECT_NE(at, std::string::npos) << cls;
+  if (at == std::string::npos) return "";
+  return html.substr(at, html.find("</svg>", at) - at);
+}
+
+// Two identical cells at 1,396 and 1,627 ledgers/s (range 1:1000), three repeats each.
+verify::SweepReport CloseCellsReport() {
+  verify::SweepReport r;
+  r.options.range = {1, 1000};
+  r.options.workers = {1, 2};
+  r.options.job_sizes = {100};
+  r.cells = {Cell(1, 100, {1000 / 1400.0, 1000 / 1396.0, 1000 / 1380.0}),
+             Cell(2, 100, {1000 / 1640.0, 1000 / 1627.0, 1000 / 1600.0})};
+  r.recommendation = verify::Recommend(r.cells);
+  r.usl_job_size = 100;
+  return r;
+}
+
+TEST(SweepHtml, HeatmapScaleRunsFromZeroAndItsLegendIsTheScaleDrawn) {
+  verify::SweepReport r = CloseCellsReport();
+  ASSERT_NEAR(r.cells[0].ledgers_per_s, 1396, 1e-6);
+  ASSERT_NEAR(r.cells[1].ledgers_per_s, 1627, 1e-6);
+  std::string heat = Svg(report::RenderSweepHtml(r), "heatmap");
+  auto fills = Attributes(heat, "<rect class=\"cell identical\"", "fill");
+  ASSERT_EQ(fills.size(), 2u) << heat;
+  // The legend's scale: a gradient between two stops, labelled 0 and the top value.
+  auto stops = Attributes(heat, "<stop ", "stop-color");
+  auto offsets = Attributes(heat, "<stop ", "offset");
+  ASSERT_EQ(stops.size(), 2u) << heat;
+  EXPECT_EQ(offsets, (std::vector<std::string>{"0", "1"}));
+  EXPECT_EQ(Attributes(heat, "<rect class=\"scale\"", "data-min"), std::vector<std::string>{"0"});
+  EXPECT_EQ(Attributes(heat, "<rect class=\"scale\"", "data-max"), std::vector<std::string>{"1627"});
+  EXPECT_NE(heat.find(">0</text>"), std::string::npos);
+  EXPECT_NE(heat.find(">1627 ledgers/s</text>"), std::string::npos);
+  // Each cell's fill is the legend's colour at its value: low + (high - low) * value / 1627.
+  auto low = Rgb(stops[0]), high = Rgb(stops[1]);
+  for (size_t i = 0; i < 2; ++i) {
+    double t = r.cells[i].ledgers_per_s / 1627.0;
+    auto rgb = Rgb(fills[i]);
+    for (int k = 0; k < 3; ++k)
+      EXPECT_NEAR(rgb[k], low[k] + (high[k] - low[k]) * t, 1.0) << r.cells[i].Name() << " " << fills[i];
+  }
+  // So the slower cell is nearly as dark as the faster, far from the light end (and from white).
+  auto slow = Rgb(fills[0]);
+  EXPECT_NE(fills[0], "#ffffff");
+  for (int k = 0; k < 3; ++k) EXPECT_LT(std::abs(slow[k] - high[k]), std::abs(slow[k] - low[k])) << fills[0];
+  // Each cell shows its interval in ledgers/s under its median.
+  EXPECT_NE(heat.find(">1380-1400</text>"), std::string::npos) << heat;
+  // Legend marks only for what occurs: the recommendation is outlined, nothing diverged or failed.
+  EXPECT_EQ(Attributes(heat, "<rect class=\"key recommended\"", "stroke"), std::vector<std::string>{"#1a7f37"});
+  EXPECT_EQ(heat.find("class=\"key divergent\""), std::string::npos);
+  EXPECT_EQ(heat.find("class=\"key failed\""), std::string::npos);
+  // A divergent cell brings its legend entry, drawn as the cell is.
+  r.cells[1].repeats[0].identical = false;
+  r.cells[1].repeats[0].first_divergent_ledger = 40;
+  verify::SummarizeCell(r.cells[1], r.options.range, 0);
+  r.recommendation = verify::Recommend(r.cells);
+  heat = Svg(report::RenderSweepHtml(r), "heatmap");
+  EXPECT_EQ(Attributes(heat, "<rect class=\"key divergent\"", "fill"),
+            Attributes(heat, "<rect class=\"cell divergent\"", "fill"));
+}
+
+TEST(SweepHtml, TheUslLegendEntryAppearsOnlyWithItsLineAndDrawsItsDash) {
+  verify::SweepReport r = CloseCellsReport();
+  // No fit (two worker counts): no line, no legend entry.
+  r.usl = verify::FitUsl({{1, 1396}, {2, 1627}});
+  ASSERT_FALSE(r.usl.fitted);
+  std::string curve = Svg(report::RenderSweepHtml(r), "throughput");
+  EXPECT_EQ(curve.find("class=\"usl\""), std::string::npos);
+  EXPECT_EQ(curve.find("Universal Scalability Law"), std::string::npos) << curve;
+  EXPECT_EQ(curve.find("USL"), std::string::npos) << curve;
+  // The measured medians carry their min-max bars, and the legend says so.
+  EXPECT_EQ(Attributes(curve, "<line class=\"interval\"", "x1").size(), 2u);
+  EXPECT_NE(curve.find("bar: min-max of its repeats"), std::string::npos);
+  // A poor fit: dashed line, and a dashed legend entry that says it is a poor fit.
+  r.usl = verify::FitUsl({{1, 1000}, {2, 1700}, {4, 2500}});
+  ASSERT_TRUE(r.usl.fitted);
+  ASSERT_TRUE(r.usl.poor);
+  curve = Svg(report::RenderSweepHtml(r), "throughput");
+  EXPECT_EQ(Attributes(curve, "<path class=\"usl\"", "stroke-dasharray"), std::vector<std::string>{"6 4"});
+  EXPECT_EQ(Attributes(curve, "<line class=\"usl-key\"", "stroke-dasharray"), std::vector<std::string>{"6 4"});
+  EXPECT_NE(curve.find("Universal Scalability Law fit (dashed: a poor fit, see below)"), std::string::npos) << curve;
+  // A good fit: solid line, solid entry, no "poor".
+  r.usl = verify::FitUsl(Synthetic(0.05, 0.002, 120, {1, 2, 4, 8, 16}));
+  ASSERT_TRUE(r.usl.fitted);
+  ASSERT_FALSE(r.usl.poor);
+  curve = Svg(report::RenderSweepHtml(r), "throughput");
+  EXPECT_EQ(Attributes(curve, "<path class=\"usl\"", "stroke-dasharray"), std::vector<std::string>{"none"});
+  EXPECT_EQ(Attributes(curve, "<line class=\"usl-key\"", "stroke-dasharray"), std::vector<std::string>{"none"});
+  EXPECT_NE(curve.find("Universal Scalability Law fit</text>"), std::string::npos) << curve;
+  EXPECT_EQ(curve.find("poor"), std::string::npos);
+}
+
 // ---------------------------------------------------------------------------------------------
 // The command
 
@@ -224,7 +437,16 @@ TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
     // Each worker holds a session of its own during the cell.
     EXPECT_GE(c["peak_connections"].get<uint32_t>(), c["workers"].get<uint32_t>());
     EXPECT_TRUE(c["first_divergent_ledger"].is_null());
+    // The interval: min-max over the two repeats, in seconds and in ledgers/s.
+    EXPECT_EQ(c["samples"], 2);
+    EXPECT_LE(c["min_s"].get<double>(), c["median_s"].get<double>());
+    EXPECT_LE(c["median_s"].get<double>(), c["max_s"].get<double>());
+    EXPECT_LE(c["ledgers_per_s_min"].get<double>(), c["ledgers_per_s"].get<double>());
+    EXPECT_LE(c["ledgers_per_s"].get<double>(), c["ledgers_per_s_max"].get<double>());
+    EXPECT_NEAR(c["ledgers_per_s_max"].get<double>() * c["min_s"].get<double>(), 300, 1e-6);
   }
+  EXPECT_TRUE(j["recommendation"]["noise_estimate"].get<bool>());
+  EXPECT_TRUE(j["recommendation"]["noise"].is_string());
   EXPECT_EQ(j["cells"][0]["jobs"], 6);
   EXPECT_EQ(j["cells"][1]["jobs"], 3);
   ASSERT_TRUE(j["recommendation"]["found"].get<bool>());
@@ -239,6 +461,7 @@ TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
   std::string csv = testing::ReadFileBytes(dir / "cells.csv");
   EXPECT_EQ(Occurrences(csv, "\n"), 5u) << csv;
   EXPECT_EQ(csv.rfind("workers,job_size,jobs,verdict,", 0), 0u);
+  EXPECT_NE(csv.find(",samples,ledgers_per_s_min,ledgers_per_s_max,within_noise\n"), std::string::npos) << csv;
   EXPECT_EQ(Occurrences(csv, ",identical,"), 4u);
   EXPECT_EQ(Occurrences(csv, ",true,"), 1u);  // the recommended cell
 
@@ -252,7 +475,7 @@ TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
 }
 
 TEST(SweepCommand, PlantedBugInParallelCellsIsNeverRecommended) {
-  auto r = RunCli(SweepArgs({"--inject-bug", "skip-ledger@150", "--format", "json"}));
+  auto r = RunCli(SweepArgs({"--inject-bug", "skip-ledger@150", "--repeat", "1", "--format", "json"}));
   ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
   json j = json::parse(r.out);
   for (const auto& c : j["cells"]) {
@@ -269,6 +492,8 @@ TEST(SweepCommand, PlantedBugInParallelCellsIsNeverRecommended) {
   ASSERT_TRUE(rec["found"].get<bool>());
   EXPECT_EQ(rec["workers"], 1);
   EXPECT_TRUE(rec["every_parallel_divergent"].get<bool>());
+  EXPECT_FALSE(rec["noise_estimate"].get<bool>());  // one repeat: and it says so
+  EXPECT_EQ(rec["noise"].get<std::string>().rfind("no noise estimate: ", 0), 0u) << rec["noise"];
   EXPECT_EQ(rec["divergent_cells"], json({"2x50 at ledger 150", "2x100 at ledger 150"}));
   EXPECT_NE(r.err.find("every parallel cell diverged: 2x50 at ledger 150, 2x100 at ledger 150"), std::string::npos)
       << r.err;
@@ -293,7 +518,7 @@ TEST(SweepCommand, AFailingExternalIngesterFailsItsCellAndTheSweepGoesOn) {
   const std::string cmd = "case {schema} in *_w2_*) echo refused >&2; exit 3;; esac; '" + script +
                           "' {from} {to} {schema}";
   auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:161", "--workers", "1,2", "--job-size", "40",
-                   "--retries", "0", "--ingest-cmd", cmd, "--format", "json"},
+                   "--retries", "0", "--repeat", "1", "--ingest-cmd", cmd, "--format", "json"},
                   {"LEDGERDIFF_TEST_SOURCE_SCHEMA=" + source});
   ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
   json j = json::parse(r.out);
@@ -316,7 +541,7 @@ TEST(SweepCommand, ABaselineManifestStandsInForTheSerialIngest) {
                    "--density", "flat", "--save-baseline", base});
   ASSERT_EQ(v.exit_code, 0) << v.err;
   auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:301", "--workers", "1,2", "--job-size", "100",
-                   "--density", "flat", "--baseline", base, "--format", "json"});
+                   "--density", "flat", "--baseline", base, "--repeat", "1", "--format", "json"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = json::parse(r.out);
   EXPECT_EQ(j["reference"]["source"], "manifest " + base);
@@ -379,6 +604,24 @@ TEST(SweepCommand, AKilledSweepsReferenceManifestIsReapedByTheNextRun) {
   auto conn = testing::Connect();
   for (const auto& schema : SweepSchemas(m[1].str()))
     EXPECT_TRUE(conn->Run("DROP SCHEMA \"" + schema + "\" CASCADE").ok()) << schema;
+}
+
+TEST(SweepCommand, RepeatDefaultsToThree) {
+  // The CLI definition: --help shows the default (and so do the man page and completions built from it).
+  auto help = RunCli({"sweep", "--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  EXPECT_TRUE(std::regex_search(help.out, std::regex(R"(\n\s+--repeat UINT=3\s)"))) << help.out;
+  // And a sweep without --repeat measures each cell three times.
+  auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:101", "--workers", "1", "--job-size", "100",
+                   "--density", "flat", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["repeat"], 3);
+  ASSERT_EQ(j["cells"].size(), 1u);
+  EXPECT_EQ(j["cells"][0]["repeats"].size(), 3u);
+  EXPECT_EQ(j["cells"][0]["samples"], 3);
+  EXPECT_TRUE(j["recommendation"]["noise_estimate"].get<bool>());
+  EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
 }
 
 TEST(SweepCommand, BadInputExitsTwoWithOneLineBeforeAnythingRuns) {

@@ -196,6 +196,11 @@ Status ValidateSweepOptions(const SweepOptions& o) {
 
 std::string SweepCell::Name() const { return fmt::format("{}x{}", workers, job_size); }
 
+std::string SweepCell::Describe() const {
+  if (!HasNoiseEstimate()) return fmt::format("{} {:.2f} s (one repeat)", Name(), median_s);
+  return fmt::format("{} {:.2f} s ({:.2f}-{:.2f})", Name(), median_s, min_s, max_s);
+}
+
 int SweepReport::exit_code() const {
   if (!recommendation.found || recommendation.every_parallel_divergent) return 1;
   for (const auto& c : cells)
@@ -228,6 +233,7 @@ void SummarizeCell(SweepCell& cell, const LedgerRange& range, double reference_s
     }
   }
   cell.verdict = divergent ? "divergent" : failed ? "failed" : "identical";
+  cell.samples = static_cast<uint32_t>(walls.size());
   if (walls.empty()) return;
   cell.median_s = Median(walls);
   auto [lo, hi] = std::minmax_element(walls.begin(), walls.end());
@@ -235,16 +241,19 @@ void SummarizeCell(SweepCell& cell, const LedgerRange& range, double reference_s
   cell.max_s = *hi;
   cell.spread_s = *hi - *lo;
   uint64_t row_count = *std::max_element(rows.begin(), rows.end());
+  const double ledgers = static_cast<double>(range.size());
   if (cell.median_s > 0) {
-    cell.ledgers_per_s = static_cast<double>(range.size()) / cell.median_s;
+    cell.ledgers_per_s = ledgers / cell.median_s;
     cell.rows_per_s = static_cast<double>(row_count) / cell.median_s;
     cell.speedup = reference_s > 0 ? reference_s / cell.median_s : 0;
   }
+  if (cell.max_s > 0) cell.ledgers_per_s_min = ledgers / cell.max_s;
+  if (cell.min_s > 0) cell.ledgers_per_s_max = ledgers / cell.min_s;
 }
 
 SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
   SweepRecommendation rec;
-  const SweepCell* fastest = nullptr;
+  std::vector<const SweepCell*> identical;  // candidates, fastest first (stable: grid order on ties)
   size_t parallel = 0, parallel_bad = 0, parallel_divergent = 0;
   for (const auto& c : cells) {
     if (c.verdict == "divergent")
@@ -256,11 +265,12 @@ SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
       if (c.verdict != "identical") ++parallel_bad;
       if (c.verdict == "divergent") ++parallel_divergent;
     }
-    if (c.verdict != "identical" || c.median_s <= 0) continue;
-    if (!fastest || c.median_s < fastest->median_s) fastest = &c;
+    if (c.verdict == "identical" && c.median_s > 0) identical.push_back(&c);
   }
+  std::stable_sort(identical.begin(), identical.end(),
+                   [](const SweepCell* a, const SweepCell* b) { return a->median_s < b->median_s; });
   rec.every_parallel_divergent = parallel > 0 && parallel_bad == parallel && parallel_divergent > 0;
-  if (!fastest) {
+  if (identical.empty()) {
     rec.reason = rec.every_parallel_divergent
                      ? fmt::format("every parallel cell diverged ({}) and no serial cell was measured: nothing to "
                                    "recommend",
@@ -268,27 +278,63 @@ SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
                      : "no cell was identical in every repeat: nothing to recommend";
     return rec;
   }
-  // Within the measured spread of the fastest: fewer workers win, then the faster median.
+  const SweepCell* fastest = identical.front();
+  const SweepCell* next = identical.size() > 1 ? identical[1] : nullptr;
+  rec.noise_estimate = std::all_of(identical.begin(), identical.end(),
+                                   [](const SweepCell* c) { return c->HasNoiseEstimate(); });
+  // Within noise of the fastest: the intervals overlap (the fastest's max reaches the other's min).
+  // Without a noise estimate nothing is within noise: the fastest is taken, with a caveat.
+  std::vector<const SweepCell*> close;
+  if (rec.noise_estimate)
+    for (const SweepCell* c : identical)
+      if (c->min_s <= fastest->max_s) close.push_back(c);
   const SweepCell* chosen = fastest;
-  for (const auto& c : cells) {
-    if (c.verdict != "identical" || c.median_s <= 0) continue;
-    double tolerance = std::max(fastest->spread_s, c.spread_s);
-    if (c.median_s - fastest->median_s > tolerance) continue;
-    if (c.workers < chosen->workers || (c.workers == chosen->workers && c.median_s < chosen->median_s)) chosen = &c;
-  }
+  for (const SweepCell* c : close)
+    if (c->workers < chosen->workers) chosen = c;  // ties in workers keep the lower median (sorted)
+
   rec.found = true;
   rec.workers = chosen->workers;
   rec.job_size = chosen->job_size;
   rec.median_s = chosen->median_s;
   rec.ledgers_per_s = chosen->ledgers_per_s;
   rec.speedup = chosen->speedup;
+  if (close.size() > 1) {
+    std::vector<std::string> described;
+    for (const SweepCell* c : close) {
+      rec.within_noise.push_back(c->Name());
+      described.push_back(c->Describe());
+    }
+    rec.noise = fmt::format("the difference is within noise: {} overlap{}", fmt::join(described, ", "),
+                            chosen == fastest ? fmt::format("; {} is the fastest and has the fewest workers of them",
+                                                            chosen->Name())
+                                              : fmt::format("; {} has the fewest workers of them", chosen->Name()));
+  } else if (!rec.noise_estimate) {
+    rec.noise = fmt::format("no noise estimate: {} measured once (--repeat 1), so the difference between cells may be "
+                            "noise; rerun with --repeat 3 or more before relying on it",
+                            identical.size() > 1 ? "cells were" : "the cell was");
+  } else if (next) {
+    rec.noise = fmt::format("a clear winner: {} is faster than the next-best identical cell, {}, beyond the noise "
+                            "(the intervals do not overlap)",
+                            fastest->Describe(), next->Describe());
+  } else {
+    rec.noise = fmt::format("the only identical cell: {}", fastest->Describe());
+  }
+
   if (rec.every_parallel_divergent) {
     rec.reason = fmt::format("every parallel cell diverged ({}): stay serial", fmt::join(rec.divergent, ", "));
-  } else if (chosen == fastest) {
-    rec.reason = "the fastest cell whose every repeat is identical";
+  } else if (close.size() > 1 && chosen != fastest) {
+    rec.reason = fmt::format("within noise of the fastest ({}, {:.2f} s) with fewer workers", fastest->Name(),
+                             fastest->median_s);
+  } else if (close.size() > 1) {
+    rec.reason = "the fastest cell whose every repeat is identical, with the fewest workers of those within noise";
+  } else if (!rec.noise_estimate) {
+    rec.reason = "the fastest cell whose every repeat is identical; no noise estimate (one repeat per cell)";
+  } else if (next) {
+    rec.reason = fmt::format("the fastest cell whose every repeat is identical, faster than the next-best ({}) "
+                             "beyond the noise",
+                             next->Name());
   } else {
-    rec.reason = fmt::format("within the measured spread of the fastest ({}, {:.2f} s) with fewer workers",
-                             fastest->Name(), fastest->median_s);
+    rec.reason = "the only cell whose every repeat is identical";
   }
   return rec;
 }

@@ -4,10 +4,14 @@
 // The serial reference is ingested and digested once into a manifest (or read from
 // `baseline`). Each cell of the grid (workers x job size) ingests the range `repeat` times into
 // a fresh tool-owned schema, diffs it against the reference and records wall time (median and
-// spread), throughput, attempts, retries, peak connections and the verdict. A cell's schemas are
-// dropped after it unless `keep` or it diverged. A failing ingester fails its cell only.
+// interval: min-max over the repeats), throughput, attempts, retries, peak connections and the
+// verdict. A cell's schemas are dropped after it unless `keep` or it diverged. A failing ingester
+// fails its cell only.
 //
 // INVARIANT: the recommendation is never a cell with a divergent or failed repeat.
+// INVARIANT: the recommendation is a cell with more workers than another identical cell only when
+// it is faster beyond the noise (its interval does not overlap that cell's), or when no noise was
+// measured (one repeat), which the recommendation then says.
 
 #include <cstdint>
 #include <optional>
@@ -26,7 +30,7 @@ struct SweepOptions {
   LedgerRange range;
   std::vector<uint32_t> workers;    // distinct, each 1..64
   std::vector<uint32_t> job_sizes;  // distinct, each 1..range size
-  uint32_t repeat = 1;              // 1..20
+  uint32_t repeat = 3;              // 1..20; 3 by default: one repeat measures no noise
   // The workload with its one set of defaults (retries, backoff, job timeout, seed, density,
   // ingester, bug). Its range, schema, workers and job size are set per cell; `bug` acts on
   // parallel cells (workers > 1) only.
@@ -67,10 +71,13 @@ struct SweepCell {
   uint32_t jobs = 0;
   bool bug_injected = false;
   std::vector<SweepRepeat> repeats;
-  // Over repeats that finished:
+  // Over repeats that finished (`samples` of them). The interval is [min_s, max_s]; with fewer
+  // than 2 samples it measures no noise (HasNoiseEstimate).
+  uint32_t samples = 0;
   double median_s = 0, min_s = 0, max_s = 0;
   double spread_s = 0;  // max - min
   double ledgers_per_s = 0, rows_per_s = 0;  // at the median
+  double ledgers_per_s_min = 0, ledgers_per_s_max = 0;  // at max_s and min_s: the interval in ledgers/s
   double speedup = 0;   // reference serial time / median (0 when unknown)
   uint32_t attempts = 0, retries = 0, peak_connections = 0;
   std::string verdict;  // identical | divergent | failed
@@ -78,6 +85,9 @@ struct SweepCell {
   std::string error;    // first failure
 
   std::string Name() const;  // "4x250" (workers x job size)
+  bool HasNoiseEstimate() const { return samples >= 2; }
+  // "4x250 3.10 s (2.95-3.40)", or "4x250 3.10 s (one repeat)".
+  std::string Describe() const;
 };
 
 struct SweepRecommendation {
@@ -85,6 +95,15 @@ struct SweepRecommendation {
   uint32_t workers = 0, job_size = 0;
   double median_s = 0, ledgers_per_s = 0, speedup = 0;
   std::string reason;
+  // False when the cells compared were measured once (--repeat 1): the choice may be noise.
+  bool noise_estimate = false;
+  // The identical cells whose interval overlaps the fastest's (the fastest first, then by
+  // median), when there are two or more: the difference between them is within noise and the
+  // one with the fewest workers was chosen. Empty when the winner is clear.
+  std::vector<std::string> within_noise;
+  // One line on how the choice relates to the noise: clear winner, within noise (naming the
+  // cells), or no noise estimate. Empty when nothing was recommended.
+  std::string noise;
   bool every_parallel_divergent = false;
   std::vector<std::string> divergent;  // "2x50 at ledger 120" for every divergent cell
 };
@@ -106,8 +125,10 @@ struct SweepReport {
 
 // Fills a cell's aggregates from its repeats (`reference_s` 0: speed-up unknown).
 void SummarizeCell(SweepCell& cell, const LedgerRange& range, double reference_s);
-// The fastest cell whose every repeat is identical; when another such cell's median is within
-// the measured spread of the fastest, the one with fewer workers wins. Pure (tests).
+// Among the cells whose every repeat is identical: the fastest (lowest median) when its interval
+// overlaps no other such cell's; otherwise, among the cells whose interval overlaps the fastest's,
+// the one with the fewest workers (then the lower median). With one repeat per cell there is no
+// interval: the fastest, with a caveat. Pure (tests).
 SweepRecommendation Recommend(const std::vector<SweepCell>& cells);
 // The USL fit of ledgers/s against workers at `job_size` over identical cells.
 UslFit FitCells(const std::vector<SweepCell>& cells, uint32_t job_size);
