@@ -108,6 +108,31 @@ std::string Legend(const IngestReport& run) {
   return s;
 }
 
+// The timeline's lane key: each lane label (w1...wN) with the full identity of its worker and of
+// the workers that replaced it, which the chart only shows in tooltips.
+std::string LaneKey(const IngestReport& run) {
+  const std::vector<TimelineLane> lanes = TimelineLanes(run);
+  bool any_replaced = false;
+  for (const auto& lane : lanes) any_replaced |= !lane.replacements.empty();
+  std::string s = fmt::format("<div class=\"scroll\"><table class=\"lane-key\"><tr><th>lane</th><th>worker</th>{}</tr>\n",
+                              any_replaced ? "<th>replaced by</th>" : "");
+  for (const auto& lane : lanes) {
+    s += fmt::format("<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td>", Esc(lane.label), Esc(lane.name));
+    if (any_replaced) {
+      std::vector<std::pair<double, std::string>> by_start;
+      for (const auto& [name, start] : lane.replacements) by_start.emplace_back(start, name);
+      std::sort(by_start.begin(), by_start.end());
+      std::string cell;
+      for (const auto& [start, name] : by_start)
+        cell += fmt::format("{}<span class=\"mono\">{}</span> at {:.1f}s", cell.empty() ? "" : "<br/>", Esc(name), start);
+      s += "<td>" + cell + "</td>";
+    }
+    s += "</tr>\n";
+  }
+  s += "</table></div>\n";
+  return s;
+}
+
 // A row value in a table cell: NULL and the empty string marked, long values cut.
 std::string HtmlValue(const std::optional<std::string>& v) {
   if (!v) return "<span class=\"null\">NULL</span>";
@@ -408,7 +433,8 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     h += Legend(r.parallel);
     h += "<figure>\n" + TimelineSvg(r.parallel);
     h += fmt::format("<figcaption>{} on {} over {}; {}, {}. Hover a bar for its job, ledger range, attempt, "
-                     "duration and outcome.{}</figcaption>\n</figure>\n",
+                     "duration and outcome, a lane label for its worker; the table below maps lanes to workers.{}"
+                     "</figcaption>\n</figure>\n",
                      Plural(r.parallel.timeline.size(), "attempt", "attempts"),
                      Plural(lanes, "worker lane", "worker lanes"), Esc(FormatDuration(TimeSpan(r.parallel))),
                      Plural(r.parallel.retried_jobs, "job retried", "jobs retried"),
@@ -416,13 +442,14 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
                      r.parallel.timeline.size() > kDetailedAttempts
                          ? " Done attempts closer than a pixel are drawn as one bar."
                          : "");
+    h += LaneKey(r.parallel);
     h += "<h2>Throughput</h2>\n<figure>\n" + ThroughputSvg(r.parallel, r.serial);
     h += "<figcaption>Ledgers per second of the parallel run: the ledgers of each done attempt, spread over its "
          "duration, per time bucket.</figcaption>\n</figure>\n";
   }
   if (r.serial && !r.serial->timeline.empty()) {
     h += "<details><summary>Serial run timeline</summary>\n" + Legend(*r.serial) + "<figure>\n" +
-         TimelineSvg(*r.serial) + "</figure>\n</details>\n";
+         TimelineSvg(*r.serial) + "</figure>\n" + LaneKey(*r.serial) + "</details>\n";
   }
 
   h += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
