@@ -976,6 +976,31 @@ TEST(GateReports, ChaosJUnitMarkdownHtmlNameTheFailingRoundAndTheReplay) {
 
 // Issue 25: every format names the detector that caught each fault, counts them per round and in
 // all, and says why a fault caught by another detector does not count.
+// The gate pages beside SampleReportForBrowser's verify pages (into
+// $LEDGERDIFF_RENDER_SAMPLE_DIR for tests/report_browser_test.sh, else a temporary directory):
+// verify-range, selftest and chaos (a failing one of each, so every section shows).
+TEST(GateReports, SamplePagesForBrowser) {
+  const char* env = std::getenv("LEDGERDIFF_RENDER_SAMPLE_DIR");
+  TempDir scratch("gate-sample");
+  const fs::path dir = env && *env ? fs::path(env) : scratch.path();
+  verify::SelftestReport st;
+  st.range = {2, 2001};
+  st.cases = {{"clean", 0, std::nullopt, {}, true, 1, ""},
+              {"skip-ledger", 150, 150, {"history_ledgers"}, true, 1, ""},
+              {"boundary-gap", 251, 252, {"history_ledgers"}, false, 1, ""}};
+  // The renderings refer to their reports: keep these alive while they render.
+  const VerifyReport verify_range = DivergentReport();
+  const verify::ChaosReport chaos = SampleChaos(false);
+  const std::vector<std::pair<std::string, GateReports>> pages = {
+      {"verify-range", report::VerifyRangeReports(verify_range.diff)},
+      {"selftest", report::SelftestReports(st)},
+      {"chaos", report::ChaosReports(chaos)}};
+  for (const auto& [name, g] : pages) {
+    ASSERT_TRUE(g.html((dir / name).string()).ok()) << name;
+    EXPECT_GT(fs::file_size(dir / name / "index.html"), 1000u) << name;
+  }
+}
+
 TEST(GateReports, ChaosNamesTheDetectorOfEveryFaultAndWhyOneDoesNotCount) {
   verify::ChaosReport r = SampleChaos(true);
   verify::RoundFault hang;
