@@ -12,8 +12,9 @@
 #
 # Checks that Chromium renders the page without fetching anything and that the screenshot is a
 # real image, then prints the PNG's path. Look at it: the verdict banner, the tables, the row
-# diff and both charts should be readable. Chromium: `apt-get install -y chromium`, or
-# LEDGERDIFF_BOOTSTRAP_BROWSER=1 ci/bootstrap. Environment: BUILD_DIR (default build),
+# diff and both charts should be readable (the automated check at 800 px is ctest
+# report_browser_test, tests/report_browser_test.sh). Chromium: `apt-get install -y chromium`, or
+# ci/bootstrap. Environment: BUILD_DIR (default build),
 # CHROMIUM (default: chromium, chromium-browser or google-chrome, whichever exists), WINDOW_SIZE
 # (default 1400,2700).
 set -euo pipefail
@@ -31,7 +32,7 @@ if [[ -z "$CHROMIUM" ]]; then
     if command -v "$c" >/dev/null 2>&1; then CHROMIUM="$c"; break; fi
   done
 fi
-[[ -n "$CHROMIUM" ]] || die "no chromium found (apt-get install -y chromium, or LEDGERDIFF_BOOTSTRAP_BROWSER=1 ci/bootstrap)"
+[[ -n "$CHROMIUM" ]] || die "no chromium found (apt-get install -y chromium, or ci/bootstrap)"
 
 WORK="$(mktemp -d /tmp/ldreport-check.XXXXXX)"
 cleanup() { rm -rf "$WORK/profile"; }

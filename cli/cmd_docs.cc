@@ -75,6 +75,84 @@ void ManExamples(std::string& out, const std::vector<std::string>& examples) {
   out += ".fi\n.RE\n";
 }
 
+// ENVIRONMENT, "Which database a command uses": the visible commands grouped by their
+// DatabaseUse (main.cc's table, the one Context::database() resolves --db by), so the lists of
+// commands that read PG* and of those that ignore it cannot drift from the code.
+void ManDatabaseUse(std::string& out, const CLI::App& app) {
+  std::vector<std::string> reads, reads_run, writes, writes_run, left_right, none;
+  for (const CLI::App* sub : VisibleCommands(app)) {
+    const std::string& name = sub->get_name();
+    switch (DatabaseUseOf(name)) {
+      case DatabaseUse::kReads: reads.push_back(name); break;
+      case DatabaseUse::kReadsRun: reads_run.push_back(name); break;
+      case DatabaseUse::kWrites: writes.push_back(name); break;
+      case DatabaseUse::kWritesRun: writes_run.push_back(name); break;
+      case DatabaseUse::kNone:
+        (sub->get_option_no_throw("--left") != nullptr ? left_right : none).push_back(name);
+        break;
+    }
+  }
+  auto list = [](std::vector<std::string> a, const std::vector<std::string>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return fmt::format("{}", fmt::join(a, ", "));
+  };
+  out += ".SS \"Which database a command uses\"\n";
+  out += ".TP\n.B " + Roff(list(reads, reads_run)) + "\n" +
+         Roff(fmt::format(
+             "Only read. The database is --db, else LEDGERDIFF_DB, else libpq's defaults: the PG* variables "
+             "when one of PGHOST, PGPORT, PGDATABASE, PGSERVICE is set; else {} start the embedded throwaway "
+             "server{}.",
+             list(reads, {}),
+             reads_run.empty() ? "" : fmt::format(" and {} exit 2 (they need the run's database)", list(reads_run, {})))) +
+         "\n";
+  out += ".TP\n.B " + Roff(list(writes, writes_run)) + "\n" +
+         Roff(fmt::format(
+             "Write. Only into the database --db or LEDGERDIFF_DB names: the PG* variables never choose it (one "
+             "line on stderr says they were ignored), so a shell whose PG* points at production cannot make them "
+             "write there. With neither, {} start the embedded throwaway server{}. With --db or LEDGERDIFF_DB "
+             "set, libpq still fills what the conninfo leaves out from PG* (PGPASSWORD, say).",
+             list(writes, {}),
+             writes_run.empty() ? "" : fmt::format(" and {} exit 2 (they need the run's database)", list(writes_run, {})))) +
+         "\n";
+  if (!left_right.empty())
+    out += ".TP\n.B " + Roff(list(left_right, {})) + "\n" +
+           Roff("Only read, from the two databases --left and --right name; libpq fills what those conninfos leave "
+                "out from PG*. Never starts a server.") +
+           "\n";
+  if (!none.empty()) out += ".TP\n.B " + Roff(list(none, {})) + "\n" + Roff("No database: files only.") + "\n";
+}
+
+// FILES: what is installed, and what the commands write.
+void ManFiles(std::string& out) {
+  const std::vector<HelpEntry> files = {
+      {"$TMPDIR/ledgerdiff-pg-XXXXXX/",
+       "The embedded server's cluster (data/, initdb.log, server.log, the .ledgerdiff-cluster marker), made when "
+       "no database is named: unix socket only, removed on exit, also on error and Ctrl-C. A verify that diverged "
+       "or failed, or ran with --keep, keeps it and prints its path and the rm -rf that removes it. --keep-db DIR "
+       "puts (and keeps) it in DIR instead. It needs initdb and postgres (apt-get install postgresql-15); "
+       "without them such a command exits 2 saying so. TMPDIR defaults to /tmp."},
+      {"$TMPDIR/ledgerdiff-logs/RUN/job-N.stdout.log, job-N.stderr.log",
+       "The output of each job of --ingest-cmd (ingest, verify, sweep), or under --log-dir DIR."},
+      {"$TMPDIR/ledgerdiff-chaos-XXXXXX/, $TMPDIR/ledgerdiff-sweep-RUN.ldm",
+       "chaos's scratch directory and sweep's reference manifest, removed when the command ends; the scratch "
+       "directories of killed runs (their owner process gone) are removed by the next run."},
+      {"FILE, FILE.partial",
+       "digest --out FILE and verify-range --out FILE: the manifest, and its checkpoint while the run is under "
+       "way (--resume continues from it; removed once FILE is complete)."},
+      {"--report DIR/index.html, --junit FILE, --markdown FILE, --csv FILE, --save-baseline FILE, dump --out DIR",
+       "Reports, manifests and dumps, written where the flags say: each under a temporary name beside the target, "
+       "synced and renamed into place, so it appears whole or not at all; a symbolic link at the target is "
+       "refused. GITHUB_STEP_SUMMARY, when set, is appended to."},
+      {"/usr/share/doc/ledgerdiff/",
+       "README.md and each folder's README.md: the ingestion protocol, the JSON report formats, how to use the CI "
+       "templates; copyright: the licenses."},
+      {"/usr/share/doc/ledgerdiff/ci/github/action.yml", "The GitHub Actions composite action."},
+      {"/usr/share/doc/ledgerdiff/ci/gitlab/ledgerdiff.gitlab-ci.yml", "The GitLab CI template."},
+  };
+  out += ".SH FILES\n";
+  for (const auto& f : files) out += ".TP\n.I \"" + Roff(f.name) + "\"\n" + Roff(f.meaning) + "\n";
+}
+
 std::string ManPage(const CLI::App& app) {
   std::string out;
   out += fmt::format(".TH LEDGERDIFF 1 \"\" \"ledgerdiff {}\" \"User Commands\"\n", kVersion);
@@ -121,13 +199,10 @@ std::string ManPage(const CLI::App& app) {
   for (const auto& e : ExitCodes()) out += ".TP\n.B " + Roff(e.name) + "\n" + Roff(e.meaning) + "\n";
   out += ".SH ENVIRONMENT\n";
   for (const auto& e : EnvironmentVariables()) out += ".TP\n.B " + Roff(e.name) + "\n" + Roff(e.meaning) + "\n";
+  ManDatabaseUse(out, app);
   out += ".SH EXAMPLES\n";
   ManExamples(out, CommandExamples(""));
-  out +=
-      ".SH FILES\n.TP\n.I /usr/share/doc/ledgerdiff/\nREADME.md and each folder's README.md: the ingestion "
-      "protocol, the JSON report formats, how to use the CI templates.\n.TP\n"
-      ".I /usr/share/doc/ledgerdiff/ci/github/action.yml\nThe GitHub Actions composite action.\n.TP\n"
-      ".I /usr/share/doc/ledgerdiff/ci/gitlab/ledgerdiff.gitlab-ci.yml\nThe GitLab CI template.\n";
+  ManFiles(out);
   out += ".SH SEE ALSO\n.BR psql (1),\n.BR pg_dump (1),\n.BR diff (1)\n";
   return out;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/database.h"
@@ -68,6 +69,10 @@ enum class DatabaseUse : uint8_t {
   kReadsRun,   // a run that must exist: --db, LEDGERDIFF_DB or PG*; none given is an error
   kWritesRun,  // a run that must exist: --db or LEDGERDIFF_DB (PG* ignored); none given is an error
 };
+
+// The DatabaseUse of a command of main.cc's table (kNone for an unknown name); the man page's
+// ENVIRONMENT section lists which commands read PG* from it (cmd_docs.cc).
+DatabaseUse DatabaseUseOf(std::string_view command);
 
 struct Command {
   const char* name;

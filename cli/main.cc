@@ -172,6 +172,12 @@ int Run(Entry& e) {
 
 }  // namespace
 
+DatabaseUse DatabaseUseOf(std::string_view command) {
+  for (const Command& cmd : kCommands)
+    if (command == cmd.name) return cmd.database;
+  return DatabaseUse::kNone;
+}
+
 }  // namespace ledgerdiff::cli
 
 int main(int argc, char** argv) {

@@ -168,6 +168,9 @@ std::string EmbeddedServerFailureCause(const std::string& dir) {
   return "";
 }
 
+// The Debian package holding initdb and postgres: the .deb Recommends it (CMakeLists.txt).
+constexpr const char* kServerPackage = "postgresql-15";
+
 Result<std::string> FindPostgresBinDir() {
   auto has_server = [](const fs::path& dir) {
     std::error_code ec;
@@ -175,7 +178,9 @@ Result<std::string> FindPostgresBinDir() {
   };
   if (const char* d = std::getenv("LEDGERDIFF_PG_BINDIR"); d && *d) {
     if (has_server(d)) return std::string(d);
-    return Status::Runtimef("LEDGERDIFF_PG_BINDIR={} holds no initdb and postgres", d);
+    return Status::Usagef("LEDGERDIFF_PG_BINDIR={} holds no initdb and postgres: point it at a PostgreSQL server's "
+                          "bin directory, or unset it to use {}'s",
+                          d, kServerPackage);
   }
   std::error_code ec;
   std::vector<fs::path> versions;
@@ -196,7 +201,11 @@ Result<std::string> FindPostgresBinDir() {
       start = colon + 1;
     }
   }
-  return Status::Runtime("no PostgreSQL server found (initdb/postgres): run ci/bootstrap, or give --db CONNINFO");
+  // Usage (exit 2), not Runtime: a dependency the user must install; retrying cannot help.
+  return Status::Usagef("no PostgreSQL server for the embedded default database (no initdb and postgres in "
+                        "/usr/lib/postgresql/*/bin or PATH): install it with `apt-get install {}`, or name a "
+                        "database with --db CONNINFO or LEDGERDIFF_DB",
+                        kServerPackage);
 }
 
 Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const EmbeddedOptions& options) {

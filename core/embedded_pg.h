@@ -85,8 +85,10 @@ class EmbeddedPostgres {
 // ledgerdiff cluster or the log names no cause. Never fails.
 std::string EmbeddedServerFailureCause(const std::string& dir);
 
-// Finds the PostgreSQL server binaries (initdb, postgres): LEDGERDIFF_PG_BINDIR, pg_config
-// --bindir, the newest /usr/lib/postgresql/*/bin, then PATH.
+// Finds the PostgreSQL server binaries (initdb, postgres): LEDGERDIFF_PG_BINDIR, else the newest
+// /usr/lib/postgresql/*/bin, then PATH.
+// Errors: Usage (exit 2) when LEDGERDIFF_PG_BINDIR lacks them, or none is found: one line naming
+// the package to install (apt-get install postgresql-15) and --db / LEDGERDIFF_DB instead.
 Result<std::string> FindPostgresBinDir();
 
 }  // namespace ledgerdiff

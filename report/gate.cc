@@ -344,6 +344,7 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
   const std::string title = "ledgerdiff " + s.command + ": " + s.verdict;
   const char* banner = s.passed ? "identical" : "divergent";
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
   h += "<title>" + Esc(title) + "</title>\n<style>" + std::string(ReportCss()) + "</style>\n</head>\n<body>\n<main>\n";
   h += "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
   h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
@@ -353,14 +354,15 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
   h += "</dl>\n";
   h += extra_html;
   if (!s.checks.empty()) {
-    h += "<h2>Checks</h2>\n<table>\n<tr><th>check</th><th>result</th><th>detail</th></tr>\n";
+    h += "<h2>Checks</h2>\n<div class=\"wide\"><table class=\"checks\">\n"
+         "<tr><th>check</th><th>result</th><th>detail</th></tr>\n";
     for (const GateCheck* c : Ordered(s)) {
       const bool bad = c->state == State::kFail || c->state == State::kError;
       h += fmt::format("<tr{}><td><code>{}</code></td><td>{}</td><td>{}{}</td></tr>\n", bad ? " class=\"bad\"" : "",
                        Esc(c->name), StateWord(c->state), Esc(c->message),
                        c->detail.empty() ? "" : "<pre>" + Esc(c->detail) + "</pre>");
     }
-    h += "</table>\n";
+    h += "</table></div>\n";
   }
   for (const auto& [label, command] : s.next_steps)
     h += "<h2>" + Esc(label) + "</h2>\n<pre class=\"look-again\">" + Esc(command) + "</pre>\n";
@@ -369,7 +371,9 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
 }
 
 std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
-  std::string h = "<h2>Rounds &#215; faults</h2>\n<table>\n<tr><th>round</th>";
+  // Nine columns of prose: at a narrow width the matrix scrolls inside its box, the page does not.
+  std::string h =
+      "<h2>Rounds &#215; faults</h2>\n<div class=\"wide\"><table class=\"rounds\">\n<tr><th>round</th>";
   for (const auto& k : verify::FaultKinds()) h += "<th>" + Esc(k) + "</th>";
   h += "<th>caught by</th><th>anomalies</th><th>verdict</th></tr>\n";
   auto detector_list = [](const std::map<ingest::Detector, uint32_t>& counts) {
@@ -412,7 +416,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
                        : r.inconclusive ? "unknown"
                                         : "invalid")) +
        "</td></tr>\n";
-  h += "</table>\n";
+  h += "</table></div>\n";
   return h;
 }
 

@@ -57,6 +57,10 @@ h3{font-size:14px;margin:22px 0 8px}
 .facts dd{margin:0;font-weight:600;overflow-wrap:anywhere}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
 @media (max-width:900px){.cols{grid-template-columns:1fr}}
+@media (max-width:900px){main{padding:16px 16px 40px}th{white-space:normal}th,td{padding:5px 6px}
+.banner{flex-wrap:wrap;gap:6px 18px;padding:14px 16px}.banner .word{font-size:24px}}
+.wide{overflow-x:auto}
+td code{overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600;color:var(--muted);font-size:12px;white-space:nowrap}
@@ -85,7 +89,7 @@ ins{background:var(--ok-bg);color:#116329;text-decoration:none;padding:0 3px;bor
 .legend{display:flex;flex-wrap:wrap;gap:6px 16px;font-size:12px;color:var(--muted);margin:6px 0 2px}
 .legend i{display:inline-block;width:12px;height:12px;border-radius:2px;vertical-align:-2px;margin-right:5px}
 .legend i.retried{background:#fff;border:2px solid #1f2328}
-figure{margin:6px 0 0}figure svg{width:100%;height:auto;display:block}
+figure{margin:6px 0 0;overflow-x:auto}figure svg{width:100%;min-width:960px;height:auto;display:block}
 figcaption{font-size:12px;color:var(--muted);margin-top:4px}
 footer{margin-top:44px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
 )css";
@@ -106,6 +110,31 @@ std::string Legend(const IngestReport& run) {
   s += "<span><i class=\"retried\"></i>job needed a retry (\xe2\x86\xbb attempt)</span>";
   s += "<span><i style=\"background:#9a6700;width:3px\"></i>replacement worker starts</span>";
   s += "</div>\n";
+  return s;
+}
+
+// The timeline's lane key: each lane label (w1...wN) with the full identity of its worker and of
+// the workers that replaced it, which the chart only shows in tooltips.
+std::string LaneKey(const IngestReport& run) {
+  const std::vector<TimelineLane> lanes = TimelineLanes(run);
+  bool any_replaced = false;
+  for (const auto& lane : lanes) any_replaced |= !lane.replacements.empty();
+  std::string s = fmt::format("<div class=\"scroll\"><table class=\"lane-key\"><tr><th>lane</th><th>worker</th>{}</tr>\n",
+                              any_replaced ? "<th>replaced by</th>" : "");
+  for (const auto& lane : lanes) {
+    s += fmt::format("<tr><td class=\"mono\">{}</td><td class=\"mono\">{}</td>", Esc(lane.label), Esc(lane.name));
+    if (any_replaced) {
+      std::vector<std::pair<double, std::string>> by_start;
+      for (const auto& [name, start] : lane.replacements) by_start.emplace_back(start, name);
+      std::sort(by_start.begin(), by_start.end());
+      std::string cell;
+      for (const auto& [start, name] : by_start)
+        cell += fmt::format("{}<span class=\"mono\">{}</span> at {:.1f}s", cell.empty() ? "" : "<br/>", Esc(name), start);
+      s += "<td>" + cell + "</td>";
+    }
+    s += "</tr>\n";
+  }
+  s += "</table></div>\n";
   return s;
 }
 
@@ -299,13 +328,13 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     h += "<h2>Error</h2>\n<pre>" + Esc(r.error) + "</pre>\n";
     for (const auto& [side, run] : SideRuns(r)) {
       if (run->failed_jobs.empty() && !run->restart_range) continue;
-      h += fmt::format("<h3>Failed jobs of the {} run</h3>\n<table><tr><th class=\"n\">job</th><th>range</th>"
-                       "<th class=\"n\">attempts</th><th>last error</th></tr>\n",
+      h += fmt::format("<h3>Failed jobs of the {} run</h3>\n<div class=\"wide\"><table><tr><th class=\"n\">job</th>"
+                       "<th>range</th><th class=\"n\">attempts</th><th>last error</th></tr>\n",
                        side);
       for (const auto& j : run->failed_jobs)
         h += fmt::format("<tr><td class=\"n\">{}</td><td class=\"mono\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
                          j.job_id, Esc(j.range.str()), j.attempt, Esc(j.error));
-      h += "</table>\n";
+      h += "</table></div>\n";
       if (run->restart_range)
         h += fmt::format("<p>Restart range: <code>{}</code></p>\n", Esc(run->restart_range->str()));
     }
@@ -337,8 +366,8 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   if (tables.empty()) {
     h += "<p class=\"muted\">No table was compared.</p>\n";
   } else {
-    h += fmt::format("<table class=\"tables\"><tr><th>table</th><th class=\"n\">{} rows</th><th class=\"n\">{} rows"
-                     "</th><th class=\"n\">&#916; rows</th><th class=\"n\">divergent ledgers</th><th>first divergent"
+    h += fmt::format("<div class=\"wide\"><table class=\"tables\"><tr><th>table</th><th class=\"n\">{} rows</th>"
+                     "<th class=\"n\">{} rows</th><th class=\"n\">&#916; rows</th><th class=\"n\">divergent ledgers</th><th>first divergent"
                      "</th><th>status</th></tr>\n",
                      sides.left, sides.right);
     for (const auto& t : tables) {
@@ -355,7 +384,7 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
                        delta, t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
                        t.first ? std::to_string(*t.first) : "", status == "not compared" ? "none" : status, status);
     }
-    h += "</table>\n";
+    h += "</table></div>\n";
     if (!r.diff.excluded_columns.empty())
       h += fmt::format("<p class=\"muted\">Columns left out of the comparison by the table profile: {}</p>\n",
                        Esc(fmt::format("{}", fmt::join(r.diff.excluded_columns, ", "))));
@@ -413,7 +442,8 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     h += Legend(r.parallel);
     h += "<figure>\n" + TimelineSvg(r.parallel);
     h += fmt::format("<figcaption>{} on {} over {}; {}, {}. Hover a bar for its job, ledger range, attempt, "
-                     "duration and outcome.{}</figcaption>\n</figure>\n",
+                     "duration and outcome, a lane label for its worker; the table below maps lanes to workers.{}"
+                     "</figcaption>\n</figure>\n",
                      Plural(r.parallel.timeline.size(), "attempt", "attempts"),
                      Plural(lanes, "worker lane", "worker lanes"), Esc(FormatDuration(TimeSpan(r.parallel))),
                      Plural(r.parallel.retried_jobs, "job retried", "jobs retried"),
@@ -421,13 +451,14 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
                      r.parallel.timeline.size() > kDetailedAttempts
                          ? " Done attempts closer than a pixel are drawn as one bar."
                          : "");
+    h += LaneKey(r.parallel);
     h += "<h2>Throughput</h2>\n<figure>\n" + ThroughputSvg(r.parallel, r.serial);
     h += "<figcaption>Ledgers per second of the parallel run: the ledgers of each done attempt, spread over its "
          "duration, per time bucket.</figcaption>\n</figure>\n";
   }
   if (r.serial && !r.serial->timeline.empty()) {
     h += "<details><summary>Serial run timeline</summary>\n" + Legend(*r.serial) + "<figure>\n" +
-         TimelineSvg(*r.serial) + "</figure>\n</details>\n";
+         TimelineSvg(*r.serial) + "</figure>\n" + LaneKey(*r.serial) + "</details>\n";
   }
 
   h += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",

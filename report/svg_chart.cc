@@ -103,11 +103,11 @@ std::string TimeAxis(const XAxis& ax, double top, double bottom) {
   return s;
 }
 
-std::string AttemptTitle(const AttemptRow& a, double tmax) {
+std::string AttemptTitle(const AttemptRow& a, const std::string& lane, double tmax) {
   double end = EndOf(a, tmax);
   std::string t = fmt::format("job {} [{}] attempt {}, {:.1f}s, {}", a.job_id, a.range.str(), a.attempt,
                               std::max(0.0, end - a.start_s), a.outcome);
-  t += fmt::format("\nworker {}, {:.1f}s \xe2\x86\x92 {}", a.worker, a.start_s,
+  t += fmt::format("\nlane {}, worker {}, {:.1f}s \xe2\x86\x92 {}", lane, a.worker, a.start_s,
                    a.end_s >= 0 ? fmt::format("{:.1f}s", a.end_s) : std::string("still running"));
   if (!a.error.empty()) t += "\n" + Truncate(a.error, 300);
   return t;
@@ -169,7 +169,10 @@ std::vector<TimelineLane> TimelineLanes(const IngestReport& run) {
   }
   std::vector<TimelineLane> lanes;
   lanes.reserve(by_key.size());
+  int last_label = 0;  // slotted lanes are wSLOT (as their workers' names start); the others count on
   for (auto& [key, lane] : by_key) {
+    last_label = key.first == 0 ? std::max(last_label, key.second) : last_label + 1;
+    lane.label = fmt::format("w{}", key.first == 0 ? key.second : last_label);
     std::stable_sort(lane.attempts.begin(), lane.attempts.end(), [](const AttemptRow* x, const AttemptRow* y) {
       return std::tie(x->start_s, x->job_id, x->attempt) < std::tie(y->start_s, y->job_id, y->attempt);
     });
@@ -182,6 +185,16 @@ std::vector<TimelineLane> TimelineLanes(const IngestReport& run) {
     lanes.push_back(std::move(lane));
   }
   return lanes;
+}
+
+std::string LaneTitle(const TimelineLane& lane) {
+  std::string t = fmt::format("lane {}: worker {}", lane.label, lane.name);
+  if (lane.slot > 0) t += fmt::format(" (slot {})", lane.slot);
+  std::vector<std::pair<double, std::string>> by_start;
+  for (const auto& [name, start] : lane.replacements) by_start.emplace_back(start, name);
+  std::sort(by_start.begin(), by_start.end());
+  for (const auto& [start, name] : by_start) t += fmt::format("\nreplaced by {} at {:.1f}s", name, start);
+  return t;
 }
 
 std::string TimelineSvg(const IngestReport& run) {
@@ -217,24 +230,25 @@ std::string TimelineSvg(const IngestReport& run) {
     const auto& attempts = lane.attempts;
     double y0 = top + lane_h * static_cast<double>(lane_index);
     double yb = y0 + (lane_h - bar_h) / 2;
-    s += fmt::format("<g class=\"lane\" data-lane=\"{}\">\n", Attr(lane.name));
+    s += fmt::format("<g class=\"lane\" data-lane=\"{}\" data-worker=\"{}\">\n", Attr(lane.label), Attr(lane.name));
     if (lane_index % 2 == 1)
       s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f8fa\" opacity=\"0.7\"/>\n",
                        N(kPlotLeft), N(y0), N(kSvgWidth - kPlotLeft - kPlotRight), N(lane_h));
-    // Lane label: the slot, and its replacement workers when any.
+    // Lane label: wN (short, so it always fits left of the plot), its replacement count when
+    // any, and the full worker identities in the tooltip.
     const auto& reps = lane.replacements;
-    std::string label = Truncate(lane.name, 14);
+    const std::string title = "<title>" + Esc(LaneTitle(lane)) + "</title>";
     if (reps.empty()) {
-      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\" font-weight=\"600\" "
-                       "fill=\"#1f2328\">{}</text>\n",
-                       N(kPlotLeft - 10), N(y0 + lane_h / 2 + 4), Esc(label));
+      s += fmt::format("<text class=\"lane-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\" "
+                       "font-weight=\"600\" fill=\"#1f2328\">{}{}</text>\n",
+                       N(kPlotLeft - 10), N(y0 + lane_h / 2 + 4), title, Esc(lane.label));
     } else {
       std::string more = fmt::format("+{} replaced", reps.size());
-      s += fmt::format("<text x=\"{0}\" y=\"{1}\" text-anchor=\"end\" font-size=\"12\" font-weight=\"600\" "
-                       "fill=\"#1f2328\">{2}<tspan x=\"{0}\" dy=\"{3}\" font-size=\"9\" font-weight=\"400\" "
-                       "fill=\"#9a6700\">{4}</tspan></text>\n",
-                       N(kPlotLeft - 10), N(y0 + lane_h / 2 - (lane_h >= 22 ? 1 : 0)), Esc(label),
-                       lane_h >= 22 ? "10" : "8", Esc(more));
+      s += fmt::format("<text class=\"lane-label\" x=\"{0}\" y=\"{1}\" text-anchor=\"end\" font-size=\"12\" "
+                       "font-weight=\"600\" fill=\"#1f2328\">{5}{2}<tspan x=\"{0}\" dy=\"{3}\" font-size=\"9\" "
+                       "font-weight=\"400\" fill=\"#9a6700\">{4}</tspan></text>\n",
+                       N(kPlotLeft - 10), N(y0 + lane_h / 2 - (lane_h >= 22 ? 1 : 0)), Esc(lane.label),
+                       lane_h >= 22 ? "10" : "8", Esc(more), title);
     }
 
     // Bars.
@@ -275,7 +289,7 @@ std::string TimelineSvg(const IngestReport& run) {
       s += fmt::format("<rect class=\"att {}{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\"{}{}>",
                        Attr(a.outcome), re ? " retried" : "", N(x), N(yb), N(w), N(bar_h), OutcomeColor(a.outcome),
                        stroke, extra);
-      s += "<title>" + Esc(AttemptTitle(a, tmax)) + "</title></rect>\n";
+      s += "<title>" + Esc(AttemptTitle(a, lane.label, tmax)) + "</title></rect>\n";
       if (detailed && bar_h >= 14) {
         std::string text;
         std::string retry = a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "";
@@ -294,9 +308,9 @@ std::string TimelineSvg(const IngestReport& run) {
     for (const auto& [name, start] : reps) {
       double x = ax.X(start);
       s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#9a6700\" stroke-width=\"1.5\" "
-                       "stroke-dasharray=\"3 2\"><title>{3} replaces a dead or frozen worker at {4:.1f}s</title>"
-                       "</line>\n",
-                       N(x - 1), N(y0 + 1), N(y0 + lane_h - 1), Esc(name), start);
+                       "stroke-dasharray=\"3 2\"><title>lane {5}: {3} replaces a dead or frozen worker at "
+                       "{4:.1f}s</title></line>\n",
+                       N(x - 1), N(y0 + 1), N(y0 + lane_h - 1), Esc(name), start, Esc(lane.label));
     }
     s += "</g>\n";
     ++lane_index;

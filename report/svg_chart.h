@@ -34,7 +34,8 @@ double TimeSpan(const ingest::IngestReport& run);
 // workers that took it over after a death or a freeze.
 struct TimelineLane {
   int slot = 0;         // AttemptRow::slot; 0 when the rows carry no slot
-  std::string name;     // the lane's first worker (the earliest attempt)
+  std::string label;    // "w1", "w2", ...: see TimelineLanes
+  std::string name;     // the lane's first worker (the earliest attempt): its full identity
   std::vector<const ingest::AttemptRow*> attempts;  // by start time, then job, then attempt
   std::map<std::string, double> replacements;       // other worker of the lane -> its first start
 };
@@ -42,10 +43,20 @@ struct TimelineLane {
 // The lanes of a run. Attempts with slot N > 0 share lane N (lanes in slot order); an attempt
 // with slot 0 (unknown) gets the lane of its worker name, one lane per distinct name in order of
 // first appearance in run.timeline, after the slotted lanes. Worker names are never parsed.
+// Labels: a slotted lane is wSLOT (slots run 1..N, as the orchestrator's worker names begin), the
+// unslotted lanes count on from the highest label before them; so a run's lanes read w1...wN. The
+// label is the lane's, not a worker's: worker names (w1@host:pid:start, host-pid-ms) are long and
+// differ only in their tails, so the chart shows labels, and the tooltips and the HTML lane key
+// (html.cc) give the identities.
 // INVARIANT: every attempt of run.timeline is in exactly one lane; pointers point into `run`.
 std::vector<TimelineLane> TimelineLanes(const ingest::IngestReport& run);
 
-// <svg class="timeline">: one <g class="lane" data-lane="NAME"> per TimelineLanes entry, one
+// The tooltip of a lane: its label, its first worker's full identity and the replacements with
+// the second each took over.
+std::string LaneTitle(const TimelineLane& lane);
+
+// <svg class="timeline">: one <g class="lane" data-lane="LABEL" data-worker="NAME"> per
+// TimelineLanes entry, labelled LABEL at the left with LaneTitle as its tooltip, one
 // <rect class="att OUTCOME[ retried]"> per attempt (or per merged run of done attempts, see
 // kDetailedAttempts) with a <title> tooltip, a dashed marker where a replacement takes over.
 std::string TimelineSvg(const ingest::IngestReport& run);

@@ -290,6 +290,8 @@ td.v{text-align:left}.identical{color:#1a7f37}.divergent{color:#cf222e}.failed{c
 code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
 .muted{color:#59636e}
 .noise{margin:8px 0 0;padding:8px 14px;border-left:4px solid #9a6700;background:#fff8c5}
+.wide{overflow-x:auto}svg{max-width:100%;height:auto}td.v{overflow-wrap:anywhere;min-width:9em}
+@media (max-width:900px){main{padding:16px}th,td{padding:5px 6px}}
 )";
 
 }  // namespace
@@ -384,6 +386,7 @@ std::string RenderSweepCsv(const SweepReport& r) {
 std::string RenderSweepHtml(const SweepReport& r) {
   const auto& rec = r.recommendation;
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
   h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
                    XmlEscape(r.options.range.str()), kCss);
   h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
@@ -401,7 +404,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
        "recommendation.</p>\n";
   h += fmt::format("<h2>Throughput against workers at jobs of {}</h2>\n", r.usl_job_size) + ThroughputCurve(r);
   h += "<p class=\"muted\">" + XmlEscape(UslLine(r)) + "</p>\n";
-  h += "<h2>Cells</h2>\n<table>\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>min-max "
+  h += "<h2>Cells</h2>\n<div class=\"wide\"><table class=\"cells\">\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>min-max "
        "s</th><th>ledgers/s</th><th>min-max ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
        "connections</th><th>verdict</th></tr>\n";
   for (const auto& c : r.cells) {
@@ -417,7 +420,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
                      c.peak_connections, c.verdict, XmlEscape(verdict));
   }
-  h += "</table>\n</main>\n</body>\n</html>\n";
+  h += "</table></div>\n</main>\n</body>\n</html>\n";
   return h;
 }
 

@@ -6,7 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -246,6 +248,94 @@ TEST(ConnectExitCodes, ServerStoppingMidDigestIsExit3) {
   const std::string err = ReadFileBytes(so.stderr_path);
   EXPECT_EQ(code, 3) << err;
   EXPECT_FALSE(fs::exists(out));
+}
+
+// ---- Without the PostgreSQL server package (issue 22) ---------------------------------------
+// The .deb only Recommends postgresql-15: initdb and postgres may be absent. Runs `ledgerdiff
+// ARGS` where none can be found, as on a machine without the package: in a private mount
+// namespace with /usr/lib/postgresql hidden under an empty tmpfs, PATH=/usr/bin:/bin (checked to
+// hold neither), LEDGERDIFF_PG_BINDIR and LEDGERDIFF_DB unset. The production lookup is unchanged.
+// `skip` says why it could not run here (no mount namespace: not root and no user namespaces).
+struct NoServerRun {
+  CliResult result;
+  std::string skip;
+};
+NoServerRun RunWithoutServer(const std::vector<std::string>& args) {
+  testing::ScratchDir dir("ledgerdiff-noserver-");
+  const std::string script =
+      "if [ -d /usr/lib/postgresql ]; then mount -t tmpfs -o size=1m none /usr/lib/postgresql || exit 97; fi\n"
+      "if command -v initdb >/dev/null 2>&1 || command -v postgres >/dev/null 2>&1; then exit 98; fi\n"
+      "exec \"$0\" \"$@\"\n";
+  NoServerRun run;
+  for (const std::vector<std::string>& unshare :
+       {std::vector<std::string>{"unshare", "--mount", "--propagation", "private"},
+        std::vector<std::string>{"unshare", "--map-root-user", "--mount"}}) {
+    std::vector<std::string> argv = unshare;
+    for (const char* a : {"env", "-u", "LEDGERDIFF_PG_BINDIR", "-u", "LEDGERDIFF_DB", "PATH=/usr/bin:/bin", "sh", "-c"})
+      argv.push_back(a);
+    argv.push_back(script);
+    argv.push_back(testing::LedgerdiffBinary());
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string out = dir.path + "/stdout", err = dir.path + "/stderr";
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (!freopen(out.c_str(), "w", stdout) || !freopen(err.c_str(), "w", stderr)) _exit(126);
+      std::vector<char*> cargv;
+      for (auto& a : argv) cargv.push_back(a.data());
+      cargv.push_back(nullptr);
+      execvp(cargv[0], cargv.data());
+      _exit(127);
+    }
+    run.result.exit_code = testing::WaitExitCode(pid);
+    run.result.out = ReadFileBytes(out);
+    run.result.err = ReadFileBytes(err);
+    if (run.result.exit_code == 98) {
+      run.skip = "initdb or postgres is in /usr/bin or /bin";
+      return run;
+    }
+    if (run.result.exit_code != 97 && run.result.exit_code != 127 &&
+        run.result.err.find("unshare:") == std::string::npos) {
+      run.skip.clear();
+      return run;
+    }
+    run.skip = "no mount namespace to hide /usr/lib/postgresql in: " + run.result.err;
+  }
+  return run;
+}
+
+// A command that needs the embedded default exits 2 with one line naming the package; a command
+// given a database runs as usual: the server is only needed for the embedded default.
+TEST_F(OutputCli, WithoutTheServerPackageTheEmbeddedDefaultSaysWhatToInstall) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"verify", "--range", "2:11", "--workers", "2"},
+        std::vector<std::string>{"digest", "--schema", "h"}}) {
+    NoServerRun run = RunWithoutServer(args);
+    if (!run.skip.empty()) GTEST_SKIP() << run.skip;
+    EXPECT_EQ(run.result.exit_code, 2) << args[0] << ": " << run.result.err;
+    EXPECT_EQ(std::count(run.result.err.begin(), run.result.err.end(), '\n'), 1) << run.result.err;
+    EXPECT_NE(run.result.err.find("ledgerdiff: no PostgreSQL server for the embedded default database"),
+              std::string::npos)
+        << run.result.err;
+    EXPECT_NE(run.result.err.find("install it with `apt-get install postgresql-15`"), std::string::npos)
+        << run.result.err;
+    EXPECT_NE(run.result.err.find("--db CONNINFO or LEDGERDIFF_DB"), std::string::npos) << run.result.err;
+    EXPECT_EQ(run.result.out, "") << run.result.out;
+  }
+  NoServerRun digest = RunWithoutServer({"digest", "--db", TestConninfo(), "--schema", *schema_, "--range", "2:21"});
+  if (!digest.skip.empty()) GTEST_SKIP() << digest.skip;
+  EXPECT_EQ(digest.result.exit_code, 0) << digest.result.err;
+  EXPECT_NE(digest.result.out.find("history_ledgers"), std::string::npos) << digest.result.out;
+}
+
+// LEDGERDIFF_PG_BINDIR naming a directory without the server is bad input too (exit 2), named.
+TEST(NoServer, PgBindirWithoutTheServerIsExit2) {
+  fs::path empty = FreshTempDir("empty_bindir");
+  CliResult r = RunCli({"digest", "--schema", "h"}, {"LEDGERDIFF_PG_BINDIR=" + empty.string(), "LEDGERDIFF_DB="});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("LEDGERDIFF_PG_BINDIR=" + empty.string() + " holds no initdb and postgres"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("postgresql-15"), std::string::npos) << r.err;
+  fs::remove_all(empty);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "report/chaos_text_json.h"
@@ -140,7 +141,9 @@ AttemptRow Attempt(uint32_t job, uint32_t attempt, const std::string& worker, do
 std::vector<AttemptRow> SampleTimeline(double* wall) {
   std::vector<AttemptRow> tl;
   double free_at[4] = {0, 0.05, 0.08, 0.11};
-  std::string name[4] = {"", "w1", "w2", "w3"};
+  // Worker names as the orchestrator makes them: wSLOT[.GEN]@host:pid:start, long and alike.
+  const std::string at = "@ci-runner-1a2b3c4d5e6f:48121:18f3a2b4c10";
+  std::string name[4] = {"", "w1" + at, "w2" + at, "w3" + at};
   uint32_t job = 0;
   for (Ledger from = 2; from <= 401; from += 25) {
     ++job;
@@ -158,7 +161,7 @@ std::vector<AttemptRow> SampleTimeline(double* wall) {
     };
     if (job == 6) {
       add("lost", 0.3, "worker w2 died (killed by signal 9)");
-      name[2] = "w2.1";
+      name[2] = "w2.1" + at;
       start += 0.2;
     } else if (job == 9) {
       add("failed", 0.15, "history_effects: connection reset <by peer> & \"retried\"");
@@ -654,6 +657,58 @@ TEST(RenderTimeline, LanesFromSlotsElseFromFirstAppearance) {
   const std::string svg = report::TimelineSvg(run);
   EXPECT_EQ(Count(svg, "<g class=\"lane\""), 3u);
   EXPECT_NE(svg.find("+1 replaced"), std::string::npos);
+  // Labels: wSLOT for slotted lanes (as the orchestrator names their workers), then counting on.
+  EXPECT_EQ(lanes[0].label, "w1");
+  EXPECT_EQ(lanes[1].label, "w2");
+  EXPECT_EQ(lanes[2].label, "w3");
+  run.timeline[1].slot = 0;  // w9 has no slot: its lane comes after the slotted ones
+  lanes = report::TimelineLanes(run);
+  ASSERT_EQ(lanes.size(), 3u);
+  EXPECT_EQ(lanes[0].label + "=" + lanes[0].name, "w2=w2");
+  EXPECT_EQ(lanes[1].label + "=" + lanes[1].name, "w3=w10");
+  EXPECT_EQ(lanes[2].label + "=" + lanes[2].name, "w4=w9");
+}
+
+// Issue 22: lane labels were worker names cut to 14 bytes and clipped at the left edge, so every
+// lane read "1a... (41 bytes)". Lanes are w1...wN; each label's tooltip and the lane key under the
+// chart give the full worker identities, replacements included.
+TEST(RenderTimeline, LanesAreLabelledWnWithWorkersInTooltipAndKey) {
+  const VerifyReport r = DivergentReport();
+  Html h = WriteHtml(r, "lanes");
+  ASSERT_TRUE(h.status.ok()) << h.status.message();
+  const std::string timeline = Svg(h.text, "timeline");
+  const std::string at = "@ci-runner-1a2b3c4d5e6f:48121:18f3a2b4c10";
+  std::vector<std::string> labels, titles;
+  for (size_t p = timeline.find("<text class=\"lane-label\""); p != std::string::npos;
+       p = timeline.find("<text class=\"lane-label\"", p + 1)) {
+    size_t t0 = timeline.find("<title>", p), t1 = timeline.find("</title>", p);
+    ASSERT_NE(t1, std::string::npos);
+    titles.push_back(timeline.substr(t0 + 7, t1 - t0 - 7));
+    size_t end = timeline.find_first_of("<", t1 + 8);
+    labels.push_back(timeline.substr(t1 + 8, end - t1 - 8));
+  }
+  EXPECT_EQ(labels, (std::vector<std::string>{"w1", "w2", "w3"}));
+  ASSERT_EQ(titles.size(), 3u);
+  EXPECT_EQ(titles[0], "lane w1: worker w1" + at + " (slot 1)");
+  EXPECT_EQ(titles[1].substr(0, titles[1].find(" at ", titles[1].find("replaced"))),
+            "lane w2: worker w2" + at + " (slot 2)\nreplaced by w2.1" + at);
+  EXPECT_EQ(titles[2], "lane w3: worker w3" + at + " (slot 3)");
+  EXPECT_EQ(timeline.find("bytes)"), std::string::npos) << "a truncated name is drawn";
+  EXPECT_NE(timeline.find("data-lane=\"w2\" data-worker=\"w2" + at + "\""), std::string::npos);
+  // An attempt's tooltip names its lane and its worker.
+  EXPECT_NE(timeline.find("\nlane w2, worker w2.1" + at + ", "), std::string::npos);
+  // The key under the parallel chart: lane, worker, replacements.
+  const size_t key = h.text.find("<table class=\"lane-key\">");
+  ASSERT_NE(key, std::string::npos);
+  EXPECT_LT(h.text.find("class=\"timeline\""), key);
+  const std::string table = h.text.substr(key, h.text.find("</table>", key) - key);
+  EXPECT_NE(table.find("<th>replaced by</th>"), std::string::npos);
+  for (const char* w : {"w1", "w2", "w3"})
+    EXPECT_NE(table.find(fmt::format("<tr><td class=\"mono\">{0}</td><td class=\"mono\">{0}{1}</td>", w, at)),
+              std::string::npos)
+        << w << " in " << table;
+  EXPECT_NE(table.find("<span class=\"mono\">w2.1" + at + "</span> at "), std::string::npos) << table;
+  EXPECT_EQ(CheckWellFormed(h.text.substr(h.text.find("<html"))), "");
 }
 
 // The dashed average lines never cross an average label, whichever average is higher and
@@ -957,6 +1012,31 @@ TEST(GateReports, ChaosJUnitMarkdownHtmlNameTheFailingRoundAndTheReplay) {
 
 // Issue 25: every format names the detector that caught each fault, counts them per round and in
 // all, and says why a fault caught by another detector does not count.
+// The gate pages beside SampleReportForBrowser's verify pages (into
+// $LEDGERDIFF_RENDER_SAMPLE_DIR for tests/report_browser_test.sh, else a temporary directory):
+// verify-range, selftest and chaos (a failing one of each, so every section shows).
+TEST(GateReports, SamplePagesForBrowser) {
+  const char* env = std::getenv("LEDGERDIFF_RENDER_SAMPLE_DIR");
+  TempDir scratch("gate-sample");
+  const fs::path dir = env && *env ? fs::path(env) : scratch.path();
+  verify::SelftestReport st;
+  st.range = {2, 2001};
+  st.cases = {{"clean", 0, std::nullopt, {}, true, 1, ""},
+              {"skip-ledger", 150, 150, {"history_ledgers"}, true, 1, ""},
+              {"boundary-gap", 251, 252, {"history_ledgers"}, false, 1, ""}};
+  // The renderings refer to their reports: keep these alive while they render.
+  const VerifyReport verify_range = DivergentReport();
+  const verify::ChaosReport chaos = SampleChaos(false);
+  const std::vector<std::pair<std::string, GateReports>> pages = {
+      {"verify-range", report::VerifyRangeReports(verify_range.diff)},
+      {"selftest", report::SelftestReports(st)},
+      {"chaos", report::ChaosReports(chaos)}};
+  for (const auto& [name, g] : pages) {
+    ASSERT_TRUE(g.html((dir / name).string()).ok()) << name;
+    EXPECT_GT(fs::file_size(dir / name / "index.html"), 1000u) << name;
+  }
+}
+
 TEST(GateReports, ChaosNamesTheDetectorOfEveryFaultAndWhyOneDoesNotCount) {
   verify::ChaosReport r = SampleChaos(true);
   verify::RoundFault hang;
