@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "core/ledger_range.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "ingest/orchestrator.h"
 #include "ingest/worker.h"
 #include "report/ingest_text_json.h"
@@ -100,10 +101,13 @@ Action SetupIngest(CLI::App* sub) {
     if (o.run_id.empty() && o.resume_run.empty()) o.run_id = NewRunId();
     const std::string run_id = o.resume_run.empty() ? o.run_id : o.resume_run;
     // Ctrl-C: in a database that outlives the process the run stays, resumable.
-    ScopedCleanup interrupted(db->ephemeral() ? nullptr : std::function<std::string()>([run_id, schema = o.schema] {
-      return fmt::format("ingest run {} stays in the database{}: continue it with `ledgerdiff ingest --resume {}`",
-                         run_id, schema.empty() ? "" : " with its schema \"" + schema + "\"", run_id);
-    }));
+    const std::string flags =
+        db->embedded() ? " --keep-db " + ShellQuote(db->embedded_server()->dir(), ShellQuoting::kWhenNeeded) : "";
+    ScopedCleanup interrupted(
+        db->ephemeral() ? nullptr : std::function<std::string()>([run_id, schema = o.schema, flags] {
+          return fmt::format("ingest run {} stays in the database{}: continue it with `ledgerdiff ingest --resume {}{}`",
+                             run_id, schema.empty() ? "" : " with its schema \"" + schema + "\"", run_id, flags);
+        }));
     LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), o, ctx.reporter()));
     return IngestOutcome(report, *db);
   };

@@ -250,7 +250,7 @@ TEST(Advice, ExternalWorkersTimeoutCancelsTheRunAndSaysWhatRemains) {
   EXPECT_EQ(run, id + "_p");
   EXPECT_TRUE(Contains(r.err, "cancelled the run")) << r.err;
   const std::string serial = "ld_" + id + "_serial", parallel = "ld_" + id + "_parallel";
-  const std::string drop = "DROP SCHEMA \"" + serial + "\", \"" + parallel + "\" CASCADE";
+  const std::string drop = "DROP SCHEMA IF EXISTS \"" + serial + "\", \"" + parallel + "\" CASCADE";
   EXPECT_TRUE(Contains(r.err, drop)) << r.err;
   EXPECT_EQ(Lines(r.err.substr(r.err.find("ledgerdiff: "))), 1u) << r.err;
   auto runs = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
@@ -346,6 +346,33 @@ TEST(Interrupt, CtrlCOnANamedDatabaseSaysTheRunStaysAndHowToContinueIt) {
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
   auto conn = testing::Connect();
   ASSERT_TRUE(conn->Run("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE").ok());
+}
+
+TEST(Interrupt, CtrlCOfAVerifyOnANamedDatabaseNamesTheSchemasThatStayAndHowToDropThem) {
+  Scratch scratch;
+  const fs::path err = scratch / "stderr";
+  testing::SpawnOptions so;
+  so.stderr_path = err.string();
+  const pid_t pid = testing::SpawnCli(
+      {"verify", "--db", TestConninfo(), "--range", "2:2001", "--workers", "2", "--job-size", "50"}, so);
+  ASSERT_TRUE(AwaitText(err, "_serial\"", 120)) << testing::ReadFileBytes(err);
+  std::smatch m;
+  const std::string note = testing::ReadFileBytes(err);
+  ASSERT_TRUE(std::regex_search(note, m, std::regex("into \"ld_(\\S+)_serial\""))) << note;
+  const std::string id = m[1];
+  ASSERT_TRUE(AwaitClaimedJob(TestConninfo(), id + "%", 120)) << testing::ReadFileBytes(err);
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitExitCode(pid), 130);
+  const std::string line = LastLine(testing::ReadFileBytes(err));
+  EXPECT_TRUE(Contains(line, "ledgerdiff verify: interrupted by SIGINT: stopped 1 worker of run " + id + "_s")) << line;
+  EXPECT_TRUE(Contains(line, "verify run " + id + " stays in the database")) << line;
+  EXPECT_TRUE(Contains(line, "`ledgerdiff verify --resume " + id + " --db ")) << line;
+  const std::string drop =
+      "DROP SCHEMA IF EXISTS \"ld_" + id + "_serial\", \"ld_" + id + "_parallel\" CASCADE";
+  EXPECT_TRUE(Contains(line, drop)) << line;
+  // The advice works (the parallel schema does not exist yet: IF EXISTS).
+  auto conn = testing::Connect();
+  EXPECT_TRUE(conn->Run(drop).ok());
 }
 
 }  // namespace

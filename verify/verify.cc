@@ -88,7 +88,7 @@ std::string ResumeHintOfVerify(std::string error, const std::string& side_run_id
 
 // How to drop the schemas a verify leaves in a database that outlives it.
 std::string DropSchemasCommand(const std::string& conninfo, const std::vector<std::string>& schemas) {
-  std::string sql = "DROP SCHEMA ";
+  std::string sql = "DROP SCHEMA IF EXISTS ";
   for (size_t i = 0; i < schemas.size(); ++i) sql += (i ? ", " : "") + pg::QuoteIdent(schemas[i]);
   return fmt::format("psql {} -c {}", ShellQuote(pg::RedactConninfo(conninfo)), ShellQuote(sql + " CASCADE"));
 }
@@ -187,11 +187,14 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   // Ctrl-C: in a database that outlives the process the run and its schemas stay; say so and how
   // to go on or drop them (in the embedded default they go with the cluster, which says so).
   ScopedCleanup interrupted(
-      o.keep_database ? nullptr : std::function<std::string()>([run_id = r.run_id, schemas, conninfo] {
-        return fmt::format("verify run {} stays in the database with its schemas {} (those created so far): "
-                           "continue it with `ledgerdiff verify --resume {}`, or drop them: {}",
-                           run_id, QuotedList(schemas), run_id, DropSchemasCommand(conninfo, schemas));
-      }));
+      o.keep_database ? nullptr
+                      : std::function<std::string()>([run_id = r.run_id, schemas, conninfo, flags = o.reconnect_flags] {
+                          return fmt::format(
+                              "verify run {} stays in the database with its schemas {} (those created so far): "
+                              "continue it with `ledgerdiff verify --resume {}{}{}`, or drop them: {}",
+                              run_id, QuotedList(schemas), run_id, flags.empty() ? "" : " ", flags,
+                              DropSchemasCommand(conninfo, schemas));
+                        }));
 
   // 1. Serial side (unless a baseline stands in for it).
   if (o.baseline.empty()) {
