@@ -50,9 +50,13 @@ Action SetupChaos(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
-    LD_RETURN_IF_ERROR(EmitReports(report::ChaosReports(report), f->reports));
     // A planned fault that never fired makes its round (and the campaign) inconclusive: exit 1.
-    return Outcome{report.valid ? 0 : 1, report::RenderChaosText(report), report::ChaosReportToJson(report), ""};
+    Outcome out{report.valid ? 0 : 1, report::RenderChaosText(report), report::ChaosReportToJson(report), ""};
+    bool kept = false;
+    for (const auto& round : report.rounds) kept = kept || round.schema_kept;
+    KeepClusterOfKeptSchemas(*db, kept, out);
+    AddWriteFailure(out, EmitReports(report::ChaosReports(report), f->reports));
+    return out;
   };
   return a;
 }

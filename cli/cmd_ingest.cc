@@ -6,6 +6,8 @@
 #include "cli/command.h"
 #include "core/report.h"
 #include "core/ledger_range.h"
+#include "core/process.h"
+#include "core/text.h"
 #include "ingest/orchestrator.h"
 #include "ingest/worker.h"
 #include "report/ingest_text_json.h"
@@ -95,7 +97,20 @@ Action SetupIngest(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
-    LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), f->options, ctx.reporter()));
+    ingest::IngestOptions o = f->options;
+    // A failed run's resume hint works only if the embedded default outlives the process.
+    o.keep_database = db->Keeper();
+    if (o.run_id.empty() && o.resume_run.empty()) o.run_id = NewRunId();
+    const std::string run_id = o.resume_run.empty() ? o.run_id : o.resume_run;
+    // Ctrl-C: in a database that outlives the process the run stays, resumable.
+    const std::string flags =
+        db->embedded() ? " --keep-db " + ShellQuote(db->embedded_server()->dir(), ShellQuoting::kWhenNeeded) : "";
+    ScopedCleanup interrupted(
+        db->ephemeral() ? nullptr : std::function<std::string()>([run_id, schema = o.schema, flags] {
+          return fmt::format("ingest run {} stays in the database{}: continue it with `ledgerdiff ingest --resume {}{}`",
+                             run_id, schema.empty() ? "" : " with its schema \"" + schema + "\"", run_id, flags);
+        }));
+    LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), o, ctx.reporter()));
     return IngestOutcome(report, *db);
   };
   return a;

@@ -52,8 +52,6 @@ Action SetupSweep(CLI::App* sub) {
     for (uint32_t w : f->options.workers) most_workers = std::max(most_workers, w);
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(most_workers)));
     LD_ASSIGN_OR_RETURN(verify::SweepReport report, verify::RunSweep(db->conninfo(), f->options, ctx.reporter()));
-    if (!f->csv.empty()) LD_RETURN_IF_ERROR(WriteFile(f->csv, report::RenderSweepCsv(report)));
-    LD_RETURN_IF_ERROR(EmitReports(report::SweepReports(report), f->reports));
     Outcome out;
     out.exit_code = report.exit_code();
     out.json = report::SweepReportToJson(report);
@@ -61,10 +59,11 @@ Action SetupSweep(CLI::App* sub) {
     bool kept = !report.reference_schema.empty();
     for (const auto& c : report.cells)
       for (const auto& r : c.repeats) kept = kept || r.kept;
-    if (kept && db->embedded() && !db->embedded_server()->kept())
-      out.text += "  (the embedded database is removed on exit: rerun with --keep-db DIR to keep the schemas)\n";
+    KeepClusterOfKeptSchemas(*db, kept, out);
     if (report.recommendation.every_parallel_divergent)
       out.error = fmt::format("every parallel cell diverged: {}", fmt::join(report.recommendation.divergent, ", "));
+    if (!f->csv.empty()) AddWriteFailure(out, WriteFile(f->csv, report::RenderSweepCsv(report)));
+    AddWriteFailure(out, EmitReports(report::SweepReports(report), f->reports));
     return out;
   };
   return a;

@@ -24,12 +24,7 @@ std::string ReconnectFlags(Database& db) {
 // Evidence in the embedded default cluster would die with this process: keep the cluster.
 void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
   o.reconnect_flags = ReconnectFlags(db);
-  if (!db.embedded() || db.embedded_server()->kept()) return;
-  o.keep_database = [&db]() -> Result<verify::KeptDatabase> {
-    LD_RETURN_IF_ERROR(db.embedded_server()->Keep());
-    const std::string dir = ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
-    return verify::KeptDatabase{"--keep-db " + dir, db.embedded_server()->dir(), "rm -rf " + dir};
-  };
+  o.keep_database = db.Keeper();
 }
 
 }  // namespace
@@ -69,7 +64,7 @@ Action SetupVerify(CLI::App* sub) {
   sub->add_flag("--workers-external", o.workers_external,
                 "Start no parallel workers: register the run and wait for `ledgerdiff worker --run ID` from elsewhere");
   sub->add_option("--workers-timeout", o.workers_timeout_s,
-                  "With --workers-external: give up after S seconds (exit 2); default: wait forever");
+                  "With --workers-external: give up after S seconds (the run is cancelled; exit 3); default: wait forever");
   sub->add_option("--save-baseline", o.save_baseline, "Write the serial side's manifest to FILE")->check(WritableFile());
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
   AddReportFlags(sub, f->reports);
@@ -89,7 +84,7 @@ Action SetupVerify(CLI::App* sub) {
                         ctx.database(EmbeddedWorkersFor(f->options, f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
     WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
-    LD_RETURN_IF_ERROR(EmitReports(report::VerifyReports(report), f->reports));
+    const Status written = EmitReports(report::VerifyReports(report), f->reports);
     Outcome out;
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
@@ -97,6 +92,7 @@ Action SetupVerify(CLI::App* sub) {
     // An ingestion that failed (a job out of retries) is an answer about the ingester: exit 1, as
     // `worker` and `wait` give for a failed run; the environment failing is an error Status (exit 3).
     out.exit_code = report.error.empty() && report.identical ? 0 : 1;
+    AddWriteFailure(out, written);
     return out;
   };
   return a;
@@ -174,7 +170,7 @@ Action SetupVerifyRange(CLI::App* sub) {
                                 report.checkpoint, FormatCountOf(report.ledgers_resumed, "ledger"),
                                 FormatCount(ledgers - report.ledgers_resumed));
     }
-    LD_RETURN_IF_ERROR(EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f->reports));
+    AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f->reports));
     return out;
   };
   return a;
@@ -201,9 +197,10 @@ Action SetupSelftest(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
     LD_ASSIGN_OR_RETURN(auto report, verify::RunSelftest(db->conninfo(), f->options, ctx.reporter()));
-    LD_RETURN_IF_ERROR(EmitReports(report::SelftestReports(report), f->reports));
-    return Outcome{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),
-                   ""};
+    Outcome out{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),
+                ""};
+    AddWriteFailure(out, EmitReports(report::SelftestReports(report), f->reports));
+    return out;
   };
   return a;
 }

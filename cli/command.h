@@ -104,6 +104,16 @@ Status EmitReports(const GateReports& reports, const ReportFiles& files);
 
 // Writes a report file (--junit, --markdown, --csv ...) through core/atomic_file.h.
 Status WriteFile(const std::string& path, const std::string& content);
+// The report files are written once the verdict is known: a failure then must not lose it. The
+// outcome keeps its verdict (printed first), gets the failure as its error line and exits 3 (the
+// paths were checked before any work, so one that fails now changed during the run: an I/O
+// failure of the environment, not bad input).
+void AddWriteFailure(Outcome& out, const Status& written);
+// "kept" must be true after the process: when the report calls schemas kept and they live in the
+// embedded default cluster (which dies with the process), the cluster is kept too, and the
+// outcome says where, how to reach it and how to remove it (json "kept_cluster"); if it cannot
+// be kept, it says that nothing was kept (json "evidence_gone").
+void KeepClusterOfKeptSchemas(Database& db, bool kept_schemas, Outcome& out);
 // Validators of output paths, run while the flags are parsed, before any work: the parent
 // directories are created, and a symbolic link at a file target, a directory or other non-regular
 // file in the way, or an unwritable directory is a usage error (exit 2). "-" (stdout) passes.

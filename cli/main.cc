@@ -51,6 +51,28 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
 
 Status WriteFile(const std::string& path, const std::string& content) { return WriteFileAtomic(path, content); }
 
+void KeepClusterOfKeptSchemas(Database& db, bool kept_schemas, Outcome& out) {
+  if (!kept_schemas || !db.ephemeral()) return;
+  auto kept = db.Keeper()();
+  if (!kept.ok()) {
+    const std::string gone = "the embedded database is removed on exit, the schemas called kept above included (" +
+                             kept.status().message() + "): rerun with --keep-db DIR to keep them";
+    out.text += "  nothing kept: " + gone + "\n";
+    out.json["evidence_gone"] = gone;
+    return;
+  }
+  out.text += fmt::format("  embedded cluster kept in {} for the kept schemas: reach it with {} (e.g. `ledgerdiff "
+                          "diff {} A B`); remove it when done: {}\n",
+                          kept->dir, kept->reconnect_flags, kept->reconnect_flags, kept->remove_command);
+  out.json["kept_cluster"] = {{"dir", kept->dir}, {"remove", kept->remove_command}};
+}
+
+void AddWriteFailure(Outcome& out, const Status& written) {
+  if (written.ok()) return;
+  out.error += (out.error.empty() ? "" : "; ") + written.message();
+  out.exit_code = static_cast<int>(ExitCode::kRuntime);
+}
+
 CLI::Validator WritableFile() {
   return CLI::Validator(
       [](std::string& path) -> std::string {
@@ -135,11 +157,9 @@ constexpr Command kCommands[] = {
 
 // Prints "ledgerdiff: <message>" on stderr and returns the status's exit code.
 int Fail(const Status& status) {
-  // After Ctrl-C, failures are the interruption's echo: say what happened instead.
-  if (TerminationInProgress()) {
-    fmt::print(stderr, "ledgerdiff: interrupted; stopping workers and the embedded server\n");
-    return 2;
-  }
+  // After Ctrl-C, failures are the interruption's echo: the signal thread prints the one line
+  // that says what was stopped and removed (core/process.h).
+  if (TerminationInProgress()) return 2;
   fmt::print(stderr, "ledgerdiff: {}\n", status.message());
   return static_cast<int>(status.exit_code());
 }
@@ -154,6 +174,9 @@ struct Entry {
 };
 
 int Run(Entry& e) {
+  // Internal processes (workers, orchestrators) are stopped by their parent with SIGTERM as a
+  // matter of course: only the command a user started says what an interruption did.
+  if (!e.command->hidden) SetTerminationSubject(e.command->name);
   if (e.action.check) {
     if (Status s = e.action.check(); !s.ok()) return Fail(s);
   }

@@ -94,7 +94,9 @@ Result<std::unique_ptr<AtomicFile>> AtomicFile::Create(const std::string& target
     if (f->fd_ < 0 && errno != EEXIST) return OpenError(target, errno);
   }
   if (f->fd_ < 0) return Status::Runtimef("cannot write {}: no free temporary name in {}", target, dir);
-  f->cleanup_ = RegisterCleanup([tmp = f->tmp_] { unlink(tmp.c_str()); });
+  f->cleanup_ = RegisterDescribedCleanup([tmp = f->tmp_, target] {
+    return unlink(tmp.c_str()) == 0 ? "removed the unfinished " + target + " (its temporary file)" : std::string();
+  });
   return f;
 }
 

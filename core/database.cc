@@ -11,6 +11,7 @@
 
 #include "core/process.h"
 #include "core/redact.h"
+#include "core/text.h"
 #include "core/tempdir.h"
 
 namespace ledgerdiff {
@@ -79,6 +80,16 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
 }
 
 Database::~Database() = default;
+
+KeepDatabaseFn Database::Keeper() {
+  if (!ephemeral()) return nullptr;
+  EmbeddedPostgres* server = embedded_.get();
+  return [server]() -> Result<KeptDatabase> {
+    LD_RETURN_IF_ERROR(server->Keep());
+    const std::string dir = ShellQuote(server->dir(), ShellQuoting::kWhenNeeded);
+    return KeptDatabase{"--keep-db " + dir, server->dir(), "rm -rf " + dir};
+  };
+}
 
 Result<std::unique_ptr<pg::Connection>> Database::Connect(const std::string& application_name) const {
   return pg::Connection::Open(conninfo_, application_name);

@@ -17,6 +17,7 @@
 // Ownership: a schema the tool creates carries the comment "ledgerdiff:owned run=<id>". The tool
 // drops, truncates or writes only schemas with that mark, unless the user passes --force.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -41,6 +42,16 @@ struct DatabaseOptions {
   bool existing_only = false;
 };
 
+// Where a database that would have died with the process (the embedded default) was kept.
+struct KeptDatabase {
+  std::string reconnect_flags;  // e.g. "--keep-db /tmp/ledgerdiff-pg-x"
+  std::string dir;              // the cluster directory
+  std::string remove_command;   // e.g. "rm -rf /tmp/ledgerdiff-pg-x"
+};
+// Makes a database that dies with this process outlive it (called when something in it is to
+// be kept: evidence, a run to resume) and says where it stays.
+using KeepDatabaseFn = std::function<Result<KeptDatabase>()>;
+
 class Database {
  public:
   // Resolves the target; starts the embedded server when nothing else is given.
@@ -53,6 +64,11 @@ class Database {
   // What the caller should say once on stderr ("" for nothing): the PG* variables a writer
   // ignored and how to use them instead.
   const std::string& note() const { return note_; }
+  // True when the database dies with this process: the embedded default without --keep-db.
+  bool ephemeral() const { return embedded_ && !embedded_->kept(); }
+  // Keeps an ephemeral database (EmbeddedPostgres::Keep); empty when the database outlives the
+  // process anyway. The function refers to this Database: call it while this lives.
+  KeepDatabaseFn Keeper();
   Result<std::unique_ptr<pg::Connection>> Connect(const std::string& application_name = "ledgerdiff") const;
 
  private:

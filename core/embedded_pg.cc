@@ -16,6 +16,7 @@
 #include "core/pg.h"
 #include "core/process.h"
 #include "core/tempdir.h"
+#include "core/text.h"
 
 namespace fs = std::filesystem;
 
@@ -255,7 +256,7 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
   EmbeddedPostgres* self = pg.get();
   // The cleanup may run on the signal thread at once: every field Stop() reads that is written
   // after this point is written under stop_mu_.
-  const int cleanup = RegisterCleanup([self] { (void)self->Stop(); });
+  const int cleanup = RegisterDescribedCleanup([self] { return self->StopAndDescribe(); });
   {
     std::lock_guard<std::mutex> lock(pg->stop_mu_);
     pg->cleanup_ = cleanup;
@@ -340,6 +341,23 @@ Status EmbeddedPostgres::Keep() {
 
 Status EmbeddedPostgres::Stop() {
   std::lock_guard<std::mutex> lock(stop_mu_);
+  return StopLocked();
+}
+
+std::string EmbeddedPostgres::StopAndDescribe() {
+  std::lock_guard<std::mutex> lock(stop_mu_);
+  if (stopped_) return "";
+  const bool had_server = server_pid_ > 0;
+  const Status s = StopLocked();
+  const std::string server = had_server ? "stopped the embedded server" : "stopped initdb";
+  if (keep_)
+    return fmt::format("{}; its cluster stays in {} (look with --keep-db {}, remove it with rm -rf {})", server, dir_,
+                       ShellQuote(dir_, ShellQuoting::kWhenNeeded), ShellQuote(dir_, ShellQuoting::kWhenNeeded));
+  if (!s.ok()) return fmt::format("{}; its cluster {} was not fully removed: {}", server, dir_, s.message());
+  return fmt::format("{} and removed its cluster {} (every schema in it)", server, dir_);
+}
+
+Status EmbeddedPostgres::StopLocked() {
   if (stopped_) return Status::Ok();
   stopped_ = true;
   if (cleanup_) UnregisterCleanup(cleanup_);

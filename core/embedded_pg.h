@@ -63,11 +63,14 @@ class EmbeddedPostgres {
   Status Keep();
   // Stops the server; removes the directory unless kept. Idempotent.
   Status Stop();
+  // Stop(), saying what it did for an interruption's line ("" when already stopped).
+  std::string StopAndDescribe();
   // Creates a database in this cluster (for tests and two-database checks).
   Status CreateDatabase(const std::string& name);
 
  private:
   EmbeddedPostgres() = default;
+  Status StopLocked();  // REQUIRES: stop_mu_ held
   std::string dir_;
   std::string socket_dir_;
   std::string bin_dir_;

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -50,8 +51,9 @@ void OnBrokenPipe(int) {
   for (;;) pause();
 }
 std::mutex g_cleanup_mu;
-std::map<int, std::function<void()>> g_cleanups;
+std::map<int, std::function<std::string()>> g_cleanups;
 int g_next_cleanup = 1;
+std::string g_subject;  // under g_cleanup_mu
 
 }  // namespace
 
@@ -195,12 +197,24 @@ void InstallTerminationHandler() {
     }
     g_terminating = true;
     if (g_broken_pipe) signo = SIGPIPE;
-    std::map<int, std::function<void()>> cleanups;
+    std::map<int, std::function<std::string()>> cleanups;
+    std::string subject;
     {
       std::lock_guard<std::mutex> lock(g_cleanup_mu);
       cleanups = g_cleanups;
+      subject = g_subject;
     }
-    for (auto it = cleanups.rbegin(); it != cleanups.rend(); ++it) it->second();
+    std::vector<std::string> done;
+    for (auto it = cleanups.rbegin(); it != cleanups.rend(); ++it) {
+      std::string what = it->second();
+      if (!what.empty() && std::find(done.begin(), done.end(), what) == done.end()) done.push_back(std::move(what));
+    }
+    // The reader of a broken pipe is gone (often stderr's too): nothing to tell. Without a
+    // subject (an internal process its parent stops), nothing either.
+    if (signo != SIGPIPE && !subject.empty()) {
+      const std::string line = DescribeInterruption(subject, signo, done) + "\n";
+      (void)!write(STDERR_FILENO, line.data(), line.size());
+    }
     _exit(128 + signo);
   }).detach();
 }
@@ -212,10 +226,32 @@ void AwaitTerminationIfInProgress() {
 }
 
 int RegisterCleanup(std::function<void()> cleanup) {
+  return RegisterDescribedCleanup([cleanup = std::move(cleanup)] {
+    cleanup();
+    return std::string();
+  });
+}
+
+int RegisterDescribedCleanup(std::function<std::string()> cleanup) {
   std::lock_guard<std::mutex> lock(g_cleanup_mu);
   int h = g_next_cleanup++;
   g_cleanups[h] = std::move(cleanup);
   return h;
+}
+
+void SetTerminationSubject(const std::string& command) {
+  std::lock_guard<std::mutex> lock(g_cleanup_mu);
+  g_subject = command;
+}
+
+std::string DescribeInterruption(const std::string& command, int signo, const std::vector<std::string>& done) {
+  const char* name = sigabbrev_np(signo);
+  std::string line = fmt::format("ledgerdiff{}{}: interrupted by {}", command.empty() ? "" : " ", command,
+                                 name ? "SIG" + std::string(name) : fmt::format("signal {}", signo));
+  if (done.empty()) return line + "; nothing was running that needed stopping or removing";
+  line += ": ";
+  for (size_t i = 0; i < done.size(); ++i) line += (i ? "; " : "") + done[i];
+  return line;
 }
 
 void UnregisterCleanup(int handle) {

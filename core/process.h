@@ -61,7 +61,30 @@ bool TerminationInProgress();
 void AwaitTerminationIfInProgress();
 // Registers a cleanup; returns a handle for UnregisterCleanup. Cleanups must be idempotent.
 int RegisterCleanup(std::function<void()> cleanup);
+// A cleanup that says what it did, for the one line an interruption (SIGINT/SIGTERM/SIGHUP)
+// prints on stderr: "stopped 2 workers", "removed the embedded cluster DIR"; "" when it had
+// nothing to do. A cleanup that only reports (what stays behind, and how to remove it) is fine.
+int RegisterDescribedCleanup(std::function<std::string()> cleanup);
 void UnregisterCleanup(int handle);
+// A described cleanup registered for the scope's life.
+class ScopedCleanup {
+ public:
+  explicit ScopedCleanup(std::function<std::string()> cleanup)
+      : handle_(cleanup ? RegisterDescribedCleanup(std::move(cleanup)) : 0) {}
+  ~ScopedCleanup() {
+    if (handle_) UnregisterCleanup(handle_);
+  }
+  ScopedCleanup(const ScopedCleanup&) = delete;
+  ScopedCleanup& operator=(const ScopedCleanup&) = delete;
+
+ private:
+  int handle_;
+};
+// The command the interruption line names ("ledgerdiff verify: interrupted by SIGINT: ..."); the
+// line is printed only once a subject is set (internal processes set none).
+void SetTerminationSubject(const std::string& command);
+// The interruption line for `signo` and what the cleanups said (exposed for tests).
+std::string DescribeInterruption(const std::string& command, int signo, const std::vector<std::string>& done);
 
 // True when running as root (PostgreSQL servers must then run as another user).
 bool RunningAsRoot();

@@ -219,18 +219,26 @@ std::vector<std::string> GithubAnnotations(const GateSummary& s) {
 
 Status EmitGateReports(const GateReports& r, const ReportFiles& files, const CiEnvironment& ci,
                        std::FILE* annotations_out) {
-  if (!files.junit.empty() && r.junit) LD_RETURN_IF_ERROR(WriteFileAtomic(files.junit, r.junit()));
+  // Every sink is tried: one that cannot be written does not cost the others (nor the verdict,
+  // which the caller prints first). The failures are returned together.
+  std::vector<std::string> failed;
+  auto note = [&failed](const Status& s) {
+    if (!s.ok()) failed.push_back(s.message());
+  };
+  if (!files.junit.empty() && r.junit) note(WriteFileAtomic(files.junit, r.junit()));
   std::string markdown;
   if ((!files.markdown.empty() || !ci.step_summary.empty()) && r.markdown) markdown = r.markdown();
-  if (!files.markdown.empty() && r.markdown) LD_RETURN_IF_ERROR(WriteFileAtomic(files.markdown, markdown));
-  if (!files.report_dir.empty() && r.html) LD_RETURN_IF_ERROR(r.html(files.report_dir));
+  if (!files.markdown.empty() && r.markdown) note(WriteFileAtomic(files.markdown, markdown));
+  if (!files.report_dir.empty() && r.html) note(r.html(files.report_dir));
   if (ci.github_annotations) {
     for (const auto& line : GithubAnnotations(r.summary)) fmt::print(annotations_out, "{}\n", ScrubSecrets(line));
     std::fflush(annotations_out);
   }
-  if (!ci.step_summary.empty() && !markdown.empty())
-    LD_RETURN_IF_ERROR(AppendToFile(ci.step_summary, markdown + "\n"));
-  return Status::Ok();
+  if (!ci.step_summary.empty() && !markdown.empty()) note(AppendToFile(ci.step_summary, markdown + "\n"));
+  if (failed.empty()) return Status::Ok();
+  std::string message;
+  for (const auto& m : failed) message += (message.empty() ? "" : "; ") + m;
+  return Status::Runtime(message);
 }
 
 std::string FormatDuration(double s) {

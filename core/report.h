@@ -171,7 +171,9 @@ struct GateReports {
 // in properties also : and ,) so it cannot end the command.
 std::vector<std::string> GithubAnnotations(const GateSummary& s);
 // Writes the files asked for, then (under CI) prints the annotations on `annotations_out` and
-// appends the Markdown to the step summary. Errors: Usage when a file cannot be opened.
+// appends the Markdown to the step summary. Every sink is tried even when one fails; errors: a
+// Runtime error naming each file that could not be written (its paths were checked before any
+// work, cli's WritableFile, so a failure here is the environment's: exit 3).
 Status EmitGateReports(const GateReports& reports, const ReportFiles& files, const CiEnvironment& ci,
                        std::FILE* annotations_out = stderr);
 

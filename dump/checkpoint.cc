@@ -315,7 +315,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Create(const std::string& path, 
     close(dfd);
   }
   Checkpoint* raw = cp.get();
-  cp->cleanup_ = RegisterCleanup([raw] { raw->DeleteIfEmpty(); });
+  cp->cleanup_ = RegisterDescribedCleanup([raw] { return raw->DeleteIfEmpty(); });
   return cp;
 }
 
@@ -342,7 +342,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Resume(const std::string& path, 
   }
   cp->holds_ledgers_ = cp->resumed_ > 0;
   Checkpoint* raw = cp.get();
-  cp->cleanup_ = RegisterCleanup([raw] { raw->DeleteIfEmpty(); });
+  cp->cleanup_ = RegisterDescribedCleanup([raw] { return raw->DeleteIfEmpty(); });
   return cp;
 }
 
@@ -354,11 +354,13 @@ Checkpoint::~Checkpoint() {
   if (fd_ >= 0) close(fd_);
 }
 
-void Checkpoint::DeleteIfEmpty() {
+std::string Checkpoint::DeleteIfEmpty() {
   std::lock_guard<std::mutex> lock(mu_);
-  if (removed_ || holds_ledgers_) return;
+  if (removed_) return "";
+  if (holds_ledgers_) return "kept the checkpoint " + path_ + " (continue with --resume)";
   (void)unlink(path_.c_str());
   removed_ = true;
+  return "removed the empty checkpoint " + path_;
 }
 
 std::optional<LedgerRange> Checkpoint::remainder() const {

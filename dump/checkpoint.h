@@ -89,7 +89,8 @@ class Checkpoint {
   static Result<std::unique_ptr<Checkpoint>> OpenLocked(const std::string& path, bool create);
   Status Scan(bool verify_job, const nlohmann::json& job, uint64_t* ledgers_in_file);
   Status WriteRecord(const std::string& payload);
-  void DeleteIfEmpty();
+  // Removes the file when it holds no ledger yet; says what it did (for an interruption's line).
+  std::string DeleteIfEmpty();
 
   std::string path_;
   int fd_ = -1;

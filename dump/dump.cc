@@ -46,7 +46,10 @@ class StagedDirectory {
     std::string pattern = target + ".tmpXXXXXX";
     if (!mkdtemp(pattern.data())) return Status::Usagef("dump directory {}: {}", out, std::strerror(errno));
     std::unique_ptr<StagedDirectory> d(new StagedDirectory(target, pattern));
-    d->cleanup_ = RegisterCleanup([staging = pattern] { (void)RemoveTree(staging); });
+    d->cleanup_ = RegisterDescribedCleanup([staging = pattern, out] {
+      return RemoveTree(staging).ok() ? "removed the unfinished dump " + staging + " (" + out + " untouched)"
+                                      : std::string();
+    });
     return d;
   }
   ~StagedDirectory() {

@@ -354,7 +354,19 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
       fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}` on machines that "
                   "reach this database",
                   spec.run_id, spec.run_id));
-  LD_ASSIGN_OR_RETURN(RunStatus status, WaitForRun(*conn, spec.run_id, timeout_s, reporter));
+  auto waited = WaitForRun(*conn, spec.run_id, timeout_s, reporter);
+  if (!waited.ok()) {
+    // Given up on (a timeout): the run must not stay "running" for workers that join later.
+    if (!conn->Healthy() || waited.status().kind() != Status::Kind::kRuntime) return waited.status();
+    auto cancelled = CancelRun(*conn, spec.run_id);
+    if (!cancelled.ok())
+      return Status::Runtimef("{}; the run could not be cancelled ({}): cancel it with `ledgerdiff cancel --run {}`",
+                              waited.status().message(), cancelled.status().message(), spec.run_id);
+    return Status::Runtime(fmt::format("{}; cancelled the run as `ledgerdiff cancel` does ({} pending and {} running jobs "
+                              "fenced: a worker that joins or still runs exits 1)",
+                              waited.status().message(), cancelled->pending, cancelled->running));
+  }
+  RunStatus status = std::move(waited).value();
   IngestReport report;
   report.run_id = spec.run_id;
   report.schema = spec.schema;
@@ -364,7 +376,9 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
   // SettleRun made the end-of-run checks before the run could be done.
   if (status.state != "done") {
     report.error = NotDoneMessage(spec.run_id, status.state, status.error);
-    if (status.state == "failed") report.error += " (continue it with --resume)";
+    if (status.state == "failed")
+      report.error += options.keep_database ? ResumeHint(options, spec.run_id, spec.range.str())
+                                            : " (continue it with --resume)";
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));

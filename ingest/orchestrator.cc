@@ -40,7 +40,10 @@ class WorkerPool {
   WorkerPool(std::string binary, std::string conninfo, std::string run_id, std::string log_dir)
       : binary_(std::move(binary)), conninfo_(std::move(conninfo)), run_id_(std::move(run_id)),
         log_dir_(std::move(log_dir)) {
-    cleanup_ = RegisterCleanup([this] { KillAll(SIGKILL); });
+    cleanup_ = RegisterDescribedCleanup([this] {
+      const size_t n = KillAll(SIGKILL);
+      return n ? fmt::format("stopped {} worker{} of run {}", n, n == 1 ? "" : "s", run_id_) : std::string();
+    });
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     auto start_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -101,8 +104,10 @@ class WorkerPool {
     }
   }
 
-  void KillAll(int sig) {
+  // Returns how many workers it signalled.
+  size_t KillAll(int sig) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    const size_t n = workers_.size();
     for (auto& w : workers_) {
       kill(-w.pid, sig);
       if (sig == SIGKILL) {
@@ -110,6 +115,7 @@ class WorkerPool {
       }
     }
     if (sig == SIGKILL) workers_.clear();
+    return n;
   }
 
   // Asks workers to stop (SIGTERM, also resumes frozen ones), then SIGKILL after `grace`.
@@ -305,6 +311,21 @@ struct Restart {
   int slot;
   Clock::time_point at;
 };
+
+}  // namespace
+
+std::string ResumeHint(const IngestOptions& options, const std::string& run_id, const std::string& range) {
+  if (!options.keep_database) return fmt::format("; restart with --resume {} or --range {}", run_id, range);
+  auto kept = options.keep_database();
+  if (!kept.ok())
+    return fmt::format("; it cannot be resumed: the embedded database is removed on exit ({}); rerun with --keep-db DIR",
+                       kept.status().message());
+  return fmt::format("; restart with --resume {} {} or --range {} {} (the embedded cluster is kept in {} for it; remove "
+                     "it when done: {})",
+                     run_id, kept->reconnect_flags, range, kept->reconnect_flags, kept->dir, kept->remove_command);
+}
+
+namespace {
 
 // Keeps the run's workers going until every job is done, a job is out of retries, or the run is
 // cancelled; then the end-of-run checks and the report. `conn` holds the schema's run lock.
@@ -504,9 +525,10 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
   } else if (aborted) {
     std::string ranges;
     for (const auto& j : report.failed_jobs) ranges += (ranges.empty() ? "" : ", ") + j.range.str();
-    report.error = fmt::format("jobs ran out of retries: {} ({}); restart with --resume {} or --range {}", ranges,
-                               report.failed_jobs.empty() ? "" : report.failed_jobs.front().error, spec.run_id,
-                               report.restart_range ? report.restart_range->str() : spec.range.str());
+    report.error = fmt::format("jobs ran out of retries: {} ({}){}", ranges,
+                               report.failed_jobs.empty() ? "" : report.failed_jobs.front().error,
+                               ResumeHint(options, spec.run_id,
+                                          report.restart_range ? report.restart_range->str() : spec.range.str()));
   }
   // A cancelled run stays cancelled (SetRunState never changes it).
   LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, aborted ? "failed" : "done", report.error));

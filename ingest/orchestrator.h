@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/database.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
 #include "core/report.h"
@@ -44,7 +45,15 @@ struct IngestOptions : IngestPlan {
   // Registered as a planned run (`plan`, verify --workers-external): carried out by `worker`
   // processes anywhere, with no orchestrator (runs.mode "planned"; see schema_guard.h).
   bool planned = false;
+  // Set when the database dies with this process (the embedded default): called when the run
+  // fails in a way `--resume` could continue, to keep the database for it (the hint then names
+  // its --keep-db DIR and how to remove it). When it fails, the error gives no resume hint.
+  KeepDatabaseFn keep_database;
 };
+
+// "; restart with --resume RUN or --range RANGE" for a failed run, with the flags that reach a
+// kept embedded database (options.keep_database, called here), or why it cannot be resumed.
+std::string ResumeHint(const IngestOptions& options, const std::string& run_id, const std::string& range);
 
 // Checks flags before any database is touched. Errors are Usage errors naming the flag.
 Status ValidateIngestOptions(const IngestOptions& options);

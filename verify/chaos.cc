@@ -696,9 +696,10 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
 
   const std::string chaos_id = NewRunId();
   LD_ASSIGN_OR_RETURN(std::string tmp, MakeOwnedTempDir("ledgerdiff-chaos-"));
-  int cleanup = RegisterCleanup([tmp] {
+  int cleanup = RegisterDescribedCleanup([tmp] {
     std::error_code ec;
     std::filesystem::remove_all(tmp, ec);
+    return ec ? std::string() : "removed the temporary directory " + tmp;
   });
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
 

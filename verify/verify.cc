@@ -6,6 +6,7 @@
 
 #include "core/report.h"
 #include "core/database.h"
+#include "core/process.h"
 #include "dump/checkpoint.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
@@ -46,6 +47,7 @@ IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, boo
   io.job_size = serial && !o.ingest_cmd.empty() ? static_cast<uint32_t>(o.range.size()) : o.job_size;
   io.bug = serial ? "" : o.bug;
   io.worker_binary = o.worker_binary;
+  io.keep_database = o.keep_database;  // a failed side's resume hint names the kept cluster
   return io;
 }
 
@@ -98,6 +100,19 @@ std::string ResumeHintOfVerify(std::string error, const std::string& side_run_id
     error.replace(at, from.size(), to);
   }
   return error;
+}
+
+// How to drop the schemas a verify leaves in a database that outlives it.
+std::string DropSchemasCommand(const std::string& conninfo, const std::vector<std::string>& schemas) {
+  std::string sql = "DROP SCHEMA IF EXISTS ";
+  for (size_t i = 0; i < schemas.size(); ++i) sql += (i ? ", " : "") + pg::QuoteIdent(schemas[i]);
+  return fmt::format("psql {} -c {}", ShellQuote(pg::RedactConninfo(conninfo)), ShellQuote(sql + " CASCADE"));
+}
+
+std::string QuotedList(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size(); ++i) out += (i ? ", \"" : "\"") + names[i] + "\"";
+  return out;
 }
 
 bool RunExists(const std::string& conninfo, const std::string& run_id) {
@@ -181,6 +196,21 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   r.baseline = o.baseline;
   r.parallel_schema = "ld_" + r.run_id + "_parallel";
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
+  std::vector<std::string> schemas;
+  if (o.baseline.empty()) schemas.push_back(o.reuse_serial_schema.empty() ? "ld_" + r.run_id + "_serial" : "");
+  if (!schemas.empty() && schemas.back().empty()) schemas.pop_back();  // a reused serial schema is not this run's
+  schemas.push_back(r.parallel_schema);
+  // Ctrl-C: in a database that outlives the process the run and its schemas stay; say so and how
+  // to go on or drop them (in the embedded default they go with the cluster, which says so).
+  ScopedCleanup interrupted(
+      o.keep_database ? nullptr
+                      : std::function<std::string()>([run_id = r.run_id, schemas, conninfo, flags = o.reconnect_flags] {
+                          return fmt::format(
+                              "verify run {} stays in the database with its schemas {} (those created so far): "
+                              "continue it with `ledgerdiff verify --resume {}{}{}`, or drop them: {}",
+                              run_id, QuotedList(schemas), run_id, flags.empty() ? "" : " ", flags,
+                              DropSchemasCommand(conninfo, schemas));
+                        }));
 
   // 1. Serial side (unless a baseline stands in for it).
   if (o.baseline.empty()) {
@@ -197,6 +227,13 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
       r.serial = serial;
       if (!serial.ok) {
         r.error = "serial ingest failed: " + ResumeHintOfVerify(serial.error, so.run_id, r.run_id);
+        // A resume hint kept the embedded cluster (ingest::ResumeHint): the report says where.
+        if (o.keep_database && serial.error.find("--resume ") != std::string::npos) {
+          if (auto kept = o.keep_database(); kept.ok()) {
+            r.kept_cluster = kept->dir;
+            r.remove_command = kept->remove_command;
+          }
+        }
         return r;
       }
     }
@@ -209,7 +246,17 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
   if (o.workers_external) {
-    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, reporter));
+    auto external = ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, reporter);
+    if (!external.ok()) {
+      if (external.status().kind() != Status::Kind::kRuntime) return external.status();
+      // Given up on (a timeout): say what stays and how to remove it.
+      if (o.keep_database)
+        return external.status().With(
+            fmt::format("verify {} (its schemas go with the embedded cluster, removed on exit)", r.run_id));
+      return Status::Runtimef("verify {}: {}; its schemas {} remain in the database: drop them with {}", r.run_id,
+                              external.status().message(), QuotedList(schemas), DropSchemasCommand(conninfo, schemas));
+    }
+    r.parallel = std::move(external).value();
   } else {
     LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
   }

@@ -28,11 +28,7 @@ using ingest::IngestReport;
 using ingest::JobRow;
 
 // Where a database that would have died with the process was kept (see keep_database).
-struct KeptDatabase {
-  std::string reconnect_flags;  // e.g. "--keep-db /tmp/ledgerdiff-pg-x"
-  std::string dir;              // the cluster directory
-  std::string remove_command;   // e.g. "rm -rf /tmp/ledgerdiff-pg-x"
-};
+using ledgerdiff::KeptDatabase;
 
 // The plan is the parallel side's (the serial side runs it with one worker; the bug is
 // injected into the parallel side only); its `schema` is unused: verify names its own.

@@ -1,0 +1,379 @@
+// Operator safety (issue 22): output paths are checked before any work and a late write failure
+// does not lose the verdict; advice (resume, "kept") is given only when it can work; an
+// interruption says what it stopped and removed.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/pg.h"
+#include "tests/harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::RunCli;
+using testing::TestConninfo;
+using testing::UniqueName;
+
+bool Contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// A scratch directory (0755: the embedded server's user reaches a cluster inside it).
+struct Scratch : testing::ScratchDir {
+  Scratch() : ScratchDir("ledgerdiff-operator-") {}
+  fs::path operator/(const std::string& name) const { return fs::path(path) / name; }
+  std::vector<std::string> Clusters() const {
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(path))
+      if (e.path().filename().string().rfind("ledgerdiff-pg-", 0) == 0) out.push_back(e.path().string());
+    return out;
+  }
+};
+
+// The environment of a run on the embedded default, its clusters in `tmpdir`.
+std::vector<std::string> EmbeddedEnv(const std::string& tmpdir) {
+  return {"TMPDIR=" + tmpdir, "LEDGERDIFF_DB=", "PGHOST=", "PGPORT=", "PGDATABASE=", "PGSERVICE="};
+}
+
+size_t Lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+// ---- 1. Output paths: created or refused before any work -------------------------------------
+
+// Every output target of every command, behind a regular file where a directory should be: exit
+// 2, one line naming the path, before any database is reached (the database given cannot be
+// reached: had the command started its work, it would have exited 3).
+TEST(Paths, AnUnwritableTargetIsRefusedBeforeAnyWork) {
+  Scratch scratch;
+  const std::string blocker = (scratch / "a_file").string();
+  std::ofstream(blocker) << "not a directory\n";
+  const std::string nowhere = "host=/nonexistent port=1 dbname=x";
+  const std::string file = blocker + "/sub/out.x", dir = blocker + "/sub/dir";
+  const std::vector<std::vector<std::string>> cases = {
+      {"verify", "--range", "2:21", "--db", nowhere, "--junit", file},
+      {"verify", "--range", "2:21", "--db", nowhere, "--markdown", file},
+      {"verify", "--range", "2:21", "--db", nowhere, "--report", dir},
+      {"verify", "--range", "2:21", "--db", nowhere, "--save-baseline", file},
+      {"verify-range", "--range", "2:21", "--left", nowhere, "--right", nowhere, "--out", file},
+      {"verify-range", "--range", "2:21", "--left", nowhere, "--right", nowhere, "--junit", file},
+      {"selftest", "--db", nowhere, "--markdown", file},
+      {"chaos", "--range", "2:21", "--workers", "2", "--db", nowhere, "--report", dir},
+      {"sweep", "--range", "2:21", "--workers", "1", "--job-size", "10", "--db", nowhere, "--csv", file},
+      {"digest", "--schema", "s", "--db", nowhere, "--out", file},
+      {"dump", "--schema", "s", "--db", nowhere, "--out", dir},
+      {"manifest", "merge", "--out", file, (scratch / "no_part.ldm").string()},
+  };
+  for (const auto& args : cases) {
+    auto r = RunCli(args);
+    const std::string what = args[0] + " " + args[args.size() - 2];
+    EXPECT_EQ(r.exit_code, 2) << what << ": " << r.err;
+    EXPECT_TRUE(Contains(r.err, blocker)) << what << ": the error names the path: " << r.err;
+    EXPECT_EQ(Lines(r.err), 1u) << what << ": " << r.err;
+    EXPECT_FALSE(Contains(r.err, "connect")) << what << ": reached the database first: " << r.err;
+  }
+  EXPECT_EQ(testing::ReadFileBytes(blocker), "not a directory\n");
+}
+
+// The issue's reproducer: `verify --junit nodir/sub/v.xml` ran the whole ingest, then failed to
+// write. The parent directories are made before any work, so the files land where asked.
+TEST(Paths, MissingParentDirectoriesAreCreatedUpFront) {
+  Scratch scratch;
+  const fs::path junit = scratch / "nodir/sub/v.xml", md = scratch / "md/x/s.md", html = scratch / "h/i/report";
+  // Before any work: the database is unreachable (exit 3), the directories exist already.
+  auto early = RunCli({"verify", "--range", "2:21", "--db", "host=/nonexistent port=1", "--junit", junit.string(),
+                       "--markdown", md.string(), "--report", html.string()});
+  EXPECT_EQ(early.exit_code, 3) << early.err;
+  EXPECT_TRUE(fs::is_directory(junit.parent_path()));
+  EXPECT_TRUE(fs::is_directory(md.parent_path()));
+  EXPECT_TRUE(fs::is_directory(html.parent_path()));
+  fs::remove_all(scratch / "nodir");
+  fs::remove_all(scratch / "md");
+  fs::remove_all(scratch / "h");
+
+  auto r = RunCli({"verify", "--range", "2:21", "--workers", "2", "--job-size", "10", "--db", TestConninfo(), "--junit",
+                   junit.string(), "--markdown", md.string(), "--report", html.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_TRUE(Contains(testing::ReadFileBytes(junit), "<testsuite")) << junit;
+  EXPECT_TRUE(Contains(testing::ReadFileBytes(md), "identical"));
+  EXPECT_TRUE(fs::exists(html / "index.html"));
+}
+
+// A target that becomes unwritable during the run (here: the external ingester replaces the
+// report's directory with a file) fails at the end: the verdict is printed first, then one error
+// line naming the file, exit 3 (the path was fine when checked: the environment changed).
+TEST(Paths, AWriteFailureAtTheEndStillPrintsTheVerdictFirst) {
+  Scratch scratch;
+  const std::string source = UniqueName("operator_source");
+  auto ingested = RunCli({"ingest", "--db", TestConninfo(), "--range", "2:41", "--schema", source, "--workers", "1"});
+  ASSERT_EQ(ingested.exit_code, 0) << ingested.err;
+  const fs::path reports = scratch / "reports";
+  const std::string script = testing::SourceDir() + "/tests/ingesters/copy_from_source.sh";
+  const std::string ingest_cmd =
+      "rm -rf '" + reports.string() + "'; : > '" + reports.string() + "'; exec '" + script + "' {from} {to} {schema}";
+  for (const std::string format : {"text", "json"}) {
+    fs::remove_all(reports);
+    auto r = RunCli({"verify", "--range", "2:41", "--workers", "2", "--job-size", "20", "--db", TestConninfo(),
+                     "--ingest-cmd", ingest_cmd, "--junit", (reports / "v.xml").string(), "--markdown",
+                     (reports / "v.md").string(), "--format", format},
+                    {"LEDGERDIFF_TEST_SOURCE_SCHEMA=" + source});
+    EXPECT_EQ(r.exit_code, 3) << r.err << r.out;
+    if (format == "text") {
+      EXPECT_TRUE(Contains(r.out, "verdict: IDENTICAL")) << r.out;
+    } else {
+      EXPECT_EQ(nlohmann::json::parse(r.out).value("verdict", ""), "identical") << r.out;
+    }
+    // Both files were tried; the one error line names both.
+    EXPECT_TRUE(Contains(r.err, "ledgerdiff: cannot write " + (reports / "v.xml").string())) << r.err;
+    EXPECT_TRUE(Contains(r.err, (reports / "v.md").string())) << r.err;
+    EXPECT_TRUE(fs::is_regular_file(reports)) << "the ingester did not run";
+  }
+  auto conn = testing::Connect();
+  ASSERT_TRUE(conn->Run("DROP SCHEMA " + pg::QuoteIdent(source) + " CASCADE").ok());
+}
+
+// ---- 2. Advice only when it can work ---------------------------------------------------------
+
+// The kept-cluster directory named in a hint: "--keep-db DIR".
+std::string KeepDbDirIn(const std::string& text) {
+  std::smatch m;
+  static const std::regex kKeepDb("--keep-db (\\S+)");
+  return std::regex_search(text, m, kKeepDb) ? m[1].str() : "";
+}
+
+// A failed serial ingest on the embedded default: the cluster is kept, the hint resumes in it
+// (and the resume finds the run), and says how to remove it.
+TEST(Advice, AFailedVerifyOnTheEmbeddedDefaultKeepsItsClusterForTheResume) {
+  Scratch scratch;
+  auto r = RunCli({"verify", "--range", "2:21", "--workers", "2", "--job-size", "10", "--retries", "0",
+                   "--ingest-cmd", "exit 4 # {from} {to}", "--format", "json"},
+                  EmbeddedEnv(scratch.path));
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::string id = j.at("run_id"), error = j.value("error", "");
+  EXPECT_TRUE(Contains(error, "serial ingest failed")) << error;
+  const std::string dir = KeepDbDirIn(error);
+  ASSERT_FALSE(dir.empty()) << error;
+  EXPECT_TRUE(Contains(error, "--resume " + id + " --keep-db " + dir)) << error;
+  EXPECT_TRUE(Contains(error, "rm -rf " + dir)) << error;
+  EXPECT_EQ(j["kept_cluster"].value("dir", ""), dir) << r.out;
+  ASSERT_TRUE(fs::is_directory(dir)) << "the cluster the hint names is gone";
+  // The advice works: the run is there (it fails again the same way: exit 1, not "no such run").
+  auto resumed = RunCli({"verify", "--resume", id, "--keep-db", dir, "--format", "json"}, EmbeddedEnv(scratch.path));
+  EXPECT_EQ(resumed.exit_code, 1) << resumed.err << resumed.out;
+  EXPECT_FALSE(Contains(resumed.err, "no verify run")) << resumed.err;
+  EXPECT_EQ(nlohmann::json::parse(resumed.out).value("run_id", ""), id);
+  fs::remove_all(dir);
+}
+
+TEST(Advice, AFailedIngestOnTheEmbeddedDefaultKeepsItsClusterForTheResume) {
+  Scratch scratch;
+  auto r = RunCli({"ingest", "--range", "2:21", "--schema", "s", "--workers", "2", "--job-size", "10", "--retries",
+                   "0", "--ingest-cmd", "exit 4 # {from} {to}"},
+                  EmbeddedEnv(scratch.path));
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("--resume (\\S+) --keep-db (\\S+)"))) << r.err;
+  const std::string id = m[1], dir = m[2];
+  EXPECT_TRUE(Contains(r.err, "rm -rf " + dir)) << r.err;
+  EXPECT_FALSE(Contains(r.out, "removed on exit")) << r.out;
+  ASSERT_TRUE(fs::is_directory(dir));
+  auto resumed = RunCli({"ingest", "--resume", id, "--keep-db", dir}, EmbeddedEnv(scratch.path));
+  EXPECT_EQ(resumed.exit_code, 1) << "resumed, and failed again the same way: " << resumed.err;
+  EXPECT_TRUE(Contains(resumed.err, "resuming run " + id)) << resumed.err;
+  fs::remove_all(dir);
+}
+
+// Against a database that outlives the process, the hint is the plain one (no cluster to keep).
+TEST(Advice, AFailedIngestOnANamedDatabaseHintsThePlainResume) {
+  const std::string schema = UniqueName("operator_failed");
+  auto r = RunCli({"ingest", "--db", TestConninfo(), "--range", "2:21", "--schema", schema, "--workers", "2",
+                   "--job-size", "10", "--retries", "0", "--ingest-cmd", "exit 4 # {from} {to}"});
+  ASSERT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("restart with --resume \\S+ or --range"))) << r.err;
+  EXPECT_FALSE(Contains(r.err, "--keep-db")) << r.err;
+}
+
+// sweep says "kept: <schema> (divergent)": on the embedded default the cluster is kept with it,
+// and the kept schema is really there afterwards.
+TEST(Advice, SweepKeepsTheClusterOfTheSchemasItCallsKept) {
+  Scratch scratch;
+  auto r = RunCli({"sweep", "--range", "2:41", "--workers", "1,2", "--job-size", "20", "--repeat", "1",
+                   "--inject-bug", "skip-ledger@30"},
+                  EmbeddedEnv(scratch.path));
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("kept: \"([^\"]+)\" \\(divergent\\)"))) << r.out;
+  const std::string schema = m[1];
+  const std::string dir = KeepDbDirIn(r.out);
+  ASSERT_FALSE(dir.empty()) << r.out;
+  EXPECT_TRUE(Contains(r.out, "embedded cluster kept in " + dir)) << r.out;
+  EXPECT_TRUE(Contains(r.out, "rm -rf " + dir)) << r.out;
+  auto digest = RunCli({"digest", "--keep-db", dir, "--schema", schema}, EmbeddedEnv(scratch.path));
+  EXPECT_EQ(digest.exit_code, 0) << "the kept schema is not there: " << digest.err;
+  fs::remove_all(dir);
+}
+
+TEST(Advice, ChaosKeepsTheClusterOfTheSchemasItCallsKept) {
+  Scratch scratch;
+  auto r = RunCli({"chaos", "--range", "2:41", "--workers", "2", "--job-size", "10", "--rounds", "1", "--faults",
+                   "kill=1,hang=0,crash=0,disconnect=0,orchestrator=0", "--keep", "--format", "json"},
+                  EmbeddedEnv(scratch.path));
+  ASSERT_LE(r.exit_code, 1) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.at("rounds").at(0).value("schema_kept", false)) << r.out;
+  const std::string schema = j["rounds"][0].at("schema");
+  ASSERT_TRUE(j.contains("kept_cluster")) << r.out;
+  const std::string dir = j["kept_cluster"].at("dir");
+  EXPECT_EQ(j["kept_cluster"].value("remove", ""), "rm -rf " + dir);
+  auto digest = RunCli({"digest", "--keep-db", dir, "--schema", schema}, EmbeddedEnv(scratch.path));
+  EXPECT_EQ(digest.exit_code, 0) << "the kept schema is not there: " << digest.err;
+  fs::remove_all(dir);
+}
+
+// --workers-external that times out cancels its run (it stays neither "running" nor claimable)
+// and names the schemas that remain with the command that drops them.
+TEST(Advice, ExternalWorkersTimeoutCancelsTheRunAndSaysWhatRemains) {
+  auto r = RunCli({"verify", "--db", TestConninfo(), "--range", "2:21", "--job-size", "10", "--workers-external",
+                   "--workers-timeout", "1"});
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("verify (\\S+): run (\\S+) not finished after 1 s"))) << r.err;
+  const std::string id = m[1], run = m[2];
+  EXPECT_EQ(run, id + "_p");
+  EXPECT_TRUE(Contains(r.err, "cancelled the run")) << r.err;
+  const std::string serial = "ld_" + id + "_serial", parallel = "ld_" + id + "_parallel";
+  const std::string drop = "DROP SCHEMA IF EXISTS \"" + serial + "\", \"" + parallel + "\" CASCADE";
+  EXPECT_TRUE(Contains(r.err, drop)) << r.err;
+  EXPECT_EQ(Lines(r.err.substr(r.err.find("ledgerdiff: "))), 1u) << r.err;
+  auto runs = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  std::string state;
+  for (const auto& row : nlohmann::json::parse(runs.out))
+    if (row.value("run_id", "") == run) state = row.value("state", "");
+  EXPECT_EQ(state, "cancelled") << runs.out;
+  // A worker that joins now exits 1 (cancelled), claiming nothing.
+  auto worker = RunCli({"worker", "--run", run, "--db", TestConninfo()});
+  EXPECT_EQ(worker.exit_code, 1) << worker.err;
+  // The advice works.
+  auto conn = testing::Connect();
+  EXPECT_TRUE(conn->Run(drop).ok());
+}
+
+// ---- 3. An interruption says what it stopped and removed ---------------------------------------
+
+// Waits until `path` contains `text` (the run has reached that point); false after `seconds`.
+bool AwaitText(const fs::path& path, const std::string& text, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (Contains(testing::ReadFileBytes(path), text)) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+// Waits until a job of a run matching `run_like` (SQL LIKE) in the database at `conninfo` has
+// been claimed: its workers are up. False after `seconds`.
+bool AwaitClaimedJob(const std::string& conninfo, const std::string& run_like, int seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (auto conn = pg::Connection::Open(conninfo); conn.ok()) {
+      auto rows = (*conn)->Exec(
+          "SELECT count(*) FROM ledgerdiff_control.jobs WHERE run_id LIKE $1 AND state <> 'pending'", {run_like});
+      if (rows.ok() && rows->GetInt(0, 0) > 0) return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return false;
+}
+
+std::string LastLine(std::string s) {
+  while (!s.empty() && s.back() == '\n') s.pop_back();
+  const size_t nl = s.rfind('\n');
+  return nl == std::string::npos ? s : s.substr(nl + 1);
+}
+
+TEST(Interrupt, CtrlCOnTheEmbeddedDefaultNamesTheWorkersAndTheRemovedCluster) {
+  Scratch scratch;
+  const fs::path err = scratch / "stderr";
+  testing::SpawnOptions so;
+  so.stderr_path = err.string();
+  so.env = EmbeddedEnv(scratch.path);
+  const pid_t pid = testing::SpawnCli({"verify", "--range", "2:4001", "--workers", "2", "--job-size", "50"}, so);
+  ASSERT_TRUE(AwaitText(err, "parallel ingest", 300)) << testing::ReadFileBytes(err);
+  ASSERT_EQ(scratch.Clusters().size(), 1u);
+  const std::string cluster = scratch.Clusters().front();
+  // The parallel side's workers are running once one of its jobs is claimed (the cluster's
+  // socket is in its directory).
+  ASSERT_TRUE(AwaitClaimedJob("host=" + cluster + " port=5432 user=ledgerdiff dbname=postgres", "%\\_p", 120))
+      << testing::ReadFileBytes(err);
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitExitCode(pid), 130);
+  const std::string line = LastLine(testing::ReadFileBytes(err));
+  EXPECT_TRUE(Contains(line, "ledgerdiff verify: interrupted by SIGINT: ")) << line;
+  EXPECT_TRUE(std::regex_search(line, std::regex("stopped [12] workers? of run \\S+_p"))) << line;
+  EXPECT_TRUE(Contains(line, "stopped the embedded server and removed its cluster " + cluster)) << line;
+  EXPECT_FALSE(fs::exists(cluster));
+}
+
+TEST(Interrupt, CtrlCOnANamedDatabaseSaysTheRunStaysAndHowToContinueIt) {
+  Scratch scratch;
+  const fs::path err = scratch / "stderr";
+  const std::string schema = UniqueName("operator_sigint");
+  testing::SpawnOptions so;
+  so.stderr_path = err.string();
+  const std::string run_id = UniqueName("operator_sigint_run");
+  const pid_t pid = testing::SpawnCli({"ingest", "--db", TestConninfo(), "--range", "2:2001", "--schema", schema,
+                                       "--workers", "2", "--job-size", "50", "--run-id", run_id, "--format", "json"},
+                                      so);
+  ASSERT_TRUE(AwaitClaimedJob(TestConninfo(), run_id, 120)) << testing::ReadFileBytes(err);
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitExitCode(pid), 130);
+  const std::string line = LastLine(testing::ReadFileBytes(err));
+  EXPECT_TRUE(Contains(line, "ledgerdiff ingest: interrupted by SIGINT: stopped 2 workers of run " + run_id)) << line;
+  EXPECT_TRUE(Contains(line, "ingest run " + run_id + " stays in the database with its schema \"" + schema + "\"")) << line;
+  EXPECT_TRUE(Contains(line, "`ledgerdiff ingest --resume " + run_id + "`")) << line;
+  EXPECT_FALSE(Contains(line, "embedded")) << line;
+  // The advice works: the resume finishes the run.
+  auto resumed = RunCli({"ingest", "--db", TestConninfo(), "--resume", run_id, "--format", "json"});
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+  auto conn = testing::Connect();
+  ASSERT_TRUE(conn->Run("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE").ok());
+}
+
+TEST(Interrupt, CtrlCOfAVerifyOnANamedDatabaseNamesTheSchemasThatStayAndHowToDropThem) {
+  Scratch scratch;
+  const fs::path err = scratch / "stderr";
+  testing::SpawnOptions so;
+  so.stderr_path = err.string();
+  const pid_t pid = testing::SpawnCli(
+      {"verify", "--db", TestConninfo(), "--range", "2:2001", "--workers", "2", "--job-size", "50"}, so);
+  ASSERT_TRUE(AwaitText(err, "_serial\"", 120)) << testing::ReadFileBytes(err);
+  std::smatch m;
+  const std::string note = testing::ReadFileBytes(err);
+  ASSERT_TRUE(std::regex_search(note, m, std::regex("into \"ld_(\\S+)_serial\""))) << note;
+  const std::string id = m[1];
+  ASSERT_TRUE(AwaitClaimedJob(TestConninfo(), id + "%", 120)) << testing::ReadFileBytes(err);
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitExitCode(pid), 130);
+  const std::string line = LastLine(testing::ReadFileBytes(err));
+  EXPECT_TRUE(Contains(line, "ledgerdiff verify: interrupted by SIGINT: stopped 1 worker of run " + id + "_s")) << line;
+  EXPECT_TRUE(Contains(line, "verify run " + id + " stays in the database")) << line;
+  EXPECT_TRUE(Contains(line, "`ledgerdiff verify --resume " + id + " --db ")) << line;
+  const std::string drop =
+      "DROP SCHEMA IF EXISTS \"ld_" + id + "_serial\", \"ld_" + id + "_parallel\" CASCADE";
+  EXPECT_TRUE(Contains(line, drop)) << line;
+  // The advice works (the parallel schema does not exist yet: IF EXISTS).
+  auto conn = testing::Connect();
+  EXPECT_TRUE(conn->Run(drop).ok());
+}
+
+}  // namespace
+}  // namespace ledgerdiff
