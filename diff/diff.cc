@@ -774,11 +774,13 @@ class DiffRun {
                                          [](const InvariantResult& v) { return v.violations > 0; });
     const bool differs = report_.first_divergent_ledger || !report_.schema_differences.empty() || lookups_differ ||
                          invariants_broken || !report_.outside_range_differences.empty();
-    const bool incomplete = !report_.coverage.complete() && !options_.allow_gaps;
+    const Coverage& cov = report_.coverage;
+    const bool accepted_empty = options_.allow_empty && cov.left.held == 0 && cov.right.held == 0;
+    const bool incomplete = !cov.complete() && !options_.allow_gaps && !accepted_empty;
     report_.verdict = differs ? Verdict::kDivergent : incomplete ? Verdict::kIncomplete : Verdict::kIdentical;
     report_.identical = report_.verdict == Verdict::kIdentical;
     if (!differs && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
-        !options_.allow_empty)
+        !options_.allow_empty && !options_.empty_slice)
       return Status::Usagef("nothing compared: {} and {} hold no rows in ledgers {} (wrong --range or --db?); "
                             "--allow-empty accepts an empty comparison",
                             report_.left, report_.right, range_.str());

@@ -55,8 +55,12 @@ struct DiffOptions {
   bool all = false;                  // keep every divergent ledger per table (intervals)
   int jobs = 1;                      // digest connections per schema side
   // Accept a comparison of zero rows on both sides as identical (else a Usage error: a gate
-  // must not pass on nothing, e.g. a wrong --range or a forgotten --db).
+  // must not pass on nothing, e.g. a wrong --range or a forgotten --db): the range holding no
+  // ledger on either side is then not "incomplete" either.
   bool allow_empty = false;
+  // Zero rows on both sides is not a Usage error, but coverage still counts (a verify-range
+  // shard's slice may lie beyond the data: it is incomplete, and the merge says so).
+  bool empty_slice = false;
   // dump::DigestOptions::resolve_on_client. The lookup and invariant checks take the
   // references the client resolution saw; with false they scan the tables (same results).
   bool resolve_on_client = true;

@@ -463,7 +463,8 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.max_rows = o.max_rows;
   dopt.all = o.all;
   dopt.allow_gaps = o.allow_gaps;
-  dopt.allow_empty = o.allow_empty || report.shard.has_value();  // a slice may be empty; the merge checks the whole
+  dopt.allow_empty = o.allow_empty;
+  dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
   std::optional<ComparisonManifest> manifest;
   std::unique_ptr<dump::Checkpoint> checkpoint;
   if (!o.out.empty()) {
