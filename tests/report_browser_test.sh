@@ -13,7 +13,7 @@
 #
 # A probe script is added to a copy of each page (the reports themselves carry no script);
 # `chromium --dump-dom` prints the DOM after it ran, with its findings in <pre id="ld-probe">.
-# Usage: report_browser_test.sh BUILD_DIR. Exit 0 pass, 1 fail, 77 skipped (no Chromium:
+# Usage: report_browser_test.sh BUILD_DIR. Exit 0 pass, 1 fail (no Chromium is a failure too:
 # ci/bootstrap installs it). CHROMIUM picks the browser; KEEP=1 keeps the scratch directory.
 set -euo pipefail
 build=$(realpath "$1")
@@ -27,8 +27,8 @@ if [[ -z $chromium ]]; then
   done
 fi
 if [[ -z $chromium ]]; then
-  echo "report_browser_test: SKIPPED: no chromium (apt-get install -y chromium, or ci/bootstrap)" >&2
-  exit 77
+  echo "report_browser_test: FAILED: no chromium to render the reports in (run ci/bootstrap, or apt-get install -y chromium)" >&2
+  exit 1
 fi
 [[ -x $bin && -x $render ]] || { echo "report_browser_test: build ledgerdiff and render_test first" >&2; exit 2; }
 
