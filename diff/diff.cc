@@ -136,6 +136,7 @@ struct Side {
   SnapshotGate gate;
   DigestSummary summary;       // schema: filled by the digest thread
   Chunk chunk;                 // current chunk
+  size_t pos = 0;              // position in chunk.ledgers (Seek)
   bool have = false;
   std::vector<int> map;        // common table index -> this side's table index (-1 absent)
   std::jthread thread;         // declared last: joined first, while the members above are alive
@@ -153,9 +154,11 @@ struct Side {
     if (thread.joinable()) thread.join();
   }
 
-  // Advances to the chunk holding `l`. False at the end of the stream.
+  // Advances to the chunk holding `l`, and `pos` to its first listed ledger >= l. False at the
+  // end of the stream.
   Result<bool> Seek(Ledger l) {
     while (!have || chunk.range.to < l) {
+      pos = 0;
       if (reader) {
         LD_ASSIGN_OR_RETURN(bool more, reader->Next(chunk));
         if (!more) return false;
@@ -168,7 +171,12 @@ struct Side {
       }
       have = true;
     }
+    while (pos < chunk.ledgers.size() && chunk.ledgers[pos] < l) ++pos;
     return chunk.range.contains(l);
+  }
+  // The next ledger >= the sought one that this side lists, or its chunk's end + 1.
+  uint64_t NextListed() const {
+    return pos < chunk.ledgers.size() ? uint64_t{chunk.ledgers[pos]} : uint64_t{chunk.range.to} + 1;
   }
   // Reads a manifest to its end (checksum) after the compared range.
   Status Drain() {
@@ -226,6 +234,11 @@ class CoverageBuilder {
   CoverageBuilder(bool explicit_range, std::vector<std::string> tables)
       : explicit_(explicit_range), tables_(std::move(tables)), orphans_(tables_.size()) {}
 
+  // Ledgers `run` hold no row of any table (fed in order with Add).
+  void AddEmpty(const LedgerRange& run) {
+    if (absent_) absent_->to = run.to;
+    else absent_ = run;
+  }
   // `held`: the ledger table has a row at `l`. When not held, `counts(t)` is table t's rows at l.
   template <typename Counts>
   void Add(Ledger l, bool held, const Counts& counts) {
@@ -236,8 +249,7 @@ class CoverageBuilder {
       ++cov_.held;
       return;
     }
-    if (absent_) absent_->to = l;
-    else absent_ = LedgerRange{l, l};
+    AddEmpty({l, l});
     for (size_t t = 0; t < tables_.size(); ++t) {
       uint64_t c = counts(t);
       if (c == 0) continue;
@@ -609,32 +621,50 @@ class DiffRun {
     std::optional<CoverageBuilder> coverage[2];
     if (lt >= 0)
       for (auto& c : coverage) c.emplace(options_.range.has_value(), names);
-    for (Ledger l = range_.from;; ++l) {
+    // Walks the ledgers either side lists, in order; a span that neither lists holds no row on
+    // either side (equal, and held by neither) and costs one step whatever its width.
+    const uint64_t end = uint64_t{range_.to} + 1;
+    for (uint64_t cur = range_.from; cur < end;) {
       for (Side& s : sides_) {
-        LD_ASSIGN_OR_RETURN(bool ok, s.Seek(l));
-        if (!ok) return Status::Runtimef("{} ended before ledger {}", s.source.Describe(), l);
+        LD_ASSIGN_OR_RETURN(bool ok, s.Seek(static_cast<Ledger>(cur)));
+        if (!ok) return Status::Runtimef("{} ended before ledger {}", s.source.Describe(), cur);
       }
+      const uint64_t next = std::min({sides_[0].NextListed(), sides_[1].NextListed(), end});
+      if (next > cur) {
+        const LedgerRange run{static_cast<Ledger>(cur), static_cast<Ledger>(next - 1)};
+        if (lt >= 0)
+          for (auto& c : coverage) c->AddEmpty(run);
+        report_.ledgers_compared += run.size();
+        cur = next;
+        continue;
+      }
+      const Ledger l = static_cast<Ledger>(cur);
+      // Per side: its entry index of (l, common table t), or none when l is not listed there.
+      std::optional<size_t> at[2];
+      for (int i = 0; i < 2; ++i)
+        if (sides_[i].NextListed() == cur) at[i] = sides_[i].pos;
+      auto count = [&](int i, size_t t) -> uint64_t {
+        return at[i] ? sides_[i].chunk.counts[sides_[i].chunk.At(*at[i], sides_[i].map[t])] : 0;
+      };
+      if (lt >= 0)
+        for (int i = 0; i < 2; ++i)
+          coverage[i]->Add(l, count(i, lt) > 0, [&](size_t t) { return count(i, t); });
       const Chunk& a = sides_[0].chunk;
       const Chunk& b = sides_[1].chunk;
-      if (lt >= 0)
-        for (int i = 0; i < 2; ++i) {
-          const Chunk& c = sides_[i].chunk;
-          const std::vector<int>& map = sides_[i].map;
-          coverage[i]->Add(l, c.counts[c.Index(l, map[lt])] > 0, [&](size_t t) { return c.counts[c.Index(l, map[t])]; });
-        }
       std::vector<size_t> differing;
       for (size_t t = 0; t < T; ++t) {
-        int ia = sides_[0].map[t], ib = sides_[1].map[t];
-        uint64_t ca = a.counts[a.Index(l, ia)], cb = b.counts[b.Index(l, ib)];
+        const uint64_t ca = count(0, t), cb = count(1, t);
         report_.tables[t].left_rows += ca;
         report_.tables[t].right_rows += cb;
-        bool diff;
-        if (a.full && b.full) diff = ca != cb || !(a.digests[a.Index(l, ia)] == b.digests[b.Index(l, ib)]);
-        else diff = ca != cb || a.Tag(l, ia) != b.Tag(l, ib);
+        bool diff = ca != cb;
+        if (!diff && ca != 0) {  // both list l (a count is non-zero)
+          const size_t ia = a.At(*at[0], sides_[0].map[t]), ib = b.At(*at[1], sides_[1].map[t]);
+          diff = a.full && b.full ? !(a.digests[ia] == b.digests[ib])
+                                  : a.Tag(*at[0], sides_[0].map[t]) != b.Tag(*at[1], sides_[1].map[t]);
+        }
         if (diff) differing.push_back(t);
       }
-      if (differing.empty() && combined_comparable &&
-          !(a.combined[l - a.range.from] == b.combined[l - b.range.from])) {
+      if (differing.empty() && combined_comparable && at[0] && at[1] && !(a.combined[*at[0]] == b.combined[*at[1]])) {
         // The 32-bit tags collided; the 128-bit combined digest still tells the ledger differs.
         for (size_t t = 0; t < T; ++t) differing.push_back(t);
         if (!unlocalised_noted)
@@ -650,8 +680,7 @@ class DiffRun {
           else tc.divergent.push_back({l, l});
         }
         if (!report_.first_divergent_ledger || *report_.first_divergent_ledger == l)
-          report_.divergent_tables.push_back({common_.tables[t].name, a.counts[a.Index(l, sides_[0].map[t])],
-                                              b.counts[b.Index(l, sides_[1].map[t])]});
+          report_.divergent_tables.push_back({common_.tables[t].name, count(0, t), count(1, t)});
       }
       if (!differing.empty()) {
         ++report_.divergent_ledgers;
@@ -659,7 +688,7 @@ class DiffRun {
         if (!report_.first_divergent_ledger) report_.first_divergent_ledger = l;
       }
       ++report_.ledgers_compared;
-      if (l == range_.to) break;
+      cur = uint64_t{l} + 1;
     }
     for (Side& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
     Coverage& cov = report_.coverage;

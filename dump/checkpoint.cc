@@ -91,14 +91,13 @@ std::optional<std::string> FirstDifference(const nlohmann::json& had, const nloh
 }
 
 // Whether a chunk record's head (ledgers from..to, `tables` tables) can describe a payload of
-// `size` bytes: 1 to kMaxManifestTables tables, and every (ledger, table) entry takes at least
-// one byte (its count). Checked before anything is sized by these numbers.
+// `size` bytes: 1 to kMaxManifestTables tables. Its entries are read against the payload's size.
 bool ChunkHeadFits(Ledger from, Ledger to, uint64_t tables, uint64_t size) {
-  if (to < from || tables == 0 || tables > kMaxManifestTables || size < kChunkHead) return false;
-  return (uint64_t{to} - from + 1) * tables <= size - kChunkHead;  // < 2^32 * 2^13: no overflow
+  return to >= from && tables != 0 && tables <= kMaxManifestTables && size >= kChunkHead;
 }
 
-// Decodes a chunk record's payload (full entries).
+// Decodes a chunk record's payload: per listed ledger, the LEB128 count of empty ledgers before
+// it (since the chunk's first ledger or the previous listed one), then its full entries.
 Result<Chunk> DecodeChunk(const std::string& p, const std::string& path) {
   auto corrupt = [&] { return Status::Usagef("checkpoint {} is corrupted (a chunk record's entries)", path); };
   if (p.size() < kChunkHead) return corrupt();
@@ -107,41 +106,42 @@ Result<Chunk> DecodeChunk(const std::string& p, const std::string& path) {
   c.tables = GetU32(p.data() + 10);
   if (!ChunkHeadFits(c.range.from, c.range.to, c.tables, p.size())) return corrupt();
   c.full = true;
-  const size_t n = c.range.size();
-  c.counts.assign(n * c.tables, 0);
-  c.digests.assign(n * c.tables, EmptyDigest());
-  c.combined.resize(n);
   size_t pos = kChunkHead;
   const auto* bytes = reinterpret_cast<const unsigned char*>(p.data());
-  for (size_t i = 0; i < n * c.tables; ++i) {
-    uint64_t v = 0;
-    const size_t took = DecodeLeb128(bytes + pos, p.size() - pos, v);
-    if (!took) return corrupt();
+  std::vector<uint64_t> counts(c.tables);
+  std::vector<Digest128> digests(c.tables);
+  uint64_t next = c.range.from;  // the first ledger not yet described
+  while (pos < p.size()) {
+    uint64_t empty = 0;
+    size_t took = DecodeLeb128(bytes + pos, p.size() - pos, empty);
+    if (!took || empty > uint64_t{c.range.to} - next) return corrupt();
     pos += took;
-    c.counts[i] = v;
-    if (!v) continue;
-    if (pos + 16 > p.size()) return corrupt();
-    std::memcpy(c.digests[i].bytes.data(), p.data() + pos, 16);
-    pos += 16;
+    next += empty;
+    bool any = false;
+    for (size_t t = 0; t < c.tables; ++t) {
+      took = DecodeLeb128(bytes + pos, p.size() - pos, counts[t]);
+      if (!took) return corrupt();
+      pos += took;
+      digests[t] = EmptyDigest();
+      if (!counts[t]) continue;
+      any = true;
+      if (pos + 16 > p.size()) return corrupt();
+      std::memcpy(digests[t].bytes.data(), p.data() + pos, 16);
+      pos += 16;
+    }
+    if (!any) return corrupt();
+    c.Append(static_cast<Ledger>(next), counts.data(), digests.data());
+    ++next;
   }
-  if (pos != p.size()) return corrupt();
-  for (size_t li = 0; li < n; ++li)
-    c.combined[li] = CombinedDigest(static_cast<Ledger>(c.range.from + li), &c.counts[li * c.tables],
-                                    &c.digests[li * c.tables], c.tables);
   return c;
 }
 
 // Ledgers `r` (within c.range) of a chunk.
 Chunk Slice(const Chunk& c, const LedgerRange& r) {
   if (r == c.range) return c;
-  Chunk s;
-  s.range = r;
-  s.tables = c.tables;
-  s.full = true;
-  const size_t a = r.from - c.range.from, n = r.size();
-  s.counts.assign(c.counts.begin() + a * c.tables, c.counts.begin() + (a + n) * c.tables);
-  s.digests.assign(c.digests.begin() + a * c.tables, c.digests.begin() + (a + n) * c.tables);
-  s.combined.assign(c.combined.begin() + a, c.combined.begin() + a + n);
+  Chunk s = Chunk::Empty(r, c.tables);
+  for (size_t i = 0; i < c.ledgers.size(); ++i)
+    if (r.contains(c.ledgers[i])) s.Append(c.ledgers[i], &c.counts[c.At(i, 0)], &c.digests[c.At(i, 0)]);
   return s;
 }
 
@@ -406,9 +406,15 @@ Status Checkpoint::Append(int side, const Chunk& c) {
     PutU32(p, c.range.from);
     PutU32(p, c.range.to);
     PutU32(p, static_cast<uint32_t>(c.tables));
-    for (size_t i = 0; i < c.counts.size(); ++i) {
-      AppendLeb128(p, c.counts[i]);
-      if (c.counts[i]) p.append(reinterpret_cast<const char*>(c.digests[i].bytes.data()), 16);
+    uint64_t next = c.range.from;
+    for (size_t i = 0; i < c.ledgers.size(); ++i) {
+      AppendLeb128(p, c.ledgers[i] - next);
+      next = uint64_t{c.ledgers[i]} + 1;
+      for (size_t t = 0; t < c.tables; ++t) {
+        const size_t e = c.At(i, t);
+        AppendLeb128(p, c.counts[e]);
+        if (c.counts[e]) p.append(reinterpret_cast<const char*>(c.digests[e].bytes.data()), 16);
+      }
     }
     LD_RETURN_IF_ERROR(WriteRecord(p));
     next_[side] += c.range.size();

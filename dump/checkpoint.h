@@ -8,8 +8,9 @@
 // Layout (integers little-endian): magic "LDGRCKPT" | u32 version (kCheckpointVersion), then
 // records: u32 payload length | payload | XXH3-128 of the payload (16 bytes, canonical order).
 // The first payload is 'H' + the header JSON ({"format", "version", "sides", "range", "job"});
-// then 'C' chunk records (u8 side, u32 from, u32 to, u32 tables, then per ledger and table a
-// LEB128 row count and, when not 0, the 16-byte digest: the entries of a full manifest) and 'R'
+// then 'C' chunk records (u8 side, u32 from, u32 to, u32 tables, then per ledger holding a row:
+// the LEB128 count of empty ledgers before it, then per table a LEB128 row count and, when not 0,
+// the 16-byte digest: the entries of a full manifest, dump/manifest.h) and 'R'
 // resume markers (u64 ledgers: every side's records past range.from + ledgers - 1 are void).
 // INVARIANT: per side, the live chunk records are consecutive from range.from.
 // Every record is fdatasync'ed before Append returns. The file is locked (flock, exclusive) for
@@ -34,7 +35,8 @@
 
 namespace ledgerdiff::dump {
 
-constexpr uint32_t kCheckpointVersion = 1;
+// Version 2: chunk records list only the ledgers holding a row (Chunk::ledgers).
+constexpr uint32_t kCheckpointVersion = 2;
 
 // The checkpoint of output `out`: out + ".partial".
 std::string CheckpointPath(const std::string& out);

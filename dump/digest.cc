@@ -54,6 +54,14 @@ uint32_t ChunkSize(const LedgerRange& range, const DigestOptions& options) {
   return static_cast<uint32_t>(std::min<uint64_t>(range.size(), kMaxChunkLedgers));
 }
 
+// One chunk of the digest: the span it reports (`range`, consecutive chunks tile the digest's
+// range) and the ledgers its statements read (`data`, the tail of `range` from its first ledger
+// that holds a row; none when the span holds no row at all).
+struct PlannedChunk {
+  LedgerRange range;
+  std::optional<LedgerRange> data;
+};
+
 struct Prepared {
   std::unique_ptr<pg::Connection> coordinator;
   std::string snapshot;
@@ -61,6 +69,68 @@ struct Prepared {
   LedgerRange range;
   uint32_t chunk = 1;
 };
+
+// Whether every compared table has a valid, non-partial btree index whose first column is its
+// ledger column: then the next ledger holding a row is one index probe away (NextOccupied).
+Result<bool> LedgerColumnsIndexed(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile) {
+  for (const auto& t : profile.tables) {
+    LD_ASSIGN_OR_RETURN(
+        pg::Rows r,
+        conn.Exec("SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+                  "JOIN pg_am a ON a.oid = c.relam JOIN pg_attribute att ON att.attrelid = i.indrelid AND "
+                  "att.attnum = i.indkey[0] WHERE i.indrelid = to_regclass($1) AND a.amname = 'btree' AND "
+                  "i.indisvalid AND i.indpred IS NULL AND att.attname = $2)",
+                  {pg::Qualified(schema, t.name), t.ledger.column}));
+    if (r.Get(0, 0) != "t") return false;
+  }
+  return true;
+}
+
+// The first ledger of `r` that holds a row of some compared table (one index probe per table:
+// min() over an index led by the column), or nullopt when `r` holds none.
+Result<std::optional<Ledger>> NextOccupied(pg::Connection& conn, const std::string& schema,
+                                           const ResolvedProfile& profile, const LedgerRange& r) {
+  std::vector<std::string> firsts;
+  for (const auto& t : profile.tables) {
+    std::string first = fmt::format("(SELECT min({}) FROM {} WHERE {})", pg::QuoteIdent(t.ledger.column),
+                                    pg::Qualified(schema, t.name),
+                                    LedgerRangePredicate(t.ledger.column, t.ledger.kind, r));
+    firsts.push_back(t.ledger.kind == LedgerColumnKind::kToid ? "(" + first + " >> 32)" : first + "::bigint");
+  }
+  if (firsts.empty()) return std::optional<Ledger>();
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT least({})", fmt::join(firsts, ", "))));
+  if (rows.IsNull(0, 0)) return std::optional<Ledger>();
+  const int64_t l = rows.GetInt(0, 0);
+  if (l < r.from || l > r.to) return Status::Runtimef("schema \"{}\": a probe for ledgers {} found ledger {}", schema, r.str(), l);
+  return std::optional<Ledger>(static_cast<Ledger>(l));
+}
+
+// Cuts `range` into chunks of at most `width` ledgers of data. With `probe` (LedgerColumnsIndexed),
+// each chunk's data starts at the next ledger holding a row and the empty span before it joins
+// the chunk without being read; the last chunk reaches range.to. Without, chunks are cut by width.
+Result<std::vector<PlannedChunk>> PlanChunks(pg::Connection& conn, const std::string& schema,
+                                             const ResolvedProfile& profile, const LedgerRange& range, uint32_t width,
+                                             bool probe) {
+  std::vector<PlannedChunk> plan;
+  if (!probe || profile.tables.empty()) {
+    for (const auto& r : SplitJobs(range, width)) plan.push_back({r, r});
+    return plan;
+  }
+  uint64_t cursor = range.from;  // the first ledger no chunk covers yet
+  while (cursor <= range.to) {
+    const LedgerRange rest{static_cast<Ledger>(cursor), range.to};
+    LD_ASSIGN_OR_RETURN(std::optional<Ledger> next, NextOccupied(conn, schema, profile, rest));
+    if (!next) {
+      if (plan.empty()) plan.push_back({rest, std::nullopt});
+      else plan.back().range.to = range.to;  // an empty tail joins the last chunk, unread
+      break;
+    }
+    const Ledger end = static_cast<Ledger>(std::min<uint64_t>(range.to, uint64_t{*next} + width - 1));
+    plan.push_back({{static_cast<Ledger>(cursor), end}, LedgerRange{*next, end}});
+    cursor = uint64_t{end} + 1;
+  }
+  return plan;
+}
 
 Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                          const DigestOptions& options, bool snapshot) {
@@ -146,13 +216,16 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
 // last table seals the chunk.
 struct ChunkWork {
   Chunk chunk;
-  std::vector<RowMultiset> acc;  // per (ledger, table), Chunk::Index order
+  std::optional<LedgerRange> data;  // the ledgers read (PlannedChunk::data)
+  std::vector<RowMultiset> acc;     // per (ledger of data, table): AccIndex
   size_t tables_left = 0;
-  ChunkWork(const LedgerRange& range, size_t tables) : acc(range.size() * tables), tables_left(tables) {
-    chunk.range = range;
+  ChunkWork(const PlannedChunk& planned, size_t tables)
+      : data(planned.data), acc(planned.data ? planned.data->size() * tables : 0), tables_left(tables) {
+    chunk.range = planned.range;
     chunk.tables = tables;
     chunk.full = true;
   }
+  size_t AccIndex(Ledger l, size_t t) const { return size_t(l - data->from) * chunk.tables + t; }
 };
 
 // Streams table `t` of `work`'s ledgers on a worker connection (one unordered COPY); each row is
@@ -161,7 +234,7 @@ struct ChunkWork {
 Status ComputeTable(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
                     const std::vector<std::vector<ColumnClass>>& classes, const ClientPlan& client, size_t t,
                     const std::atomic<bool>& stop, ChunkWork& work, std::vector<JoinReferences>& missing) {
-  const LedgerRange range = work.chunk.range;
+  const LedgerRange range = *work.data;
   const ResolvedTable& table = profile.tables[t];
   const size_t ncols = table.columns.size();
   const ColumnClass* cls = classes[t].data();
@@ -182,9 +255,9 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
                               table.name, fields.size(), range.str());
     if (resolver) {
       LD_RETURN_IF_ERROR(resolver->Resolve(fields, l, canonical));
-      work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
+      work.acc[work.AccIndex(l, t)].Add(hasher.Hash(canonical.data(), cls, ncols));
     } else {
-      work.acc[work.chunk.Index(l, t)].Add(hasher.Hash(fields.data() + 1, cls, ncols));
+      work.acc[work.AccIndex(l, t)].Add(hasher.Hash(fields.data() + 1, cls, ncols));
     }
     return Status::Ok();
   });
@@ -193,24 +266,30 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
   return s;
 }
 
-// Turns the accumulators of a chunk whose tables are all done into its entries and per-ledger
-// combined digests. REQUIRES: tables_left == 0.
+// Turns the accumulators of a chunk whose tables are all done into the entries of its ledgers
+// that hold a row, with their combined digests. REQUIRES: tables_left == 0.
 Chunk Seal(ChunkWork& work) {
   Chunk out = std::move(work.chunk);
   const size_t T = out.tables;
-  out.counts.resize(work.acc.size());
-  out.digests.resize(work.acc.size());
-  for (size_t i = 0; i < work.acc.size(); ++i) {
-    out.counts[i] = work.acc[i].count;
-    out.digests[i] = work.acc[i].count ? work.acc[i].Finish() : EmptyDigest();
+  if (work.data) {
+    std::vector<uint64_t> counts(T);
+    std::vector<Digest128> digests(T);
+    for (Ledger l = work.data->from;; ++l) {
+      const size_t base = work.AccIndex(l, 0);
+      bool any = false;
+      for (size_t t = 0; t < T; ++t) any = any || work.acc[base + t].count != 0;
+      if (any) {
+        for (size_t t = 0; t < T; ++t) {
+          RowMultiset& a = work.acc[base + t];
+          counts[t] = a.count;
+          digests[t] = a.count ? a.Finish() : EmptyDigest();
+        }
+        out.Append(l, counts.data(), digests.data());
+      }
+      if (l == work.data->to) break;
+    }
   }
   work.acc = {};
-  out.combined.resize(out.range.size());
-  for (Ledger l = out.range.from;; ++l) {
-    size_t i = out.Index(l, 0);
-    out.combined[l - out.range.from] = CombinedDigest(l, &out.counts[i], &out.digests[i], T);
-    if (l == out.range.to) break;
-  }
   return out;
 }
 
@@ -231,6 +310,21 @@ Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::
 }
 
 }  // namespace
+
+void Chunk::Append(Ledger l, const uint64_t* counts_of_l, const Digest128* digests_of_l) {
+  ledgers.push_back(l);
+  counts.insert(counts.end(), counts_of_l, counts_of_l + tables);
+  digests.insert(digests.end(), digests_of_l, digests_of_l + tables);
+  combined.push_back(CombinedDigest(l, counts_of_l, digests_of_l, tables));
+}
+
+Chunk Chunk::Empty(const LedgerRange& r, size_t tables, bool full) {
+  Chunk c;
+  c.range = r;
+  c.tables = tables;
+  c.full = full;
+  return c;
+}
 
 Digest128 CombinedDigest(Ledger ledger, const uint64_t* counts, const Digest128* digests, size_t tables) {
   std::string buf;
@@ -264,19 +358,19 @@ void RootBuilder::Add(const Chunk& chunk) {
   std::string buf;
   for (size_t t = 0; t < chunk.tables; ++t) {
     buf.clear();
-    for (Ledger l = chunk.range.from;; ++l) {
-      size_t i = chunk.Index(l, t);
-      PutU32(buf, l);
-      PutU64(buf, chunk.counts[i]);
-      buf.append(reinterpret_cast<const char*>(chunk.digests[i].bytes.data()), 16);
-      if (l == chunk.range.to) break;
+    for (size_t i = 0; i < chunk.ledgers.size(); ++i) {
+      const size_t e = chunk.At(i, t);
+      if (chunk.counts[e] == 0) continue;
+      PutU32(buf, chunk.ledgers[i]);
+      PutU64(buf, chunk.counts[e]);
+      buf.append(reinterpret_cast<const char*>(chunk.digests[e].bytes.data()), 16);
     }
-    EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_[t]), buf.data(), buf.size());
+    if (!buf.empty()) EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_[t]), buf.data(), buf.size());
   }
 }
 
 void RootBuilder::Finish(const LedgerRange& range, std::vector<std::string>& table_roots, std::string& root) {
-  std::string all = "ledgerdiff-root-v1";
+  std::string all = "ledgerdiff-root-v2";
   all.push_back('\0');
   PutU32(all, range.from);
   PutU32(all, range.to);
@@ -352,7 +446,9 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
   const ResolvedProfile& profile = prep.profile;
   const LedgerRange range = prep.range;
-  std::vector<LedgerRange> chunks = SplitJobs(range, prep.chunk);
+  LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(*prep.coordinator, schema, profile));
+  LD_ASSIGN_OR_RETURN(const std::vector<PlannedChunk> chunks,
+                      PlanChunks(*prep.coordinator, schema, profile, range, prep.chunk, probe));
   std::vector<std::vector<ColumnClass>> classes;
   for (const auto& t : profile.tables) {
     classes.emplace_back();
@@ -360,8 +456,8 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   }
   LD_ASSIGN_OR_RETURN(ClientPlan client,
                       PlanClientResolution(*prep.coordinator, schema, profile, options.resolve_on_client));
-  // Units of work: (chunk, table), chunk by chunk, each chunk's tables largest first. A profile
-  // without tables still has one unit per chunk (it only seals the chunk).
+  // Units of work: (chunk, table), chunk by chunk, each chunk's tables largest first. A chunk
+  // with nothing to read, or a profile without tables, has one unit that only seals the chunk.
   LD_ASSIGN_OR_RETURN(std::vector<size_t> table_order, LargestTablesFirst(*prep.coordinator, schema, profile));
   constexpr size_t kNoTable = static_cast<size_t>(-1);
   if (table_order.empty()) table_order.push_back(kNoTable);
@@ -369,8 +465,15 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
     size_t chunk, table;
   };
   std::vector<Unit> units;
-  for (size_t c = 0; c < chunks.size(); ++c)
-    for (size_t t : table_order) units.push_back({c, t});
+  std::vector<double> ledgers_per_unit;  // per chunk: the progress one of its units stands for
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const size_t before = units.size();
+    if (chunks[c].data)
+      for (size_t t : table_order) units.push_back({c, t});
+    else
+      units.push_back({c, kNoTable});
+    ledgers_per_unit.push_back(static_cast<double>(chunks[c].range.size()) / static_cast<double>(units.size() - before));
+  }
   const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(units.size())));
   // Chunks alive at once: those being computed and those sealed but not yet emitted, all within
   // `lookahead` chunks of the next one to emit: enough for every worker to have a table to read
@@ -383,6 +486,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   std::map<size_t, Chunk> ready;
   size_t next_unit = 0, next_emit = 0;
   uint64_t units_done = 0;
+  double ledgers_of_units_done = 0;
   std::atomic<bool> stop{false};
   Status first_error;
   std::vector<std::vector<JoinReferences>> missing_of_table(profile.tables.size());  // per table, per join
@@ -425,7 +529,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
           std::vector<JoinReferences> missing;
           Status s = ComputeTable(*conns[w], schema, profile, classes, client, unit.table, stop, *work, missing);
           if (!s.ok()) {
-            fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[unit.chunk].str())));
+            fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[unit.chunk].data->str())));
             return;
           }
           if (!missing.empty()) {
@@ -446,6 +550,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
         {
           std::lock_guard<std::mutex> lock(mu);
           ++units_done;
+          ledgers_of_units_done += ledgers_per_unit[unit.chunk];
           last = --work->tables_left == 0 || unit.table == kNoTable;
           cv.notify_all();
         }
@@ -492,8 +597,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
       if (!ready.count(next_emit)) {
         // A table of a chunk is done: progress in ledgers, a chunk's table worth 1/T of its ledgers.
         units_reported = units_done;
-        const double per_unit = static_cast<double>(prep.chunk) / static_cast<double>(table_order.size());
-        const double done = std::min(static_cast<double>(range.size()), static_cast<double>(units_done) * per_unit);
+        const double done = std::min(static_cast<double>(range.size()), ledgers_of_units_done);
         lock.unlock();
         report_progress(done);
         continue;
@@ -555,8 +659,13 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
                                                      const ProfileSpec& spec, const DigestOptions& options) {
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/false));
   std::vector<std::string> out;
-  for (const auto& r : SplitJobs(prep.range, prep.chunk))
+  LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(*prep.coordinator, schema, prep.profile));
+  LD_ASSIGN_OR_RETURN(const std::vector<PlannedChunk> chunks,
+                      PlanChunks(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk, probe));
+  for (const auto& planned : chunks)
     for (const auto& t : prep.profile.tables) {
+      if (!planned.data) continue;
+      const LedgerRange r = *planned.data;
       bool client = ClientReadable(t, options.resolve_on_client);
       const size_t J = t.joins.size();
       out.push_back(client ? ClientResolvedTable(t, std::vector<const LookupMap*>(J), std::vector<ReferenceMarks*>(J))

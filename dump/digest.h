@@ -4,17 +4,26 @@
 // For every compared table and every ledger of the range: the row count and the multiset digest
 // of the ledger's canonical rows (dump/canonical.h RowMultiset: independent of row order, so the
 // digest reads each table with one unordered COPY per chunk). A ledger with no rows in a table
-// is an entry too (count 0, EmptyDigest()). Per ledger, a combined digest: XXH3-128 over
-// (ledger u32 LE, then per table in profile order: count u64 LE, digest 16 bytes).
-// Roots: per table SHA-256 over its ordered entries (ledger u32 LE, count u64 LE, digest); the
-// overall root SHA-256 over ("ledgerdiff-root-v1", range, profile name, then per table: name,
-// column names and classes, table root).
+// has count 0 and EmptyDigest(). Per ledger, a combined digest: XXH3-128 over (ledger u32 LE,
+// then per table in profile order: count u64 LE, digest 16 bytes).
+// Only the ledgers holding a row in some table are listed (Chunk::ledgers): a ledger absent from
+// every table costs nothing anywhere (digest, roots, manifests, checkpoints, diff), so the cost
+// follows the rows and the ledgers that hold them, not the width of the range.
+// Roots: per table SHA-256 over its ordered entries of non-zero count (ledger u32 LE, count u64
+// LE, digest); the overall root SHA-256 over ("ledgerdiff-root-v2", range, profile name, then per
+// table: name, column names and classes, table root). v1 hashed every ledger's entry, empty ones
+// too: its roots cost O(width) to compute and differ from v2's for the same content.
 //
 // Consistency: one coordinator transaction (REPEATABLE READ READ ONLY) exports a snapshot; the
 // N worker connections import it, so the digest is of one instant even while the schema is being
 // written. Strictly read-only: no temp tables, no writes (works on a hot standby).
 // Work: the range is cut into chunks (the whole range, at most 50000 ledgers); a unit of work is
-// one table of one chunk, so `jobs` workers share a chunk by its tables, largest first.
+// one table of one chunk, so `jobs` workers share a chunk by its tables, largest first. When every
+// compared table has a valid btree index led by its ledger column, each chunk starts at the next
+// ledger that holds a row (one index probe per table and chunk, in the snapshot) and the empty
+// span before it is read by no statement: a range of 2^31 ledgers with rows at 61 of them is
+// two chunks. Without such indexes the chunks are cut by width alone (still listing only the
+// ledgers with rows).
 // Memory: rows are never kept; at most ceil(jobs / tables) + 1 chunks are alive at once, each
 // with one accumulator per (ledger, table) (24 bytes) while computed, then its entries.
 // Determinism: the entries do not depend on jobs or chunk size.
@@ -34,21 +43,30 @@
 
 namespace ledgerdiff::dump {
 
-// Entries of consecutive ledgers. Index of (ledger L, table t): (L - range.from) * tables + t.
-// INVARIANT: counts.size() == range.size() * tables; combined.size() == range.size();
+// The entries of a span of consecutive ledgers (`range`), listed for its non-empty ledgers only:
+// a ledger of `range` absent from `ledgers` has no row in any table (each table: count 0,
+// EmptyDigest()). Entry of listed ledger i (its position in `ledgers`), table t: At(i, t).
+// INVARIANT: ledgers strictly ascending within range, each with a non-zero count in some table;
+//            counts.size() == ledgers.size() * tables; combined.size() == ledgers.size();
 //            full: digests has counts.size() entries (tags empty, derived);
 //            !full (compact manifest): tags has counts.size() entries, digests empty.
 struct Chunk {
   LedgerRange range;
   size_t tables = 0;
   bool full = true;
+  std::vector<Ledger> ledgers;
   std::vector<uint64_t> counts;
   std::vector<Digest128> digests;
   std::vector<uint32_t> tags;
   std::vector<Digest128> combined;
 
-  size_t Index(Ledger l, size_t t) const { return size_t(l - range.from) * tables + t; }
-  uint32_t Tag(Ledger l, size_t t) const { return full ? digests[Index(l, t)].Tag() : tags[Index(l, t)]; }
+  size_t At(size_t i, size_t t) const { return i * tables + t; }
+  uint32_t Tag(size_t i, size_t t) const { return full ? digests[At(i, t)].Tag() : tags[At(i, t)]; }
+  // Lists ledger `l` (after every ledger listed so far) with its full entries and combined digest.
+  // REQUIRES: full; l > ledgers.back(); some count non-zero.
+  void Append(Ledger l, const uint64_t* counts_of_l, const Digest128* digests_of_l);
+  // The empty chunk of `r` (no ledger listed).
+  static Chunk Empty(const LedgerRange& r, size_t tables, bool full = true);
 };
 
 // Combined digest of one ledger. REQUIRES: counts and digests hold `tables` entries.
@@ -64,7 +82,7 @@ class RootBuilder {
   ~RootBuilder();
   RootBuilder(const RootBuilder&) = delete;
   RootBuilder& operator=(const RootBuilder&) = delete;
-  // REQUIRES: chunk.full, chunks consecutive.
+  // REQUIRES: chunk.full, chunks consecutive. Costs O(listed ledgers x tables).
   void Add(const Chunk& chunk);
   // Table roots (hex, profile order) and the overall root (hex). Call once.
   void Finish(const LedgerRange& range, std::vector<std::string>& table_roots, std::string& root);

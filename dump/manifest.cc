@@ -57,6 +57,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
   w->header_ = header;
   w->header_.fingerprint = ProfileFingerprint(header.profile);
   w->next_ = header.range.from;
+  w->described_ = header.range.from;
   LD_ASSIGN_OR_RETURN(w->file_, AtomicFile::Create(path));
   w->sha_ = EVP_MD_CTX_new();
   EVP_DigestInit_ex(Sha(w->sha_), EVP_sha256(), nullptr);
@@ -99,15 +100,18 @@ Status ManifestWriter::Write(const void* data, size_t n) {
 Status ManifestWriter::Add(const Chunk& c) {
   if (c.range.from != next_ || !c.full) return Status::Runtimef("manifest {}: chunks out of order", path_);
   buf_.clear();
-  for (Ledger l = c.range.from;; ++l) {
-    size_t base = c.Index(l, 0);
+  for (size_t i = 0; i < c.ledgers.size(); ++i) {
+    const Ledger l = c.ledgers[i];
+    PutVarint(buf_, l - described_);  // the empty ledgers before it
+    described_ = uint64_t{l} + 1;
+    const size_t base = c.At(i, 0);
     if (header_.detail == ManifestDetail::kCompact) {
-      buf_.append(reinterpret_cast<const char*>(c.combined[l - c.range.from].bytes.data()), 16);
+      buf_.append(reinterpret_cast<const char*>(c.combined[i].bytes.data()), 16);
       for (size_t t = 0; t < c.tables; ++t) {
         PutVarint(buf_, c.counts[base + t]);
         if (c.counts[base + t]) {
           uint32_t tag = c.digests[base + t].Tag();
-          for (int i = 3; i >= 0; --i) buf_.push_back(static_cast<char>((tag >> (8 * i)) & 0xff));
+          for (int k = 3; k >= 0; --k) buf_.push_back(static_cast<char>((tag >> (8 * k)) & 0xff));
         }
       }
     } else {
@@ -116,7 +120,6 @@ Status ManifestWriter::Add(const Chunk& c) {
         if (c.counts[base + t]) buf_.append(reinterpret_cast<const char*>(c.digests[base + t].bytes.data()), 16);
       }
     }
-    if (l == c.range.to) break;
   }
   next_ = c.range.to + 1;
   return Write(buf_.data(), buf_.size());
@@ -124,6 +127,12 @@ Status ManifestWriter::Add(const Chunk& c) {
 
 Result<uint64_t> ManifestWriter::Finish(const DigestSummary& s, const std::optional<ComparisonOutcome>& outcome) {
   if (next_ != header_.range.to + 1) return Status::Runtimef("manifest {}: entries incomplete", path_);
+  if (described_ <= header_.range.to) {  // the run of empty ledgers that ends the range
+    buf_.clear();
+    PutVarint(buf_, uint64_t{header_.range.to} + 1 - described_);
+    described_ = uint64_t{header_.range.to} + 1;
+    LD_RETURN_IF_ERROR(Write(buf_.data(), buf_.size()));
+  }
   if (outcome.has_value() != header_.comparison)
     return Status::Runtimef("manifest {}: a comparison's outcome belongs with a comparison's header", path_);
   nlohmann::json j;
@@ -281,7 +290,7 @@ Result<uint64_t> ManifestReader::ReadVarint() {
   const size_t n = DecodeLeb128(reinterpret_cast<const unsigned char*>(buf_.data() + pos_), avail, v);
   if (n == 0) {
     if (cut && avail < 10) return Status::Usagef("manifest {} is truncated", path_);
-    return Status::Usagef("manifest {} is corrupted (a row count that is not a 64-bit LEB128 value)", path_);
+    return Status::Usagef("manifest {} is corrupted (a count that is not a 64-bit LEB128 value)", path_);
   }
   EVP_DigestUpdate(Sha(sha_), buf_.data() + pos_, n);
   pos_ += n;
@@ -321,17 +330,12 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
     LD_ASSIGN_OR_RETURN(r->header_, ManifestHeaderFromJson(*j, path));
   }
   const ManifestHeader& h = r->header_;
-  // The least bytes the entries can take: every (ledger, table) entry holds a count of at least
-  // one byte, every compact ledger a 16-byte combined digest. At most 2^31 ledgers times 4112
-  // bytes: no overflow.
-  const uint64_t per_ledger = h.profile.tables.size() + (h.detail == ManifestDetail::kCompact ? 16 : 0);
-  const uint64_t least = h.range.size() * per_ledger;
-  if (r->size_ && kHeadBytes + len + least + kLeastTailBytes > *r->size_)
-    return Status::Usagef(
-        "manifest {} is truncated ({} ledgers of {} tables need at least {} bytes of entries; the file holds {} "
-        "bytes)",
-        path, h.range.size(), h.profile.tables.size(), least, *r->size_);
+  // The least bytes the entries can take: one run of empty ledgers (a count of at least one byte).
+  if (r->size_ && kHeadBytes + len + 1 + kLeastTailBytes > *r->size_)
+    return Status::Usagef("manifest {} is truncated (no entries after the header; the file holds {} bytes)", path,
+                          *r->size_);
   r->next_ = r->header_.range.from;
+  r->described_ = r->header_.range.from;
   r->summary_.source = "manifest " + path;
   r->summary_.range = r->header_.range;
   r->summary_.profile = r->header_.profile;
@@ -343,50 +347,64 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
 Result<bool> ManifestReader::Next(Chunk& out, uint32_t max_ledgers) {
   if (done_) return false;
   const LedgerRange& range = header_.range;
-  if (entries_done_ || next_ > range.to) {
+  if (entries_done_) {
     LD_RETURN_IF_ERROR(Finish());
     done_ = true;
     return false;
   }
   const size_t T = header_.profile.tables.size();
   const bool full = header_.detail == ManifestDetail::kFull;
+  const uint64_t end = uint64_t{range.to} + 1;
   // A chunk's memory is bounded whatever the profile's width (T >= 1: ManifestHeaderFromJson).
-  const uint64_t ledgers = std::clamp<uint64_t>(std::min<uint64_t>(max_ledgers, kMaxManifestChunkEntries / T), 1,
-                                                kMaxManifestChunkEntries);
-  Ledger to = static_cast<Ledger>(std::min<uint64_t>(range.to, uint64_t{next_} + ledgers - 1));
-  out.range = {next_, to};
-  out.tables = T;
-  out.full = full;
-  size_t n = out.range.size();
-  out.counts.assign(n * T, 0);
-  out.combined.resize(n);
-  if (full) {
-    out.digests.assign(n * T, EmptyDigest());
-    out.tags.clear();
-  } else {
-    out.tags.assign(n * T, EmptyDigest().Tag());
-    out.digests.clear();
-  }
-  for (size_t li = 0; li < n; ++li) {
-    if (!full) LD_RETURN_IF_ERROR(ReadBytes(out.combined[li].bytes.data(), 16));
+  const uint64_t most = std::clamp<uint64_t>(std::min<uint64_t>(max_ledgers, kMaxManifestChunkEntries / T), 1,
+                                             kMaxManifestChunkEntries);
+  out = Chunk::Empty({next_, range.to}, T, full);
+  std::vector<uint64_t> counts(T);
+  std::vector<Digest128> digests(full ? T : 0);
+  while (out.ledgers.size() < most) {
+    LD_ASSIGN_OR_RETURN(uint64_t empty, ReadVarint());
+    if (empty > end - described_)
+      return Status::Usagef("manifest {} is corrupted (a run of {} empty ledgers from ledger {} passes the range {})",
+                            path_, empty, described_, range.str());
+    described_ += empty;
+    if (described_ == end) break;  // the run that ends the range
+    const Ledger l = static_cast<Ledger>(described_);
+    Digest128 combined;
+    if (!full) LD_RETURN_IF_ERROR(ReadBytes(combined.bytes.data(), 16));
+    bool any = false;
     for (size_t t = 0; t < T; ++t) {
-      LD_ASSIGN_OR_RETURN(uint64_t c, ReadVarint());
-      out.counts[li * T + t] = c;
-      if (!c) continue;
+      LD_ASSIGN_OR_RETURN(counts[t], ReadVarint());
+      if (!counts[t]) {
+        if (full) digests[t] = EmptyDigest();
+        else out.tags.push_back(EmptyDigest().Tag());
+        continue;
+      }
+      any = true;
       if (full) {
-        LD_RETURN_IF_ERROR(ReadBytes(out.digests[li * T + t].bytes.data(), 16));
+        LD_RETURN_IF_ERROR(ReadBytes(digests[t].bytes.data(), 16));
       } else {
         unsigned char b[4];
         LD_RETURN_IF_ERROR(ReadBytes(b, 4));
-        out.tags[li * T + t] = (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+        out.tags.push_back((uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3]);
       }
     }
-    if (full)
-      out.combined[li] = CombinedDigest(static_cast<Ledger>(out.range.from + li), &out.counts[li * T],
-                                        &out.digests[li * T], T);
+    if (!any) return Status::Usagef("manifest {} is corrupted (ledger {} is listed with no rows)", path_, l);
+    if (full) {
+      out.Append(l, counts.data(), digests.data());
+    } else {
+      out.ledgers.push_back(l);
+      out.counts.insert(out.counts.end(), counts.begin(), counts.end());
+      out.combined.push_back(combined);
+    }
+    ++described_;
+    if (described_ == end) break;
   }
-  if (to == range.to) entries_done_ = true;
-  else next_ = to + 1;
+  if (described_ == end) {
+    entries_done_ = true;
+  } else {
+    out.range.to = out.ledgers.back();
+    next_ = out.range.to + 1;
+  }
   return true;
 }
 

@@ -3,10 +3,13 @@
 //
 // Layout (integers little-endian):
 //   magic "LDGRDIFF" (8 bytes) | u32 format version (kManifestVersion) | u32 header length | header JSON
-//   entries, one per ledger of the range, in order:
+//   entries, one per ledger of the range that holds a row in some table, in order, each preceded
+//   by the LEB128 count of the empty ledgers before it (since range.from or the previous entry):
 //     compact: combined digest (16 bytes), then per table: LEB128 row count, and when the count
 //              is not 0 a 4-byte tag (the first bytes of the table's 128-bit digest, big-endian)
 //     full:    per table: LEB128 row count, and when the count is not 0 the 16-byte digest
+//   then, unless the last entry is range.to's, the LEB128 count of the empty ledgers that end
+//   the range. An entry whose counts are all 0 is corrupt: one content has one encoding.
 //   u32 trailer length | trailer JSON (table roots, overall root, rows per table)
 //   SHA-256 of every byte before it (32 bytes)
 // The header JSON holds: format, tool version, source (text for people), source_identity (see
@@ -32,13 +35,13 @@
 // reader of manifest show, merge, diff and baselines); a file beyond them is a Usage error naming
 // the file and the bound:
 //   - header length <= kMaxManifestHeaderBytes, trailer length <= kMaxManifestTrailerBytes, and
-//     16 + header length + the least bytes of the entries + 4 + 2 + 32 <= the file's size;
+//     16 + header length + 1 (the least bytes of the entries) + 4 + 2 + 32 <= the file's size;
+//   - a run of empty ledgers ends within the range;
 //   - header and trailer JSON nest at most 16 levels, and their documents estimate at most 20
 //     times their length in memory (dump/bounded_json.h);
 //   - range and a shard's full range: 0 <= from <= to <= kMaxManifestLedger;
 //   - the profile: 1 to kMaxManifestTables compared tables, each with at most kMaxManifestColumns
-//     columns (so a ledger's entries take at least 16 + tables bytes compact, tables bytes full:
-//     the least bytes of the entries is that times the range's ledgers);
+//     columns;
 //   - a shard: 1 <= count <= the full range's ledgers, index < count, range = ShardSlice(...);
 //   - a row count: a LEB128 value of at most 10 bytes, within 64 bits, not overlong;
 //   - the trailer's length is exactly what the file holds between the entries and the checksum,
@@ -166,6 +169,7 @@ class ManifestWriter {
   void* sha_ = nullptr;  // EVP_MD_CTX*
   std::string buf_;
   Ledger next_ = 0;
+  uint64_t described_ = 0;  // the first ledger no entry or run of empty ledgers has described
 };
 
 struct ManifestInfo;
@@ -201,8 +205,9 @@ class ManifestReader {
   ManifestHeader header_;
   DigestSummary summary_;
   std::optional<ComparisonOutcome> comparison_;
-  Ledger next_ = 0;
-  bool entries_done_ = false;  // every entry read (next_ may not pass range.to at 2^32 - 1)
+  Ledger next_ = 0;           // the first ledger of the next chunk
+  uint64_t described_ = 0;    // the first ledger no entry or run of empty ledgers has described
+  bool entries_done_ = false;  // every entry read
   bool done_ = false;
 };
 

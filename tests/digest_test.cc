@@ -66,13 +66,12 @@ Result<Entries> DigestEntries(const std::string& conninfo, const std::string& sc
   auto r = dump::DigestSchema(
       conninfo, schema, *spec, o,
       [&](const Chunk& c) {
-        for (Ledger l = c.range.from;; ++l) {
-          out.combined.push_back(c.combined[l - c.range.from]);
+        for (size_t i = 0; i < c.ledgers.size(); ++i) {
+          out.combined.push_back(c.combined[i]);
           for (size_t t = 0; t < c.tables; ++t) {
             // table names come from the summary later; keyed by index for now
-            out.e[{l, std::to_string(t)}] = {c.counts[c.Index(l, t)], c.digests[c.Index(l, t)]};
+            out.e[{c.ledgers[i], std::to_string(t)}] = {c.counts[c.At(i, t)], c.digests[c.At(i, t)]};
           }
-          if (l == c.range.to) break;
         }
         return Status::Ok();
       },
@@ -167,15 +166,14 @@ TEST(Encoding, JsonbCanonicalJsonAsStored) {
             LedgerDigest(EncodingSchema("j json", "(1, '{\"a\":2,\"b\":1}')")));
 }
 
-TEST(Encoding, PhysicalOrderDoesNotMatterAndEmptyLedgersAreEntries) {
+TEST(Encoding, PhysicalOrderDoesNotMatterAndEmptyLedgersAreNotListed) {
   std::string a = EncodingSchema("v text", "(1, 'x'), (1, 'y'), (3, 'z')");
   std::string b = EncodingSchema("v text", "(3, 'z'), (1, 'y'), (1, 'x')");
   auto ea = DigestEntries(TestConninfo(), a, "auto", LedgerRange{1, 3});
   auto eb = DigestEntries(TestConninfo(), b, "auto", LedgerRange{1, 3});
   ASSERT_TRUE(ea.ok() && eb.ok());
   EXPECT_EQ(ea->summary.root, eb->summary.root);
-  EXPECT_EQ(ea->e.at({2, "t"}).first, 0u);  // ledger 2: an entry with count 0
-  EXPECT_EQ(ea->e.at({2, "t"}).second, dump::EmptyDigest());
+  EXPECT_EQ(ea->e.count({2, "t"}), 0u);  // ledger 2 holds no row: not listed
   EXPECT_EQ(ea->e.at({1, "t"}).first, 2u);
 }
 
@@ -221,7 +219,7 @@ TEST(Engine, LedgerDigestIsTheDocumentedMultisetDigest) {
   EXPECT_NE(e->e.at({1, "t"}).second, MultisetByHand("1", {"-7"}));  // the duplicate pair does not cancel
   EXPECT_NE(e->e.at({1, "t"}).second, MultisetByHand("1", {"-7", "42"}));
   EXPECT_EQ(e->e.at({2, "t"}).second, MultisetByHand("2", {"5"}));
-  EXPECT_EQ(e->e.at({4, "t"}).second, MultisetByHand("", {}));
+  EXPECT_EQ(e->e.count({4, "t"}), 0u);  // ledger 4 holds no row: not listed
   EXPECT_EQ(dump::EmptyDigest(), MultisetByHand("", {}));
   for (int jobs : {1, 2, 4})
     for (uint32_t chunk : {1u, 2u, 3u}) {
@@ -1051,6 +1049,156 @@ TEST(Coverage, EveryOutputFormatOfVerifyRangeSaysIncomplete) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("incomplete: the "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ledgers missing: 50 left, 50 right"), std::string::npos) << r.out;
+}
+
+
+// Issue 22: cost follows the data. Only ledgers holding a row are listed (digest chunks,
+// manifests, checkpoints, the diff); with ledger-leading indexes the digest reads no statement
+// over an empty span, so a stray row at the last possible ledger costs as much as any other.
+// What a digest of `conninfo` emitted: its chunks and the ledgers they list.
+struct ChunkTrace {
+  std::vector<LedgerRange> spans;
+  uint64_t listed = 0;
+  std::string root;
+};
+ChunkTrace TraceDigest(const std::string& conninfo, std::optional<LedgerRange> range = std::nullopt,
+                       uint32_t chunk = 0) {
+  dump::DigestOptions o;
+  o.range = range;
+  o.chunk_ledgers = chunk;
+  ChunkTrace trace;
+  NullReporter rep;
+  auto r = dump::DigestSchema(
+      conninfo, "public", dump::HorizonProfileSpec(), o,
+      [&](const Chunk& c) {
+        trace.spans.push_back(c.range);
+        trace.listed += c.ledgers.size();
+        return Status::Ok();
+      },
+      rep);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (r.ok()) trace.root = r->root;
+  return trace;
+}
+
+TEST(Sparse, AStrayRowAtTheLastLedgerIsFoundWithoutWalkingTheRange) {
+  const Ledger kLast = 2147483647;
+  std::string b = LoadDump("kahuna-horizon.sql");
+  const LedgerRange held = HeldLedgers(b);
+  auto c = Connect(b);
+  // One effect copied to the last ledger a TOID can name (operation 1 of its transaction 1).
+  ExecSql(*c, fmt::format("CREATE TEMP TABLE stray AS SELECT * FROM history_effects ORDER BY history_operation_id "
+                          "LIMIT 1; UPDATE stray SET history_operation_id = {}; "
+                          "INSERT INTO history_effects SELECT * FROM stray",
+                          (int64_t{kLast} << 32) | 4097));
+  const auto started = std::chrono::steady_clock::now();
+  auto r = Diff(Db(KahunaLeft()), Db(b));
+  const double seconds = SecondsSince(started);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::printf("[ measured ] diff of kahuna against a copy with a stray effect at ledger %u: %.2f s\n", kLast, seconds);
+  EXPECT_EQ(r->verdict, diff::Verdict::kDivergent);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(kLast));
+  EXPECT_EQ(r->ledgers_compared, uint64_t{kLast} - held.from + 1);  // every ledger of the range, compared
+  bool named = false;
+  for (const auto& o : r->coverage.right.orphans)
+    if (o.table == "history_effects") {
+      named = true;
+      EXPECT_EQ(o.at, (std::vector<LedgerRange>{{kLast, kLast}}));
+    }
+  EXPECT_TRUE(named) << diff::RenderDiffText(*r);
+  ASSERT_EQ(r->rows.size(), 1u) << diff::RenderDiffText(*r);
+  EXPECT_EQ(r->rows[0].table, "history_effects");
+
+  // The digest of the stray side: the data's chunk and one chunk at the stray ledger, which
+  // takes the empty span before it unread; the ledgers listed are those holding a row.
+  const ChunkTrace trace = TraceDigest(b);
+  ASSERT_EQ(trace.spans.size(), 2u);
+  EXPECT_EQ(trace.spans[0].from, held.from);
+  EXPECT_EQ(trace.spans[1].to, kLast);
+  EXPECT_EQ(trace.listed, held.size() + 1);
+
+  // Its manifest is as small as the data's, and a diff against it finds the same ledger.
+  testing::ScratchDir dir("ledgerdiff_sparse");
+  const std::string path = dir.path + "/stray.ldm";
+  auto m = testing::RunCli({"digest", "--db", b, "--schema", "public", "--out", path});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  auto plain = testing::RunCli({"digest", "--db", KahunaLeft(), "--schema", "public", "--out", dir.path + "/plain.ldm"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_LT(std::filesystem::file_size(path), std::filesystem::file_size(dir.path + "/plain.ldm") + 200);
+  auto d = testing::RunCli({"diff", "--db", KahunaLeft(), "public", "file:" + path, "--format", "json"});
+  EXPECT_EQ(d.exit_code, 1) << d.err;
+  EXPECT_EQ(nlohmann::json::parse(d.out)["first_divergent_ledger"], kLast);
+}
+
+TEST(Sparse, AStrayRowOfEveryTableIsNamedAtItsFarLedger) {
+  // One row of every history table that has rows (but history_ledgers: a stray ledger row is a
+  // held ledger, coverage's business) copied to a ledger of its own near 2^31: the probe that
+  // plans the chunks must find each (a table it forgot would be skipped unread).
+  std::string b = LoadDump("kahuna-horizon.sql");
+  auto c = Connect(b);
+  std::map<std::string, Ledger> stray_at;
+  Ledger far = 2147483647;
+  for (const auto& t : HorizonHistoryTables()) {
+    const std::string name = t.name;
+    if (name == kLedgerTable || !HasColumn(*c, name, t.ledger_column)) continue;
+    auto n = c->Exec(fmt::format("SELECT count(*) FROM {}", Q(name)));
+    ASSERT_TRUE(n.ok());
+    if (n->GetInt(0, 0) == 0) continue;
+    const Ledger at = far--;
+    std::string set = t.kind == LedgerColumnKind::kToid
+                          ? fmt::format("{} = {}", Q(t.ledger_column), (int64_t{at} << 32) | 4097)
+                          : fmt::format("{} = {}", Q(t.ledger_column), at);
+    if (name == "history_transactions") set += fmt::format(", id = {}", (int64_t{at} << 32) | 4096);
+    ExecSql(*c, fmt::format("CREATE TEMP TABLE s AS SELECT * FROM {0} LIMIT 1; UPDATE s SET {1}; "
+                            "INSERT INTO {0} SELECT * FROM s; DROP TABLE s",
+                            Q(name), set));
+    stray_at[name] = at;
+  }
+  ASSERT_GE(stray_at.size(), 5u);
+  auto r = Diff(Db(KahunaLeft()), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kDivergent);
+  EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(far + 1));
+  EXPECT_EQ(r->divergent_ledgers, stray_at.size());
+  std::map<std::string, Ledger> named;
+  for (const auto& o : r->coverage.right.orphans) {
+    ASSERT_EQ(o.at.size(), 1u) << o.table;
+    EXPECT_EQ(o.at[0].from, o.at[0].to);
+    named[o.table] = o.at[0].from;
+  }
+  EXPECT_EQ(named, stray_at) << diff::RenderDiffText(*r);
+}
+
+TEST(Sparse, EntriesAndRootsDoNotDependOnProbingOrChunking) {
+  // A gap inside the data and a range far past it: the probing digest (indexes led by the ledger
+  // column) and the digest cut by width (one such index dropped) list the same ledgers and give
+  // the same root, whatever the chunk size.
+  std::string a = LoadDump("kahuna-horizon.sql");
+  const LedgerRange held = HeldLedgers(a);
+  DeleteLedger(a, held.from + 10);
+  std::string b = LoadDump("kahuna-horizon.sql");
+  DeleteLedger(b, held.from + 10);
+  ExecSql(*Connect(b), "DROP INDEX hop_by_hoid");  // history_operation_participants: no probe
+  const LedgerRange range{held.from, held.to + 100000};
+  const ChunkTrace probed = TraceDigest(a, range);
+  EXPECT_LE(probed.spans.size(), 2u) << "the empty tail is read by no chunk of its own";
+  EXPECT_EQ(probed.listed, held.size() - 1);
+  for (uint32_t chunk : {0u, 7u, 50000u}) {
+    SCOPED_TRACE(chunk);
+    const ChunkTrace p = TraceDigest(a, range, chunk);
+    const ChunkTrace w = TraceDigest(b, range, chunk);
+    EXPECT_EQ(p.root, probed.root);
+    EXPECT_EQ(w.root, probed.root);
+    EXPECT_EQ(w.listed, probed.listed);
+    EXPECT_GE(w.spans.size(), p.spans.size());
+  }
+  diff::DiffOptions o;
+  o.range = range;
+  o.allow_gaps = true;
+  auto r = Diff(Db(a), Db(b), o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kIdentical) << diff::RenderDiffText(*r);
+  EXPECT_EQ(r->coverage.left.missing_ledgers, 1u + 100000u);
 }
 
 }  // namespace

@@ -711,7 +711,7 @@ std::string LedgerOneDigest(const std::string& cols, const std::string& values) 
   auto r = dump::DigestSchema(
       TestConninfo(), s, *spec, o,
       [&](const dump::Chunk& c) {
-        hex = fmt::format("{}:{}", c.counts[c.Index(1, 0)], c.digests[c.Index(1, 0)].Hex());
+        hex = c.ledgers.empty() ? "0:" : fmt::format("{}:{}", c.counts[c.At(0, 0)], c.digests[c.At(0, 0)].Hex());
         return Status::Ok();
       },
       rep);

@@ -93,9 +93,16 @@ void CheckResumed(Checkpoint& cp, const Job& job) {
                     "side {}: replayed chunk {} after ledger {}", side, c.range.str(), next);
       LD_FUZZ_CHECK(c.tables >= 1 && c.tables <= kMaxManifestTables && (tables == 0 || c.tables == tables),
                     "side {}: replayed chunk of {} tables (before: {})", side, c.tables, tables);
-      const size_t n = c.range.size();
+      const size_t n = c.ledgers.size();
       LD_FUZZ_CHECK(c.counts.size() == n * c.tables && c.digests.size() == n * c.tables && c.combined.size() == n,
                     "side {}: replayed chunk {} has inconsistent sizes", side, c.range.str());
+      for (size_t i = 0; i < n; ++i) {
+        LD_FUZZ_CHECK(c.range.contains(c.ledgers[i]) && (i == 0 || c.ledgers[i - 1] < c.ledgers[i]),
+                      "side {}: replayed chunk {} lists ledger {} out of order", side, c.range.str(), c.ledgers[i]);
+        bool any = false;
+        for (size_t t = 0; t < c.tables; ++t) any = any || c.counts[c.At(i, t)] != 0;
+        LD_FUZZ_CHECK(any, "side {}: replayed chunk {} lists ledger {} with no rows", side, c.range.str(), c.ledgers[i]);
+      }
       tables = c.tables;
       next = uint64_t{c.range.to} + 1;
       return Status::Ok();
@@ -109,13 +116,11 @@ void CheckResumed(Checkpoint& cp, const Job& job) {
   }
   // The run continues: the next chunk of side 0 appends after the resumed ledgers.
   if (rest && tables) {
-    Chunk c;
-    c.range = {rest->from, rest->from};
-    c.tables = tables;
-    c.full = true;
-    c.counts.assign(tables, 0);
-    c.digests.assign(tables, EmptyDigest());
-    c.combined.assign(1, EmptyDigest());
+    Chunk c = Chunk::Empty({rest->from, rest->from}, tables);
+    std::vector<uint64_t> counts(tables, 0);
+    std::vector<Digest128> digests(tables, EmptyDigest());
+    counts[0] = 1;
+    c.Append(rest->from, counts.data(), digests.data());
     Status s = cp.Append(0, c);
     LD_FUZZ_CHECK(s.ok(), "append after a resume: {}", s.message());
   }

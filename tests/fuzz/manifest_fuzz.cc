@@ -58,9 +58,12 @@ Status Stream(const std::string& path, uint32_t max_ledgers) {
     LD_FUZZ_CHECK(!ended, "a chunk after the range's last ledger");
     LD_FUZZ_CHECK(c.range.from == next && c.range.to >= c.range.from && c.range.to <= h.range.to,
                   "chunk {} after ledger {} of range {}", c.range.str(), next, h.range.str());
-    const size_t n = c.range.size();
-    LD_FUZZ_CHECK(n <= max_ledgers && (n == 1 || n * tables <= kMaxManifestChunkEntries),
-                  "chunk of {} ledgers x {} tables (max_ledgers {})", n, tables, max_ledgers);
+    const size_t n = c.ledgers.size();
+    LD_FUZZ_CHECK(n <= max_ledgers && (n <= 1 || n * tables <= kMaxManifestChunkEntries),
+                  "chunk listing {} ledgers x {} tables (max_ledgers {})", n, tables, max_ledgers);
+    for (size_t i = 0; i < n; ++i)
+      LD_FUZZ_CHECK(c.range.contains(c.ledgers[i]) && (i == 0 || c.ledgers[i - 1] < c.ledgers[i]),
+                    "chunk {} lists ledger {} out of order", c.range.str(), c.ledgers[i]);
     LD_FUZZ_CHECK(c.tables == tables && c.counts.size() == n * tables && c.combined.size() == n &&
                       (c.full ? c.digests.size() : c.tags.size()) == n * tables &&
                       c.full == (h.detail == ManifestDetail::kFull),
