@@ -14,7 +14,8 @@
 # Usage: ci/bench_sparse.sh [--ledgers N] [--spread S] [--reps R] [--keep-db DIR] [--old BIN]
 #   --ledgers N  ledgers holding rows (default 100000; flat density: ~140 rows per ledger)
 #   --spread S   (default 50: N = 1M would span 50M ledgers, the shape)
-#   --keep-db    cluster directory, reused when it holds the dataset (default /tmp/ldbench-sparse-N-S)
+#   --keep-db    cluster directory, reused when it holds the dataset (default /tmp/ldbench-sparse-N);
+#                its dense schema serves every --spread
 # Environment: BUILD (default ./build).
 set -euo pipefail
 
@@ -42,20 +43,23 @@ done
 [ -x "$LD" ] || { echo "bench_sparse: $LD not built" >&2; exit 2; }
 [ -z "$OLD" ] || [ -x "$OLD" ] || { echo "bench_sparse: --old $OLD is not executable" >&2; exit 2; }
 RANGE=2:$((N + 1))
-DIR=${DIR:-/tmp/ldbench-sparse-$N-$SPREAD}
+DIR=${DIR:-/tmp/ldbench-sparse-$N}
 PORT=5433
 WORK=$(mktemp -d)
 
 # 1. Dataset: the reference ingester, 2 workers, into a kept embedded cluster; then the spread copy.
-if [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-flat-$SPREAD" ]; then
+# The dense schema is kept for every spread (marker .bench-RANGE-flat); the sparse copy is
+# remade when the spread changes (marker .bench-sparse-SPREAD).
+if [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-flat" ]; then
   echo "== ingest $RANGE (flat) into schema dense, 2 workers, cluster $DIR"
   "$LD" ingest --range "$RANGE" --schema dense --workers 2 --job-size 5000 --density flat \
     --keep-db "$DIR" --fresh >"$WORK/ingest.txt"
   tail -1 "$WORK/ingest.txt"
-  NEED_SPREAD=1
-else
-  NEED_SPREAD=0
+  rm -f "$DIR"/.bench-sparse-*
+  touch "$DIR/.bench-$RANGE-flat"
 fi
+NEED_SPREAD=0
+[ -f "$DIR/.bench-sparse-$SPREAD" ] || NEED_SPREAD=1
 
 OWNER=$(stat -c %U "$DIR/data")
 as_owner() {
@@ -98,7 +102,8 @@ BEGIN
 END
 \$\$;
 SQL
-  touch "$DIR/.bench-$RANGE-flat-$SPREAD"
+  rm -f "$DIR"/.bench-sparse-*
+  touch "$DIR/.bench-sparse-$SPREAD"
 fi
 psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
 rows_of() {

@@ -309,6 +309,311 @@ Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::
   return order;
 }
 
+
+// ---- DigestSchema's stages: plan the work, open the workers, run the pool, emit in order.
+
+// A unit of work: one table of one chunk; kNoTable: a chunk with nothing to read (only sealed).
+constexpr size_t kNoTable = static_cast<size_t>(-1);
+struct Unit {
+  size_t chunk, table;
+};
+
+// The chunks and their units in the order they are handed out (chunk by chunk, each chunk's
+// tables largest first), and the progress, in ledgers, that one unit of each chunk stands for.
+struct WorkPlan {
+  std::vector<PlannedChunk> chunks;
+  std::vector<Unit> units;
+  std::vector<double> ledgers_per_unit;  // per chunk
+  size_t units_per_chunk = 1;            // of a chunk with data
+};
+
+Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
+                          const LedgerRange& range, uint32_t width) {
+  WorkPlan plan;
+  LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(conn, schema, profile));
+  LD_ASSIGN_OR_RETURN(plan.chunks, PlanChunks(conn, schema, profile, range, width, probe));
+  LD_ASSIGN_OR_RETURN(std::vector<size_t> table_order, LargestTablesFirst(conn, schema, profile));
+  if (table_order.empty()) table_order.push_back(kNoTable);  // a profile without tables
+  plan.units_per_chunk = table_order.size();
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const size_t before = plan.units.size();
+    if (plan.chunks[c].data)
+      for (size_t t : table_order) plan.units.push_back({c, t});
+    else
+      plan.units.push_back({c, kNoTable});
+    plan.ledgers_per_unit.push_back(static_cast<double>(plan.chunks[c].range.size()) /
+                                    static_cast<double>(plan.units.size() - before));
+  }
+  return plan;
+}
+
+std::vector<std::vector<ColumnClass>> ColumnClasses(const ResolvedProfile& profile) {
+  std::vector<std::vector<ColumnClass>> classes;
+  for (const auto& t : profile.tables) {
+    classes.emplace_back();
+    for (const auto& c : t.columns) classes.back().push_back(c.cls);
+  }
+  return classes;
+}
+
+// Opens `jobs` worker connections inside the exported snapshot (importable while the
+// coordinator's transaction lives, which it does until the digest ends).
+Result<std::vector<std::unique_ptr<pg::Connection>>> OpenWorkers(const std::string& conninfo,
+                                                                 const std::string& snapshot, int jobs) {
+  std::vector<std::unique_ptr<pg::Connection>> conns;
+  for (int w = 0; w < jobs; ++w) {
+    LD_ASSIGN_OR_RETURN(auto c, pg::Connection::Open(conninfo, fmt::format("ledgerdiff digest w{}", w + 1)));
+    LD_RETURN_IF_ERROR(c->Run(kBeginSnapshot));
+    LD_RETURN_IF_ERROR(c->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(snapshot)));
+    LD_RETURN_IF_ERROR(c->Run("SET LOCAL work_mem = '32MB'"));
+    conns.push_back(std::move(c));
+  }
+  return conns;
+}
+
+// What a worker reads a table of a chunk with (ComputeTable).
+struct ReadContext {
+  const std::string& schema;
+  const ResolvedProfile& profile;
+  std::vector<std::vector<ColumnClass>> classes;
+  const ClientPlan& client;
+};
+
+// The workers, one thread per connection, and the chunks between them and the emitter. Units are
+// handed out in plan order, but only within `lookahead` chunks of the next chunk to emit, so at
+// most that many chunks are alive (computed or sealed, not yet emitted). The worker that
+// finishes a chunk's last table seals it (no other worker touches it then).
+// INVARIANT: every member below the mutex is guarded by it; `stop_` may be read without it.
+class DigestPool {
+ public:
+  enum class Event { kChunk, kProgress, kEnd };
+
+  DigestPool(const WorkPlan& plan, const ReadContext& read, std::vector<std::unique_ptr<pg::Connection>>& conns)
+      : plan_(plan),
+        read_(read),
+        lookahead_((conns.size() + plan.units_per_chunk - 1) / plan.units_per_chunk + 1),
+        missing_(read.profile.tables.size()) {
+    for (size_t w = 0; w < conns.size(); ++w) threads_.emplace_back([this, &conns, w] { Work(*conns[w]); });
+  }
+  ~DigestPool() { (void)Stop(); }
+  DigestPool(const DigestPool&) = delete;
+  DigestPool& operator=(const DigestPool&) = delete;
+
+  // Blocks until the next chunk in ledger order is sealed (kChunk: moved into `out`), a unit
+  // ended (kProgress: `ledgers` is what the units done so far stand for), or the work ended or
+  // failed (kEnd).
+  Event Wait(Chunk& out, double& ledgers) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] {
+      return stop_ || next_emit_ >= plan_.chunks.size() || ready_.count(next_emit_) || units_done_ != units_reported_;
+    });
+    if (stop_ || next_emit_ >= plan_.chunks.size()) return Event::kEnd;
+    if (!ready_.count(next_emit_)) {
+      units_reported_ = units_done_;
+      ledgers = ledgers_of_units_done_;
+      return Event::kProgress;
+    }
+    out = std::move(ready_[next_emit_]);
+    ready_.erase(next_emit_);
+    ++next_emit_;
+    cv_.notify_all();
+    return Event::kChunk;
+  }
+  // Stops the work with `s` (the first failure wins).
+  void Fail(const Status& s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (first_error_.ok()) first_error_ = s;
+    stop_ = true;
+    cv_.notify_all();
+  }
+  // Stops and joins the workers; the first failure, if any.
+  Status Stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+    return first_error_;
+  }
+  // After a successful Stop: per table, per join, the references its client resolution missed.
+  std::vector<std::vector<JoinReferences>>& missing() { return missing_; }
+
+ private:
+  void Work(pg::Connection& conn) {
+    for (;;) {
+      Unit unit;
+      ChunkWork* work;
+      if (!Take(unit, work)) return;
+      if (unit.table != kNoTable) {
+        std::vector<JoinReferences> missing;
+        Status s = ComputeTable(conn, read_.schema, read_.profile, read_.classes, read_.client, unit.table, stop_,
+                                *work, missing);
+        if (!s.ok()) {
+          Fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", read_.schema,
+                                  plan_.chunks[unit.chunk].data->str())));
+          return;
+        }
+        if (!missing.empty()) MergeMissing(unit.table, missing);
+      }
+      if (!UnitDone(unit, *work)) continue;
+      Chunk sealed = Seal(*work);
+      std::lock_guard<std::mutex> lock(mu_);
+      in_progress_.erase(unit.chunk);
+      ready_.emplace(unit.chunk, std::move(sealed));
+      cv_.notify_all();
+    }
+  }
+  // The next unit and its chunk's work (created by the first of its units); false when stopped
+  // or none is left.
+  bool Take(Unit& unit, ChunkWork*& work) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] {
+      return stop_ || next_unit_ >= plan_.units.size() || plan_.units[next_unit_].chunk < next_emit_ + lookahead_;
+    });
+    if (stop_ || next_unit_ >= plan_.units.size()) return false;
+    unit = plan_.units[next_unit_++];
+    auto& slot = in_progress_[unit.chunk];
+    if (!slot) slot = std::make_unique<ChunkWork>(plan_.chunks[unit.chunk], read_.profile.tables.size());
+    work = slot.get();
+    return true;
+  }
+  // Counts the unit; true when it was its chunk's last (the caller seals the chunk).
+  bool UnitDone(const Unit& unit, ChunkWork& work) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++units_done_;
+    ledgers_of_units_done_ += plan_.ledgers_per_unit[unit.chunk];
+    cv_.notify_all();
+    return --work.tables_left == 0 || unit.table == kNoTable;
+  }
+  void MergeMissing(size_t table, std::vector<JoinReferences>& missing) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& into = missing_[table];
+    if (into.empty()) into.resize(missing.size());
+    for (size_t j = 0; j < missing.size(); ++j) {
+      if (into[j].table.empty()) {
+        into[j] = std::move(missing[j]);
+        into[j].Normalize();
+      } else {
+        into[j].Merge(missing[j]);
+      }
+    }
+  }
+
+  const WorkPlan& plan_;
+  const ReadContext& read_;
+  const size_t lookahead_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<size_t, std::unique_ptr<ChunkWork>> in_progress_;
+  std::map<size_t, Chunk> ready_;
+  size_t next_unit_ = 0, next_emit_ = 0;
+  uint64_t units_done_ = 0, units_reported_ = 0;
+  double ledgers_of_units_done_ = 0;
+  Status first_error_;
+  std::vector<std::vector<JoinReferences>> missing_;  // per table, per join
+  std::vector<std::thread> threads_;                  // last: joined before the members above go
+};
+
+// Takes the pool's chunks in ledger order: roots, row counts, the caller's sink, progress.
+class Emitter {
+ public:
+  Emitter(const std::string& schema, const ResolvedProfile& profile, const ClientPlan& client,
+          const LedgerRange& range, std::string phase, std::chrono::steady_clock::time_point start,
+          Reporter& reporter)
+      : range_(range), phase_(std::move(phase)), start_(start), reporter_(reporter) {
+    summary_.source = fmt::format("schema \"{}\"", schema);
+    summary_.range = range;
+    summary_.profile = profile;
+    for (const auto& t : profile.tables) summary_.tables.push_back({t.name, 0, 0, ""});
+    for (const auto& m : client.maps) summary_.tables_resolved_on_client += m.empty() ? 0 : 1;
+    roots_ = std::make_unique<RootBuilder>(summary_.profile);
+  }
+
+  // Until the last chunk, or the first failure (the pool's or the sink's); then stops the pool.
+  Status Run(DigestPool& pool, const ChunkSink& sink) {
+    Chunk chunk;
+    double estimate = 0;
+    for (;;) {
+      const DigestPool::Event e = pool.Wait(chunk, estimate);
+      if (e == DigestPool::Event::kEnd) break;
+      if (e == DigestPool::Event::kProgress) {
+        Report(std::min(static_cast<double>(range_.size()), estimate));
+        continue;
+      }
+      Add(chunk);
+      if (sink) {
+        Status s = sink(chunk);
+        if (!s.ok()) {
+          pool.Fail(s);
+          break;
+        }
+      }
+      ledgers_emitted_ += chunk.range.size();
+      Report(static_cast<double>(ledgers_emitted_));
+    }
+    return pool.Stop();
+  }
+  // The summary with its roots. Call once, after Run succeeded.
+  DigestSummary Finish() {
+    std::vector<std::string> table_roots;
+    roots_->Finish(range_, table_roots, summary_.root);
+    for (size_t t = 0; t < table_roots.size(); ++t) summary_.tables[t].root = table_roots[t];
+    return std::move(summary_);
+  }
+
+ private:
+  void Add(const Chunk& chunk) {
+    roots_->Add(chunk);
+    for (size_t i = 0; i < chunk.counts.size(); ++i) {
+      auto& ts = summary_.tables[i % chunk.tables];
+      ts.rows += chunk.counts[i];
+      if (chunk.counts[i]) ++ts.ledgers_with_rows;
+      summary_.rows += chunk.counts[i];
+    }
+  }
+  // Progress in ledgers; never goes back (a unit estimate may run ahead of an emitted chunk).
+  void Report(double ledgers) {
+    if (ledgers < ledgers_reported_) return;
+    ledgers_reported_ = ledgers;
+    Progress p;
+    p.phase = phase_;
+    p.done = static_cast<uint64_t>(ledgers);
+    p.total = range_.size();
+    const double el = SecondsSince(start_);
+    p.rate_per_s = el > 0 ? ledgers / el : 0;
+    p.eta_s = p.rate_per_s > 0 ? (static_cast<double>(range_.size()) - ledgers) / p.rate_per_s : -1;
+    reporter_.Update(p);
+  }
+
+  const LedgerRange range_;
+  const std::string phase_;
+  const std::chrono::steady_clock::time_point start_;
+  Reporter& reporter_;
+  DigestSummary summary_;
+  std::unique_ptr<RootBuilder> roots_;  // refers to summary_.profile
+  uint64_t ledgers_emitted_ = 0;
+  double ledgers_reported_ = 0;
+};
+
+// What the client resolution saw over the whole range (every unit ran, no error).
+SeenReferences CollectSeen(const LedgerRange& range, const ClientPlan& client,
+                           std::vector<std::vector<JoinReferences>>& missing) {
+  SeenReferences seen;
+  seen.range = range;
+  for (auto& joins : missing)
+    for (auto& j : joins) seen.joins.push_back(std::move(j));
+  for (size_t m = 0; m < client.owned.size(); ++m) {
+    SeenReferences::Lookup l{client.loaded_by[m]->lookup_table, client.loaded_by[m]->lookup_id, {}};
+    for (size_t row = 0; row < client.marks[m]->rows(); ++row)
+      if (client.marks[m]->marked(row)) l.referenced.push_back(client.owned[m]->id(row));
+    seen.lookups.push_back(std::move(l));
+  }
+  return seen;
+}
+
 }  // namespace
 
 void Chunk::Append(Ledger l, const uint64_t* counts_of_l, const Digest128* digests_of_l) {
@@ -442,215 +747,25 @@ Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, co
 
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                    const DigestOptions& options, const ChunkSink& sink, Reporter& reporter) {
-  auto start = std::chrono::steady_clock::now();
+  const auto start = std::chrono::steady_clock::now();
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
-  const ResolvedProfile& profile = prep.profile;
-  const LedgerRange range = prep.range;
-  LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(*prep.coordinator, schema, profile));
-  LD_ASSIGN_OR_RETURN(const std::vector<PlannedChunk> chunks,
-                      PlanChunks(*prep.coordinator, schema, profile, range, prep.chunk, probe));
-  std::vector<std::vector<ColumnClass>> classes;
-  for (const auto& t : profile.tables) {
-    classes.emplace_back();
-    for (const auto& c : t.columns) classes.back().push_back(c.cls);
-  }
-  LD_ASSIGN_OR_RETURN(ClientPlan client,
-                      PlanClientResolution(*prep.coordinator, schema, profile, options.resolve_on_client));
-  // Units of work: (chunk, table), chunk by chunk, each chunk's tables largest first. A chunk
-  // with nothing to read, or a profile without tables, has one unit that only seals the chunk.
-  LD_ASSIGN_OR_RETURN(std::vector<size_t> table_order, LargestTablesFirst(*prep.coordinator, schema, profile));
-  constexpr size_t kNoTable = static_cast<size_t>(-1);
-  if (table_order.empty()) table_order.push_back(kNoTable);
-  struct Unit {
-    size_t chunk, table;
-  };
-  std::vector<Unit> units;
-  std::vector<double> ledgers_per_unit;  // per chunk: the progress one of its units stands for
-  for (size_t c = 0; c < chunks.size(); ++c) {
-    const size_t before = units.size();
-    if (chunks[c].data)
-      for (size_t t : table_order) units.push_back({c, t});
-    else
-      units.push_back({c, kNoTable});
-    ledgers_per_unit.push_back(static_cast<double>(chunks[c].range.size()) / static_cast<double>(units.size() - before));
-  }
-  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(units.size())));
-  // Chunks alive at once: those being computed and those sealed but not yet emitted, all within
-  // `lookahead` chunks of the next one to emit: enough for every worker to have a table to read
-  // while the oldest chunk's last table finishes.
-  const size_t lookahead = (static_cast<size_t>(jobs) + table_order.size() - 1) / table_order.size() + 1;
-
-  std::mutex mu;
-  std::condition_variable cv;
-  std::map<size_t, std::unique_ptr<ChunkWork>> in_progress;
-  std::map<size_t, Chunk> ready;
-  size_t next_unit = 0, next_emit = 0;
-  uint64_t units_done = 0;
-  double ledgers_of_units_done = 0;
-  std::atomic<bool> stop{false};
-  Status first_error;
-  std::vector<std::vector<JoinReferences>> missing_of_table(profile.tables.size());  // per table, per join
-  auto fail = [&](const Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_error.ok()) first_error = s;
-    stop = true;
-    cv.notify_all();
-  };
-
-  // Open and attach every worker before the work starts (the snapshot must be imported while
-  // the coordinator's transaction is alive, which it is until the end).
-  std::vector<std::unique_ptr<pg::Connection>> conns;
-  for (int w = 0; w < jobs; ++w) {
-    LD_ASSIGN_OR_RETURN(auto c, pg::Connection::Open(conninfo, fmt::format("ledgerdiff digest w{}", w + 1)));
-    LD_RETURN_IF_ERROR(c->Run(kBeginSnapshot));
-    LD_RETURN_IF_ERROR(c->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(prep.snapshot)));
-    LD_RETURN_IF_ERROR(c->Run("SET LOCAL work_mem = '32MB'"));
-    conns.push_back(std::move(c));
-  }
-
-  std::vector<std::thread> threads;
-  for (int w = 0; w < jobs; ++w) {
-    threads.emplace_back([&, w] {
-      for (;;) {
-        Unit unit;
-        ChunkWork* work;
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] {
-            return stop || next_unit >= units.size() || units[next_unit].chunk < next_emit + lookahead;
-          });
-          if (stop || next_unit >= units.size()) return;
-          unit = units[next_unit++];
-          auto& slot = in_progress[unit.chunk];
-          if (!slot) slot = std::make_unique<ChunkWork>(chunks[unit.chunk], profile.tables.size());
-          work = slot.get();
-        }
-        if (unit.table != kNoTable) {
-          std::vector<JoinReferences> missing;
-          Status s = ComputeTable(*conns[w], schema, profile, classes, client, unit.table, stop, *work, missing);
-          if (!s.ok()) {
-            fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", schema, chunks[unit.chunk].data->str())));
-            return;
-          }
-          if (!missing.empty()) {
-            std::lock_guard<std::mutex> lock(mu);
-            auto& into = missing_of_table[unit.table];
-            if (into.empty()) into.resize(missing.size());
-            for (size_t j = 0; j < missing.size(); ++j) {
-              if (into[j].table.empty()) {
-                into[j] = missing[j];
-                into[j].Normalize();
-              } else {
-                into[j].Merge(missing[j]);
-              }
-            }
-          }
-        }
-        bool last;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          ++units_done;
-          ledgers_of_units_done += ledgers_per_unit[unit.chunk];
-          last = --work->tables_left == 0 || unit.table == kNoTable;
-          cv.notify_all();
-        }
-        if (!last) continue;
-        Chunk sealed = Seal(*work);  // no other worker touches a chunk whose tables are all done
-        std::lock_guard<std::mutex> lock(mu);
-        in_progress.erase(unit.chunk);
-        ready.emplace(unit.chunk, std::move(sealed));
-        cv.notify_all();
-      }
-    });
-  }
-
-  DigestSummary summary;
-  summary.source = fmt::format("schema \"{}\"", schema);
-  summary.range = range;
-  summary.profile = profile;
-  for (const auto& t : profile.tables) summary.tables.push_back({t.name, 0, 0, ""});
-  for (const auto& m : client.maps) summary.tables_resolved_on_client += m.empty() ? 0 : 1;
-  RootBuilder roots(summary.profile);
-  uint64_t ledgers_done = 0;
-  uint64_t units_reported = 0;
-  double ledgers_reported = 0;  // progress never goes back (a unit estimate may run ahead of an emitted chunk)
-  auto report_progress = [&](double ledgers) {
-    if (ledgers < ledgers_reported) return;
-    ledgers_reported = ledgers;
-    Progress p;
-    p.phase = options.phase;
-    p.done = static_cast<uint64_t>(ledgers);
-    p.total = range.size();
-    double el = SecondsSince(start);
-    p.rate_per_s = el > 0 ? ledgers / el : 0;
-    p.eta_s = p.rate_per_s > 0 ? (static_cast<double>(range.size()) - ledgers) / p.rate_per_s : -1;
-    reporter.Update(p);
-  };
-  while (true) {
-    Chunk chunk;
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] {
-        return stop || next_emit >= chunks.size() || ready.count(next_emit) || units_done != units_reported;
-      });
-      if (stop || next_emit >= chunks.size()) break;
-      if (!ready.count(next_emit)) {
-        // A table of a chunk is done: progress in ledgers, a chunk's table worth 1/T of its ledgers.
-        units_reported = units_done;
-        const double done = std::min(static_cast<double>(range.size()), ledgers_of_units_done);
-        lock.unlock();
-        report_progress(done);
-        continue;
-      }
-      chunk = std::move(ready[next_emit]);
-      ready.erase(next_emit);
-      ++next_emit;
-      cv.notify_all();
-    }
-    roots.Add(chunk);
-    for (size_t i = 0; i < chunk.counts.size(); ++i) {
-      auto& ts = summary.tables[i % chunk.tables];
-      ts.rows += chunk.counts[i];
-      if (chunk.counts[i]) ++ts.ledgers_with_rows;
-      summary.rows += chunk.counts[i];
-    }
-    if (sink) {
-      Status s = sink(chunk);
-      if (!s.ok()) {
-        fail(s);
-        break;
-      }
-    }
-    ledgers_done += chunk.range.size();
-    report_progress(static_cast<double>(ledgers_done));
-  }
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    cv.notify_all();
-  }
-  for (auto& t : threads) t.join();
-  if (!first_error.ok()) return first_error;
+  LD_ASSIGN_OR_RETURN(const WorkPlan plan, PlanWork(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk));
+  LD_ASSIGN_OR_RETURN(const ClientPlan client,
+                      PlanClientResolution(*prep.coordinator, schema, prep.profile, options.resolve_on_client));
+  const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(plan.units.size())));
+  LD_ASSIGN_OR_RETURN(auto conns, OpenWorkers(conninfo, prep.snapshot, jobs));
+  const ReadContext read{schema, prep.profile, ColumnClasses(prep.profile), client};
+  DigestPool pool(plan, read, conns);
+  Emitter emitter(schema, prep.profile, client, prep.range, options.phase, start, reporter);
+  LD_RETURN_IF_ERROR(emitter.Run(pool, sink));
   for (auto& c : conns) (void)c->Run("COMMIT");
   // The coordinator's transaction keeps the exported snapshot importable while the hook runs.
   if (options.before_commit) {
-    // Every unit ran (no error): the references cover the whole range of every client-resolved table.
-    SeenReferences seen;
-    seen.range = range;
-    for (auto& joins : missing_of_table)
-      for (auto& j : joins) seen.joins.push_back(std::move(j));
-    for (size_t m = 0; m < client.owned.size(); ++m) {
-      SeenReferences::Lookup l{client.loaded_by[m]->lookup_table, client.loaded_by[m]->lookup_id, {}};
-      for (size_t row = 0; row < client.marks[m]->rows(); ++row)
-        if (client.marks[m]->marked(row)) l.referenced.push_back(client.owned[m]->id(row));
-      seen.lookups.push_back(std::move(l));
-    }
+    const SeenReferences seen = CollectSeen(prep.range, client, pool.missing());
     LD_RETURN_IF_ERROR(options.before_commit(prep.snapshot, seen));
   }
   (void)prep.coordinator->Run("COMMIT");
-  std::vector<std::string> table_roots;
-  roots.Finish(range, table_roots, summary.root);
-  for (size_t t = 0; t < table_roots.size(); ++t) summary.tables[t].root = table_roots[t];
+  DigestSummary summary = emitter.Finish();
   summary.seconds = SecondsSince(start);
   return summary;
 }
