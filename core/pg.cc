@@ -63,7 +63,6 @@ std::string_view Rows::Get(int row, int col) const {
 }
 bool Rows::IsNull(int row, int col) const { return PQgetisnull(res_, row, col) != 0; }
 int64_t Rows::GetInt(int row, int col) const { return std::strtoll(PQgetvalue(res_, row, col), nullptr, 10); }
-std::string Rows::ColumnName(int col) const { return PQfname(res_, col); }
 int64_t Rows::AffectedRows() const {
   const char* n = res_ ? PQcmdTuples(res_) : "";
   return *n ? std::strtoll(n, nullptr, 10) : 0;
@@ -76,7 +75,6 @@ Connection::~Connection() {
   if (conn_) PQfinish(conn_);
 }
 
-std::string Connection::LastError() const { return Trim(PQerrorMessage(conn_)); }
 
 std::vector<std::string> LibpqEnvironmentVariables() {
   std::vector<std::string> names;
@@ -275,12 +273,6 @@ Status Transaction::Commit() {
   if (PQresultStatus(res) != PGRES_COMMAND_OK) return c->Failure(res);
   if (std::strcmp(PQcmdStatus(res), "COMMIT") != 0) return Status::Runtime("transaction was rolled back");
   return Status::Ok();
-}
-Status Transaction::Rollback() {
-  Connection* c = conn_;
-  conn_ = nullptr;
-  if (!c) return Status::Ok();
-  return c->Run("ROLLBACK");
 }
 
 bool Ping(const std::string& conninfo) {

@@ -48,7 +48,6 @@ class Rows {
   std::string_view Get(int row, int col) const;
   bool IsNull(int row, int col) const;
   int64_t GetInt(int row, int col) const;  // REQUIRES: the value is an integer
-  std::string ColumnName(int col) const;
   int64_t AffectedRows() const;  // for INSERT/UPDATE/DELETE
 
  private:
@@ -95,7 +94,6 @@ class Connection {
 
  private:
   explicit Connection(pg_conn* conn);
-  std::string LastError() const;
   // An error Status from a libpq result message (or the connection's message when empty);
   // when the server went away and it is an embedded one, the cause from its log is added.
   Status Failure(const pg_result* res) const;
@@ -112,7 +110,6 @@ class Transaction {
   Transaction& operator=(Transaction&&) = delete;
   ~Transaction();
   Status Commit();
-  Status Rollback();
 
  private:
   explicit Transaction(Connection* conn) : conn_(conn) {}

@@ -31,14 +31,12 @@ class Status {
     kOk,
     kUsage,      // bad input from the user: flags, ranges, names, files
     kRuntime,    // the environment failed: database, processes, I/O
-    kDivergent,  // not an error of the tool: the compared data differs
   };
 
   Status() = default;
   static Status Ok() { return Status(); }
   static Status Usage(std::string msg) { return Status(Kind::kUsage, std::move(msg)); }
   static Status Runtime(std::string msg) { return Status(Kind::kRuntime, std::move(msg)); }
-  static Status Divergent(std::string msg) { return Status(Kind::kDivergent, std::move(msg)); }
   template <typename... Args>
   static Status Usagef(fmt::format_string<Args...> f, Args&&... args) {
     return Usage(fmt::format(f, std::forward<Args>(args)...));
@@ -54,7 +52,6 @@ class Status {
   ExitCode exit_code() const {
     switch (kind_) {
       case Kind::kOk: return ExitCode::kOk;
-      case Kind::kDivergent: return ExitCode::kDifferent;
       case Kind::kUsage: return ExitCode::kUsage;
       case Kind::kRuntime: return ExitCode::kRuntime;
     }
