@@ -844,11 +844,12 @@ class DiffRun {
         report_.schema_differences.push_back(fmt::format("column {}.{} only on the left", lt.name, c.name));
         continue;
       }
-      if (it->cls != c.cls)
-        report_.schema_differences.push_back(fmt::format("column {}.{} is {} on the left, {} on the right", lt.name,
-                                                         c.name, dump::ColumnClassName(c.cls),
-                                                         dump::ColumnClassName(it->cls)));
-      else if (!c.type.empty() && !it->type.empty() && c.type != it->type)
+      if (it->cls != c.cls) {
+        const ColumnClassDifference& d = class_differences_[lt.name].emplace_back(
+            ColumnClassDifference{c.name, dump::ColumnClassName(c.cls), dump::ColumnClassName(it->cls)});
+        report_.schema_differences.push_back(
+            fmt::format("column {}.{} is {} on the left, {} on the right", lt.name, c.name, d.left, d.right));
+      } else if (!c.type.empty() && !it->type.empty() && c.type != it->type)
         report_.schema_notes.push_back(fmt::format("column {}.{} is {} on the left, {} on the right (same class {}: "
                                                    "compared as equal)",
                                                    lt.name, c.name, c.type, it->type, dump::ColumnClassName(c.cls)));
@@ -870,6 +871,8 @@ class DiffRun {
       const ResolvedTable* ct = common_.Find(dt.table);
       for (const auto& c : ct->columns) rd.columns.push_back(c.name);
       rd.key = ct->key;
+      if (auto cd = class_differences_.find(dt.table); cd != class_differences_.end())
+        rd.class_differences = cd->second;
       LedgerRows rows[2];
       for (int i = 0; i < 2; ++i) {
         Side& s = sides_[i];
@@ -900,6 +903,8 @@ class DiffRun {
   DiffReport report_;
   LedgerRange range_;
   ResolvedProfile common_;  // the tables and columns both sides have
+  // Per common table, its columns of another type class (MatchColumns), for the row diffs.
+  std::map<std::string, std::vector<ColumnClassDifference>> class_differences_;
   Side sides_[2];           // declared last: their threads stop before the members above go
 };
 

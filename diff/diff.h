@@ -102,6 +102,15 @@ struct ChangedRow {
   bool left_stored_flipped = false, right_stored_flipped = false;
 };
 
+// A column both sides have whose type class (dump::ColumnClass) differs, e.g. jsonb on the left
+// and json on the right; DiffReport::schema_differences names it too. Its table's digests differ
+// at every ledger holding a row of it, while the row diff, reading rows as text, may find none
+// that differs.
+struct ColumnClassDifference {
+  std::string column;
+  std::string left, right;  // each side's class, as dump::ColumnClassName names it
+};
+
 // Row-level diff of one table at the first divergent ledger (multiset semantics: a row twice on
 // one side and once on the other is one extra row).
 struct TableRowDiff {
@@ -115,6 +124,11 @@ struct TableRowDiff {
   std::vector<bool> only_left_stored_flipped, only_right_stored_flipped;
   std::vector<ChangedRow> changed;               // at most max_rows
   uint64_t only_left_total = 0, only_right_total = 0, changed_total = 0;
+  // The table's common columns of another type class, in the table's column order (whether or
+  // not a row differs): what explains a divergent table whose row diff is empty.
+  std::vector<ColumnClassDifference> class_differences;
+  // No row is missing, extra or changed (also when a side's rows are not available).
+  bool NoRowDiffers() const { return only_left_total == 0 && only_right_total == 0 && changed_total == 0; }
   bool OnlyLeftStoredFlipped(size_t i) const { return i < only_left_stored_flipped.size() && only_left_stored_flipped[i]; }
   bool OnlyRightStoredFlipped(size_t i) const {
     return i < only_right_stored_flipped.size() && only_right_stored_flipped[i];
@@ -240,5 +254,14 @@ void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& 
 // Renderers. The JSON object is stable and documented in diff/README.md.
 nlohmann::json DiffReportToJson(const DiffReport& report);
 std::string RenderDiffText(const DiffReport& report);
+
+// What every renderer shows for a divergent table at a ledger in place of an empty row diff when
+// the table has columns of another type class: "columns of another type class: details (jsonb on
+// the left, json on the right); the rows read the same as text" (sides named `left_name` /
+// `right_name`, as StoredFlippedNote does). "" when the row diff is not empty, a side's rows are
+// not available (a manifest: nothing is known of them), or no column's class differs; the
+// renderers then show the row diff as it is.
+std::string ClassDifferenceExplanation(const TableRowDiff& rd, const std::string& left_name = "left",
+                                       const std::string& right_name = "right");
 
 }  // namespace ledgerdiff::diff

@@ -12,6 +12,16 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutsideRows, table, side, before, after, no_l
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TableComparison, table, left_rows, right_rows, divergent_ledgers, left_root,
                                    right_root)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InvariantResult, name, table, side, violations, description)  // + first_ledger
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ColumnClassDifference, column, left, right)
+
+std::string ClassDifferenceExplanation(const TableRowDiff& rd, const std::string& left_name,
+                                       const std::string& right_name) {
+  if (!rd.NoRowDiffers() || !rd.left_available || !rd.right_available || rd.class_differences.empty()) return "";
+  std::vector<std::string> columns;
+  for (const auto& c : rd.class_differences)
+    columns.push_back(fmt::format("{} ({} on the {}, {} on the {})", c.column, c.left, left_name, c.right, right_name));
+  return fmt::format("columns of another type class: {}; the rows read the same as text", fmt::join(columns, ", "));
+}
 
 namespace {
 
@@ -139,6 +149,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
       cj["right_stored_flipped"] = c.right_stored_flipped;
       t["changed"].push_back(cj);
     }
+    t["class_differences"] = nlohmann::json(rd.class_differences);
     t["notes"] = RowNotes(rd);
     t["only_left_total"] = rd.only_left_total;
     t["only_right_total"] = rd.only_right_total;
@@ -329,6 +340,10 @@ std::string RenderDiffText(const DiffReport& r) {
     return fmt::format("{}", fmt::join(parts, ", "));
   };
   for (const auto& rd : r.rows) {
+    if (const std::string why = ClassDifferenceExplanation(rd); !why.empty()) {
+      out += fmt::format("{} at ledger {}: {}\n", rd.table, *r.first_divergent_ledger, why);
+      continue;
+    }
     out += fmt::format("{} at ledger {}:\n", rd.table, *r.first_divergent_ledger);
     if (!rd.left_available || !rd.right_available)
       out += fmt::format("  (rows of the {} side are not available: it is a manifest)\n",

@@ -108,9 +108,12 @@ double TotalSeconds(const VerifyReport& r) {
 }
 
 // Row diff of one table as plain text lines ("- only serial: ...", "+ only parallel: ...",
-// "~ changed (key): col: old -> new"), at most `max_lines` row lines plus a summary line.
+// "~ changed (key): col: old -> new"), at most `max_lines` row lines plus a summary line; an
+// empty one that columns of another type class explain is that one line.
 std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides& sides, size_t max_lines,
                                       size_t max_value_bytes) {
+  // An empty row diff that a class difference explains is that explanation alone.
+  if (std::string why = diff::ClassDifferenceExplanation(rd, sides.left, sides.right); !why.empty()) return {why};
   std::vector<std::string> lines;
   auto row_text = [&](const diff::RowValues& v) {
     std::string s;

@@ -65,7 +65,8 @@ double TotalSeconds(const verify::VerifyReport& r);
 
 // Row diff of one table as plain text lines ("- only serial: ...", "+ only parallel: ...",
 // "~ changed (key): col: old -> new"), at most `max_lines` row lines plus a summary line;
-// values cut at `max_value_bytes`.
+// values cut at `max_value_bytes`. An empty row diff that columns of another type class explain
+// is one line, diff::ClassDifferenceExplanation ("columns of another type class: ...").
 std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides& sides, size_t max_lines,
                                       size_t max_value_bytes);
 

@@ -521,6 +521,72 @@ TEST(RenderRows, StoredFlippedRowsSaySoInTextMarkdownHtmlAndJson) {
   EXPECT_EQ(j["rows"][0]["notes"].size(), 2u);
 }
 
+// Issue 22: a column of another type class on the two sides (jsonb against json, bigint against
+// numeric) makes the digests differ at every ledger while the rows read the same as text; every
+// format says so in place of an empty row diff, naming each column with both classes.
+TEST(RenderRows, ColumnsOfAnotherTypeClassExplainAnEmptyRowDiffInEveryFormat) {
+  VerifyReport r = DivergentReport();
+  diff::TableRowDiff& rd = r.diff.rows[0];
+  rd.only_left.clear();
+  rd.only_left_total = 0;
+  rd.changed.clear();
+  rd.changed_total = 0;
+  r.diff.divergent_tables[0].right_rows = 31;
+  // Without a class difference an empty row diff prints as before: the table at its ledger.
+  EXPECT_EQ(diff::ClassDifferenceExplanation(rd), "");
+  EXPECT_NE(report::RenderVerifyText(r).find("history_effects at ledger 200:\n"), std::string::npos);
+  rd.class_differences = {{"details", "jsonb", "json"}, {"type", "int", "numeric"}};
+  r.diff.schema_differences = {"column history_effects.details is jsonb on the left, json on the right",
+                               "column history_effects.type is int on the left, numeric on the right"};
+  const std::string why =
+      "columns of another type class: details (jsonb on the left, json on the right), type (int on the left, numeric "
+      "on the right); the rows read the same as text";
+  const std::string why_verify =
+      "columns of another type class: details (jsonb on the serial, json on the parallel), type (int on the serial, "
+      "numeric on the parallel); the rows read the same as text";
+  EXPECT_EQ(diff::ClassDifferenceExplanation(rd), why);
+
+  const std::string text = report::RenderVerifyText(r);
+  EXPECT_NE(text.find("history_effects at ledger 200: " + why + "\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("history_effects at ledger 200:\n"), std::string::npos) << text;
+  const auto j = report::VerifyReportToJson(r);
+  EXPECT_EQ(j["rows"][0]["class_differences"],
+            nlohmann::json::parse(R"([{"column": "details", "left": "jsonb", "right": "json"},
+                                      {"column": "type", "left": "int", "right": "numeric"}])"));
+  const std::string x = RenderVerifyJUnit(r);
+  EXPECT_NE(x.find("  " + why_verify + "\n"), std::string::npos) << x;
+  EXPECT_EQ(CheckWellFormed(x), "");
+  const std::string m = RenderVerifyMarkdown(r);
+  EXPECT_NE(m.find("```diff\n" + why_verify + "\n```"), std::string::npos) << m;
+  const std::string h = report::RenderVerifyHtml(r);
+  EXPECT_NE(h.find("<p class=\"note\">" + why_verify + "</p>"), std::string::npos) << h;
+  EXPECT_EQ(h.find("0 rows only serial"), std::string::npos) << "the empty row diff's counts";
+  // verify-range's gate: the failing table's detail under its ledger line, in every format.
+  const GateSummary g = report::VerifyRangeGate(r.diff);
+  const auto failing = std::find_if(g.checks.begin(), g.checks.end(),
+                                    [](const GateCheck& c) { return c.name == "history_effects"; });
+  ASSERT_NE(failing, g.checks.end());
+  EXPECT_EQ(failing->detail, why + "\n");
+  EXPECT_NE(report::RenderGateJUnit(g).find(why), std::string::npos);
+  EXPECT_NE(report::RenderGateMarkdown(g).find(why), std::string::npos);
+  EXPECT_NE(report::RenderGateHtml(g).find(why), std::string::npos);
+
+  // A row that does differ is shown as such: the classes stay data, the explanation is not shown.
+  VerifyReport changed = DivergentReport();
+  changed.diff.rows[0].class_differences = rd.class_differences;
+  EXPECT_EQ(diff::ClassDifferenceExplanation(changed.diff.rows[0]), "");
+  EXPECT_EQ(report::RenderVerifyText(changed).find("columns of another type class"), std::string::npos);
+  EXPECT_NE(report::RenderVerifyText(changed).find("  - only left:  "), std::string::npos);
+  EXPECT_EQ(report::VerifyReportToJson(changed)["rows"][0]["class_differences"].size(), 2u);
+  // A manifest side: its rows are unknown, so nothing is claimed about them.
+  rd.right_available = false;
+  EXPECT_EQ(diff::ClassDifferenceExplanation(rd), "");
+  EXPECT_NE(report::RenderVerifyText(r).find("history_effects at ledger 200:\n  (rows of the right side are not "
+                                              "available: it is a manifest)\n"),
+            std::string::npos)
+      << report::RenderVerifyText(r);
+}
+
 TEST(RenderHtml, DivergentReportHasEverySection) {
   VerifyReport r = DivergentReport();
   Html h = WriteHtml(r, "divergent");

@@ -654,6 +654,54 @@ TEST(NoFalseAlarms, TimestampVersusTimestamptzAtUtcIsEqualAndNoted) {
   EXPECT_EQ(d->first_divergent_ledger, std::optional<Ledger>(6));
 }
 
+// Issue 22: a common column of another type class (jsonb against json, bigint against numeric) is a
+// schema difference, and its table differs at every ledger holding a row of it (the digest tags
+// values with their class) while the rows read the same as text. The row diff carries the columns
+// and the ledger line says why in place of an empty row diff.
+TEST(Schema, ColumnsOfAnotherTypeClassExplainTheEmptyRowDiff) {
+  std::string a = LoadDump(), b = LoadDump();
+  ExecSql(b, "ALTER TABLE history_effects ALTER COLUMN details TYPE json USING details::json; ALTER TABLE "
+             "history_ledgers ALTER COLUMN fee_pool TYPE numeric");
+  auto r = Diff(Db(a), Db(b));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->verdict, diff::Verdict::kDivergent);
+  EXPECT_EQ(std::set<std::string>(r->schema_differences.begin(), r->schema_differences.end()),
+            (std::set<std::string>{"column history_ledgers.fee_pool is int on the left, numeric on the right",
+                                   "column history_effects.details is jsonb on the left, json on the right"}));
+  ASSERT_TRUE(r->first_divergent_ledger);
+  const Ledger first = *r->first_divergent_ledger;
+  // Every ledger holding a ledger row differs in history_ledgers.
+  for (const auto& t : r->tables) {
+    if (t.table == "history_ledgers") EXPECT_EQ(t.divergent_ledgers, r->coverage.left.held);
+  }
+  const std::string text = diff::RenderDiffText(*r);
+  const nlohmann::json j = diff::DiffReportToJson(*r);
+  ASSERT_EQ(r->rows.size(), j["rows"].size());
+  ASSERT_FALSE(r->rows.empty());
+  std::set<std::string> explained;
+  for (size_t i = 0; i < r->rows.size(); ++i) {
+    const diff::TableRowDiff& rd = r->rows[i];
+    SCOPED_TRACE(rd.table);
+    EXPECT_TRUE(rd.NoRowDiffers());
+    ASSERT_EQ(rd.class_differences.size(), 1u);
+    const diff::ColumnClassDifference& c = rd.class_differences[0];
+    const std::string column = rd.table == "history_ledgers" ? "fee_pool (int on the left, numeric on the right)"
+                                                             : "details (jsonb on the left, json on the right)";
+    EXPECT_EQ(c.column + " (" + c.left + " on the left, " + c.right + " on the right)", column);
+    EXPECT_NE(text.find(fmt::format("{} at ledger {}: columns of another type class: {}; the rows read the same as "
+                                    "text\n",
+                                    rd.table, first, column)),
+              std::string::npos)
+        << text;
+    EXPECT_EQ(j["rows"][i]["class_differences"], nlohmann::json::array({{{"column", c.column},
+                                                                           {"left", c.left},
+                                                                           {"right", c.right}}}));
+    explained.insert(rd.table);
+  }
+  EXPECT_TRUE(explained.count("history_ledgers")) << text;
+  EXPECT_EQ(text.find(fmt::format("at ledger {}:\n", first)), std::string::npos) << "an empty row diff\n" << text;
+}
+
 // Two rows tied on the key (ledger 1, k NULL), in opposite physical order per side, under a
 // unique index that must not be trusted: over a nullable column, or left invalid by a failed
 // CREATE UNIQUE INDEX CONCURRENTLY.

@@ -916,5 +916,68 @@ TEST(VerifyRange, ReportsLikeVerify) {
   fs::remove_all(dir);
 }
 
+// Issue 22: history_effects.details is json on the right, jsonb on the left. Its digests differ
+// at every ledger holding an effect while its rows read the same as text: the ledger line names
+// the column and both classes in place of an empty row diff, in text, JSON, JUnit, Markdown and
+// HTML, and the schema difference is still listed.
+TEST(VerifyRange, ColumnsOfAnotherTypeClassExplainTheLedgerLine) {
+  const std::string left = UniqueName("ld_vr_class_left"), right = UniqueName("ld_vr_class_right");
+  IngestInto(TestConninfo(), left, "2:61");
+  IngestInto(TestConninfo(), right, "2:61");
+  {
+    auto conn = Connect();
+    ASSERT_TRUE(conn->Run(fmt::format("ALTER TABLE {} ALTER COLUMN details TYPE json USING details::json",
+                                      pg::Qualified(right, "history_effects")))
+                    .ok());
+  }
+  const std::string why = "columns of another type class: details (jsonb on the left, json on the right); the "
+                          "rows read the same as text";
+  const fs::path dir = testing::FreshTempDir("ld-vr-class");
+  const std::vector<std::string> args = {"verify-range", "--range", "2:61", "--left", TestConninfo(),
+                                         "--right", TestConninfo(), "--left-schema", left, "--right-schema",
+                                         right, "--all"};
+  auto with = [&](std::vector<std::string> more) {
+    std::vector<std::string> all = args;
+    all.insert(all.end(), more.begin(), more.end());
+    return RunCli(all);
+  };
+
+  auto j = with({"--format", "json"});
+  EXPECT_EQ(j.exit_code, 1) << j.err;
+  const json report = ParseJson(j);
+  EXPECT_EQ(report["schema_differences"],
+            json::array({"column history_effects.details is jsonb on the left, json on the right"}));
+  ASSERT_FALSE(report["first_divergent_ledger"].is_null()) << j.out;
+  const Ledger first = report["first_divergent_ledger"];
+  EXPECT_EQ(report["divergent_tables"], json::array({"history_effects"})) << j.out;
+  ASSERT_EQ(report["rows"].size(), 1u) << j.out;
+  const json &rows = report["rows"][0];
+  EXPECT_EQ(rows["class_differences"],
+            json::parse(R"([{"column": "details", "left": "jsonb", "right": "json"}])"));
+  EXPECT_TRUE(rows["only_left"].empty() && rows["only_right"].empty() && rows["changed"].empty())
+      << rows.dump();
+  EXPECT_GT(report["divergent_ledgers"].get<uint64_t>(), 1u) << "every ledger holding an effect";
+
+  auto t = with({"--junit", (dir / "vr.xml").string(), "--markdown", (dir / "vr.md").string(), "--report",
+                 (dir / "html").string()});
+  EXPECT_EQ(t.exit_code, 1) << t.err;
+  EXPECT_TRUE(Contains(t.out, fmt::format("history_effects at ledger {}: {}\n", first, why))) << t.out;
+  EXPECT_FALSE(Contains(t.out, fmt::format("history_effects at ledger {}:\n", first))) << t.out;
+  EXPECT_TRUE(Contains(t.out, "schema difference: column history_effects.details is jsonb on the left, json on the "
+                              "right\n"))
+      << t.out;
+  const std::string x = testing::ReadFileBytes(dir / "vr.xml");
+  EXPECT_TRUE(Contains(x, why)) << x;
+  const std::string md = testing::ReadFileBytes(dir / "vr.md");
+  EXPECT_TRUE(Contains(md, "```\n" + why + "\n```")) << md;
+  EXPECT_TRUE(Contains(testing::ReadFileBytes(dir / "html" / "index.html"), why));
+
+  auto conn = Connect();
+  ASSERT_TRUE(conn->Run(fmt::format("DROP SCHEMA {} CASCADE; DROP SCHEMA {} CASCADE", pg::QuoteIdent(left),
+                                    pg::QuoteIdent(right)))
+                  .ok());
+  fs::remove_all(dir);
+}
+
 } // namespace
 } // namespace ledgerdiff
