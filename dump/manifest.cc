@@ -329,7 +329,6 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
     if (!j.ok()) return Status::Usagef("manifest {} is corrupted (header: {})", path, j.status().message());
     LD_ASSIGN_OR_RETURN(r->header_, ManifestHeaderFromJson(*j, path));
   }
-  const ManifestHeader& h = r->header_;
   // The least bytes the entries can take: one run of empty ledgers (a count of at least one byte).
   if (r->size_ && kHeadBytes + len + 1 + kLeastTailBytes > *r->size_)
     return Status::Usagef("manifest {} is truncated (no entries after the header; the file holds {} bytes)", path,

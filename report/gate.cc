@@ -90,11 +90,19 @@ void AddDiffChecks(const verify::VerifyReport& shell, const VerifyView& view, Ga
   const Soundness& sound = view.soundness;
   for (const auto& p : sound.problems) s.checks.push_back({p.name, State::kFail, p.detail, ""});
   for (const auto& w : sound.warnings) s.checks.push_back({"not compared", State::kWarning, w, ""});
-  if (!shell.identical && shell.error.empty() &&
-      std::none_of(s.checks.begin(), s.checks.end(), [](const GateCheck& c) { return c.state == State::kFail; })) {
+  // A schema difference is named whether or not a table check failed with it: it is what
+  // explains the ledgers a type class made divergent.
+  const auto& differences = shell.diff.schema_differences;
+  if (!differences.empty() ||
+      (!shell.identical && shell.error.empty() &&
+       std::none_of(s.checks.begin(), s.checks.end(), [](const GateCheck& c) { return c.state == State::kFail; }))) {
     std::string detail;
-    for (const auto& d : shell.diff.schema_differences) detail += d + "\n";
-    s.checks.push_back({"schema", State::kFail, "the schemas differ", detail});
+    for (const auto& d : differences) detail += d + "\n";
+    std::string message = "the schemas differ";
+    if (!differences.empty())
+      message += ": " + differences.front() +
+                 (differences.size() > 1 ? fmt::format(" and {} more", differences.size() - 1) : "");
+    s.checks.push_back({"schema", State::kFail, message, detail});
   }
 }
 
