@@ -584,7 +584,6 @@ class Emitter {
     p.total = range_.size();
     const double el = SecondsSince(start_);
     p.rate_per_s = el > 0 ? ledgers / el : 0;
-    p.eta_s = p.rate_per_s > 0 ? (static_cast<double>(range_.size()) - ledgers) / p.rate_per_s : -1;
     reporter_.Update(p);
   }
 

@@ -435,7 +435,6 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
     p.done = counts.ledgers_done;
     p.total = total_ledgers;
     p.rate_per_s = rate;
-    p.eta_s = rate > 0 ? static_cast<double>(total_ledgers - counts.ledgers_done) / rate : -1;
     bool want_jobs = reporter.live() || counts.done > reported_done.size();
     if (want_jobs) {
       LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
