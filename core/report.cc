@@ -20,29 +20,38 @@
 
 namespace ledgerdiff {
 
-void RecentRate::Add(const std::string& phase, double t_s, uint64_t done) {
-  if (phase != phase_ || (!samples_.empty() && done < samples_.back().second)) {
+void RecentRate::Add(const std::string& phase, double t_s, uint64_t done, uint64_t work_done) {
+  if (phase != phase_ ||
+      (!samples_.empty() && (done < samples_.back().done || work_done < samples_.back().work_done))) {
     phase_ = phase;
     samples_.clear();
   }
-  samples_.emplace_back(t_s, done);
+  samples_.push_back({t_s, done, work_done});
   // Keep one sample at or before the window's start so the window is always covered.
-  while (samples_.size() > 2 && samples_[1].first <= t_s - window_s_) samples_.pop_front();
+  while (samples_.size() > 2 && samples_[1].t_s <= t_s - window_s_) samples_.pop_front();
 }
 
-double RecentRate::rate() const {
+double RecentRate::PerSecond(uint64_t Sample::*of) const {
   if (samples_.size() < 2) return 0;
-  const auto& [t0, d0] = samples_.front();
-  const auto& [t1, d1] = samples_.back();
-  if (t1 - t0 < 0.2 || d1 <= d0) return 0;
-  return static_cast<double>(d1 - d0) / (t1 - t0);
+  const Sample& first = samples_.front();
+  const Sample& last = samples_.back();
+  if (last.t_s - first.t_s < 0.2 || last.*of <= first.*of) return 0;
+  return static_cast<double>(last.*of - first.*of) / (last.t_s - first.t_s);
 }
 
-double RecentRate::Eta(uint64_t total) const {
-  const double r = rate();
-  if (r <= 0 || total == 0 || samples_.empty()) return -1;
-  const uint64_t done = samples_.back().second;
-  return done >= total ? 0 : static_cast<double>(total - done) / r;
+double RecentRate::rate() const { return PerSecond(&Sample::done); }
+
+double RecentRate::work_rate() const { return PerSecond(&Sample::work_done); }
+
+double RecentRate::Eta(uint64_t total, uint64_t work_total) const {
+  if (samples_.empty()) return -1;
+  const Sample& last = samples_.back();
+  const bool by_work = work_total > 0;
+  const uint64_t left_of = by_work ? work_total : total;
+  const uint64_t done = by_work ? last.work_done : last.done;
+  const double r = by_work ? work_rate() : rate();
+  if (r <= 0 || left_of == 0) return -1;
+  return done >= left_of ? 0 : static_cast<double>(left_of - done) / r;
 }
 
 std::string FormatProgressLine(const Progress& p, double rate, double eta_s) {
@@ -107,7 +116,7 @@ void StderrReporter::Update(const Progress& p) {
   std::lock_guard<std::mutex> lock(mu_);
   auto now = std::chrono::steady_clock::now();
   Phase& phase = phases_[p.phase];
-  phase.rate.Add(p.phase, std::chrono::duration<double>(now - start_).count(), p.done);
+  phase.rate.Add(p.phase, std::chrono::duration<double>(now - start_).count(), p.done, p.work_done);
   phase.last = p;
   if (!tty_) {
     // A log: one line per interval and phase, the first once the phase has run an interval (a
@@ -120,12 +129,12 @@ void StderrReporter::Update(const Progress& p) {
     if (now - phase.last_line < std::chrono::duration<double>(log_interval_s_)) return;
     phase.last_line = now;
     const double rate = phase.rate.rate() > 0 ? phase.rate.rate() : p.rate_per_s;
-    fmt::print(out_, "{} {}\n", IsoTimeNow(), FormatProgressLine(p, rate, phase.rate.Eta(p.total)));
+    fmt::print(out_, "{} {}\n", IsoTimeNow(), FormatProgressLine(p, rate, phase.rate.Eta(p.total, p.work_total)));
     std::fflush(out_);
     return;
   }
   const bool finished = p.total && p.done >= p.total;
-  live_.Update(p, phase.rate.rate() > 0 ? phase.rate.rate() : p.rate_per_s, phase.rate.Eta(p.total));
+  live_.Update(p, phase.rate.rate() > 0 ? phase.rate.rate() : p.rate_per_s, phase.rate.Eta(p.total, p.work_total));
   if (now - last_draw_ < std::chrono::milliseconds(100) && !finished) return;
   last_draw_ = now;
   ClearLive();

@@ -20,13 +20,22 @@ namespace ledgerdiff {
 
 enum class OutputFormat { kText, kJson };
 
+// Where a phase stands. `done` / `total` are what the line shows (ledgers); `work_done` /
+// `work_total` are what the ETA weighs them by, since ledgers do not cost the same: rows per
+// ledger grow along a range (issue 22).
+// CONTRACT for producers: work is one estimate of the phase's cost (e.g. rows) in which
+// work_total and work_done are measured alike (both from the same plan or statistics, never
+// an estimated total against counted rows), so a bias common to both cancels in the ETA;
+// work_done only grows and equals work_total once done == total. work_total 0: unknown (then
+// work_done is 0 too and the ETA counts units).
 struct Progress {
   std::string phase;            // "serial ingest", "digest left", ...
   uint64_t done = 0;            // units done
   uint64_t total = 0;           // units in all (0: unknown)
   std::string unit = "ledgers";
   double rate_per_s = 0;        // units per second since the phase started
-  double eta_s = -1;            // seconds left, -1 unknown
+  uint64_t work_done = 0;       // estimated work (rows) of the units done
+  uint64_t work_total = 0;      // estimated work of all the units (0: unknown)
   std::vector<std::string> workers;  // what each worker does now ("w1 job 3 [201-300]")
 };
 
@@ -43,21 +52,34 @@ class Reporter {
   virtual bool live() const { return false; }
 };
 
-// The rate of recent work in one phase: units per second over the samples of the last
-// `window` seconds (the whole phase until it is that old). The ETA comes from it, not from the
-// phase's average, so a slow start does not make the ETA lie later.
+// The rate of recent work in one phase: units (and work, Progress::work_done) per second over
+// the samples of the last `window` seconds (the whole phase until it is that old). The ETA comes
+// from it, not from the phase's average, so a slow start does not make the ETA lie later; and
+// from the work still to come when the phase knows it, not from the units, so units that grow
+// costlier along the phase (rows per ledger) do not make it lie either.
 class RecentRate {
  public:
   explicit RecentRate(double window_s = 30) : window_s_(window_s) {}
-  // Records `done` units at time `t_s` (seconds on any monotonic clock); a new phase resets.
-  void Add(const std::string& phase, double t_s, uint64_t done);
-  double rate() const;                  // units/s; 0 while unknown
-  double Eta(uint64_t total) const;     // seconds left; -1 while unknown
+  // Records `done` units and `work_done` work (0: the phase measures none) at time `t_s`
+  // (seconds on any monotonic clock); a new phase, or a count that went back, starts afresh.
+  void Add(const std::string& phase, double t_s, uint64_t done, uint64_t work_done = 0);
+  double rate() const;       // units/s; 0 while unknown
+  double work_rate() const;  // work/s; 0 while unknown
+  // Seconds left; -1 while unknown. With `work_total` (> 0) the work still to come over the
+  // recent work rate (unknown while no work was measured in the window); without, the units
+  // still to come over the recent unit rate.
+  double Eta(uint64_t total, uint64_t work_total = 0) const;
 
  private:
+  struct Sample {
+    double t_s;
+    uint64_t done, work_done;
+  };
+  // Per second between the window's first and last samples of the count `of` (0: unknown).
+  double PerSecond(uint64_t Sample::*of) const;
   double window_s_;
   std::string phase_;
-  std::deque<std::pair<double, uint64_t>> samples_;
+  std::deque<Sample> samples_;
 };
 
 // The live status block of a terminal, as text: one line per phase in progress, in the order the
@@ -83,7 +105,8 @@ class LiveBlock {
 // times a second, one line per phase in progress (with its workers); otherwise (a CI log) a
 // line every `log_interval_s` seconds per phase, the first one interval after the phase began:
 //   2026-11-30T23:40:05Z parallel ingest: 1,500 / 5,000 ledgers (30.0%), 410 ledgers/s, ETA 8.5 s
-// The rate and ETA come from the recent work of the phase (RecentRate).
+// The rate and ETA come from the recent work of the phase (RecentRate): the rate in ledgers,
+// the ETA from the work (rows) still to come when the producer estimates it.
 class StderrReporter : public Reporter {
  public:
   explicit StderrReporter(bool quiet = false, double log_interval_s = 10);

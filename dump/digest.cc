@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -310,21 +311,131 @@ Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::
 }
 
 
+// The numbers of a PostgreSQL array's text form ("{1,2.5,3}"); false when it holds anything
+// else (the statistics of a ledger column that is not a number).
+bool ParseNumberArray(std::string_view text, std::vector<double>& out) {
+  out.clear();
+  if (text.size() < 2 || text.front() != '{' || text.back() != '}') return false;
+  const std::string inner(text.substr(1, text.size() - 2));
+  for (const char* p = inner.c_str(); *p;) {
+    char* end = nullptr;
+    out.push_back(std::strtod(p, &end));
+    if (end == p || (*end != ',' && *end != '\0')) return false;
+    p = *end ? end + 1 : end;
+  }
+  return true;
+}
+
+// How a table's rows spread over the ledgers, as the server's statistics see it: its row count
+// (pg_class.reltuples) and the distribution of its ledger column (pg_stats: most common values,
+// then the histogram of the others, equal shares per bucket). Only the schedule's estimate of the
+// work (progress, ETA) depends on it, never a digest.
+class LedgerStatistics {
+ public:
+  // From the catalog (one query, nothing scanned); nullopt when the table holds rows (pages) the
+  // statistics do not describe: never analyzed, not by column, or stale (more rows written since
+  // the last analyze than 50 + a fifth of the rows it counted: autovacuum analyzes at 50 + a
+  // tenth; rows past its histogram would count as none). The digest then counts ledgers: it
+  // never runs ANALYZE, which writes into a schema that need not be the tool's.
+  static Result<std::optional<LedgerStatistics>> Load(pg::Connection& conn, const std::string& schema,
+                                                      const ResolvedTable& table) {
+    LD_ASSIGN_OR_RETURN(
+        pg::Rows r,
+        conn.Exec("SELECT c.reltuples::float8::text, c.relpages, s.null_frac::float8::text, s.most_common_vals::text, "
+                  "s.most_common_freqs::text, s.histogram_bounds::text, coalesce((SELECT n_mod_since_analyze FROM "
+                  "pg_stat_all_tables WHERE relid = c.oid), 0) FROM pg_class c LEFT JOIN LATERAL (SELECT * FROM "
+                  "pg_stats s WHERE s.schemaname = $1 AND s.tablename = $2 AND s.attname = $3 ORDER BY s.inherited "
+                  "LIMIT 1) s ON true WHERE c.oid = to_regclass($4)",
+                  {schema, table.name, table.ledger.column, pg::Qualified(schema, table.name)}));
+    if (r.size() != 1) return std::optional<LedgerStatistics>();
+    LedgerStatistics st;
+    st.kind_ = table.ledger.kind;
+    st.rows_ = std::strtod(std::string(r.Get(0, 0)).c_str(), nullptr);
+    const bool holds_rows = st.rows_ > 0 || r.GetInt(0, 1) > 0;
+    if (st.rows_ < 0) return std::optional<LedgerStatistics>();  // never vacuumed nor analyzed
+    if (static_cast<double>(r.GetInt(0, 6)) > 50 + st.rows_ / 5) return std::optional<LedgerStatistics>();
+    if (r.IsNull(0, 2)) {
+      if (holds_rows) return std::optional<LedgerStatistics>();
+      return std::optional<LedgerStatistics>(st);  // analyzed empty: no rows anywhere
+    }
+    st.null_frac_ = std::strtod(std::string(r.Get(0, 2)).c_str(), nullptr);
+    std::vector<double> values, freqs;
+    if (!r.IsNull(0, 3) && !(ParseNumberArray(r.Get(0, 3), values) && !r.IsNull(0, 4) &&
+                             ParseNumberArray(r.Get(0, 4), freqs) && values.size() == freqs.size()))
+      return std::optional<LedgerStatistics>();
+    for (size_t i = 0; i < values.size(); ++i) st.common_.emplace_back(values[i], freqs[i]);
+    if (!r.IsNull(0, 5) && (!ParseNumberArray(r.Get(0, 5), st.bounds_) || st.bounds_.size() < 2))
+      return std::optional<LedgerStatistics>();
+    return std::optional<LedgerStatistics>(st);
+  }
+
+  // The rows whose ledger is in `span`.
+  double Rows(const LedgerRange& span) const {
+    // The span as values of the column: [lo, hi), a TOID's ledger in its top 32 bits.
+    const double scale = kind_ == LedgerColumnKind::kToid ? 4294967296.0 : 1.0;
+    const double lo = scale * span.from, hi = scale * (static_cast<double>(span.to) + 1);
+    double share = 0, common = 0;
+    for (const auto& [value, freq] : common_) {
+      common += freq;
+      if (value >= lo && value < hi) share += freq;
+    }
+    share += std::max(0.0, 1 - null_frac_ - common) * (HistogramBelow(hi) - HistogramBelow(lo));
+    return rows_ * share;
+  }
+
+ private:
+  // The share of the histogram's values below `x`, linear inside a bucket.
+  double HistogramBelow(double x) const {
+    if (bounds_.empty() || x <= bounds_.front()) return 0;
+    if (x > bounds_.back()) return 1;
+    const size_t buckets = bounds_.size() - 1;
+    const size_t i = std::min<size_t>(std::upper_bound(bounds_.begin(), bounds_.end(), x) - bounds_.begin() - 1,
+                                      buckets - 1);
+    const double width = bounds_[i + 1] - bounds_[i];
+    const double inside = width > 0 ? std::min(1.0, (x - bounds_[i]) / width) : 1;
+    return (static_cast<double>(i) + inside) / static_cast<double>(buckets);
+  }
+
+  LedgerColumnKind kind_ = LedgerColumnKind::kSequence;
+  double rows_ = 0;       // pg_class.reltuples
+  double null_frac_ = 0;  // rows whose ledger column is NULL (no ledger: never read)
+  std::vector<std::pair<double, double>> common_;  // most common values, their shares of the rows
+  std::vector<double> bounds_;                     // histogram bounds, ascending
+};
+
+// Per profile table, its statistics; nullopt when a table has none (LedgerStatistics::Load).
+Result<std::optional<std::vector<LedgerStatistics>>> LoadLedgerStatistics(pg::Connection& conn,
+                                                                           const std::string& schema,
+                                                                           const ResolvedProfile& profile) {
+  std::vector<LedgerStatistics> all;
+  for (const auto& t : profile.tables) {
+    LD_ASSIGN_OR_RETURN(std::optional<LedgerStatistics> st, LedgerStatistics::Load(conn, schema, t));
+    if (!st) return std::optional<std::vector<LedgerStatistics>>();
+    all.push_back(std::move(*st));
+  }
+  return std::optional<std::vector<LedgerStatistics>>(std::move(all));
+}
+
 // ---- DigestSchema's stages: plan the work, open the workers, run the pool, emit in order.
 
 // A unit of work: one table of one chunk; kNoTable: a chunk with nothing to read (only sealed).
+// `estimated_rows`: the rows it reads as the statistics estimate them (0 when they are missing).
 constexpr size_t kNoTable = static_cast<size_t>(-1);
 struct Unit {
   size_t chunk, table;
+  uint64_t estimated_rows = 0;
 };
 
 // The chunks and their units in the order they are handed out (chunk by chunk, each chunk's
-// tables largest first), and the progress, in ledgers, that one unit of each chunk stands for.
+// tables largest first), the progress, in ledgers, that one unit of each chunk stands for, and
+// the work of all the units in estimated rows (Progress::work_total; 0: no statistics, the ETA
+// counts ledgers).
 struct WorkPlan {
   std::vector<PlannedChunk> chunks;
   std::vector<Unit> units;
   std::vector<double> ledgers_per_unit;  // per chunk
   size_t units_per_chunk = 1;            // of a chunk with data
+  uint64_t estimated_rows = 0;           // the sum of the units'
 };
 
 Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
@@ -333,12 +444,20 @@ Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const
   LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(conn, schema, profile));
   LD_ASSIGN_OR_RETURN(plan.chunks, PlanChunks(conn, schema, profile, range, width, probe));
   LD_ASSIGN_OR_RETURN(std::vector<size_t> table_order, LargestTablesFirst(conn, schema, profile));
+  LD_ASSIGN_OR_RETURN(const std::optional<std::vector<LedgerStatistics>> statistics,
+                      LoadLedgerStatistics(conn, schema, profile));
   if (table_order.empty()) table_order.push_back(kNoTable);  // a profile without tables
   plan.units_per_chunk = table_order.size();
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
     const size_t before = plan.units.size();
-    if (plan.chunks[c].data)
-      for (size_t t : table_order) plan.units.push_back({c, t});
+    const std::optional<LedgerRange>& data = plan.chunks[c].data;
+    if (data)
+      for (size_t t : table_order) {
+        const uint64_t rows =
+            statistics && t != kNoTable ? static_cast<uint64_t>(std::llround((*statistics)[t].Rows(*data))) : 0;
+        plan.units.push_back({c, t, rows});
+        plan.estimated_rows += rows;
+      }
     else
       plan.units.push_back({c, kNoTable});
     plan.ledgers_per_unit.push_back(static_cast<double>(plan.chunks[c].range.size()) /
@@ -399,18 +518,23 @@ class DigestPool {
   DigestPool(const DigestPool&) = delete;
   DigestPool& operator=(const DigestPool&) = delete;
 
+  // What the units done so far stand for: ledgers, and rows as the plan estimates them.
+  struct UnitsDone {
+    double ledgers = 0;
+    uint64_t estimated_rows = 0;
+  };
   // Blocks until the next chunk in ledger order is sealed (kChunk: moved into `out`), a unit
-  // ended (kProgress: `ledgers` is what the units done so far stand for), or the work ended or
-  // failed (kEnd).
-  Event Wait(Chunk& out, double& ledgers) {
+  // ended (kProgress), or the work ended or failed (kEnd). On kChunk and kProgress, `done` is
+  // what the units done so far stand for (on the last chunk: every unit).
+  Event Wait(Chunk& out, UnitsDone& done) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] {
       return stop_ || next_emit_ >= plan_.chunks.size() || ready_.count(next_emit_) || units_done_ != units_reported_;
     });
     if (stop_ || next_emit_ >= plan_.chunks.size()) return Event::kEnd;
+    done = units_done_so_far_;
     if (!ready_.count(next_emit_)) {
       units_reported_ = units_done_;
-      ledgers = ledgers_of_units_done_;
       return Event::kProgress;
     }
     out = std::move(ready_[next_emit_]);
@@ -483,7 +607,8 @@ class DigestPool {
   bool UnitDone(const Unit& unit, ChunkWork& work) {
     std::lock_guard<std::mutex> lock(mu_);
     ++units_done_;
-    ledgers_of_units_done_ += plan_.ledgers_per_unit[unit.chunk];
+    units_done_so_far_.ledgers += plan_.ledgers_per_unit[unit.chunk];
+    units_done_so_far_.estimated_rows += unit.estimated_rows;
     cv_.notify_all();
     return --work.tables_left == 0 || unit.table == kNoTable;
   }
@@ -511,7 +636,7 @@ class DigestPool {
   std::map<size_t, Chunk> ready_;
   size_t next_unit_ = 0, next_emit_ = 0;
   uint64_t units_done_ = 0, units_reported_ = 0;
-  double ledgers_of_units_done_ = 0;
+  UnitsDone units_done_so_far_;
   Status first_error_;
   std::vector<std::vector<JoinReferences>> missing_;  // per table, per join
   std::vector<std::thread> threads_;                  // last: joined before the members above go
@@ -520,10 +645,11 @@ class DigestPool {
 // Takes the pool's chunks in ledger order: roots, row counts, the caller's sink, progress.
 class Emitter {
  public:
+  // `estimated_rows`: the digest's work (WorkPlan::estimated_rows; 0: unknown).
   Emitter(const std::string& schema, const ResolvedProfile& profile, const ClientPlan& client,
-          const LedgerRange& range, std::string phase, std::chrono::steady_clock::time_point start,
-          Reporter& reporter)
-      : range_(range), phase_(std::move(phase)), start_(start), reporter_(reporter) {
+          const LedgerRange& range, uint64_t estimated_rows, std::string phase,
+          std::chrono::steady_clock::time_point start, Reporter& reporter)
+      : range_(range), estimated_rows_(estimated_rows), phase_(std::move(phase)), start_(start), reporter_(reporter) {
     summary_.source = fmt::format("schema \"{}\"", schema);
     summary_.range = range;
     summary_.profile = profile;
@@ -535,12 +661,12 @@ class Emitter {
   // Until the last chunk, or the first failure (the pool's or the sink's); then stops the pool.
   Status Run(DigestPool& pool, const ChunkSink& sink) {
     Chunk chunk;
-    double estimate = 0;
+    DigestPool::UnitsDone units;
     for (;;) {
-      const DigestPool::Event e = pool.Wait(chunk, estimate);
+      const DigestPool::Event e = pool.Wait(chunk, units);
       if (e == DigestPool::Event::kEnd) break;
       if (e == DigestPool::Event::kProgress) {
-        Report(std::min(static_cast<double>(range_.size()), estimate));
+        Report(std::min(static_cast<double>(range_.size()), units.ledgers), units.estimated_rows);
         continue;
       }
       Add(chunk);
@@ -552,7 +678,7 @@ class Emitter {
         }
       }
       ledgers_emitted_ += chunk.range.size();
-      Report(static_cast<double>(ledgers_emitted_));
+      Report(static_cast<double>(ledgers_emitted_), units.estimated_rows);
     }
     return pool.Stop();
   }
@@ -574,8 +700,9 @@ class Emitter {
       summary_.rows += chunk.counts[i];
     }
   }
-  // Progress in ledgers; never goes back (a unit estimate may run ahead of an emitted chunk).
-  void Report(double ledgers) {
+  // Progress in ledgers, weighed by the estimated rows of the units done (Progress::work_*);
+  // never goes back (a unit estimate may run ahead of an emitted chunk).
+  void Report(double ledgers, uint64_t estimated_rows) {
     if (ledgers < ledgers_reported_) return;
     ledgers_reported_ = ledgers;
     Progress p;
@@ -584,11 +711,13 @@ class Emitter {
     p.total = range_.size();
     const double el = SecondsSince(start_);
     p.rate_per_s = el > 0 ? ledgers / el : 0;
-    p.eta_s = p.rate_per_s > 0 ? (static_cast<double>(range_.size()) - ledgers) / p.rate_per_s : -1;
+    p.work_done = estimated_rows;
+    p.work_total = estimated_rows_;
     reporter_.Update(p);
   }
 
   const LedgerRange range_;
+  const uint64_t estimated_rows_;
   const std::string phase_;
   const std::chrono::steady_clock::time_point start_;
   Reporter& reporter_;
@@ -756,7 +885,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   LD_ASSIGN_OR_RETURN(auto conns, OpenWorkers(conninfo, prep.snapshot, jobs));
   const ReadContext read{schema, prep.profile, ColumnClasses(prep.profile), client};
   DigestPool pool(plan, read, conns);
-  Emitter emitter(schema, prep.profile, client, prep.range, options.phase, start, reporter);
+  Emitter emitter(schema, prep.profile, client, prep.range, plan.estimated_rows, options.phase, start, reporter);
   LD_RETURN_IF_ERROR(emitter.Run(pool, sink));
   for (auto& c : conns) (void)c->Run("COMMIT");
   // The coordinator's transaction keeps the exported snapshot importable while the hook runs.

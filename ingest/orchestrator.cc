@@ -327,6 +327,14 @@ std::string ResumeHint(const IngestOptions& options, const std::string& run_id, 
 
 namespace {
 
+// The content the built-in ingester writes for `spec`; nullopt for an external ingester.
+std::optional<fixtures::GeneratorConfig> PlannedContent(const RunSpec& spec) {
+  if (!spec.ingest_cmd.empty()) return std::nullopt;
+  Result<fixtures::Density> density = fixtures::ParseDensity(spec.density);
+  if (!density.ok()) return std::nullopt;  // validated with the plan: not reached
+  return fixtures::GeneratorConfig{spec.seed, *density};
+}
+
 // Keeps the run's workers going until every job is done, a job is out of retries, or the run is
 // cancelled; then the end-of-run checks and the report. `conn` holds the schema's run lock.
 Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo, const RunSpec& spec,
@@ -350,6 +358,12 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
   auto phase_start = Clock::now();
   uint64_t total_ledgers = spec.range.size();
   std::optional<uint64_t> ledgers_at_start;
+  // What the ETA weighs ledgers by (Progress::work_*): the rows the built-in ingester writes,
+  // estimated from the plan (its density); both totals alike, the done jobs' and the range's.
+  // An external ingester writes what it finds, which the plan does not describe: ledgers then.
+  const std::optional<fixtures::GeneratorConfig> generated = PlannedContent(spec);
+  const uint64_t rows_planned = generated ? fixtures::EstimatedRowCount(*generated, spec.range) : 0;
+  uint64_t rows_planned_done = 0;  // of the jobs in reported_done
   RunCounts counts;
   bool aborted = false, cancelled = false;
   std::string integrity_error;  // set when the end-of-run checks fail
@@ -435,7 +449,6 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
     p.done = counts.ledgers_done;
     p.total = total_ledgers;
     p.rate_per_s = rate;
-    p.eta_s = rate > 0 ? static_cast<double>(total_ledgers - counts.ledgers_done) / rate : -1;
     bool want_jobs = reporter.live() || counts.done > reported_done.size();
     if (want_jobs) {
       LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
@@ -448,12 +461,15 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
         if (j.state == "running") p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
         if (j.state == "done" && reported_done.insert(j.job_id).second) {
           done_ledgers += j.range.size();
+          if (generated) rows_planned_done += fixtures::EstimatedRowCount(*generated, j.range);
           if (!reporter.live())
             reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
                                       j.worker, j.attempt, FormatCount(done_ledgers), FormatCount(total_ledgers)));
         }
       }
     }
+    p.work_done = rows_planned_done;
+    p.work_total = rows_planned;
     reporter.Update(p);
 
     if (counts.cancelled > 0) {  // `ledgerdiff cancel` fenced the run's jobs

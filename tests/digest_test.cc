@@ -1201,5 +1201,115 @@ TEST(Sparse, EntriesAndRootsDoNotDependOnProbingOrChunking) {
   EXPECT_EQ(r->coverage.left.missing_ledgers, 1u + 100000u);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Progress (issue 22): the ETA weighs ledgers by the rows the server's statistics put in them.
+
+struct ProgressRecorder : Reporter {
+  std::vector<Progress> updates;
+  void Note(std::string_view) override {}
+  void Update(const Progress& p) override { updates.push_back(p); }
+};
+
+// A schema of ours holding `range` of the stellar density, whose rows per ledger grow along it.
+// `analyzed`: with the statistics ANALYZE gathers; else with none. Autovacuum is off: no
+// statistics come or change but the test's.
+std::string GrowingSchema(const LedgerRange& range, bool analyzed) {
+  auto conn = Connect();
+  const std::string schema = UniqueName(analyzed ? "growing" : "unanalyzed");
+  ExecSql(*conn, "CREATE SCHEMA " + Q(schema));
+  EXPECT_TRUE(fixtures::CreateHistorySchema(*conn, schema).ok());
+  std::vector<std::string> tables = fixtures::HistoryTables();
+  for (const auto& t : fixtures::LookupTables()) tables.push_back(t);
+  for (const auto& t : tables)
+    ExecSql(*conn, fmt::format("ALTER TABLE {} SET (autovacuum_enabled = false)", pg::Qualified(schema, t)));
+  auto r = fixtures::IngestJob(*conn, schema, range, {});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  // The ingest's writes counted now, not after the analyze (where they would make it stale).
+  ExecSql(*conn, "SELECT pg_stat_force_next_flush()");
+  if (analyzed)
+    for (const auto& t : tables) ExecSql(*conn, "ANALYZE " + pg::Qualified(schema, t));
+  return schema;
+}
+
+// The progress a digest of `schema` over `range` reports, and its summary.
+std::pair<std::vector<Progress>, dump::DigestSummary> DigestProgress(const std::string& schema,
+                                                                     const LedgerRange& range) {
+  ProgressRecorder recorder;
+  dump::DigestOptions o;
+  o.range = range;
+  o.jobs = 2;
+  o.chunk_ledgers = 500;
+  auto spec = dump::LoadProfileSpec("horizon");
+  EXPECT_TRUE(spec.ok());
+  if (!spec.ok()) return {};
+  auto r = dump::DigestSchema(TestConninfo(), schema, *spec, o, nullptr, recorder);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return {};
+  return {recorder.updates, *r};
+}
+
+TEST(Progress, DigestWorkIsTheRowsTheStatisticsPutInTheRange) {
+  const LedgerRange held{2, 3000};
+  const std::string schema = GrowingSchema(held, /*analyzed=*/true);
+  for (const LedgerRange range : {held, LedgerRange{2000, 3000}}) {
+    SCOPED_TRACE(range.str());
+    const auto [updates, summary] = DigestProgress(schema, range);
+    ASSERT_FALSE(updates.empty());
+    const uint64_t estimated = updates.front().work_total;
+    const double rows = static_cast<double>(summary.rows);
+    std::printf("[ measured ] digest of ledgers %s: %llu rows estimated from the statistics, %llu read\n",
+                range.str().c_str(), static_cast<unsigned long long>(estimated),
+                static_cast<unsigned long long>(summary.rows));
+    EXPECT_GE(static_cast<double>(estimated), rows / 1.5);
+    EXPECT_LE(static_cast<double>(estimated), rows * 1.5);
+    for (size_t i = 0; i < updates.size(); ++i) {
+      EXPECT_EQ(updates[i].work_total, estimated) << i;
+      if (i) {
+        EXPECT_GE(updates[i].work_done, updates[i - 1].work_done) << i;
+      }
+    }
+    EXPECT_EQ(updates.back().done, range.size());
+    EXPECT_EQ(updates.back().work_done, estimated);
+    if (range.from != held.from) continue;
+    // The rows grow along the range: when half the ledgers are done, far less than half the
+    // estimated rows are (each span's share comes from the histogram, not from its width).
+    const auto half = std::find_if(updates.begin(), updates.end(),
+                                   [&](const Progress& p) { return 2 * p.done >= range.size(); });
+    ASSERT_NE(half, updates.end());
+    EXPECT_LT(static_cast<double>(half->work_done), 0.4 * static_cast<double>(estimated))
+        << half->done << " of " << range.size() << " ledgers";
+  }
+}
+
+// Without statistics that describe the rows the ETA counts ledgers: never analyzed (and the
+// digest does not analyze), or analyzed before most of the rows came.
+TEST(Progress, DigestWithoutStatisticsOfItsRowsCountsLedgers) {
+  const LedgerRange range{2, 1200};
+  const std::string never = GrowingSchema(range, /*analyzed=*/false);
+  const std::string stale = GrowingSchema(range, /*analyzed=*/true);
+  {
+    auto conn = Connect();
+    auto more = fixtures::IngestJob(*conn, stale, {1201, 2400}, {});
+    ASSERT_TRUE(more.ok()) << more.status().message();
+    ExecSql(*conn, "SELECT pg_stat_force_next_flush()");  // its writes counted before it goes idle
+  }
+  for (const auto& [schema, digested] : {std::pair{never, range}, std::pair{stale, LedgerRange{2, 2400}}}) {
+    SCOPED_TRACE(schema);
+    const auto [updates, summary] = DigestProgress(schema, digested);
+    ASSERT_FALSE(updates.empty());
+    EXPECT_GT(summary.rows, 0u);
+    for (const Progress& p : updates) {
+      EXPECT_EQ(p.work_total, 0u);
+      EXPECT_EQ(p.work_done, 0u);
+    }
+    EXPECT_EQ(updates.back().done, digested.size());
+  }
+  // Nothing was written into the schema: still no statistics.
+  auto conn = Connect();
+  auto stats = conn->Exec("SELECT count(*) FROM pg_stats WHERE schemaname = $1", {never});
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  EXPECT_EQ(stats->GetInt(0, 0), 0);
+}
+
 }  // namespace
 }  // namespace ledgerdiff

@@ -167,6 +167,46 @@ TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
   EXPECT_EQ(static_cast<uint64_t>(committed), report.rows);
 }
 
+// Issue 22: the ingest weighs its ledgers by the rows the plan's density puts in them (stellar:
+// they grow along the range), for the done jobs and the range alike.
+TEST(Ingest, ProgressWeighsLedgersByThePlannedRows) {
+  struct Recorder : Reporter {
+    std::vector<std::pair<double, Progress>> updates;  // seconds since the start, the update
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    void Note(std::string_view) override {}
+    void Update(const Progress& p) override { updates.emplace_back(SecondsSince(start), p); }
+  } recorder;
+  const LedgerRange range{2, 3000};
+  auto r = RunIngest(TestConninfo(), Options(UniqueName("growing"), range, 2, 250, "stellar"), recorder);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->ok) << r->error;
+  ASSERT_FALSE(recorder.updates.empty());
+  const uint64_t estimated = recorder.updates.front().second.work_total;
+  EXPECT_GE(static_cast<double>(estimated), static_cast<double>(r->rows) / 1.5);
+  EXPECT_LE(static_cast<double>(estimated), static_cast<double>(r->rows) * 1.5);
+  for (size_t i = 1; i < recorder.updates.size(); ++i) {
+    EXPECT_EQ(recorder.updates[i].second.work_total, estimated);
+    EXPECT_GE(recorder.updates[i].second.work_done, recorder.updates[i - 1].second.work_done);
+  }
+  const auto& [end_s, last] = recorder.updates.back();
+  EXPECT_EQ(last.done, range.size());
+  EXPECT_EQ(last.work_done, estimated);
+  // Half the ledgers are far less than half the rows; the ETA the reporter shows then, replayed
+  // from the updates (RecentRate as StderrReporter feeds it), by ledgers and by rows.
+  RecentRate rate;
+  for (const auto& [t_s, p] : recorder.updates) {
+    rate.Add(p.phase, t_s, p.done, p.work_done);
+    if (2 * p.done < range.size()) continue;
+    EXPECT_LT(static_cast<double>(p.work_done), 0.4 * static_cast<double>(estimated));
+    std::printf("[ measured ] stellar ingest of %s, 2 workers, jobs of 250: at %llu of %llu ledgers, %.2f s "
+                "left; ETA by ledgers %.2f s, by rows %.2f s\n",
+                range.str().c_str(), static_cast<unsigned long long>(p.done),
+                static_cast<unsigned long long>(range.size()), end_s - t_s, rate.Eta(p.total),
+                rate.Eta(p.total, p.work_total));
+    break;
+  }
+}
+
 TEST(HistoryTables, LedgerRangePredicateHoldsAtTheTopOfTheLedgerSpace) {
   auto conn = Connect();
   std::string schema = UniqueName("top");

@@ -1337,6 +1337,54 @@ TEST(Progress, RecentRateFollowsTheRecentWorkNotThePhaseAverage) {
   EXPECT_EQ(rate.Eta(10), -1);
 }
 
+// Issue 22: rows per ledger grow along the range (1 row at the first ledger, 100 at the last) and
+// the rows go at a constant rate. Halfway through the ledgers three quarters of the rows are
+// still to come: counting ledgers, the ETA is less than half the truth; weighing them by rows,
+// it is the truth.
+TEST(Progress, EtaWeighsLedgersByTheRowsStillToCome) {
+  constexpr uint64_t kLedgers = 5000;
+  constexpr double kRowsPerS = 10000;
+  auto rows_of = [](uint64_t ledger) { return 1 + 99 * (ledger - 1) / (kLedgers - 1); };  // 1-based
+  uint64_t rows_total = 0;
+  for (uint64_t l = 1; l <= kLedgers; ++l) rows_total += rows_of(l);
+  RecentRate rate;  // the reporter's 30 s window
+  uint64_t done = 0, rows_done = 0;
+  double t_s = 0;
+  rate.Add("ingest", t_s, done, rows_done);
+  while (done < kLedgers / 2) {  // a report per 25 ledgers, as a job of 25 ledgers commits
+    for (int i = 0; i < 25; ++i) rows_done += rows_of(++done);
+    t_s = static_cast<double>(rows_done) / kRowsPerS;
+    rate.Add("ingest", t_s, done, rows_done);
+  }
+  const double truly_left_s = static_cast<double>(rows_total - rows_done) / kRowsPerS;
+  ASSERT_GT(truly_left_s, 15);  // the phase is young: the window still holds all of it
+  const double by_rows = rate.Eta(kLedgers, rows_total);
+  const double by_ledgers = rate.Eta(kLedgers);
+  EXPECT_NEAR(by_rows, truly_left_s, 0.1 * truly_left_s) << "by ledgers: " << by_ledgers;
+  EXPECT_LE(2 * by_ledgers, truly_left_s) << "by rows: " << by_rows;
+  EXPECT_GT(by_ledgers, 0);
+  // The rate shown stays in ledgers.
+  EXPECT_NEAR(rate.rate(), static_cast<double>(done) / t_s, 1e-6);
+  EXPECT_NEAR(rate.work_rate(), kRowsPerS, 1e-6);
+  // Work that went back (a new count) starts afresh, as units do.
+  rate.Add("ingest", t_s + 1, done, rows_done - 1);
+  EXPECT_EQ(rate.Eta(kLedgers, rows_total), -1);
+}
+
+// Issue 22: a phase that measured no work yet has no work-based ETA; one that knows no work
+// total counts units, as before.
+TEST(Progress, EtaWithoutWorkCountsUnits) {
+  RecentRate rate(10);
+  rate.Add("digest", 0, 0, 0);
+  rate.Add("digest", 10, 100, 0);  // ledgers went, no rows yet (an empty span)
+  EXPECT_EQ(rate.Eta(1000, 5000), -1);
+  EXPECT_NEAR(rate.Eta(1000), 90, 1e-9);
+  rate.Add("digest", 20, 200, 500);  // 50 rows/s over the window [10, 20]
+  EXPECT_NEAR(rate.Eta(1000, 5000), 90, 1e-9);
+  rate.Add("digest", 30, 300, 5000);  // all the work done, ledgers left (an empty tail)
+  EXPECT_EQ(rate.Eta(1000, 5000), 0);
+}
+
 // Issue 14: on a terminal the left and right digests, running at once, get a line each.
 TEST(Progress, OnATerminalConcurrentPhasesGetTheirOwnLines) {
   LiveBlock block;
