@@ -106,8 +106,13 @@ SQL
   touch "$DIR/.bench-sparse-$SPREAD"
 fi
 psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
+# Exact counts (n_live_tup is an estimate that ANALYZE makes from a sample of a large table).
 rows_of() {
-  psql -X -At -d "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = '$1' AND relname LIKE 'history\_%' AND relname NOT IN ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')"
+  local q
+  q=$(psql -X -At -d "$DB" -c "SELECT string_agg(format('(SELECT count(*) FROM %I.%I)', schemaname, relname), ' + ')
+    FROM pg_stat_user_tables WHERE schemaname = '$1' AND relname LIKE 'history\_%' AND relname NOT IN
+    ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
+  psql -X -At -d "$DB" -c "SELECT $q"
 }
 ROWS=$(rows_of dense)
 SPARSE_ROWS=$(rows_of sparse)

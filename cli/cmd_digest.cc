@@ -152,7 +152,7 @@ Action SetupDiff(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     f->opts.range = f->c.range;
     // Two manifests, or schemas in named databases, need no --db: no embedded server then.
-    std::string conninfo;
+    std::optional<std::string> conninfo;  // "" is libpq's defaults: the PG* environment
     if (diff::SourceNeedsDefaultDatabase(f->left) || diff::SourceNeedsDefaultDatabase(f->right)) {
       LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
       conninfo = db->conninfo();

@@ -86,7 +86,8 @@ void ManDatabaseUse(std::string& out, const CLI::App& app) {
       case DatabaseUse::kReads: reads.push_back(name); break;
       case DatabaseUse::kReadsRun: reads_run.push_back(name); break;
       case DatabaseUse::kWrites: writes.push_back(name); break;
-      case DatabaseUse::kWritesRun: writes_run.push_back(name); break;
+      case DatabaseUse::kWritesRun:
+      case DatabaseUse::kWritesLasting: writes_run.push_back(name); break;
       case DatabaseUse::kNone:
         (sub->get_option_no_throw("--left") != nullptr ? left_right : none).push_back(name);
         break;
@@ -112,7 +113,10 @@ void ManDatabaseUse(std::string& out, const CLI::App& app) {
              "write there. With neither, {} start the embedded throwaway server{}. With --db or LEDGERDIFF_DB "
              "set, libpq still fills what the conninfo leaves out from PG* (PGPASSWORD, say).",
              list(writes, {}),
-             writes_run.empty() ? "" : fmt::format(" and {} exit 2 (they need the run's database)", list(writes_run, {})))) +
+             writes_run.empty() ? ""
+                                : fmt::format(" and {} exit 2 (their run lives in a database that outlives them: "
+                                              "--db, LEDGERDIFF_DB or a --keep-db cluster)",
+                                              list(writes_run, {})))) +
          "\n";
   if (!left_right.empty())
     out += ".TP\n.B " + Roff(list(left_right, {})) + "\n" +

@@ -136,10 +136,12 @@ Action SetupPlan(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::PlanRun(*conn, f->options));
     const auto jobs = SplitJobs(spec.range, spec.job_size).size();
     Outcome out;
+    const std::string reach = ReconnectFlags(*db);
     out.text = fmt::format("# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
-                           "`ledgerdiff worker --run {}`\n{}\n",
+                           "`ledgerdiff worker --run {}{}{}`\n{}\n",
                            spec.run_id, spec.schema, spec.range.str(), FormatCountOf(jobs, "job"),
-                           FormatCountOf(spec.job_size, "ledger"), spec.run_id, spec.run_id);
+                           FormatCountOf(spec.job_size, "ledger"), spec.run_id, reach.empty() ? "" : " ", reach,
+                           spec.run_id);
     return out;
   };
   return a;

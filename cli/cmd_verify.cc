@@ -15,12 +15,6 @@ namespace ledgerdiff::cli {
 
 namespace {
 
-// How to reach the database again after this process: the look-again command uses it.
-std::string ReconnectFlags(Database& db) {
-  if (db.embedded()) return "--keep-db " + ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
-  return db.conninfo().empty() ? "" : "--db '" + pg::RedactConninfo(db.conninfo()) + "'";
-}
-
 // Evidence in the embedded default cluster would die with this process: keep the cluster.
 void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
   o.reconnect_flags = ReconnectFlags(db);
@@ -82,6 +76,11 @@ Action SetupVerify(CLI::App* sub) {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
     LD_ASSIGN_OR_RETURN(Database * db,
                         ctx.database(EmbeddedWorkersFor(f->options, f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
+    if (f->options.workers_external && db->ephemeral())
+      return Status::Usage(
+          "--workers-external: workers started elsewhere cannot reach the embedded throwaway server, and its run "
+          "dies with this process; pass --db CONNINFO (or LEDGERDIFF_DB), or --keep-db DIR for workers on this "
+          "machine");
     WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
     const Status written = EmitReports(report::VerifyReports(report), f->reports);

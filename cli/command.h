@@ -68,6 +68,9 @@ enum class DatabaseUse : uint8_t {
   kWrites,     // --db or LEDGERDIFF_DB only (PG* ignored, and said so), else the embedded default
   kReadsRun,   // a run that must exist: --db, LEDGERDIFF_DB or PG*; none given is an error
   kWritesRun,  // a run that must exist: --db or LEDGERDIFF_DB (PG* ignored); none given is an error
+  // Registers a run that outlives the command (plan: workers join later): --db, LEDGERDIFF_DB or
+  // a kept --keep-db cluster (PG* ignored); none given is an error, never a throwaway server.
+  kWritesLasting,
 };
 
 // The DatabaseUse of a command of main.cc's table (kNone for an unknown name); the man page's
@@ -114,6 +117,9 @@ void AddWriteFailure(Outcome& out, const Status& written);
 // outcome says where, how to reach it and how to remove it (json "kept_cluster"); if it cannot
 // be kept, it says that nothing was kept (json "evidence_gone").
 void KeepClusterOfKeptSchemas(Database& db, bool kept_schemas, Outcome& out);
+// The flags that reach `db` again from another process: "--keep-db DIR" for an embedded cluster,
+// "--db '<conninfo without its password>'" for a named one, "" for libpq's defaults (PG*).
+std::string ReconnectFlags(Database& db);
 // Validators of output paths, run while the flags are parsed, before any work: the parent
 // directories are created, and a symbolic link at a file target, a directory or other non-regular
 // file in the way, or an unwritable directory is a usage error (exit 2). "-" (stdout) passes.

@@ -12,7 +12,9 @@
 #include "cli/command.h"
 #include "cli/help.h"
 #include "core/atomic_file.h"
+#include "core/pg.h"
 #include "core/process.h"
+#include "core/text.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
 
@@ -50,6 +52,11 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
 }
 
 Status WriteFile(const std::string& path, const std::string& content) { return WriteFileAtomic(path, content); }
+
+std::string ReconnectFlags(Database& db) {
+  if (db.embedded()) return "--keep-db " + ShellQuote(db.embedded_server()->dir(), ShellQuoting::kWhenNeeded);
+  return db.conninfo().empty() ? "" : "--db " + ShellQuote(pg::RedactConninfo(db.conninfo()), ShellQuoting::kAlways);
+}
 
 void KeepClusterOfKeptSchemas(Database& db, bool kept_schemas, Outcome& out) {
   if (!kept_schemas || !db.ephemeral()) return;
@@ -140,7 +147,7 @@ constexpr Command kCommands[] = {
     {"manifest", "Manifest files: merge the parts of a sharded digest (merge), print one (show)", DatabaseUse::kNone,
      true, false, SetupManifest},
     {"plan", "Register a distributed ingestion run and its jobs; prints the run id (no workers start)",
-     DatabaseUse::kWrites, false, false, SetupPlan},
+     DatabaseUse::kWritesLasting, false, false, SetupPlan},
     {"worker", "Join a run from any machine: claim its jobs until none remain", DatabaseUse::kWritesRun, false, false,
      SetupRunWorker},
     {"wait", "Block until a run is complete or failed, printing progress", DatabaseUse::kReadsRun, true, false,
@@ -220,8 +227,10 @@ int main(int argc, char** argv) {
     if (cmd.hidden) e->sub->group("");
     e->action = cmd.setup(e->sub);
     if (cmd.database != DatabaseUse::kNone) {
-      const bool writes = cmd.database == DatabaseUse::kWrites || cmd.database == DatabaseUse::kWritesRun;
-      const bool existing = cmd.database == DatabaseUse::kReadsRun || cmd.database == DatabaseUse::kWritesRun;
+      const bool writes = cmd.database == DatabaseUse::kWrites || cmd.database == DatabaseUse::kWritesRun ||
+                          cmd.database == DatabaseUse::kWritesLasting;
+      const bool existing = cmd.database == DatabaseUse::kReadsRun || cmd.database == DatabaseUse::kWritesRun ||
+                            cmd.database == DatabaseUse::kWritesLasting;
       e->db.command = cmd.name;
       e->db.writes = writes;
       e->db.existing_only = existing;

@@ -38,7 +38,8 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
     db->conninfo_ = options.conninfo;
   } else if (!env("LEDGERDIFF_DB").empty()) {
     db->conninfo_ = env("LEDGERDIFF_DB");
-  } else if (environment_names_server && !options.writes) {
+  } else if (environment_names_server && !options.writes && options.keep_dir.empty()) {
+    // A reader given --keep-db asked for that embedded cluster: the PG* environment yields to it.
     db->conninfo_ = "";  // libpq reads the PG* variables itself
   } else {
     std::vector<std::string> ignored;
@@ -52,8 +53,8 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
     const std::string ignored_list = fmt::format("{}", fmt::join(ignored, ", "));
     if (options.existing_only && options.keep_dir.empty())
       return Status::Usagef(
-          "{}: no database given{}; it works on a run in an existing database: pass --db CONNINFO "
-          "or set LEDGERDIFF_DB",
+          "{}: no database given{}; its run lives in a database that outlives this process: pass --db "
+          "CONNINFO, set LEDGERDIFF_DB, or keep an embedded cluster with --keep-db DIR",
           options.command,
           ignored.empty() ? ""
                           : fmt::format(" ({} ignored: a command that writes uses only --db or "
@@ -72,7 +73,7 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
   }
   if (!options.keep_dir.empty())
     return Status::Usage(
-        "--keep-db applies to the embedded server only; it cannot be combined with --db/LEDGERDIFF_DB/PG*");
+        "--keep-db applies to the embedded server only; it cannot be combined with --db or LEDGERDIFF_DB");
   // Fail early and clearly when the database is unreachable (one line: nothing printed before).
   LD_ASSIGN_OR_RETURN(auto probe, db->Connect());
   ReapStaleTempDirsAndReport();  // the embedded path reaps in EmbeddedPostgres::Start
@@ -82,7 +83,7 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
 Database::~Database() = default;
 
 KeepDatabaseFn Database::Keeper() {
-  if (!ephemeral()) return nullptr;
+  if (!embedded_) return nullptr;
   EmbeddedPostgres* server = embedded_.get();
   return [server]() -> Result<KeptDatabase> {
     LD_RETURN_IF_ERROR(server->Keep());

@@ -6,7 +6,8 @@
 // (core/tempdir.h).
 //
 // Database::Resolve: --db CONNINFO, else LEDGERDIFF_DB, else (for a command that only reads) the
-// standard PG* environment (when PGHOST, PGDATABASE, PGSERVICE or PGPORT is set), else the
+// standard PG* environment (when PGHOST, PGDATABASE, PGSERVICE or PGPORT is set and no --keep-db
+// names an embedded cluster), else the
 // embedded default: a throwaway cluster that lives as long as the returned Database (or in
 // --keep-db DIR).
 // INVARIANT: a command that writes (creates schemas, a job table, rows) writes only into a
@@ -66,8 +67,10 @@ class Database {
   const std::string& note() const { return note_; }
   // True when the database dies with this process: the embedded default without --keep-db.
   bool ephemeral() const { return embedded_ && !embedded_->kept(); }
-  // Keeps an ephemeral database (EmbeddedPostgres::Keep); empty when the database outlives the
-  // process anyway. The function refers to this Database: call it while this lives.
+  // Keeps an embedded cluster (EmbeddedPostgres::Keep; a --keep-db cluster is kept already) and
+  // says how to reach and remove it, so that a hint names its --keep-db DIR; empty for a database
+  // given by --db, LEDGERDIFF_DB or PG* (it outlives the process and is reached the same way).
+  // The function refers to this Database: call it while this lives.
   KeepDatabaseFn Keeper();
   Result<std::unique_ptr<pg::Connection>> Connect(const std::string& application_name = "ledgerdiff") const;
 

@@ -337,7 +337,7 @@ bool SourceNeedsDefaultDatabase(const std::string& t) {
   return t.find("::") == std::string::npos;
 }
 
-Result<Source> ParseSource(const std::string& t, const std::string& default_conninfo) {
+Result<Source> ParseSource(const std::string& t, const std::optional<std::string>& default_database) {
   if (t.empty()) return Status::Usage("empty side: give a schema, file:PATH or CONNINFO::SCHEMA");
   if (t.rfind("file:", 0) == 0) return Source::Manifest(t.substr(5));
   if (EndsWith(t, ".ldm")) return Source::Manifest(t);
@@ -353,8 +353,9 @@ Result<Source> ParseSource(const std::string& t, const std::string& default_conn
     if (sep + 2 == t.size()) return Status::Usagef("side \"{}\": no schema after '::'", pg::RedactConninfo(t));
     return Source::Schema(t.substr(0, sep), t.substr(sep + 2));
   }
-  if (default_conninfo.empty()) return Status::Usagef("side \"{}\": a schema needs a database (--db)", t);
-  return Source::Schema(default_conninfo, t);
+  if (!default_database)
+    return Status::Usagef("side \"{}\": a schema needs a database (--db, LEDGERDIFF_DB or the PG* environment)", t);
+  return Source::Schema(*default_database, t);
 }
 
 void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& right, const std::vector<size_t>& key,

@@ -40,9 +40,10 @@ struct Source {
 //   file:PATH, or an existing PATH ending in .ldm  -> a manifest file
 //   postgresql://...#SCHEMA (or postgres://)       -> SCHEMA in that database
 //   CONNINFO::SCHEMA (e.g. "host=/tmp dbname=b::public") -> SCHEMA in that database
-//   SCHEMA                                         -> SCHEMA in `default_conninfo` (--db)
-// REQUIRES for the last form: default_conninfo is not empty (the caller resolved --db).
-Result<Source> ParseSource(const std::string& text, const std::string& default_conninfo);
+//   SCHEMA                                         -> SCHEMA in `default_database`
+// `default_database` is the command's resolved database (--db, LEDGERDIFF_DB, or "" for libpq's
+// defaults: the PG* environment); nullopt when none was resolved, which refuses the last form.
+Result<Source> ParseSource(const std::string& text, const std::optional<std::string>& default_database);
 // True when the text names a side that needs no --db (manifest or explicit database).
 bool SourceNeedsDefaultDatabase(const std::string& text);
 

@@ -340,7 +340,7 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
 }
 
 Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const IngestOptions& options, double timeout_s,
-                                            Reporter& reporter) {
+                                            const std::string& reach_flags, Reporter& reporter) {
   const auto started = std::chrono::steady_clock::now();
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
   RunSpec spec;
@@ -351,9 +351,9 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
     LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter, /*orchestrated=*/false));
   }
   reporter.Note(
-      fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}` on machines that "
+      fmt::format("run {} waits for external workers: start `ledgerdiff worker --run {}{}{}` on machines that "
                   "reach this database",
-                  spec.run_id, spec.run_id));
+                  spec.run_id, spec.run_id, reach_flags.empty() ? "" : " ", reach_flags));
   auto waited = WaitForRun(*conn, spec.run_id, timeout_s, reporter);
   if (!waited.ok()) {
     // Given up on (a timeout): the run must not stay "running" for workers that join later.

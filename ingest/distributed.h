@@ -117,7 +117,8 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
 // (`ledgerdiff worker --run ID`, printed as a note) to finish it; starts no worker itself. The
 // run is settled with RunIngest's end-of-run checks (SettleRun); a failed or cancelled run or a
 // failed check is a report with `ok` false and `error` set to the run's stored reason.
+// `reach_flags` ("--db '...'" / "--keep-db DIR" / "") go into the printed worker command.
 Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const IngestOptions& options, double timeout_s,
-                                            Reporter& reporter);
+                                            const std::string& reach_flags, Reporter& reporter);
 
 }  // namespace ledgerdiff::ingest

@@ -45,7 +45,7 @@ struct IngestOptions : IngestPlan {
   // Registered as a planned run (`plan`, verify --workers-external): carried out by `worker`
   // processes anywhere, with no orchestrator (runs.mode "planned"; see schema_guard.h).
   bool planned = false;
-  // Set when the database dies with this process (the embedded default): called when the run
+  // Set for an embedded cluster (Database::Keeper; the default one dies with this process): called when the run
   // fails in a way `--resume` could continue, to keep the database for it (the hint then names
   // its --keep-db DIR and how to remove it). When it fails, the error gives no resume hint.
   KeepDatabaseFn keep_database;

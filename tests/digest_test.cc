@@ -554,7 +554,9 @@ TEST(Diff, SourceSyntax) {
   auto k = diff::ParseSource("host=/tmp dbname=b::public", "");
   EXPECT_EQ(k->conninfo, "host=/tmp dbname=b");
   EXPECT_EQ(diff::ParseSource("s1", "host=x")->schema, "s1");
-  EXPECT_FALSE(diff::ParseSource("s1", "").ok());
+  EXPECT_FALSE(diff::ParseSource("s1", std::nullopt).ok());
+  // "" is a database too: libpq's defaults, the PG* environment of a reader.
+  EXPECT_EQ(diff::ParseSource("s1", "")->conninfo, "");
 }
 
 TEST(Diff, MissingSchemaIsAClearUsageError) {

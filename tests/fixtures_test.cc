@@ -138,7 +138,7 @@ TEST(Generator, EstimatedRowCountFollowsTheGeneratedRows) {
     for (const LedgerRange r : {LedgerRange{2, 501}, LedgerRange{1000, 1499}, LedgerRange{8000, 8499}}) {
       const double estimated = static_cast<double>(EstimatedRowCount(config, r));
       EXPECT_NEAR(estimated / generated(config, r), 1.0, 0.05)
-          << DensityName(config.density) << " seed " << config.seed << " ledgers " << r.str();
+          << (config.density == Density::kFlat ? "flat" : "stellar") << " seed " << config.seed << " ledgers " << r.str();
     }
   EXPECT_EQ(EstimatedRowCount(Stellar(), {2, 3000}),
             EstimatedRowCount(Stellar(), {2, 1234}) + EstimatedRowCount(Stellar(), {1235, 3000}));

@@ -504,6 +504,16 @@ TEST(Guard, WritingCommandsIgnoreThePgEnvironment) {
             std::string::npos)
       << worker.err;
   EXPECT_EQ(Lines(worker.err), 1) << worker.err;
+  // plan registers a run for workers that join later: never on a throwaway server, never in PG*'s.
+  auto plan = RunCli({"plan", "--range", "2:51", "--schema", "planned"}, env);
+  EXPECT_EQ(plan.exit_code, 2) << plan.err;
+  EXPECT_NE(plan.err.find("plan: no database given"), std::string::npos) << plan.err;
+  EXPECT_NE(plan.err.find("--keep-db DIR"), std::string::npos) << plan.err;
+  auto external = RunCli({"verify", "--range", "2:51", "--workers-external", "--workers-timeout", "1"}, env);
+  EXPECT_EQ(external.exit_code, 2) << external.err;
+  EXPECT_NE(external.err.find("--workers-external: workers started elsewhere cannot reach the embedded"),
+            std::string::npos)
+      << external.err;
   EXPECT_EQ(UserSchemas(prod_conninfo), std::set<std::string>{}) << "a writing command wrote into PG*'s database";
 
   // Named with --db, production is written; a reader with only PG* reads it.
@@ -516,6 +526,22 @@ TEST(Guard, WritingCommandsIgnoreThePgEnvironment) {
   EXPECT_EQ(digest.exit_code, 0) << digest.err;
   EXPECT_NE(digest.out.find("history_ledgers"), std::string::npos) << digest.out;
   EXPECT_EQ(digest.err.find("ignored"), std::string::npos) << digest.err;
+  // diff's bare schema names are schemas of that same database (its help says PG* is a default).
+  auto diff = RunCli({"diff", "named", "named", "--range", "2:51"}, env);
+  EXPECT_EQ(diff.exit_code, 0) << diff.err;
+  EXPECT_NE(diff.out.find("identical"), std::string::npos) << diff.out;
+  // The printed worker command reaches the database it was planned in (no password in it).
+  auto planned = RunCli({"plan", "--db", prod_conninfo, "--range", "2:51", "--schema", "planned"}, env);
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_NE(planned.out.find("worker --run 2"), std::string::npos) << planned.out;
+  EXPECT_NE(planned.out.find(" --db '"), std::string::npos) << planned.out;
+  EXPECT_NE(planned.out.find("dbname=" + prod), std::string::npos) << planned.out;
+  // A reader given --keep-db asked for that embedded cluster: PG* yields to it (the look-again
+  // commands of a kept cluster run in such a shell).
+  testing::ScratchDir kept("ld-guard-kept");
+  auto runs = RunCli({"runs", "--keep-db", kept.path + "/pg"}, env);
+  EXPECT_EQ(runs.exit_code, 0) << runs.err;
+  EXPECT_EQ(runs.err.find("cannot be combined"), std::string::npos) << runs.err;
 }
 
 // A worker claims jobs only of a run that is running: a failed or cancelled run keeps its pending

@@ -188,6 +188,8 @@ TEST(Advice, AFailedIngestOnTheEmbeddedDefaultKeepsItsClusterForTheResume) {
   auto resumed = RunCli({"ingest", "--resume", id, "--keep-db", dir}, EmbeddedEnv(scratch.path));
   EXPECT_EQ(resumed.exit_code, 1) << "resumed, and failed again the same way: " << resumed.err;
   EXPECT_TRUE(Contains(resumed.err, "resuming run " + id)) << resumed.err;
+  // Its hint still reaches the kept cluster: a bare `--resume ID` would look in a new throwaway one.
+  EXPECT_TRUE(Contains(resumed.err, "--resume " + id + " --keep-db " + dir)) << resumed.err;
   fs::remove_all(dir);
 }
 

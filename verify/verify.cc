@@ -246,7 +246,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
   if (o.workers_external) {
-    auto external = ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, reporter);
+    auto external = ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, o.reconnect_flags, reporter);
     if (!external.ok()) {
       if (external.status().kind() != Status::Kind::kRuntime) return external.status();
       // Given up on (a timeout): say what stays and how to remove it.
