@@ -3,6 +3,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/command.h"
+#include "core/atomic_file.h"
 #include "core/ledger_range.h"
 #include "diff/diff.h"
 #include "dump/digest.h"
@@ -148,7 +149,17 @@ Action SetupDiff(CLI::App* sub) {
                 "Accept ledgers of the range that a side does not hold (else the verdict is incomplete, exit 1); "
                 "they are still listed");
   Action a;
-  a.check = [f] { return f->c.Check(); };
+  a.check = [f]() -> Status {
+    LD_RETURN_IF_ERROR(f->c.Check());
+    // A manifest side is a regular file, refused before any server starts (a FIFO would block).
+    for (const std::string* side : {&f->left, &f->right}) {
+      if (diff::SourceNeedsDefaultDatabase(*side)) continue;
+      auto source = diff::ParseSource(*side, "");
+      if (source.ok() && source->kind == diff::Source::Kind::kManifest)
+        LD_RETURN_IF_ERROR(CheckRegularFile(source->manifest_path, "manifest " + source->manifest_path));
+    }
+    return Status::Ok();
+  };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     f->opts.range = f->c.range;
     // Two manifests, or schemas in named databases, need no --db: no embedded server then.

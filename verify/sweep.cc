@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/database.h"
 #include "core/pg.h"
 #include "core/process.h"
@@ -189,6 +190,7 @@ Status ValidateSweepOptions(const SweepOptions& o) {
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
   if (!o.baseline.empty()) {
     if (!std::filesystem::exists(o.baseline)) return Status::Usagef("--baseline {}: no such file", o.baseline);
+    LD_RETURN_IF_ERROR(CheckRegularFile(o.baseline, "--baseline " + o.baseline));
     LD_RETURN_IF_ERROR(CheckBaseline(o, spec));
   }
   return Status::Ok();
