@@ -188,7 +188,14 @@ Action SetupDump(CLI::App* sub) {
   sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)")
       ->check(WritableDirectory());
   Action a;
-  a.check = [f] { return f->c.Check(); };
+  a.check = [f]() -> Status {
+    LD_RETURN_IF_ERROR(f->c.Check());
+    // Before the server starts: the files of the profile's tables (the dump checks again once
+    // the schema resolves them).
+    std::vector<std::string> tables;
+    for (const auto& t : f->c.spec.tables) tables.push_back(t.table);
+    return dump::CheckDumpTargets(f->out, tables, f->format == "csv" ? dump::DumpFormat::kCsv : dump::DumpFormat::kJsonl);
+  };
   a.quiet = [f] { return f->out == "-"; };  // the rows themselves go to stdout
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());

@@ -35,7 +35,7 @@ void AddReportFlags(CLI::App* sub, ReportFiles& files) {
       ->check(WritableFile());
   sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE")->check(WritableFile());
   sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR")
-      ->check(WritableDirectory());
+      ->check(WritableDirectory({"index.html"}));
 }
 
 Status EmitReports(const GateReports& reports, const ReportFiles& files) {
