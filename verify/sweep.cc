@@ -177,8 +177,8 @@ Status ValidateSweepOptions(const SweepOptions& o) {
     for (uint32_t j : o.job_sizes) {
       uint64_t jobs = (o.range.size() + j - 1) / j;
       if (w > jobs)
-        return Status::Usagef("cell {} workers x jobs of {}: the range {} has only {} job(s) for {} workers", w, j,
-                              o.range.str(), jobs, w);
+        return Status::Usagef("cell {} workers x jobs of {}: the range {} has only {} for {}", w, j,
+                              o.range.str(), FormatCountOf(jobs, "job"), FormatCountOf(w, "worker"));
       IngestOptions probe = CellIngestOptions(o, w, j);
       probe.schema = "probe";
       LD_RETURN_IF_ERROR(ValidateIngestOptions(probe));

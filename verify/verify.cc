@@ -288,7 +288,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
                                                              workload));
     r.saved_baseline = o.save_baseline;
     r.phases.push_back({"save baseline", SecondsSince(t)});
-    reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, summary.manifest_bytes));
+    reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, FormatCount(summary.manifest_bytes)));
   }
 
   // 4. Digests of both sides and the diff.
