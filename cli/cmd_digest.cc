@@ -2,10 +2,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
+
 #include "cli/command.h"
 #include "core/atomic_file.h"
 #include "core/ledger_range.h"
 #include "diff/diff.h"
+#include "dump/checkpoint.h"
 #include "dump/digest.h"
 #include "dump/dump.h"
 #include "dump/manifest.h"
@@ -74,6 +77,12 @@ Action SetupDigest(CLI::App* sub) {
     if (f->shard_opt->count() && !f->shards) return Status::Usage("--shard needs --shards N");
     if (f->resume && f->out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
     if (f->resume && f->print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
+    // The checkpoint it will read or replace is a regular file, refused before the server starts.
+    if (!f->out.empty() && f->out != "-") {
+      std::error_code ec;
+      const std::string cp = dump::CheckpointPath(f->out);
+      if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
+    }
     if (!f->shards) return Status::Ok();
     if (!f->c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
     if (f->out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");

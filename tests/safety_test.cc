@@ -479,6 +479,7 @@ TEST(Bounds, AProfileThatIsAFifoIsRefusedWithoutBlocking) {
 // refused at once, exit 2, naming the path, before any server starts: it used to block forever in
 // the reader (manifest show, diff, verify --baseline after starting its server), fail after the
 // server started (a directory as --baseline), or (selftest --profile) ingest first and fail later.
+// A checkpoint (digest/verify-range --out FILE: FILE.partial) likewise.
 TEST(Bounds, EveryFileReadThatIsNotARegularFileIsRefusedAtOnce) {
   testing::ScratchDir scratch("ledgerdiff-fifo-");
   const std::string fifo = scratch.path + "/in.ldm";
@@ -486,6 +487,9 @@ TEST(Bounds, EveryFileReadThatIsNotARegularFileIsRefusedAtOnce) {
   const std::string dir = scratch.path + "/dir.ldm";
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
   const std::string merged = scratch.path + "/merged.ldm";
+  // A checkpoint (OUT.partial) that is a FIFO, for digest and verify-range --resume.
+  const std::string out = scratch.path + "/out.ldm";
+  ASSERT_EQ(mkfifo((out + ".partial").c_str(), 0600), 0) << std::strerror(errno);
   struct Case {
     std::vector<std::string> args;
     std::string path;
@@ -497,6 +501,10 @@ TEST(Bounds, EveryFileReadThatIsNotARegularFileIsRefusedAtOnce) {
       {{"verify", "--range", "2:301", "--baseline", fifo}, fifo},
       {{"verify", "--range", "2:301", "--baseline", dir}, dir},
       {{"selftest", "--profile", fifo, "--range", "2:301"}, fifo},
+      {{"digest", "--db", "host=/nonexistent", "--schema", "s", "--out", out, "--resume"}, out + ".partial"},
+      {{"verify-range", "--range", "2:301", "--left", "host=/nonexistent", "--right", "host=/nonexistent", "--out", out,
+        "--resume"},
+       out + ".partial"},
   };
   for (const auto& c : cases) {
     const std::string err_path = scratch.path + "/err";

@@ -343,7 +343,7 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
   if (o.shards == 0 && o.shard) return Status::Usage("--shard K needs --shards N");
   if (o.resume && o.out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
-  if (o.resume) {
+  if (!o.out.empty()) {
     std::error_code ec;
     const std::string cp = dump::CheckpointPath(o.out);
     if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
