@@ -2,9 +2,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
+
 #include "cli/command.h"
+#include "core/atomic_file.h"
 #include "core/ledger_range.h"
 #include "diff/diff.h"
+#include "dump/checkpoint.h"
 #include "dump/digest.h"
 #include "dump/dump.h"
 #include "dump/manifest.h"
@@ -73,6 +77,12 @@ Action SetupDigest(CLI::App* sub) {
     if (f->shard_opt->count() && !f->shards) return Status::Usage("--shard needs --shards N");
     if (f->resume && f->out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
     if (f->resume && f->print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
+    // The checkpoint it will read or replace is a regular file, refused before the server starts.
+    if (!f->out.empty() && f->out != "-") {
+      std::error_code ec;
+      const std::string cp = dump::CheckpointPath(f->out);
+      if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
+    }
     if (!f->shards) return Status::Ok();
     if (!f->c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
     if (f->out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");
@@ -148,7 +158,17 @@ Action SetupDiff(CLI::App* sub) {
                 "Accept ledgers of the range that a side does not hold (else the verdict is incomplete, exit 1); "
                 "they are still listed");
   Action a;
-  a.check = [f] { return f->c.Check(); };
+  a.check = [f]() -> Status {
+    LD_RETURN_IF_ERROR(f->c.Check());
+    // A manifest side is a regular file, refused before any server starts (a FIFO would block).
+    for (const std::string* side : {&f->left, &f->right}) {
+      if (diff::SourceNeedsDefaultDatabase(*side)) continue;
+      auto source = diff::ParseSource(*side, "");
+      if (source.ok() && source->kind == diff::Source::Kind::kManifest)
+        LD_RETURN_IF_ERROR(CheckRegularFile(source->manifest_path, "manifest " + source->manifest_path));
+    }
+    return Status::Ok();
+  };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     f->opts.range = f->c.range;
     // Two manifests, or schemas in named databases, need no --db: no embedded server then.
@@ -177,7 +197,14 @@ Action SetupDump(CLI::App* sub) {
   sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)")
       ->check(WritableDirectory());
   Action a;
-  a.check = [f] { return f->c.Check(); };
+  a.check = [f]() -> Status {
+    LD_RETURN_IF_ERROR(f->c.Check());
+    // Before the server starts: the files of the profile's tables (the dump checks again once
+    // the schema resolves them).
+    std::vector<std::string> tables;
+    for (const auto& t : f->c.spec.tables) tables.push_back(t.table);
+    return dump::CheckDumpTargets(f->out, tables, f->format == "csv" ? dump::DumpFormat::kCsv : dump::DumpFormat::kJsonl);
+  };
   a.quiet = [f] { return f->out == "-"; };  // the rows themselves go to stdout
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "core/atomic_file.h"
 #include "dump/manifest.h"
 #include "dump/shard.h"
 
@@ -27,6 +28,14 @@ Action SetupManifest(CLI::App* sub) {
   f->show->fallthrough();
   f->show->add_option("FILE", f->file, "A manifest (.ldm), complete or partial")->required();
   Action a;
+  // Every manifest read is a regular file, refused before anything is written (a FIFO would block).
+  a.check = [f]() -> Status {
+    if (f->merge->parsed()) {
+      for (const auto& part : f->parts) LD_RETURN_IF_ERROR(CheckRegularFile(part, "manifest " + part));
+      return Status::Ok();
+    }
+    return CheckRegularFile(f->file, "manifest " + f->file);
+  };
   a.run = [f](Context&) -> Result<Outcome> {
     Outcome out;
     if (f->merge->parsed()) {

@@ -5,6 +5,7 @@
 #include "cli/command.h"
 #include "core/ledger_range.h"
 #include "core/text.h"
+#include "dump/profile.h"
 #include "verify/selftest.h"
 #include "verify/verify.h"
 #include "report/gate.h"
@@ -28,7 +29,7 @@ void AddReportFlags(CLI::App* sub, ReportFiles& files) {
       ->check(WritableFile());
   sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE")->check(WritableFile());
   sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR")
-      ->check(WritableDirectory());
+      ->check(WritableDirectory({"index.html"}));
 }
 
 Status EmitReports(const GateReports& reports, const ReportFiles& files) {
@@ -191,6 +192,8 @@ Action SetupSelftest(CLI::App* sub) {
   a.check = [f]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
     LD_RETURN_IF_ERROR(f->options.Validate(/*check_schema=*/false));
+    // The profile before any ingest: a FIFO or a bad file is a usage error, not 11 failed rows.
+    LD_RETURN_IF_ERROR(dump::LoadProfileSpec(f->options.table_profile).status());
     return verify::PlanSelftest(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {

@@ -124,7 +124,8 @@ std::string ReconnectFlags(Database& db);
 // directories are created, and a symbolic link at a file target, a directory or other non-regular
 // file in the way, or an unwritable directory is a usage error (exit 2). "-" (stdout) passes.
 CLI::Validator WritableFile();
-CLI::Validator WritableDirectory();
+// `files`: the names the command writes in the directory, each checked as WritableFile does.
+CLI::Validator WritableDirectory(std::vector<std::string> files = {});
 
 // The commands' flags and actions, one file per family; main.cc holds the table.
 Action SetupIngest(CLI::App* sub);  // cmd_ingest.cc

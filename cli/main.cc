@@ -93,16 +93,24 @@ CLI::Validator WritableFile() {
       "");
 }
 
-CLI::Validator WritableDirectory() {
+CLI::Validator WritableDirectory(std::vector<std::string> files) {
   return CLI::Validator(
-      [](std::string& path) -> std::string {
+      [files](std::string& path) -> std::string {
         if (path == "-") return "";
         namespace fs = std::filesystem;
         std::error_code ec;
-        if (const auto parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
-        if (fs::exists(path, ec) && !fs::is_directory(path, ec)) return path + ": exists and is not a directory";
-        const std::string parent = fs::path(path).parent_path().empty() ? "." : fs::path(path).parent_path().string();
+        std::string dir = path;
+        while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+        // Written through, a link would put the files wherever it points.
+        if (fs::is_symlink(dir, ec)) return "refusing to write into " + path + ": it is a symbolic link";
+        if (const auto parent = fs::path(dir).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+        if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) return path + ": exists and is not a directory";
+        const std::string parent = fs::path(dir).parent_path().empty() ? "." : fs::path(dir).parent_path().string();
         if (!fs::is_directory(parent, ec)) return "cannot create " + path + ": " + parent + " is not a directory";
+        // Every file the command will write there, as WritableFile checks one (a link, a FIFO).
+        if (fs::is_directory(dir, ec))
+          for (const auto& name : files)
+            if (const Status s = CheckWriteTarget((fs::path(dir) / name).string()); !s.ok()) return s.message();
         return "";
       },
       "");

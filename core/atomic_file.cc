@@ -178,4 +178,34 @@ Status WriteFileAtomic(const std::string& target, std::string_view content) {
   return f->Commit();
 }
 
+Result<int> OpenRegularFile(const std::string& path, std::string_view label, int flags, int* open_errno) {
+  if (open_errno) *open_errno = 0;
+  const int fd = ::open(path.c_str(), flags | O_NONBLOCK | O_CLOEXEC, 0644);  // 0644 when flags hold O_CREAT
+  if (fd < 0) {
+    const int err = errno;
+    if (open_errno) *open_errno = err;
+    return Status::Usagef("{}: cannot read: {}", label, std::strerror(err));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::Usagef("{}: not a regular file ({})", label,
+                          S_ISFIFO(st.st_mode)   ? "a FIFO"
+                          : S_ISDIR(st.st_mode)  ? "a directory"
+                          : S_ISCHR(st.st_mode)  ? "a character device"
+                          : S_ISBLK(st.st_mode)  ? "a block device"
+                          : S_ISSOCK(st.st_mode) ? "a socket"
+                                                 : "not a plain file");
+  }
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+  return fd;
+}
+
+Status CheckRegularFile(const std::string& path, std::string_view label) {
+  LD_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, label));
+  ::close(fd);
+  return Status::Ok();
+}
+
 }  // namespace ledgerdiff

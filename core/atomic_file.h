@@ -62,4 +62,16 @@ class AtomicFile {
 // The whole of `content` to `target` through an AtomicFile.
 Status WriteFileAtomic(const std::string& target, std::string_view content);
 
+// FILES THE TOOL READS (manifests, baselines, profiles, checkpoints): only regular files.
+// Opens `path` with `flags` | O_NONBLOCK | O_CLOEXEC (a FIFO with no writer would block open(2)
+// forever), judges what was opened by fstat (no swap between a check and the open), then clears
+// O_NONBLOCK. Anything but a regular file is a Usage error "<label>: not a regular file (a FIFO)";
+// `label` names the path as the caller's other messages do (e.g. `manifest m.ldm`). When open(2)
+// itself fails, the Usage error is "<label>: cannot read: <strerror>" and *open_errno (when given)
+// is its errno (0 otherwise). The caller closes the returned descriptor.
+Result<int> OpenRegularFile(const std::string& path, std::string_view label, int flags = 0,
+                            int* open_errno = nullptr);
+// The same check, closing the file: for commands that refuse their inputs before any work.
+Status CheckRegularFile(const std::string& path, std::string_view label);
+
 }  // namespace ledgerdiff

@@ -216,7 +216,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
 
 namespace {
 
-std::string Ledgers(uint64_t n) { return FormatCount(n) + (n == 1 ? " ledger" : " ledgers"); }
+std::string Ledgers(uint64_t n) { return FormatCountOf(n, "ledger"); }
 
 std::string HeldText(const char* side, const SideCoverage& c) {
   if (!c.first) return fmt::format("{} holds no ledger of the range", side);
@@ -244,7 +244,7 @@ std::string RenderCoverage(const DiffReport& r) {
     for (const auto& o : c->orphans) {
       uint64_t listed = 0;
       for (const auto& a : o.at) listed += a.size();
-      out += fmt::format("warning: {} ({}): {} rows at {} without a {} row: {}{}\n", o.table, side, FormatCount(o.rows),
+      out += fmt::format("warning: {} ({}): {} at {} without a {} row: {}{}\n", o.table, side, FormatCountOf(o.rows, "row"),
                          Ledgers(o.ledgers), cov.table, FormatIntervals(o.at, o.at.size()),
                          listed < o.ledgers ? fmt::format(" and {} more", Ledgers(o.ledgers - listed)) : "");
     }

@@ -152,13 +152,17 @@ std::string CheckpointPath(const std::string& out) { return out + ".partial"; }
 Result<std::unique_ptr<Checkpoint>> Checkpoint::OpenLocked(const std::string& path, bool create) {
   std::unique_ptr<Checkpoint> cp(new Checkpoint());
   cp->path_ = path;
-  cp->fd_ = open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0644);
-  if (cp->fd_ < 0) {
-    if (!create && errno == ENOENT)
+  // Only a regular file, opened without blocking (a FIFO would block open(2) and every read).
+  int open_errno = 0;
+  auto opened = OpenRegularFile(path, "checkpoint " + path, O_RDWR | O_NOFOLLOW | (create ? O_CREAT : 0), &open_errno);
+  if (!opened.ok()) {
+    if (!create && open_errno == ENOENT)
       return Status::Usagef("--resume: no checkpoint {} (the run finished, or never started): run without --resume",
                             path);
-    return Status::Usagef("checkpoint {}: cannot open: {}", path, std::strerror(errno));
+    if (open_errno) return Status::Usagef("checkpoint {}: cannot open: {}", path, std::strerror(open_errno));
+    return opened.status();
   }
+  cp->fd_ = *opened;
   if (flock(cp->fd_, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) return Status::Usagef("checkpoint {} is in use by another ledgerdiff run (locked)", path);
     return Status::Usagef("checkpoint {}: cannot lock: {}", path, std::strerror(errno));

@@ -937,8 +937,8 @@ std::string RenderDigestText(const DigestSummary& s) {
     out += fmt::format("tables without a ledger mapping (not compared): {}\n",
                        fmt::join(s.profile.uncompared_tables, ", "));
   if (s.ledgers_resumed)
-    out += fmt::format("resumed from checkpoint {}: {} ledgers taken from it, {} digested\n", s.checkpoint,
-                       FormatCount(s.ledgers_resumed), FormatCount(s.range.size() - s.ledgers_resumed));
+    out += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n", s.checkpoint,
+                       FormatCountOf(s.ledgers_resumed, "ledger"), FormatCount(s.range.size() - s.ledgers_resumed));
   if (!s.manifest_path.empty())
     out += fmt::format("manifest {} ({} detail): {} bytes, {:.1f} bytes/ledger; 50M ledgers would weigh {:.2f} GB\n",
                        s.manifest_path, s.manifest_detail, FormatCount(s.manifest_bytes),

@@ -1,4 +1,5 @@
 #include "dump/dump.h"
+#include "core/atomic_file.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -88,6 +89,17 @@ class StagedDirectory {
 
 }  // namespace
 
+Status CheckDumpTargets(const std::string& out, const std::vector<std::string>& tables, DumpFormat format) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (out == "-" || !fs::is_directory(out, ec)) return Status::Ok();
+  for (const auto& table : tables) {
+    const std::string name = SafeFileName(table) + (format == DumpFormat::kCsv ? ".csv" : ".jsonl");
+    LD_RETURN_IF_ERROR(CheckWriteTarget((fs::path(out) / name).string()));
+  }
+  return Status::Ok();
+}
+
 Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                const DumpOptions& options, Reporter& reporter) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff dump"));
@@ -104,6 +116,11 @@ Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& s
   const bool csv = options.format == DumpFormat::kCsv;
   std::unique_ptr<StagedDirectory> staged;
   if (!to_stdout) {
+    // Each file this dump will move into --out, checked before a row is read: a symbolic link
+    // there would be silently replaced by the commit's rename.
+    std::vector<std::string> tables;
+    for (const auto& table : profile.tables) tables.push_back(table.name);
+    LD_RETURN_IF_ERROR(CheckDumpTargets(options.out, tables, options.format));
     LD_ASSIGN_OR_RETURN(staged, StagedDirectory::Create(options.out));
   }
   std::vector<std::string_view> fields;

@@ -37,6 +37,11 @@ struct DumpSummary {
 };
 
 // Reads in one REPEATABLE READ READ ONLY transaction. Writes to stdout only when out is "-".
+// Usage error unless every file a dump of `tables` writes into the existing directory `out` can be
+// written there (CheckWriteTarget: not a symbolic link, not a FIFO). Nothing when `out` is "-" or
+// does not exist yet.
+Status CheckDumpTargets(const std::string& out, const std::vector<std::string>& tables, DumpFormat format);
+
 Result<DumpSummary> DumpSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                const DumpOptions& options, Reporter& reporter);
 

@@ -1,7 +1,9 @@
 #include "dump/manifest.h"
 
 #include <openssl/evp.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
 #include "core/process.h"
 #include "dump/bounded_json.h"
 #include "dump/checkpoint.h"
@@ -301,9 +304,15 @@ Result<uint64_t> ManifestReader::ReadVarint() {
 Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& path) {
   std::unique_ptr<ManifestReader> r(new ManifestReader());
   r->path_ = path;
-  r->f_ = std::fopen(path.c_str(), "rb");
-  if (!r->f_) return Status::Usagef("manifest {}: cannot read: {}", path, std::strerror(errno));
-  // The size bounds every length read below (a pipe has none: the documented bounds still hold).
+  // Only a regular file, opened without blocking: a FIFO would block the read forever.
+  LD_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, "manifest " + path, O_RDONLY));
+  r->f_ = fdopen(fd, "rb");
+  if (!r->f_) {
+    const int err = errno;
+    ::close(fd);
+    return Status::Runtimef("manifest {}: cannot read: {}", path, std::strerror(err));
+  }
+  // The size bounds every length read below.
   struct stat st;
   if (fstat(fileno(r->f_), &st) == 0 && S_ISREG(st.st_mode)) r->size_ = static_cast<uint64_t>(st.st_size);
   r->sha_ = EVP_MD_CTX_new();

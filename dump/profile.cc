@@ -1,5 +1,7 @@
 #include "dump/profile.h"
 
+#include "core/atomic_file.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -431,23 +433,18 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
 Result<ProfileSpec> LoadProfileSpec(const std::string& name_or_path) {
   if (name_or_path.empty() || name_or_path == "horizon") return HorizonProfileSpec();
   if (name_or_path == "auto") return AutoProfileSpec();
-  // Only a regular file: opened without blocking (a FIFO with no writer would block open(2)
-  // forever), then judged by fstat of what was opened, so no swap between a check and the open.
-  const int fd = ::open(name_or_path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return Status::Usagef("profile \"{}\": not horizon, auto, or a readable JSON file", name_or_path);
+  // Only a regular file, opened without blocking (core/atomic_file.h OpenRegularFile).
+  int open_errno = 0;
+  auto opened = OpenRegularFile(name_or_path, fmt::format("profile \"{}\"", name_or_path), O_RDONLY, &open_errno);
+  if (!opened.ok()) {
+    if (open_errno) return Status::Usagef("profile \"{}\": not horizon, auto, or a readable JSON file", name_or_path);
+    return Status::Usagef("{}; give horizon, auto or a JSON file", opened.status().message());
+  }
+  const int fd = *opened;
   struct FdCloser {
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-    return Status::Usagef("profile \"{}\": not a regular file ({}); give horizon, auto or a JSON file", name_or_path,
-                          S_ISFIFO(st.st_mode)   ? "a FIFO"
-                          : S_ISDIR(st.st_mode)  ? "a directory"
-                          : S_ISCHR(st.st_mode)  ? "a character device"
-                          : S_ISBLK(st.st_mode)  ? "a block device"
-                          : S_ISSOCK(st.st_mode) ? "a socket"
-                                                 : "not a plain file");
   // Bounded: a profile is a small JSON file; a huge file is refused, not read. Read in blocks,
   // so that memory follows the file's size (a 4 MiB buffer per profile made the profile fuzzer
   // run at 170 inputs/s).

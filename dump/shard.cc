@@ -237,7 +237,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
 std::string RenderManifestText(const ManifestInfo& info) {
   const ManifestHeader& h = info.header;
   std::string s = fmt::format("manifest {} ({} bytes, format {}, detail {}, ledgerdiff {})\n",
-                              info.summary.manifest_path, info.summary.manifest_bytes, kManifestVersion,
+                              info.summary.manifest_path, FormatCount(info.summary.manifest_bytes), kManifestVersion,
                               ManifestDetailName(h.detail), h.tool_version);
   s += fmt::format("  source: {}\n", h.source);
   if (h.right_identity)

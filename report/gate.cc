@@ -37,16 +37,18 @@ void AddCoverageChecks(const diff::DiffReport& d, const Sides& sides, GateSummar
                                                                            {&sides.right, &cov.right}};
   std::string missing;
   for (const auto& [name, c] : each) {
-    const std::string held = c->first ? fmt::format("{} ledgers ({} to {})", FormatCount(c->held), *c->first, *c->last)
+    const std::string held = c->first ? fmt::format("{} ({} to {})", Plural(c->held, "ledger", "ledgers"), *c->first, *c->last)
                     : std::string("no ledger of the range");
     s.facts.push_back({*name + " holds", held});
     if (c->missing_ledgers)
-      missing += fmt::format("{}{}: {} ledgers missing: {}", missing.empty() ? "" : "; ", *name,
-                             FormatCount(c->missing_ledgers), FormatIntervals(c->missing, c->missing_ranges));
+      missing += fmt::format("{}{}: {}: {}", missing.empty() ? "" : "; ", *name,
+                             Plural(c->missing_ledgers, "ledger missing", "ledgers missing"),
+                             FormatIntervals(c->missing, c->missing_ranges));
     for (const auto& o : c->orphans)
       s.checks.push_back({fmt::format("coverage: {} ({})", o.table, *name), State::kWarning,
-                          fmt::format("{} rows at {} ledgers without a {} row: {}", FormatCount(o.rows),
-                                      FormatCount(o.ledgers), cov.table, FormatIntervals(o.at, o.at.size())),
+                          fmt::format("{} at {} without a {} row: {}", Plural(o.rows, "row", "rows"),
+                                      Plural(o.ledgers, "ledger", "ledgers"), cov.table,
+                                      FormatIntervals(o.at, o.at.size())),
                           ""});
   }
   if (missing.empty())
@@ -82,7 +84,7 @@ void AddDiffChecks(const verify::VerifyReport& shell, const VerifyView& view, Ga
     for (Ledger l : shell.diff.divergent_sample) listed += (listed.empty() ? "" : ", ") + std::to_string(l);
     const uint64_t more = shell.diff.divergent_ledgers - shell.diff.divergent_sample.size();
     s.checks.push_back({"divergent ledgers", State::kFail,
-                        fmt::format("{} divergent ledgers: {}{}", FormatCount(shell.diff.divergent_ledgers), listed,
+                        fmt::format("{}: {}{}", Plural(shell.diff.divergent_ledgers, "divergent ledger", "divergent ledgers"), listed,
                                     more ? fmt::format(" and {} more", FormatCount(more)) : ""),
                         ""});
   }

@@ -110,6 +110,43 @@ TEST(ExitCodes, StatusKindsMapToTheDocumentedCodes) {
   EXPECT_EQ(static_cast<int>(Status::Runtime("x").exit_code()), 3);
 }
 
+// Files a command writes inside an output directory are checked up front like a --junit FILE:
+// a symbolic link at DIR/index.html or at a dump's table file, or DIR itself a link, is exit 2
+// before any work (the unreachable --db proves nothing started). They used to be found after the
+// whole ingest (exit 3), written through, or silently replaced.
+TEST(OutputDirectories, LinksInsideOrAtTheDirectoryAreRefusedUpFront) {
+  fs::path dir = FreshTempDir("outdir_links");
+  const fs::path victim = dir / "victim";
+  WriteFileBytes(victim, "precious");
+  fs::create_directories(dir / "rep2");
+  fs::create_symlink(victim, dir / "rep2" / "index.html");
+  fs::create_directories(dir / "elsewhere");
+  fs::create_symlink(dir / "elsewhere", dir / "rlink");
+  fs::create_directories(dir / "d2");
+  fs::create_symlink(victim, dir / "d2" / "history_effects.jsonl");
+  const std::string nowhere = "host=/nonexistent";
+  struct Case {
+    std::vector<std::string> args;
+    std::string path;
+  };
+  const std::vector<Case> cases = {
+      {{"verify", "--db", nowhere, "--range", "2:301", "--report", (dir / "rep2").string()},
+       (dir / "rep2" / "index.html").string()},
+      {{"verify", "--db", nowhere, "--range", "2:301", "--report", (dir / "rlink").string()}, (dir / "rlink").string()},
+      {{"dump", "--db", nowhere, "--schema", "s", "--out", (dir / "d2").string()},
+       (dir / "d2" / "history_effects.jsonl").string()},
+  };
+  for (const auto& c : cases) {
+    CliResult r = RunCli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << c.path << ": " << r.err;
+    EXPECT_NE(r.err.find("is a symbolic link"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.path), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(ReadFileBytes(victim), "precious");
+  EXPECT_TRUE(fs::is_empty(dir / "elsewhere"));
+  EXPECT_TRUE(fs::is_symlink(dir / "d2" / "history_effects.jsonl"));
+}
+
 // One ingested schema for the CLI tests below.
 class OutputCli : public ::testing::Test {
  protected:

@@ -4,6 +4,7 @@
 // LEDGERDIFF_RENDER_SAMPLE_DIR=DIR makes SampleReportForBrowser write the divergent sample
 // report to DIR/index.html (ci/check_report_browser.sh screenshots it when no CLI report exists).
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -1164,6 +1165,43 @@ TEST(GateReports, ChaosNamesTheDetectorOfEveryFaultAndWhyOneDoesNotCount) {
 
 // Issue 22: one number formatter in every text renderer: counts with thousands separators, the
 // noun singular for 1 ("1 worker", never "1 workers"; "1,000 ledgers", never "1000 ledgers").
+// One divergent ledger, one ledger missing, one row at one ledger without its header row: the
+// gate's checks (so JUnit, Markdown and the GitHub annotations) and the text say each in the
+// singular ("1 rows at 1 ledgers", "1 divergent ledgers: 30", "1 ledgers missing: 30" before).
+TEST(GateReports, OneOfEachIsSingularInEveryFormat) {
+  VerifyReport v = DivergentReport();
+  v.diff.divergent_ledgers = 1;
+  v.diff.divergent_sample = {30};
+  v.diff.coverage.left.missing = {{30, 30}};
+  v.diff.coverage.left.missing_ledgers = 1;
+  v.diff.coverage.left.missing_ranges = 1;
+  v.diff.coverage.left.held = 399;
+  v.diff.coverage.right.orphans.push_back({"history_effects", 1, 1, {{30, 30}}});
+  const GateSummary g = report::VerifyRangeGate(v.diff);
+  std::string joined;
+  for (const auto& c : g.checks) joined += c.message + "\n";
+  std::string annotations;
+  for (const auto& line : GithubAnnotations(g)) annotations += line + "\n";
+  const std::vector<std::string> outputs = {joined, report::RenderGateJUnit(g), report::RenderGateMarkdown(g),
+                                            annotations};
+  // "1 ledgers" alone, not the end of "401 ledgers".
+  auto has_wrong = [](const std::string& out, const std::string& wrong) {
+    for (size_t at = out.find(wrong); at != std::string::npos; at = out.find(wrong, at + 1))
+      if (at == 0 || !(std::isdigit(static_cast<unsigned char>(out[at - 1])) || out[at - 1] == ',')) return true;
+    return false;
+  };
+  for (const std::string& out : outputs) {
+    EXPECT_NE(out.find("1 divergent ledger: 30"), std::string::npos) << out;
+    EXPECT_NE(out.find("1 ledger missing: 30"), std::string::npos) << out;
+    EXPECT_NE(out.find("1 row at 1 ledger without a "), std::string::npos) << out;  // Markdown escapes the _
+    for (const char* wrong : {"1 divergent ledgers", "1 ledgers", "1 rows"})
+      EXPECT_FALSE(has_wrong(out, wrong)) << wrong << " in " << out;
+  }
+  const std::string text = diff::RenderDiffText(v.diff);
+  EXPECT_NE(text.find("1 row at 1 ledger without a history_ledgers row"), std::string::npos) << text;
+  EXPECT_FALSE(has_wrong(text, "1 rows")) << text;
+}
+
 TEST(TextOutput, CountsAreGroupedAndNounsAgreeWithTheirNumber) {
   IngestReport run = SampleRun("ld_x", 1, {Attempt(1, 1, "w1", 0, 1, "done", "", {2, 1001})}, 2);
   run.range = {2, 1001};

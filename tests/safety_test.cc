@@ -475,6 +475,66 @@ TEST(Bounds, AProfileThatIsAFifoIsRefusedWithoutBlocking) {
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
+// A FIFO (or a directory) given where a command reads a file (manifest, baseline, profile) is
+// refused at once, exit 2, naming the path, before any server starts: it used to block forever in
+// the reader (manifest show, diff, verify --baseline after starting its server), fail after the
+// server started (a directory as --baseline), or (selftest --profile) ingest first and fail later.
+// A checkpoint (digest/verify-range --out FILE: FILE.partial) likewise.
+TEST(Bounds, EveryFileReadThatIsNotARegularFileIsRefusedAtOnce) {
+  testing::ScratchDir scratch("ledgerdiff-fifo-");
+  const std::string fifo = scratch.path + "/in.ldm";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+  const std::string dir = scratch.path + "/dir.ldm";
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << std::strerror(errno);
+  const std::string merged = scratch.path + "/merged.ldm";
+  // A checkpoint (OUT.partial) that is a FIFO, for digest and verify-range --resume.
+  const std::string out = scratch.path + "/out.ldm";
+  ASSERT_EQ(mkfifo((out + ".partial").c_str(), 0600), 0) << std::strerror(errno);
+  struct Case {
+    std::vector<std::string> args;
+    std::string path;
+  };
+  const std::vector<Case> cases = {
+      {{"manifest", "show", fifo}, fifo},
+      {{"manifest", "merge", "--out", merged, fifo}, fifo},
+      {{"diff", fifo, "file:" + fifo}, fifo},
+      {{"verify", "--range", "2:301", "--baseline", fifo}, fifo},
+      {{"verify", "--range", "2:301", "--baseline", dir}, dir},
+      {{"selftest", "--profile", fifo, "--range", "2:301"}, fifo},
+      {{"digest", "--db", "host=/nonexistent", "--schema", "s", "--out", out, "--resume"}, out + ".partial"},
+      {{"verify-range", "--range", "2:301", "--left", "host=/nonexistent", "--right", "host=/nonexistent", "--out", out,
+        "--resume"},
+       out + ".partial"},
+  };
+  for (const auto& c : cases) {
+    const std::string err_path = scratch.path + "/err";
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = testing::SpawnCli(c.args, {.stderr_path = err_path});
+    // Polled with a deadline: a regression blocks, and the test must fail rather than hang.
+    int ws = 0;
+    bool killed = false;
+    while (waitpid(pid, &ws, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() - start > std::chrono::seconds(20)) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &ws, 0);
+        killed = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    const std::string what = c.args[0] + " " + c.args[1];
+    ASSERT_FALSE(killed) << what << " blocked on " << c.path;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3)) << what;
+    ASSERT_TRUE(WIFEXITED(ws)) << what << ": " << ws;
+    EXPECT_EQ(WEXITSTATUS(ws), 2) << what;
+    const std::string err = testing::ReadFileBytes(err_path);
+    EXPECT_NE(err.find(c.path), std::string::npos) << what << ": " << err;
+    EXPECT_NE(err.find("not a regular file"), std::string::npos) << what << ": " << err;
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << what << ": " << err;
+    EXPECT_FALSE(fs::exists(merged)) << what;
+  }
+}
+
 TEST(Dump, TableNamesNeverEscapeTheOutputDirectory) {
   auto conn = Connect();
   ASSERT_TRUE(conn);

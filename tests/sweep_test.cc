@@ -638,7 +638,7 @@ TEST(SweepCommand, BadInputExitsTwoWithOneLineBeforeAnythingRuns) {
       {{"--workers", "1,500"}, "500 is too large (at most 64)"},
       {{"--workers", "x"}, "not a positive integer"},
       {{"--job-size", "50,100000"}, "larger than the range"},
-      {{"--workers", "1,8", "--job-size", "100"}, "has only 3 job(s) for 8 workers"},
+      {{"--workers", "1,8", "--job-size", "100"}, "has only 3 jobs for 8 workers"},
       {{"--repeat", "0"}, "--repeat"},
       {{"--inject-bug", "skip-ledger@150", "--workers", "1"}, "parallel cells only"},
       {{"--range", "9:3"}, "range"},

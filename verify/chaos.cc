@@ -620,12 +620,14 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
   // the run ends and leave room for orchestrator kills after them.
   uint32_t pool = std::max<uint32_t>(per_job, (jobs * 3 + 3) / 4);
   if (per_job > 0 && pool > jobs) {
-    return Status::Usagef("{} per-job faults per round need at least {} jobs; the range {} has {} jobs of {}", per_job,
-                          per_job + 1, o.range.str(), jobs, o.job_size);
+    return Status::Usagef("{} per round {} at least {}; the range {} has {} of {}",
+                          FormatCountOf(per_job, "per-job fault"), per_job == 1 ? "needs" : "need",
+                          FormatCountOf(per_job + 1, "job"), o.range.str(), FormatCountOf(jobs, "job"), o.job_size);
   }
   if (orchestrator > 0 && jobs < orchestrator + 1)
-    return Status::Usagef("{} orchestrator kills per round need at least {} jobs; the range has {}", orchestrator,
-                          orchestrator + 1, jobs);
+    return Status::Usagef("{} per round {} at least {}; the range has {}",
+                          FormatCountOf(orchestrator, "orchestrator kill"), orchestrator == 1 ? "needs" : "need",
+                          FormatCountOf(orchestrator + 1, "job"), FormatCount(jobs));
   // Stages at which a target attempt is held or crashes: the job has written part of itself.
   const std::vector<std::string> stages =
       o.unsafe_ingester

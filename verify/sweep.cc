@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/database.h"
 #include "core/pg.h"
 #include "core/process.h"
@@ -176,8 +177,8 @@ Status ValidateSweepOptions(const SweepOptions& o) {
     for (uint32_t j : o.job_sizes) {
       uint64_t jobs = (o.range.size() + j - 1) / j;
       if (w > jobs)
-        return Status::Usagef("cell {} workers x jobs of {}: the range {} has only {} job(s) for {} workers", w, j,
-                              o.range.str(), jobs, w);
+        return Status::Usagef("cell {} workers x jobs of {}: the range {} has only {} for {}", w, j,
+                              o.range.str(), FormatCountOf(jobs, "job"), FormatCountOf(w, "worker"));
       IngestOptions probe = CellIngestOptions(o, w, j);
       probe.schema = "probe";
       LD_RETURN_IF_ERROR(ValidateIngestOptions(probe));
@@ -189,6 +190,7 @@ Status ValidateSweepOptions(const SweepOptions& o) {
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
   if (!o.baseline.empty()) {
     if (!std::filesystem::exists(o.baseline)) return Status::Usagef("--baseline {}: no such file", o.baseline);
+    LD_RETURN_IF_ERROR(CheckRegularFile(o.baseline, "--baseline " + o.baseline));
     LD_RETURN_IF_ERROR(CheckBaseline(o, spec));
   }
   return Status::Ok();

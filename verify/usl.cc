@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "core/report.h"
+
 namespace ledgerdiff::verify {
 
 namespace {
@@ -69,7 +71,7 @@ UslFit FitUsl(const std::vector<UslPoint>& points) {
   }
   fit.points = distinct.size();
   if (fit.points < 3) {
-    fit.notes.push_back(fmt::format("{} worker count(s) measured: the fit needs at least 3", fit.points));
+    fit.notes.push_back(fmt::format("{} measured: the fit needs at least 3", FormatCountOf(fit.points, "worker count")));
     return fit;
   }
 

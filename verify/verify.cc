@@ -4,6 +4,7 @@
 #include <cctype>
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/report.h"
 #include "core/database.h"
 #include "core/process.h"
@@ -140,6 +141,8 @@ Status ValidateVerifyOptions(const VerifyOptions& o) {
     return Status::Usage("--baseline and --save-baseline cannot be combined");
   if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
     return Status::Usagef("--baseline {}: no such file", o.baseline);
+  // Before any server starts: a FIFO would block the baseline's reader, a directory fail late.
+  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckRegularFile(o.baseline, "--baseline " + o.baseline));
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
   if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
     return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",
@@ -285,7 +288,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
                                                              workload));
     r.saved_baseline = o.save_baseline;
     r.phases.push_back({"save baseline", SecondsSince(t)});
-    reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, summary.manifest_bytes));
+    reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, FormatCount(summary.manifest_bytes)));
   }
 
   // 4. Digests of both sides and the diff.
@@ -340,6 +343,11 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
   if (o.shards == 0 && o.shard) return Status::Usage("--shard K needs --shards N");
   if (o.resume && o.out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
+  if (!o.out.empty()) {
+    std::error_code ec;
+    const std::string cp = dump::CheckpointPath(o.out);
+    if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
+  }
   if (o.shards > 0) {
     if (o.out.empty()) return Status::Usage("--shards needs --out PART (the partial manifest for `manifest merge`)");
     LD_ASSIGN_OR_RETURN(uint32_t index, dump::ResolveShardIndex(o.shard, o.shards));
