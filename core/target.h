@@ -18,7 +18,7 @@ class Connection;
 // PG* defaults and services show as what they resolved to) and the schemas; or a manifest file.
 // Never a password, nor the user. Every string is scrubbed (core/redact.h) when rendered.
 struct Target {
-  std::string host;      // host name or address; for a Unix socket its directory ("/tmp/x")
+  std::string host;  // host name or address; for a Unix socket its directory ("/tmp/x")
   std::string port;
   std::string database;
   std::vector<std::string> schemas;
@@ -41,8 +41,8 @@ struct Target {
 // The two sides of a comparison (diff, verify-range).
 struct TargetPair {
   Target left, right;
-  std::string Describe() const;  // "left: <Describe>; right: <Describe>"
-  std::string Line() const;      // "target: " + Describe()
+  std::string Describe() const;   // "left: <Describe>; right: <Describe>"
+  std::string Line() const;       // "target: " + Describe()
   nlohmann::json ToJson() const;  // {"left": {...}, "right": {...}}
 };
 

@@ -1,6 +1,8 @@
 // Issue 22, "Writes go only where the user said": every command names its target (host, port,
 // database, schemas; never the password) on its first line of progress and in every report.
 
+#include "core/target.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +13,6 @@
 #include <vector>
 
 #include "core/redact.h"
-#include "core/target.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff {
@@ -52,8 +53,8 @@ class TargetCli : public ::testing::Test {
     ASSERT_TRUE(testing::TestServer().CreateDatabase(database_).ok());
     conninfo_ = testing::TestServer().conninfo(database_);
     for (const std::string schema : {"a", "b"}) {
-      auto r = RunCli({"ingest", "--db", conninfo_, "--range", "2:41", "--schema", schema, "--workers", "1",
-                       "--density", "flat"});
+      auto r = RunCli(
+          {"ingest", "--db", conninfo_, "--range", "2:41", "--schema", schema, "--workers", "1", "--density", "flat"});
       ASSERT_EQ(r.exit_code, 0) << r.err;
     }
   }
@@ -66,7 +67,10 @@ class TargetCli : public ::testing::Test {
     return fmt::format("database {} on socket {}:{}, schema \"{}\"", database_, Host(), Port(), schema);
   }
   static json TargetJson(const std::vector<std::string>& schemas) {
-    return {{"host", Host()}, {"port", std::stoi(Port())}, {"database", database_}, {"schemas", schemas},
+    return {{"host", Host()},
+            {"port", std::stoi(Port())},
+            {"database", database_},
+            {"schemas", schemas},
             {"embedded", false}};
   }
   static void ExpectNoSecret(const CliResult& r) {
@@ -176,9 +180,9 @@ TEST_F(TargetCli, VerifyRangeNamesBothSidesInEveryReport) {
   const fs::path dir = FreshTempDir("target_vr");
   const std::string junit = (dir / "r.xml").string(), markdown = (dir / "r.md").string(),
                     html = (dir / "html").string();
-  auto r = RunCli({"verify-range", "--range", "2:41", "--left", WithPassword(), "--right", conninfo_,
-                   "--left-schema", "a", "--right-schema", "b", "--format", "json", "--junit", junit, "--markdown",
-                   markdown, "--report", html});
+  auto r =
+      RunCli({"verify-range", "--range", "2:41", "--left", WithPassword(), "--right", conninfo_, "--left-schema", "a",
+              "--right-schema", "b", "--format", "json", "--junit", junit, "--markdown", markdown, "--report", html});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string described = "left: " + Described("a") + "; right: " + Described("b");
   EXPECT_EQ(FirstLine(r.err), "target: " + described) << r.err;
@@ -198,9 +202,9 @@ TEST_F(TargetCli, VerifyNamesItsDatabaseAndSchemasInEveryReport) {
   const fs::path dir = FreshTempDir("target_verify");
   const std::string junit = (dir / "v.xml").string(), markdown = (dir / "v.md").string(),
                     html = (dir / "html").string();
-  auto r = RunCli({"verify", "--db", WithPassword(), "--range", "2:41", "--workers", "2", "--job-size", "10",
-                   "--density", "flat", "--format", "json", "--junit", junit, "--markdown", markdown, "--report",
-                   html});
+  auto r =
+      RunCli({"verify", "--db", WithPassword(), "--range", "2:41", "--workers", "2", "--job-size", "10", "--density",
+              "flat", "--format", "json", "--junit", junit, "--markdown", markdown, "--report", html});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const json j = ParseJson(r);
   const std::string run = j["run_id"];
@@ -219,9 +223,9 @@ TEST_F(TargetCli, VerifyNamesItsDatabaseAndSchemasInEveryReport) {
 }
 
 TEST(TargetEmbedded, TheEmbeddedDefaultSaysSoAndThatItIsRemovedOnExit) {
-  auto r = RunCli({"verify", "--range", "2:21", "--workers", "2", "--job-size", "10", "--density", "flat", "--format",
-                   "json"},
-                  kEmbeddedEnv);
+  auto r = RunCli(
+      {"verify", "--range", "2:21", "--workers", "2", "--job-size", "10", "--density", "flat", "--format", "json"},
+      kEmbeddedEnv);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string first = FirstLine(r.err);
   EXPECT_EQ(first.rfind("target: database ", 0), 0u) << r.err;
