@@ -49,12 +49,18 @@ Action SetupChaos(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
+    ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
-    // A planned fault that never fired makes its round (and the campaign) inconclusive: exit 1.
-    Outcome out{report.valid ? 0 : 1, report::RenderChaosText(report), report::ChaosReportToJson(report), ""};
     bool kept = false;
     for (const auto& round : report.rounds) kept = kept || round.schema_kept;
-    KeepClusterOfKeptSchemas(*db, kept, out);
+    // The cluster is kept first, so that the report's target says whether it stays.
+    Outcome keep;
+    KeepClusterOfKeptSchemas(*db, kept, keep);
+    report.target = db->target();
+    // A planned fault that never fired makes its round (and the campaign) inconclusive: exit 1.
+    Outcome out{report.valid ? 0 : 1, report::RenderChaosText(report) + keep.text, report::ChaosReportToJson(report),
+                ""};
+    if (keep.json.is_object()) out.json.update(keep.json);
     AddWriteFailure(out, EmitReports(report::ChaosReports(report), f->reports));
     return out;
   };

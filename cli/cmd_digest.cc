@@ -94,6 +94,7 @@ Action SetupDigest(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    ctx.Announce(db->target({f->schema}));
     if (f->shards) {
       dump::DigestOptions opts;
       opts.jobs = f->jobs;
@@ -103,6 +104,7 @@ Action SetupDigest(CLI::App* sub) {
       LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db->conninfo(), f->schema, f->c.spec, opts,
                                                                     *f->c.range, f->shards, f->shard, f->out,
                                                                     ctx.reporter()));
+      summary.target = db->target({f->schema});
       Outcome out;
       out.json = dump::DigestSummaryToJson(summary);
       out.json["shard"] = {{"index", f->shard}, {"count", f->shards},
@@ -130,6 +132,7 @@ Action SetupDigest(CLI::App* sub) {
                             ? dump::DigestSchema(db->conninfo(), f->schema, f->c.spec, opts, nullptr, ctx.reporter())
                             : dump::DigestToManifest(db->conninfo(), f->schema, f->c.spec, opts, f->out, detail,
                                                      ctx.reporter()));
+    summary.target = db->target({f->schema});
     out.json = dump::DigestSummaryToJson(summary);
     out.text = dump::RenderDigestText(summary);
     return out;
@@ -172,14 +175,26 @@ Action SetupDiff(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     f->opts.range = f->c.range;
     // Two manifests, or schemas in named databases, need no --db: no embedded server then.
-    std::optional<std::string> conninfo;  // "" is libpq's defaults: the PG* environment
+    Database* db = nullptr;
     if (diff::SourceNeedsDefaultDatabase(f->left) || diff::SourceNeedsDefaultDatabase(f->right)) {
-      LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
-      conninfo = db->conninfo();
+      LD_ASSIGN_OR_RETURN(db, ctx.database());
     }
+    // "" is a database too: libpq's defaults, the PG* environment of a reader.
+    const std::optional<std::string> conninfo = db ? std::optional<std::string>(db->conninfo()) : std::nullopt;
     LD_ASSIGN_OR_RETURN(auto left, diff::ParseSource(f->left, conninfo));
     LD_ASSIGN_OR_RETURN(auto right, diff::ParseSource(f->right, conninfo));
+    // Each side as it is reached: a manifest file, a schema in --db, or in a database of its own.
+    auto side = [db](const diff::Source& s) -> Result<Target> {
+      if (s.kind == diff::Source::Kind::kManifest) return Target::Manifest(s.manifest_path);
+      if (db && s.conninfo == db->conninfo()) return db->target({s.schema});
+      return ConnectedTarget(s.conninfo, {s.schema});
+    };
+    LD_ASSIGN_OR_RETURN(Target left_target, side(left));
+    LD_ASSIGN_OR_RETURN(Target right_target, side(right));
+    const TargetPair targets{left_target, right_target};
+    ctx.Announce(targets);
     LD_ASSIGN_OR_RETURN(auto report, diff::DiffSources(left, right, f->c.spec, f->opts, ctx.reporter()));
+    report.targets = targets;
     return Outcome{report.identical ? 0 : 1, diff::RenderDiffText(report), diff::DiffReportToJson(report), ""};
   };
   return a;
@@ -208,13 +223,15 @@ Action SetupDump(CLI::App* sub) {
   a.quiet = [f] { return f->out == "-"; };  // the rows themselves go to stdout
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    ctx.Announce(db->target({f->schema}));
     dump::DumpOptions opts;
     opts.range = f->c.range;
     opts.format = f->format == "csv" ? dump::DumpFormat::kCsv : dump::DumpFormat::kJsonl;
     opts.out = f->out;
     LD_ASSIGN_OR_RETURN(auto summary, dump::DumpSchema(db->conninfo(), f->schema, f->c.spec, opts, ctx.reporter()));
     Outcome out;
-    if (f->out != "-") {
+    if (f->out != "-") {  // (with "-" the rows are the output)
+      out.text = db->target({f->schema}).Line() + "\n";
       for (const auto& [table, rows] : summary.tables) out.text += fmt::format("{}: {} rows\n", table, FormatCount(rows));
       out.text += fmt::format("excluded columns: {}\n", fmt::join(summary.excluded_columns, ", "));
     }

@@ -17,7 +17,8 @@ namespace ledgerdiff::cli {
 namespace {
 
 // The report as text, plus a hint when the embedded database goes away with the process.
-Outcome IngestOutcome(const ingest::IngestReport& report, Database& db) {
+Outcome IngestOutcome(ingest::IngestReport report, Database& db) {
+  report.target = db.target({report.schema});
   Outcome out;
   out.json = report::IngestReportToJson(report);
   out.text = report::RenderIngestText(report);
@@ -97,6 +98,9 @@ Action SetupIngest(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
+    // A resumed run's schema is in the job table: the line names the database only.
+    ctx.Announce(db->target(f->options.schema.empty() ? std::vector<std::string>{}
+                                                      : std::vector<std::string>{f->options.schema}));
     ingest::IngestOptions o = f->options;
     // A failed run's resume hint works only if the embedded default outlives the process.
     o.keep_database = db->Keeper();

@@ -23,7 +23,8 @@ nlohmann::json JobJson(const ingest::JobRow& j) {
           {"worker", j.worker}, {"error", j.error.empty() ? nlohmann::json() : nlohmann::json(j.error)}};
 }
 
-nlohmann::json RunStatusToJson(const ingest::RunStatus& s) {
+// A run's status; "target": the database holding the job table, and the run's schema.
+nlohmann::json RunStatusToJson(const ingest::RunStatus& s, const Database& db) {
   nlohmann::json stale = nlohmann::json::array(), failed = nlohmann::json::array();
   for (const auto& j : s.stale_jobs) {
     nlohmann::json o = JobJson(j);
@@ -53,7 +54,8 @@ nlohmann::json RunStatusToJson(const ingest::RunStatus& s) {
           {"workers_alive", s.worker_counts.alive},
           {"liveness", ingest::LivenessName(s.liveness)},
           {"stale_jobs", stale},
-          {"failed_jobs", failed}};
+          {"failed_jobs", failed},
+          {"target", db.target({s.schema}).ToJson()}};
 }
 
 // One line per run, then what needs attention (stale and failed jobs, no live worker, why the
@@ -93,8 +95,9 @@ std::string RunStatusText(const ingest::RunStatus& s) {
 }
 
 // wait's exit code and error line for a run that is no longer running.
-Outcome SettledOutcome(const ingest::RunStatus& s) {
-  Outcome out{s.state == "done" ? 0 : 1, RunStatusText(s), RunStatusToJson(s), ""};
+Outcome SettledOutcome(const ingest::RunStatus& s, const Database& db) {
+  Outcome out{s.state == "done" ? 0 : 1, db.target({s.schema}).Line() + "\n" + RunStatusText(s),
+              RunStatusToJson(s, db), ""};
   if (s.state == "cancelled")
     out.error = fmt::format("run {} was cancelled{}", s.run_id, s.error.empty() ? "" : " (" + s.error + ")");
   else if (s.state != "done")
@@ -132,16 +135,18 @@ Action SetupPlan(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    ctx.Announce(db->target({f->options.schema}));
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff plan"));
     LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::PlanRun(*conn, f->options));
     const auto jobs = SplitJobs(spec.range, spec.job_size).size();
     Outcome out;
     const std::string reach = ReconnectFlags(*db);
-    out.text = fmt::format("# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
+    // Comment lines, then the run id alone on the last line (deploy/ reads it).
+    out.text = fmt::format("# {}\n# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
                            "`ledgerdiff worker --run {}{}{}`\n{}\n",
-                           spec.run_id, spec.schema, spec.range.str(), FormatCountOf(jobs, "job"),
-                           FormatCountOf(spec.job_size, "ledger"), spec.run_id, reach.empty() ? "" : " ", reach,
-                           spec.run_id);
+                           db->target({spec.schema}).Line(), spec.run_id, spec.schema, spec.range.str(),
+                           FormatCountOf(jobs, "job"), FormatCountOf(spec.job_size, "ledger"), spec.run_id,
+                           reach.empty() ? "" : " ", reach, spec.run_id);
     return out;
   };
   return a;
@@ -157,6 +162,7 @@ Action SetupRunWorker(CLI::App* sub) {
   Action a;
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    ctx.Announce(db->target());
     Outcome out;
     ingest::WorkerOutcome w = ingest::RunDistributedWorker(db->conninfo(), f->run, f->worker, ctx.reporter());
     out.exit_code = w.exit_code;
@@ -185,16 +191,18 @@ Action SetupWait(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff wait"));
     ingest::RunStatus last;
     auto status = ingest::WaitForRun(*conn, f->run, f->timeout, ctx.reporter(), &last);
     if (!status.ok()) {
       if (last.run_id.empty()) return status.status();
       // Timed out: where the run stands (stale jobs, no live worker), then the error.
-      return Outcome{static_cast<int>(status.status().exit_code()), RunStatusText(last), RunStatusToJson(last),
+      return Outcome{static_cast<int>(status.status().exit_code()),
+                     db->target({last.schema}).Line() + "\n" + RunStatusText(last), RunStatusToJson(last, *db),
                      status.status().message()};
     }
-    return SettledOutcome(*status);
+    return SettledOutcome(*status, *db);
   };
   return a;
 }
@@ -204,15 +212,19 @@ Action SetupRuns(CLI::App* sub) {
   Action a;
   a.run = [](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    const Target target = db->target();
+    ctx.Announce(target);
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff runs"));
     LD_ASSIGN_OR_RETURN(auto runs, ingest::ListRuns(*conn));
     Outcome out;
+    out.text = target.Line() + "\n";
+    // An array, one object per run (each names its target: the array has no other place).
     out.json = nlohmann::json::array();
     for (const auto& r : runs) {
-      out.json.push_back(RunStatusToJson(r));
+      out.json.push_back(RunStatusToJson(r, *db));
       out.text += RunStatusText(r);
     }
-    if (runs.empty()) out.text = "no runs\n";
+    if (runs.empty()) out.text += "no runs\n";
     return out;
   };
   return a;
@@ -224,11 +236,14 @@ Action SetupCancel(CLI::App* sub) {
   Action a;
   a.run = [run](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff cancel"));
     LD_ASSIGN_OR_RETURN(ingest::CancelReport r, ingest::CancelRun(*conn, *run));
     const std::string schema_flag = ShellQuote(r.schema, ShellQuoting::kWhenNeeded);
+    const Target target = db->target({r.schema});
     Outcome out;
-    out.text = fmt::format(
+    out.text = target.Line() + "\n";
+    out.text += fmt::format(
         "run {} cancelled: {} pending and {} running jobs fenced ({} done jobs keep their rows); its workers stop "
         "claiming and exit 1, and a running attempt can no longer commit (its data transaction rolls back)\n"
         "schema \"{}\" stays ledgerdiff's (mark \"{}\") and no run holds it now: reuse it with `ledgerdiff plan "
@@ -243,7 +258,8 @@ Action SetupCancel(CLI::App* sub) {
                 {"mode", r.mode},
                 {"jobs_fenced", {{"pending", r.pending}, {"running", r.running}}},
                 {"jobs_done", r.done},
-                {"drop", fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(r.schema))}};
+                {"drop", fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(r.schema))},
+                {"target", target.ToJson()}};
     return out;
   };
   return a;

@@ -51,15 +51,20 @@ Action SetupSweep(CLI::App* sub) {
     uint32_t most_workers = 0;
     for (uint32_t w : f->options.workers) most_workers = std::max(most_workers, w);
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(most_workers)));
+    ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(verify::SweepReport report, verify::RunSweep(db->conninfo(), f->options, ctx.reporter()));
-    Outcome out;
-    out.exit_code = report.exit_code();
-    out.json = report::SweepReportToJson(report);
-    out.text = report::RenderSweepText(report);
     bool kept = !report.reference_schema.empty();
     for (const auto& c : report.cells)
       for (const auto& r : c.repeats) kept = kept || r.kept;
-    KeepClusterOfKeptSchemas(*db, kept, out);
+    // The cluster is kept first, so that the report's target says whether it stays.
+    Outcome keep;
+    KeepClusterOfKeptSchemas(*db, kept, keep);
+    report.target = db->target();
+    Outcome out;
+    out.exit_code = report.exit_code();
+    out.json = report::SweepReportToJson(report);
+    if (keep.json.is_object()) out.json.update(keep.json);
+    out.text = report::RenderSweepText(report) + keep.text;
     if (report.recommendation.every_parallel_divergent)
       out.error = fmt::format("every parallel cell diverged: {}", fmt::join(report.recommendation.divergent, ", "));
     if (!f->csv.empty()) AddWriteFailure(out, WriteFile(f->csv, report::RenderSweepCsv(report)));

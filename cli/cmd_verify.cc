@@ -82,8 +82,12 @@ Action SetupVerify(CLI::App* sub) {
           "--workers-external: workers started elsewhere cannot reach the embedded throwaway server, and its run "
           "dies with this process; pass --db CONNINFO (or LEDGERDIFF_DB), or --keep-db DIR for workers on this "
           "machine");
+    // The run id is chosen here so that the target line can name the schemas before the run.
+    if (f->options.run_id.empty() && f->options.resume_run.empty()) f->options.run_id = NewRunId();
+    ctx.Announce(db->target(verify::VerifySchemas(f->options)));
     WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
+    report.target = db->target(report.schemas());  // kept or not, as it stands now
     const Status written = EmitReports(report::VerifyReports(report), f->reports);
     Outcome out;
     out.json = report::VerifyReportToJson(report);
@@ -142,7 +146,13 @@ Action SetupVerifyRange(CLI::App* sub) {
     return verify::ValidateVerifyRangeOptions(f->options);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(f->options, ctx.reporter()));
+    const auto& o = f->options;
+    LD_ASSIGN_OR_RETURN(Target left, ConnectedTarget(o.left, {o.left_schema}));
+    LD_ASSIGN_OR_RETURN(Target right, ConnectedTarget(o.right, {o.right_schema}));
+    const TargetPair targets{left, right};
+    ctx.Announce(targets);
+    LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(o, ctx.reporter()));
+    report.diff.targets = targets;
     Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff),
                 ""};
     if (report.shard)
@@ -198,7 +208,9 @@ Action SetupSelftest(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
+    ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(auto report, verify::RunSelftest(db->conninfo(), f->options, ctx.reporter()));
+    report.target = db->target();
     Outcome out{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),
                 ""};
     AddWriteFailure(out, EmitReports(report::SelftestReports(report), f->reports));

@@ -5,8 +5,10 @@
 // the database, the progress reporter, rendering and the exit code.
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -19,21 +21,51 @@
 
 namespace ledgerdiff::cli {
 
+// A Reporter that puts one pending note (the target line) before whatever comes first: the
+// next note or progress update, or Flush().
+class TargetFirstReporter : public Reporter {
+ public:
+  explicit TargetFirstReporter(Reporter& inner) : inner_(inner) {}
+  void SetPending(std::string line);
+  void Flush();  // notes the pending line, if any, now
+  void Note(std::string_view line) override;
+  void Update(const Progress& progress) override;
+  void Done() override { inner_.Done(); }
+  bool live() const override { return inner_.live(); }
+
+ private:
+  Reporter& inner_;
+  std::mutex mu_;
+  std::atomic<bool> pending_set_{false};
+  std::string pending_;
+};
+
 // What main hands a running command.
 class Context {
  public:
-  Context(const DatabaseOptions& db_options, Reporter& reporter) : db_options_(db_options), reporter_(reporter) {}
+  Context(const DatabaseOptions& db_options, Reporter& reporter)
+      : db_options_(db_options), reporter_(reporter), progress_(reporter) {}
   // The database of --db / LEDGERDIFF_DB / PG* / the embedded default, resolved on first use
   // (a command that turns out not to need one never starts the embedded server).
   // `workers`: the most worker processes the command runs at once; an embedded server is sized
   // for them (EmbeddedMaxConnectionsFor) unless the database is resolved already.
   // REQUIRES: the command's DatabaseUse is not kNone.
   Result<Database*> database(int workers = 0);
-  Reporter& reporter() { return reporter_; }
+  // Names what the command works on (issue 22). Its line, "target: ..." (Target::Line), is the
+  // first line of the command's progress on stderr: printed before its first note or progress
+  // update (so before any long work), or by main once the command succeeded without any. A
+  // command that fails before making progress prints only its one error line, as before.
+  // A command announces once, right after resolving its database(s).
+  void Announce(const Target& target) { progress_.SetPending(target.Line()); }
+  void Announce(const TargetPair& targets) { progress_.SetPending(targets.Line()); }
+  // Prints the target line if nothing has yet (main, after a successful run).
+  void FlushAnnouncement() { progress_.Flush(); }
+  Reporter& reporter() { return progress_; }
 
  private:
   const DatabaseOptions& db_options_;
-  Reporter& reporter_;
+  Reporter& reporter_;           // main's (the PG* note goes straight to it)
+  TargetFirstReporter progress_;  // what the command reports through
   std::unique_ptr<Database> db_;
 };
 

@@ -30,6 +30,32 @@ Result<Database*> Context::database(int workers) {
   return db_.get();
 }
 
+void TargetFirstReporter::SetPending(std::string line) {
+  std::lock_guard<std::mutex> lock(mu_);
+  pending_ = std::move(line);
+  pending_set_ = true;
+}
+
+void TargetFirstReporter::Flush() {
+  if (!pending_set_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  // Under the lock: a note of another thread waits until the target line is out.
+  if (!pending_set_) return;
+  inner_.Note(pending_);
+  pending_.clear();
+  pending_set_ = false;
+}
+
+void TargetFirstReporter::Note(std::string_view line) {
+  Flush();
+  inner_.Note(line);
+}
+
+void TargetFirstReporter::Update(const Progress& progress) {
+  Flush();
+  inner_.Update(progress);
+}
+
 int EmbeddedWorkersFor(const ingest::IngestPlan& plan, uint32_t workers) {
   const uint64_t w = workers;
   return static_cast<int>(std::min<uint64_t>(w + (plan.ingest_cmd.empty() ? 0 : (w + 1) / 2), 5000));
@@ -198,6 +224,7 @@ int Run(Entry& e) {
   StderrReporter reporter(/*quiet=*/e.action.quiet && e.action.quiet());
   Context context(e.db, reporter);
   Result<Outcome> outcome = e.action.run(context);
+  if (outcome.ok()) context.FlushAnnouncement();  // a command that made no progress names its target now
   reporter.Done();
   if (!outcome.ok()) return Fail(outcome.status());
   if (e.format == OutputFormat::kJson && !outcome->json.is_null())

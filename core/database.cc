@@ -69,6 +69,8 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
     LD_ASSIGN_OR_RETURN(db->embedded_,
                         EmbeddedPostgres::Start({.dir = options.keep_dir, .max_connections = options.max_connections}));
     db->conninfo_ = db->embedded_->conninfo();
+    LD_ASSIGN_OR_RETURN(auto session, db->Connect());
+    db->endpoint_ = TargetOf(*session);
     return db;
   }
   if (!options.keep_dir.empty())
@@ -76,6 +78,7 @@ Result<std::unique_ptr<Database>> Database::Resolve(const DatabaseOptions& optio
         "--keep-db applies to the embedded server only; it cannot be combined with --db or LEDGERDIFF_DB");
   // Fail early and clearly when the database is unreachable (one line: nothing printed before).
   LD_ASSIGN_OR_RETURN(auto probe, db->Connect());
+  db->endpoint_ = TargetOf(*probe);  // what the conninfo, PG* or a service resolved to
   ReapStaleTempDirsAndReport();  // the embedded path reaps in EmbeddedPostgres::Start
   return db;
 }
@@ -90,6 +93,14 @@ KeepDatabaseFn Database::Keeper() {
     const std::string dir = ShellQuote(server->dir(), ShellQuoting::kWhenNeeded);
     return KeptDatabase{"--keep-db " + dir, server->dir(), "rm -rf " + dir};
   };
+}
+
+Target Database::target(std::vector<std::string> schemas) const {
+  Target t = endpoint_;
+  t.schemas = std::move(schemas);
+  t.embedded = embedded();
+  t.removed_on_exit = ephemeral();
+  return t;
 }
 
 Result<std::unique_ptr<pg::Connection>> Database::Connect(const std::string& application_name) const {

@@ -21,10 +21,12 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/embedded_pg.h"
 #include "core/pg.h"
 #include "core/status.h"
+#include "core/target.h"
 
 namespace ledgerdiff {
 
@@ -73,10 +75,14 @@ class Database {
   // The function refers to this Database: call it while this lives.
   KeepDatabaseFn Keeper();
   Result<std::unique_ptr<pg::Connection>> Connect(const std::string& application_name = "ledgerdiff") const;
+  // What the command works on: the server and database Resolve connected to, naming `schemas`;
+  // embedded and whether it is removed on exit as they stand now (Keeper() may have kept it).
+  Target target(std::vector<std::string> schemas = {}) const;
 
  private:
   Database() = default;
   std::string conninfo_, note_;
+  Target endpoint_;  // of Resolve's first connection (TargetOf)
   std::unique_ptr<EmbeddedPostgres> embedded_;
 };
 

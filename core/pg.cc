@@ -241,6 +241,11 @@ Status Connection::AbortCopyIn(const std::string& reason) {
   return Status::Ok();
 }
 
+Connection::Endpoint Connection::endpoint() const {
+  auto text = [](const char* v) { return v ? std::string(v) : std::string(); };
+  return {text(PQhost(conn_)), text(PQport(conn_)), text(PQdb(conn_))};
+}
+
 int Connection::BackendPid() const { return PQbackendPID(conn_); }
 
 void Connection::Cancel() {

@@ -85,6 +85,13 @@ class Connection {
 
   // The server process id of this session (for pg_terminate_backend and logs).
   int BackendPid() const;
+  // Where this session is connected, as libpq resolved it (PQhost, PQport, PQdb): a PG*
+  // default or a service shows as what it named. `host` is a Unix socket's directory when the
+  // session came over one.
+  struct Endpoint {
+    std::string host, port, database;
+  };
+  Endpoint endpoint() const;
   // Sends a cancel request for the running statement (safe from another thread).
   void Cancel();
   // True when the connection is still usable.

@@ -162,6 +162,9 @@ struct GateSummary {
   std::string command;  // "chaos"
   std::string verdict;  // as the command prints it: "identical", "valid", "PASSED" ...
   bool passed = false;
+  // What the command worked on (core/database.h Target::Describe, TargetPair::Describe); "" when
+  // unknown. JUnit: a "target" property; Markdown and HTML: the first fact.
+  std::string target;
   std::vector<std::pair<std::string, std::string>> facts;  // label, value: range, workers, ...
   std::vector<GateCheck> checks;
   std::vector<std::pair<std::string, std::string>> next_steps;  // what to run next: label, command

@@ -17,6 +17,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "core/target.h"
 #include "diff/checks.h"
 #include "dump/digest.h"
 #include "dump/profile.h"
@@ -233,6 +234,10 @@ struct DiffReport {
   // Where the time went: both sides digested and compared (streamed together), then the row
   // diff of the first divergent ledger (its rows read again).
   double digest_seconds = 0, row_diff_seconds = 0;
+  // The two sides' databases (or manifest files), set by the commands that compare (diff,
+  // verify-range): text "target: left ...; right ...", JSON "target" {left, right}. Unset in a
+  // verify's diff (the verify names its target once).
+  std::optional<TargetPair> targets;
 };
 
 // Compares `left` and `right` under profile `spec`. identical means: no ledger differs, no

@@ -106,6 +106,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   nlohmann::ordered_json j;
   j["identical"] = r.identical;
   j["verdict"] = VerdictName(r.verdict);
+  if (r.targets) j["target"] = r.targets->ToJson();
   j["first_divergent_ledger"] = r.first_divergent_ledger ? nlohmann::json(*r.first_divergent_ledger) : nlohmann::json(nullptr);
   j["divergent_tables"] = nlohmann::json::array();
   for (const auto& t : r.divergent_tables) j["divergent_tables"].push_back(t.table);
@@ -297,9 +298,8 @@ std::string RenderSideChecks(const DiffReport& r) {
   return out;
 }
 
-}  // namespace
-
-std::string RenderDiffText(const DiffReport& r) {
+// The verdict and what backs it (RenderDiffText without the target line).
+std::string RenderDiffBody(const DiffReport& r) {
   std::string out;
   if (r.verdict == Verdict::kIncomplete) {
     const Coverage& c = r.coverage;
@@ -377,6 +377,12 @@ std::string RenderDiffText(const DiffReport& r) {
   }
   for (const auto& n : r.notes) out += "note: " + n + "\n";
   return out;
+}
+
+}  // namespace
+
+std::string RenderDiffText(const DiffReport& r) {
+  return (r.targets ? r.targets->Line() + "\n" : "") + RenderDiffBody(r);
 }
 
 }  // namespace ledgerdiff::diff

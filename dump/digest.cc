@@ -920,7 +920,8 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
 }
 
 std::string RenderDigestText(const DigestSummary& s) {
-  std::string out = fmt::format("digest of {}, ledgers {} ({} ledgers), profile {}\n", s.source, s.range.str(),
+  std::string out = s.target ? s.target->Line() + "\n" : "";
+  out += fmt::format("digest of {}, ledgers {} ({} ledgers), profile {}\n", s.source, s.range.str(),
                                 FormatCount(s.range.size()), s.profile.name);
   size_t w = 5;
   for (const auto& t : s.tables) w = std::max(w, t.table.size());
@@ -975,6 +976,7 @@ nlohmann::json DigestSummaryToJson(const DigestSummary& s) {
                    {"ledgers_resumed", s.ledgers_resumed},
                    {"ledgers_digested", s.range.size() - s.ledgers_resumed}};
   }
+  if (s.target) j["target"] = s.target->ToJson();
   return j;
 }
 

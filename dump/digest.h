@@ -37,6 +37,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "core/target.h"
 #include "dump/canonical.h"
 #include "dump/lookup_map.h"
 #include "dump/profile.h"
@@ -157,6 +158,9 @@ struct DigestSummary {
   // ledgers of the range were taken from it instead of being digested (--resume).
   std::string checkpoint;
   uint64_t ledgers_resumed = 0;
+  // The database and schema digested, set by the `digest` command (text "target: ...", JSON
+  // "target"); unset otherwise (a manifest merge, a verify's baseline).
+  std::optional<Target> target;
 };
 
 // The range present in `schema`: the union of min..max ledger over every compared table (ledger 0

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/ledger_range.h"
+#include "core/target.h"
 #include "ingest/job_table.h"
 
 namespace ledgerdiff::ingest {
@@ -34,6 +35,9 @@ struct IngestReport {
   std::vector<AttemptRow> timeline;  // every attempt, for reports
   std::string error;             // why the run failed
   std::string log_dir;           // external ingester: the run's per-job stdout/stderr logs; "" otherwise
+  // The database and schema, set by the `ingest` command (text "target: ...", JSON "target"); unset
+  // in a verify's side runs (the verify names its target once).
+  std::optional<Target> target;
 
   double ledgers_per_s() const { return wall_s > 0 ? static_cast<double>(ledgers) / wall_s : 0; }
   double rows_per_s() const { return wall_s > 0 ? static_cast<double>(rows) / wall_s : 0; }

@@ -46,7 +46,7 @@ nlohmann::json DetectorCountsJson(const std::map<ingest::Detector, uint32_t>& co
 }  // namespace
 
 std::string RenderChaosText(const ChaosReport& r) {
-  std::string out;
+  std::string out = r.target ? r.target->Line() + "\n" : "";
   out += fmt::format("chaos {} ({}), {}, jobs of {}, seed {}, {}{}\n", r.options.range.str(),
                      FormatCountOf(r.options.range.size(), "ledger"), FormatCountOf(r.options.workers, "worker"),
                      FormatCountOf(r.options.job_size, "ledger"), r.options.seed, FormatCountOf(r.rounds.size(), "round"),
@@ -151,24 +151,26 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     injected[k] = r.injected.count(k) ? r.injected.at(k) : 0;
     planned[k] = r.planned.count(k) ? r.planned.at(k) : 0;
   }
-  return {{"valid", r.valid},
-          {"inconclusive", r.inconclusive},
-          {"verdict", r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid"},
-          {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
-          {"workers", r.options.workers},
-          {"job_size", r.options.job_size},
-          {"seed", r.options.seed},
-          {"unsafe_ingester", r.options.unsafe_ingester},
-          {"faults_planned", planned},
-          {"faults_injected", injected},
-          {"detectors", DetectorCountsJson(r.detectors)},
-          {"jobs_retried", r.jobs_retried},
-          {"jobs_recovered", r.jobs_recovered},
-          {"anomalies", anomalies},
-          {"rounds", rounds},
-          {"baseline_seconds", r.baseline_s},
-          {"seconds", r.seconds},
+  nlohmann::json j = {{"valid", r.valid},
+                      {"inconclusive", r.inconclusive},
+                      {"verdict", r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid"},
+                      {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
+                      {"workers", r.options.workers},
+                      {"job_size", r.options.job_size},
+                      {"seed", r.options.seed},
+                      {"unsafe_ingester", r.options.unsafe_ingester},
+                      {"faults_planned", planned},
+                      {"faults_injected", injected},
+                      {"detectors", DetectorCountsJson(r.detectors)},
+                      {"jobs_retried", r.jobs_retried},
+                      {"jobs_recovered", r.jobs_recovered},
+                      {"anomalies", anomalies},
+                      {"rounds", rounds},
+                      {"baseline_seconds", r.baseline_s},
+                      {"seconds", r.seconds},
           {"replay", r.replay}};
+  if (r.target) j["target"] = r.target->ToJson();
+  return j;
 }
 
 }  // namespace ledgerdiff::report

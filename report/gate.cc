@@ -134,6 +134,7 @@ GateSummary VerifyGate(const verify::VerifyReport& r) {
   s.command = "verify";
   s.verdict = r.verdict();
   s.passed = r.verdict() == "identical";
+  if (r.target) s.target = r.target->Describe();
   s.facts = {{"range", r.range.str()},
              {"run", r.run_id},
              {"workers", std::to_string(r.workers)},
@@ -165,6 +166,7 @@ GateSummary VerifyRangeGate(const diff::DiffReport& d, const std::string& look_a
   s.command = "verify-range";
   s.verdict = diff::VerdictName(d.verdict);
   s.passed = d.identical;
+  if (d.targets) s.target = d.targets->Describe();
   s.facts = {{"range", d.range.str()}, {"left", d.left}, {"right", d.right},
              {"ledgers compared", FormatCount(d.ledgers_compared)}};
   if (d.first_divergent_ledger) s.facts.push_back({"first divergent ledger", std::to_string(*d.first_divergent_ledger)});
@@ -180,6 +182,7 @@ GateSummary SelftestGate(const verify::SelftestReport& r) {
   GateSummary s;
   s.command = "selftest";
   s.passed = r.passed();
+  if (r.target) s.target = r.target->Describe();
   s.verdict = s.passed ? "passed" : "failed";
   s.facts = {{"range", r.range.str()}, {"cases", std::to_string(r.cases.size())}, {"time", FormatDuration(r.seconds)}};
   for (const auto& c : r.cases) {
@@ -209,6 +212,7 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
   GateSummary s;
   s.command = "chaos";
   s.passed = r.valid;
+  if (r.target) s.target = r.target->Describe();
   s.verdict = r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid";
   s.facts = {{"range", r.options.range.str()},
              {"workers", std::to_string(r.options.workers)},
@@ -261,6 +265,7 @@ GateSummary SweepGate(const verify::SweepReport& r) {
   GateSummary s;
   s.command = "sweep";
   s.passed = r.exit_code() == 0;
+  if (r.target) s.target = r.target->Describe();
   s.verdict = s.passed ? "all identical" : "divergent or failed cells";
   s.facts = {{"range", r.options.range.str()}, {"run", r.run_id}, {"repeat", std::to_string(r.options.repeat)},
              {"reference", r.reference}};
@@ -305,6 +310,7 @@ std::string RenderGateJUnit(const GateSummary& s) {
     x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", Attr(k), Attr(v));
   };
   prop("verdict", s.verdict);
+  if (!s.target.empty()) prop("target", s.target);
   for (const auto& [k, v] : s.facts) prop(k, v);
   for (const auto& [k, v] : s.next_steps) prop(k, v);
   x += "    </properties>\n";
@@ -329,6 +335,7 @@ std::string RenderGateJUnit(const GateSummary& s) {
 std::string RenderGateMarkdown(const GateSummary& s) {
   const char* icon = s.passed ? "\xe2\x9c\x85" : "\xe2\x9d\x8c";
   std::string m = fmt::format("## {} ledgerdiff {}: {}\n\n", icon, MdText(s.command), MdText(s.verdict));
+  if (!s.target.empty()) m += fmt::format("- target: {}\n", MdCode(s.target));
   for (const auto& [k, v] : s.facts) m += fmt::format("- {}: {}\n", MdText(k), MdCode(v));
   m += "\n";
   if (!s.checks.empty()) {
@@ -360,6 +367,7 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
   h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
                    Esc(s.verdict));
   h += "<dl class=\"facts\">\n";
+  if (!s.target.empty()) h += "<div><dt>target</dt><dd>" + Esc(s.target) + "</dd></div>\n";
   for (const auto& [k, v] : s.facts) h += "<div><dt>" + Esc(k) + "</dt><dd>" + Esc(v) + "</dd></div>\n";
   h += "</dl>\n";
   h += extra_html;

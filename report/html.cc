@@ -308,6 +308,7 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   auto fact = [&](const std::string& k, const std::string& v_html) {
     h += "<div><dt>" + k + "</dt><dd>" + v_html + "</dd></div>\n";
   };
+  if (r.target) fact("target", Esc(r.target->Describe()));
   fact("range", fmt::format("{} <span class=\"muted\">({} ledgers)</span>", Esc(r.range.str()),
                             FormatCount(r.range.size())));
   fact("workers", fmt::format("{} <span class=\"muted\">&#183; jobs of {} ledgers</span>", r.workers,

@@ -21,7 +21,7 @@ std::string Rate(double per_s) {
 }  // namespace
 
 std::string RenderIngestText(const IngestReport& r) {
-  std::string out;
+  std::string out = r.target ? r.target->Line() + "\n" : "";
   if (r.ok) {
     out += fmt::format("ingested {} ({}) into \"{}\" with {}, {} of up to {}, in {}\n",
                        FormatCountOf(r.ledgers, "ledger"), r.range.str(), r.schema, FormatCountOf(r.workers, "worker"),
@@ -71,6 +71,7 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
   if (r.restart_range) j["restart_range"] = {{"from", r.restart_range->from}, {"to", r.restart_range->to}};
   if (!r.ok) j["error"] = r.error;
   j["log_dir"] = r.log_dir.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.log_dir);  // null: built-in ingester
+  if (r.target) j["target"] = r.target->ToJson();
   return j;
 }
 

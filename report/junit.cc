@@ -97,6 +97,7 @@ std::string RenderVerifyJUnit(const VerifyReport& r) {
     x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", name, Attr(value));
   };
   prop("verdict", r.verdict());
+  if (r.target) prop("target", r.target->Describe());
   prop("run_id", r.run_id);
   prop("range", r.range.str());
   prop("workers", std::to_string(r.workers));

@@ -40,6 +40,7 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     m += "**Error:** " + MdText(r.error) + "\n\n";
   }
 
+  if (r.target) m += fmt::format("- target: {}\n", MdCode(r.target->Describe()));
   m += fmt::format("- range: {} ({} ledgers)\n", MdCode(r.range.str()), FormatCount(r.range.size()));
   m += fmt::format("- workers: {}, jobs of {} ledgers\n", r.workers, FormatCount(r.job_size));
   m += fmt::format("- run: {}\n", MdCode(r.run_id));

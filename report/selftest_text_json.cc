@@ -21,7 +21,8 @@ std::string SelftestOutcome(const verify::SelftestCase& c) {
 }
 
 std::string RenderSelftestText(const SelftestReport& r) {
-  std::string out = fmt::format("selftest over {} ({})\n", r.range.str(), FormatCountOf(r.range.size(), "ledger"));
+  std::string out = r.target ? r.target->Line() + "\n" : "";
+  out += fmt::format("selftest over {} ({})\n", r.range.str(), FormatCountOf(r.range.size(), "ledger"));
   out += fmt::format("  {:<16} {:>8} {:>10}  {:<7} {}\n", "kind", "ledger", "reported", "caught", "tables");
   for (const auto& c : r.cases) {
     if (c.ledger == 0 && c.error.empty()) {  // the clean run: no bug, so no "caught" column
@@ -54,10 +55,12 @@ nlohmann::json SelftestReportToJson(const SelftestReport& r) {
                      {"seconds", c.seconds},
                      {"error", c.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(c.error)}});
   }
-  return {{"passed", r.passed()},
-          {"range", {{"from", r.range.from}, {"to", r.range.to}}},
-          {"cases", cases},
-          {"seconds", r.seconds}};
+  nlohmann::json j = {{"passed", r.passed()},
+                      {"range", {{"from", r.range.from}, {"to", r.range.to}}},
+                      {"cases", cases},
+                      {"seconds", r.seconds}};
+  if (r.target) j["target"] = r.target->ToJson();
+  return j;
 }
 
 }  // namespace ledgerdiff::report

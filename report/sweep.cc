@@ -298,7 +298,8 @@ code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,m
 
 std::string RenderSweepText(const SweepReport& r) {
   const SweepOptions& o = r.options;
-  std::string s = fmt::format("sweep {} ({}), repeat {}, reference: {}{}\n", o.range.str(),
+  std::string s = r.target ? r.target->Line() + "\n" : "";
+  s += fmt::format("sweep {} ({}), repeat {}, reference: {}{}\n", o.range.str(),
                               FormatCountOf(o.range.size(), "ledger"), o.repeat, r.reference,
                               r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
   if (!o.plan.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.plan.bug);
@@ -359,6 +360,7 @@ json SweepReportToJson(const SweepReport& r) {
   json usl = UslFitToJson(r.usl);
   usl["job_size"] = r.usl_job_size ? json(r.usl_job_size) : json(nullptr);
   j["usl"] = usl;
+  if (r.target) j["target"] = r.target->ToJson();
   return j;
 }
 
@@ -393,6 +395,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
                    "&#183; repeat {} &#183; reference: {}</p>\n",
                    XmlEscape(r.run_id), r.options.range.size(), XmlEscape(r.options.range.str()), r.options.repeat,
                    XmlEscape(r.reference));
+  if (r.target) h += fmt::format("<p class=\"muted\">target: {}</p>\n", XmlEscape(r.target->Describe()));
   bool good = rec.found && !rec.every_parallel_divergent;
   h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", XmlEscape(RecommendationLine(rec)));
   if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", XmlEscape(rec.noise));

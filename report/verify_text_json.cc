@@ -50,6 +50,7 @@ nlohmann::json VerifyReportToJson(const VerifyReport& r) {
   if (!r.saved_baseline.empty()) j["saved_baseline"] = r.saved_baseline;
   if (!r.bug.empty()) j["injected_bug"] = r.bug;
   if (!r.error.empty()) j["error"] = r.error;
+  if (r.target) j["target"] = r.target->ToJson();
   return j;
 }
 
@@ -61,7 +62,7 @@ std::string DescribeWritingJob(Ledger ledger, const verify::WritingJob& w) {
 }
 
 std::string RenderVerifyText(const VerifyReport& r) {
-  std::string out;
+  std::string out = r.target ? r.target->Line() + "\n" : "";
   if (!r.error.empty()) {
     out += fmt::format("ERROR: {}\n", r.error);
   } else {

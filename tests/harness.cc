@@ -96,6 +96,10 @@ CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::st
   return r;
 }
 
+std::string AfterTargetLine(const std::string& err) {
+  return err.rfind("target: ", 0) == 0 ? err.substr(err.find('\n') + 1) : err;
+}
+
 std::string ReadFileBytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;

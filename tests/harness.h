@@ -74,6 +74,10 @@ pid_t SpawnCli(const std::vector<std::string>& args, const SpawnOptions& options
 // Reaps `pid`: its exit code, or 128 + the signal that ended it.
 int WaitExitCode(pid_t pid);
 
+// `err` without its first line when that line names the command's target ("target: ..."): a
+// command names it once its work begins (issue 22), so an error after that is the second line.
+std::string AfterTargetLine(const std::string& err);
+
 // The whole file ("" when it cannot be read).
 std::string ReadFileBytes(const std::filesystem::path& path);
 // Replaces the file's contents with `bytes`.

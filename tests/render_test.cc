@@ -1575,6 +1575,61 @@ std::set<std::string> Keys(const nlohmann::json& j) {
   return keys;
 }
 
+// A target with hostile values (the reports escape them).
+Target SampleTarget() {
+  Target t;
+  t.host = "/tmp/<sock>&";
+  t.port = "5433";
+  t.database = "db \"x\" <b>";
+  t.schemas = {"ld_1_serial", "ld_1_parallel"};
+  t.embedded = t.removed_on_exit = true;
+  return t;
+}
+
+// Issue 22: every report names its target; the one Describe, the one ToJson.
+TEST(TargetInReports, EveryRendererOfEveryGateShowsIt) {
+  const Target t = SampleTarget();
+  VerifyReport v = DivergentReport();
+  v.target = t;
+  EXPECT_EQ(report::VerifyReportToJson(v)["target"], t.ToJson());
+  EXPECT_EQ(report::RenderVerifyText(v).rfind(t.Line() + "\n", 0), 0u) << "the first line of the text";
+  EXPECT_NE(RenderVerifyJUnit(v).find("<property name=\"target\" value=\"" + XmlEscape(t.Describe()) + "\"/>"),
+            std::string::npos);
+  EXPECT_NE(RenderVerifyMarkdown(v).find("- target: `" + t.Describe() + "`"), std::string::npos)
+      << RenderVerifyMarkdown(v);
+  EXPECT_NE(report::RenderVerifyHtml(v).find("<dt>target</dt><dd>" + XmlEscape(t.Describe()) + "</dd>"),
+            std::string::npos);
+  EXPECT_EQ(report::VerifyGate(v).target, t.Describe());
+
+  // Two sides (verify-range): the gate summary's renderers.
+  diff::DiffReport d = DivergentReport().diff;
+  d.targets = TargetPair{t, Target::Manifest("base.ldm")};
+  EXPECT_EQ(diff::DiffReportToJson(d)["target"], d.targets->ToJson());
+  EXPECT_EQ(diff::RenderDiffText(d).rfind(d.targets->Line() + "\n", 0), 0u);
+  const GateSummary g = report::VerifyRangeGate(d);
+  EXPECT_EQ(g.target, d.targets->Describe());
+  EXPECT_NE(report::RenderGateJUnit(g).find("<property name=\"target\" value=\"" + XmlEscape(g.target) + "\"/>"),
+            std::string::npos);
+  EXPECT_NE(report::RenderGateMarkdown(g).find("- target: `" + g.target + "`"), std::string::npos);
+  EXPECT_NE(report::RenderGateHtml(g).find("<dt>target</dt><dd>" + XmlEscape(g.target) + "</dd>"), std::string::npos);
+  // A verify's own diff names no target: the verify names it once.
+  EXPECT_FALSE(report::VerifyReportToJson(v)["diff"].contains("target"));
+
+  ChaosReport c = SampleChaos(false);
+  c.target = t;
+  EXPECT_EQ(report::ChaosGate(c).target, t.Describe());
+  EXPECT_EQ(report::RenderChaosText(c).rfind(t.Line(), 0), 0u);
+  SelftestReport st;
+  st.target = t;
+  EXPECT_EQ(report::SelftestGate(st).target, t.Describe());
+  EXPECT_EQ(report::SelftestReportToJson(st)["target"], t.ToJson());
+  EXPECT_EQ(report::RenderSelftestText(st).rfind(t.Line(), 0), 0u);
+  IngestReport in;
+  EXPECT_FALSE(report::IngestReportToJson(in).contains("target")) << "a verify's side runs name none";
+  in.target = t;
+  EXPECT_EQ(report::RenderIngestText(in).rfind(t.Line(), 0), 0u);
+}
+
 TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {
   const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
   VerifyReport r = DivergentReport();  // every optional key present
@@ -1584,6 +1639,7 @@ TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {
   r.evidence_gone = "gone";
   r.saved_baseline = "base.ldm";
   r.error = "x";
+  r.target = SampleTarget();
   EXPECT_EQ(DocumentedTableKeys(readme, "## `verify --format json`"), Keys(report::VerifyReportToJson(r)));
   // Optional keys come and go; nothing undocumented ever appears.
   for (const auto& k : Keys(report::VerifyReportToJson(IdenticalReport())))
@@ -1598,12 +1654,15 @@ TEST(DocumentedJson, DiffKeysAreTheEmittedKeys) {
   const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "diff" / "README.md");
   diff::DiffReport d = DivergentReport().diff;
   d.all = true;  // every optional key present
+  d.targets = TargetPair{SampleTarget(), Target::Manifest("base.ldm")};
   EXPECT_EQ(DocumentedProseKeys(readme, "## JSON (`--format json`), stable keys\n"), Keys(diff::DiffReportToJson(d)));
 }
 
 TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {
   const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
-  EXPECT_EQ(DocumentedTableKeys(readme, "## `chaos --format json`"), Keys(report::ChaosReportToJson(SampleChaos(false))));
+  ChaosReport c = SampleChaos(false);
+  c.target = SampleTarget();
+  EXPECT_EQ(DocumentedTableKeys(readme, "## `chaos --format json`"), Keys(report::ChaosReportToJson(c)));
 }
 
 TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
@@ -1618,6 +1677,7 @@ TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
   cell.verdict = "identical";
   cell.repeats.resize(1);
   r.cells = {cell};
+  r.target = SampleTarget();
   const auto j = report::SweepReportToJson(r);
   EXPECT_EQ(DocumentedTableKeys(readme, "## `sweep --format json`"), Keys(j));
   EXPECT_EQ(DocumentedTableKeys(readme, "### sweep cells"), Keys(j["cells"][0]));
@@ -1631,6 +1691,7 @@ TEST(DocumentedJson, IngestKeysAreTheEmittedKeys) {
   run.restart_range = LedgerRange{2, 401};
   JobRow failed{};
   run.failed_jobs = {failed};
+  run.target = SampleTarget();
   EXPECT_EQ(DocumentedProseKeys(readme, "`ingest --format json`:"), Keys(report::IngestReportToJson(run)));
 }
 

@@ -34,6 +34,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "core/target.h"
 #include "dump/profile.h"
 #include "ingest/detector.h"
 #include "ingest/plan.h"
@@ -155,6 +156,8 @@ struct ChaosReport {
   bool valid = false;         // every round valid (hence every planned fault injected)
   bool inconclusive = false;  // some round's planned fault never fired (exit 1)
   std::string replay;         // the command line that replays this run exactly (shell-quoted)
+  // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
+  std::optional<Target> target;
 };
 
 // The command that replays `options` exactly (every flag that shapes the run, shell-quoted);

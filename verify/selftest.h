@@ -17,6 +17,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "core/target.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
@@ -44,6 +45,8 @@ struct SelftestReport {
   std::string serial_schema;
   std::vector<SelftestCase> cases;
   double seconds = 0;
+  // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
+  std::optional<Target> target;
   bool passed() const {
     for (const auto& c : cases)
       if (!c.caught) return false;

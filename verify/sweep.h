@@ -21,6 +21,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "core/target.h"
 #include "ingest/plan.h"
 #include "verify/usl.h"
 
@@ -118,6 +119,8 @@ struct SweepReport {
   SweepRecommendation recommendation;
   uint32_t usl_job_size = 0;      // the job size the fit uses
   UslFit usl;
+  // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
+  std::optional<Target> target;
 
   // 0 every cell identical and a recommendation; 1 a cell diverged or failed.
   int exit_code() const;

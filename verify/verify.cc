@@ -179,7 +179,28 @@ Result<VerifyOptions> ResumeOptions(const std::string& conninfo, const VerifyOpt
   return o;
 }
 
+// ld_<run>_serial / ld_<run>_parallel.
+std::string SideSchema(const std::string& run_id, bool serial) {
+  return "ld_" + run_id + (serial ? "_serial" : "_parallel");
+}
+
 }  // namespace
+
+std::vector<std::string> VerifySchemas(const VerifyOptions& o) {
+  const std::string& run_id = o.resume_run.empty() ? o.run_id : o.resume_run;
+  std::vector<std::string> schemas;
+  if (o.baseline.empty())
+    schemas.push_back(o.reuse_serial_schema.empty() ? SideSchema(run_id, true) : o.reuse_serial_schema);
+  schemas.push_back(SideSchema(run_id, false));
+  return schemas;
+}
+
+std::vector<std::string> VerifyReport::schemas() const {
+  std::vector<std::string> out;
+  for (const std::string* s : {&serial_schema, &parallel_schema})
+    if (!s->empty()) out.push_back(*s);
+  return out;
+}
 
 Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter) {
   VerifyOptions o = options;
@@ -197,10 +218,10 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   r.job_size = o.job_size;
   r.bug = o.bug;
   r.baseline = o.baseline;
-  r.parallel_schema = "ld_" + r.run_id + "_parallel";
+  r.parallel_schema = SideSchema(r.run_id, false);
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
   std::vector<std::string> schemas;
-  if (o.baseline.empty()) schemas.push_back(o.reuse_serial_schema.empty() ? "ld_" + r.run_id + "_serial" : "");
+  if (o.baseline.empty()) schemas.push_back(o.reuse_serial_schema.empty() ? SideSchema(r.run_id, true) : "");
   if (!schemas.empty() && schemas.back().empty()) schemas.pop_back();  // a reused serial schema is not this run's
   schemas.push_back(r.parallel_schema);
   // Ctrl-C: in a database that outlives the process the run and its schemas stay; say so and how
@@ -220,7 +241,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
     if (!o.reuse_serial_schema.empty()) {
       r.serial_schema = o.reuse_serial_schema;
     } else {
-      r.serial_schema = "ld_" + r.run_id + "_serial";
+      r.serial_schema = SideSchema(r.run_id, true);
       reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.range.str(), r.serial_schema));
       IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
       so.run_id = r.run_id + "_s";

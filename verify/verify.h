@@ -15,6 +15,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "core/target.h"
 #include "diff/diff.h"
 #include "dump/manifest.h"
 #include "ingest/orchestrator.h"
@@ -61,6 +62,11 @@ struct VerifyOptions : ingest::IngestPlan {
 };
 
 Status ValidateVerifyOptions(const VerifyOptions& options);
+
+// The schemas a verify run works in, as RunVerify names them: the serial side's
+// ld_<run>_serial (none with a baseline; the reused one when given) and ld_<run>_parallel.
+// The run is options.resume_run, else options.run_id. REQUIRES: one of them is set.
+std::vector<std::string> VerifySchemas(const VerifyOptions& options);
 
 // A baseline of the built-in ingester records the density and seed it generated (manifest header
 // key "workload"); against a run of the built-in ingester with another one every ledger would be
@@ -110,8 +116,12 @@ struct VerifyReport {
   std::string saved_baseline;   // path written by --save-baseline
   std::string bug;
   std::string error;            // ingestion failure (then the verdict is "error")
+  // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
+  std::optional<Target> target;
 
   std::string verdict() const { return !error.empty() ? "error" : diff::VerdictName(diff.verdict); }
+  // serial_schema (when there is one) and parallel_schema.
+  std::vector<std::string> schemas() const;
 };
 
 // Runs a whole verify against the database at `conninfo`. Ingestion failures (jobs out of
