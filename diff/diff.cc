@@ -811,7 +811,7 @@ class DiffRun {
     report_.identical = report_.verdict == Verdict::kIdentical;
     if (!differs && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
         !options_.allow_empty && !options_.empty_slice)
-      return Status::Usagef("nothing compared: {} and {} hold no rows in ledgers {} (wrong --range or --db?); "
+      return Status::Usagef("nothing compared: {} and {} hold no rows in ledgers {} (the wrong --range, database or schema?); "
                             "--allow-empty accepts an empty comparison",
                             report_.left, report_.right, range_.str());
     return std::move(report_);

@@ -310,8 +310,15 @@ std::string RenderDiffBody(const DiffReport& r) {
                        Ledgers(r.ledgers_compared), FormatCount(r.rows_compared_left));
   }
   if (r.identical) {
-    return fmt::format("identical: {} ({}), {} compared, root {}\n", FormatCountOf(r.ledgers_compared, "ledger"),
-                       r.range.str(), FormatCountOf(r.rows_compared_left, "row"),
+    // Identical over what was held: ledgers --allow-gaps accepted as missing are said so here too.
+    const uint64_t missing = std::max(r.coverage.left.missing_ledgers, r.coverage.right.missing_ledgers);
+    return fmt::format("identical: {} ({}){}, {} compared, root {}\n", FormatCountOf(r.ledgers_compared, "ledger"),
+                       r.range.str(),
+                       missing && r.coverage.allow_gaps
+                           ? fmt::format(" but {} missing on a side, accepted by --allow-gaps",
+                                         FormatCountOf(missing, "ledger"))
+                           : "",
+                       FormatCountOf(r.rows_compared_left, "row"),
                        r.left_root.empty() ? r.right_root : r.left_root) +
            RenderInventory(r);
   }

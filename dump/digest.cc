@@ -1,6 +1,7 @@
 #include "dump/digest.h"
 
 #include "dump/lookup_map.h"
+#include "dump/manifest.h"
 
 #include <openssl/evp.h>
 
@@ -649,13 +650,13 @@ class Emitter {
   Emitter(const std::string& schema, const ResolvedProfile& profile, const ClientPlan& client,
           const LedgerRange& range, uint64_t estimated_rows, std::string phase,
           std::chrono::steady_clock::time_point start, Reporter& reporter)
-      : range_(range), estimated_rows_(estimated_rows), phase_(std::move(phase)), start_(start), reporter_(reporter) {
-    summary_.source = fmt::format("schema \"{}\"", schema);
-    summary_.range = range;
-    summary_.profile = profile;
-    for (const auto& t : profile.tables) summary_.tables.push_back({t.name, 0, 0, ""});
-    for (const auto& m : client.maps) summary_.tables_resolved_on_client += m.empty() ? 0 : 1;
-    roots_ = std::make_unique<RootBuilder>(summary_.profile);
+      : range_(range),
+        estimated_rows_(estimated_rows),
+        phase_(std::move(phase)),
+        start_(start),
+        reporter_(reporter),
+        summary_(profile, range, fmt::format("schema \"{}\"", schema)) {
+    for (const auto& m : client.maps) tables_resolved_on_client_ += m.empty() ? 0 : 1;
   }
 
   // Until the last chunk, or the first failure (the pool's or the sink's); then stops the pool.
@@ -684,22 +685,13 @@ class Emitter {
   }
   // The summary with its roots. Call once, after Run succeeded.
   DigestSummary Finish() {
-    std::vector<std::string> table_roots;
-    roots_->Finish(range_, table_roots, summary_.root);
-    for (size_t t = 0; t < table_roots.size(); ++t) summary_.tables[t].root = table_roots[t];
-    return std::move(summary_);
+    DigestSummary s = summary_.Finish();
+    s.tables_resolved_on_client = tables_resolved_on_client_;
+    return s;
   }
 
  private:
-  void Add(const Chunk& chunk) {
-    roots_->Add(chunk);
-    for (size_t i = 0; i < chunk.counts.size(); ++i) {
-      auto& ts = summary_.tables[i % chunk.tables];
-      ts.rows += chunk.counts[i];
-      if (chunk.counts[i]) ++ts.ledgers_with_rows;
-      summary_.rows += chunk.counts[i];
-    }
-  }
+  void Add(const Chunk& chunk) { summary_.Add(chunk); }
   // Progress in ledgers, weighed by the estimated rows of the units done (Progress::work_*);
   // never goes back (a unit estimate may run ahead of an emitted chunk).
   void Report(double ledgers, uint64_t estimated_rows) {
@@ -721,8 +713,8 @@ class Emitter {
   const std::string phase_;
   const std::chrono::steady_clock::time_point start_;
   Reporter& reporter_;
-  DigestSummary summary_;
-  std::unique_ptr<RootBuilder> roots_;  // refers to summary_.profile
+  SummaryBuilder summary_;  // roots and row counts, as a manifest reader builds them
+  size_t tables_resolved_on_client_ = 0;
   uint64_t ledgers_emitted_ = 0;
   double ledgers_reported_ = 0;
 };

@@ -238,8 +238,9 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
                        "20", "--workers-external", "--workers-timeout", "240", "--keep"},
                       so);
   ASSERT_TRUE(verify.ok()) << verify.status().message();
-  // The run id comes from verify's own note (after its serial side).
-  const std::regex join("ledgerdiff worker --run (\\S+)`");
+  // The run id comes from verify's own note (after its serial side), whose worker command reaches
+  // the database (--db, without a password).
+  const std::regex join("ledgerdiff worker --run (\\S+) --db '[^']*dbname=[^']*'`");
   std::smatch m;
   std::string text;
   for (int i = 0; i < 2400; ++i) {
