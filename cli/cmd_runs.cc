@@ -1,4 +1,4 @@
-// plan, worker, wait, runs, cancel: a distributed ingestion with no orchestrator process
+// plan, worker, wait, runs, cancel, drop: a distributed ingestion with no orchestrator process
 // (ingest/distributed.h).
 // `plan` registers the run and prints its id as the last stdout line (deploy/ reads it).
 #include <fmt/format.h>
@@ -13,6 +13,7 @@
 #include "core/text.h"
 #include "ingest/distributed.h"
 #include "ingest/orchestrator.h"
+#include "ingest/schema_guard.h"
 
 namespace ledgerdiff::cli {
 
@@ -248,9 +249,9 @@ Action SetupCancel(CLI::App* sub) {
         "claiming and exit 1, and a running attempt can no longer commit (its data transaction rolls back)\n"
         "schema \"{}\" stays ledgerdiff's (mark \"{}\") and no run holds it now: reuse it with `ledgerdiff plan "
         "--fresh --schema {} ...` or `ledgerdiff ingest --fresh --schema {} ...`, or drop it with "
-        "`DROP SCHEMA {} CASCADE`\n",
+        "`ledgerdiff drop {}--schema {}`\n",
         r.run_id, r.pending, r.running, r.done, r.schema, r.schema_mark, schema_flag, schema_flag,
-        pg::QuoteIdent(r.schema));
+        ReconnectFlags(*db).empty() ? "" : ReconnectFlags(*db) + " ", schema_flag);
     out.json = {{"run_id", r.run_id},
                 {"state", "cancelled"},
                 {"schema", r.schema},
@@ -260,6 +261,81 @@ Action SetupCancel(CLI::App* sub) {
                 {"jobs_done", r.done},
                 {"drop", fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(r.schema))},
                 {"target", target.ToJson()}};
+    return out;
+  };
+  return a;
+}
+
+// Drops schemas ledgerdiff created (their ownership mark says so) that no live run holds. Every
+// schema is checked before any is dropped: one foreign or reserved schema refuses them all
+// (exit 2). A live run refuses its schema unless --cancel, which first cancels it as `ledgerdiff
+// cancel` does (its jobs fenced: a worker still running can no longer commit). A schema already
+// gone is reported as such, so the drop hints printed after a run can be repeated.
+Action SetupDrop(CLI::App* sub) {
+  struct Flags {
+    std::vector<std::string> schemas;
+    bool cancel = false;
+  };
+  auto f = std::make_shared<Flags>();
+  sub->add_option("--schema", f->schemas, "A schema to drop (repeatable); only one ledgerdiff created")
+      ->required()
+      ->allow_extra_args(false);
+  sub->add_flag("--cancel", f->cancel,
+                "Cancel a live run of the schema first (as `ledgerdiff cancel`), e.g. one left by an interrupted "
+                "verify; without it such a schema is refused");
+  Action a;
+  a.check = [f]() -> Status {
+    for (const std::string& schema : f->schemas) {
+      LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
+      LD_RETURN_IF_ERROR(ingest::ValidateTargetSchema(schema, /*force=*/false));
+    }
+    return Status::Ok();
+  };
+  a.run = [f](Context& ctx) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+    const Target target = db->target(f->schemas);
+    ctx.Announce(target);
+    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff drop"));
+    for (const std::string& schema : f->schemas) {
+      LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(*conn, schema));
+      if (state == SchemaState::kForeign)
+        return Status::Usagef("schema \"{}\" was not created by ledgerdiff; refusing to drop it (nothing dropped)",
+                              schema);
+      if (auto live = ingest::CheckNoLiveRun(*conn, schema); !f->cancel && !live.ok())
+        return live.kind() == Status::Kind::kUsage
+                   ? Status::Usagef("{} (`ledgerdiff drop --cancel` gives that run up and drops the schema; nothing "
+                                    "dropped)",
+                                    live.message())
+                   : live;
+    }
+    std::vector<std::string> dropped, absent, cancelled;
+    for (const std::string& schema : f->schemas) {
+      if (f->cancel) {
+        LD_ASSIGN_OR_RETURN(std::vector<ingest::RunStatus> runs, ingest::ListRuns(*conn));
+        for (const auto& run : runs) {
+          if (run.schema != schema || run.state != "running") continue;
+          LD_RETURN_IF_ERROR(ingest::CancelRun(*conn, run.run_id).status());
+          cancelled.push_back(run.run_id);
+        }
+      }
+      LD_RETURN_IF_ERROR(ingest::WithSchemaGuard(*conn, schema, [&]() -> Status {
+        LD_RETURN_IF_ERROR(ingest::CheckNoLiveRun(*conn, schema));  // a run registered meanwhile
+        LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(*conn, schema));
+        if (state == SchemaState::kAbsent) {
+          absent.push_back(schema);
+          return Status::Ok();
+        }
+        LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, schema));
+        dropped.push_back(schema);
+        return Status::Ok();
+      }));
+    }
+    Outcome out;
+    out.text = target.Line() + "\n";
+    for (const auto& r : cancelled) out.text += fmt::format("cancelled run {}\n", r);
+    for (const auto& s : dropped) out.text += fmt::format("dropped schema \"{}\"\n", s);
+    for (const auto& s : absent) out.text += fmt::format("schema \"{}\" does not exist: nothing to drop\n", s);
+    out.json = {{"dropped", dropped}, {"absent", absent}, {"cancelled_runs", cancelled}, {"target", target.ToJson()}};
     return out;
   };
   return a;

@@ -20,6 +20,7 @@ namespace {
 void WireEvidenceKeeping(Database& db, verify::VerifyOptions& o) {
   o.reconnect_flags = ReconnectFlags(db);
   o.keep_database = db.Keeper();
+  o.database_removed_on_exit = db.ephemeral();
 }
 
 }  // namespace

@@ -177,6 +177,7 @@ Action SetupRunWorker(CLI::App* sub);
 Action SetupWait(CLI::App* sub);
 Action SetupRuns(CLI::App* sub);
 Action SetupCancel(CLI::App* sub);
+Action SetupDrop(CLI::App* sub);
 Action SetupDocs(CLI::App* sub);  // cmd_docs.cc (man page and completions)
 
 }  // namespace ledgerdiff::cli

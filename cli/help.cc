@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <regex>
 
 namespace ledgerdiff::cli {
 
@@ -213,6 +214,9 @@ const std::vector<std::string>& CommandExamples(std::string_view command) {
       {"cancel",
        {"# give a run up: its workers stop and exit 1; the schema stays ledgerdiff's (reuse it with --fresh)",
         "ledgerdiff cancel --run \"$RUN_ID\" --db \"$DB\""}},
+      {"drop",
+       {"# the schemas an interrupted verify left (the command its Ctrl-C message prints)",
+        "ledgerdiff drop --cancel --db \"$DB\" --schema ld_RUN_serial --schema ld_RUN_parallel"}},
       {"",
        {"ledgerdiff verify --range 2:5001 --workers 4", "ledgerdiff selftest",
         "ledgerdiff verify-range --range 2:5001 --left \"$OLD_DB\" --right \"$NEW_DB\"", "ledgerdiff COMMAND --help"}},
@@ -242,9 +246,9 @@ const std::vector<HelpEntry>& EnvironmentVariables() {
       {"PGHOST, PGPORT, PGDATABASE, PGUSER, PGPASSWORD, PGSERVICE, PGSSLMODE, PGOPTIONS",
        "libpq's variables, read by the commands that only read (digest, diff, dump, wait, runs) when neither "
        "--db nor LEDGERDIFF_DB is set and one of PGHOST, PGPORT, PGDATABASE, PGSERVICE is; empty values count as "
-       "unset. Commands that write (ingest, verify, selftest, chaos, sweep, plan, worker, cancel) ignore them "
+       "unset. Commands that write (ingest, verify, selftest, chaos, sweep, plan, worker, cancel, drop) ignore them "
        "(and say so): they write only where --db or LEDGERDIFF_DB says. Without a database, an embedded "
-       "throwaway server is started (worker, wait, runs and cancel need one named)"},
+       "throwaway server is started (worker, wait, runs, cancel and drop need one named)"},
       {"TMPDIR", "where the embedded server's cluster is created (default /tmp)"},
       {"LEDGERDIFF_PG_BINDIR",
        "directory holding initdb and postgres for the embedded server (default: the newest "
@@ -330,6 +334,22 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
       return given.empty()
                  ? fmt::format("{}: {} must be one of {}", command, name, Join(choices, "|"))
                  : fmt::format("{}: {} must be one of {}, not '{}'", command, name, Join(choices, "|"), given);
+    }
+  }
+  if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
+    // CLI11 says "Could not convert: --workers = -3": name what the flag takes instead.
+    static const std::regex kConversion("Could not convert: (\\S+) = (.*)");
+    std::smatch m;
+    const std::string message = error.what();
+    if (std::regex_match(message, m, kConversion)) {
+      const std::string name = m[1], given = m[2];
+      const CLI::Option* opt = sub->get_option_no_throw(name);
+      const std::string type = opt ? opt->get_type_name() : "";
+      std::string wants = "a valid value";
+      if (type == "UINT") wants = "a whole number of 0 or more";
+      else if (type == "INT") wants = "a whole number";
+      else if (type == "FLOAT") wants = "a number";
+      return fmt::format("{}: {} takes {}, not '{}'", command, name, wants, given);
     }
   }
   return error.what();

@@ -189,6 +189,8 @@ constexpr Command kCommands[] = {
     {"runs", "List the runs of the job table with their states", DatabaseUse::kReadsRun, true, false, SetupRuns},
     {"cancel", "Cancel a live run: fence its jobs, stop its workers; the schema stays ledgerdiff's",
      DatabaseUse::kWritesRun, true, false, SetupCancel},
+    {"drop", "Drop schemas ledgerdiff created that no live run holds (refuses any other schema)",
+     DatabaseUse::kWritesRun, true, false, SetupDrop},
     {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)",
      DatabaseUse::kWrites, false, true, SetupOrchestrate},
     {"_worker", "Internal: one worker process of an ingestion run", DatabaseUse::kNone, false, true, SetupWorker},
@@ -218,15 +220,24 @@ int Run(Entry& e) {
   // Internal processes (workers, orchestrators) are stopped by their parent with SIGTERM as a
   // matter of course: only the command a user started says what an interruption did.
   if (!e.command->hidden) SetTerminationSubject(e.command->name);
+  // A reader of --format json gets a document on every failure past the flags' parsing: the
+  // error as stderr's one line says it, and the exit code.
+  auto fail = [&e](const Status& status) {
+    const int code = Fail(status);
+    if (e.format == OutputFormat::kJson && !TerminationInProgress())
+      fmt::print("{}\n",
+                 nlohmann::json{{"verdict", "error"}, {"error", status.message()}, {"exit_code", code}}.dump(2));
+    return code;
+  };
   if (e.action.check) {
-    if (Status s = e.action.check(); !s.ok()) return Fail(s);
+    if (Status s = e.action.check(); !s.ok()) return fail(s);
   }
   StderrReporter reporter(/*quiet=*/e.action.quiet && e.action.quiet());
   Context context(e.db, reporter);
   Result<Outcome> outcome = e.action.run(context);
   if (outcome.ok()) context.FlushAnnouncement();  // a command that made no progress names its target now
   reporter.Done();
-  if (!outcome.ok()) return Fail(outcome.status());
+  if (!outcome.ok()) return fail(outcome.status());
   if (e.format == OutputFormat::kJson && !outcome->json.is_null())
     fmt::print("{}\n", outcome->json.dump(2));
   else

@@ -35,7 +35,11 @@ struct ServerUser {
 Result<ServerUser> PickServerUser() {
   if (!RunningAsRoot()) return ServerUser{};
   std::vector<std::string> candidates;
-  if (const char* u = std::getenv("LEDGERDIFF_PG_USER"); u && *u) candidates.push_back(u);
+  // A user named on purpose that does not exist is bad input, not a reason to pick another.
+  if (const char* u = std::getenv("LEDGERDIFF_PG_USER"); u && *u) {
+    if (passwd* pw = getpwnam(u)) return ServerUser{pw->pw_uid, pw->pw_gid, u};
+    return Status::Usagef("LEDGERDIFF_PG_USER names user '{}', which does not exist on this machine", u);
+  }
   candidates.push_back("postgres");
   candidates.push_back("nobody");
   for (const auto& name : candidates) {

@@ -249,7 +249,8 @@ TEST(Guard, CancelFencesAPlannedRunsWorkersAndKeepsItsSchema) {
   EXPECT_NE(cancel.out.find("run " + run_id + " cancelled: 3 pending and 1 running jobs fenced"), std::string::npos)
       << cancel.out;
   EXPECT_NE(cancel.out.find("ingest --fresh --schema " + schema), std::string::npos) << cancel.out;
-  EXPECT_NE(cancel.out.find("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE"), std::string::npos) << cancel.out;
+  EXPECT_NE(cancel.out.find("`ledgerdiff drop --db '"), std::string::npos) << cancel.out;
+  EXPECT_NE(cancel.out.find(" --schema " + schema + "`"), std::string::npos) << cancel.out;
 
   // The worker's held attempt cannot commit; it stops claiming and exits 1 naming the cancel.
   EXPECT_EQ(testing::WaitExitCode(worker), 1) << testing::ReadFileBytes(log + ".err");

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/help.h"
 #include "tests/harness.h"
@@ -14,7 +15,7 @@ namespace {
 
 const std::vector<std::string> kCommands = {"ingest", "digest", "diff", "dump", "verify", "verify-range", "selftest",
                                             "chaos", "sweep", "manifest", "plan", "worker", "wait", "runs",
-                                            "cancel"};
+                                            "cancel",       "drop"};
 
 TEST(SuggestCommand, NamesTheCommandATypoMeant) {
   EXPECT_EQ(cli::SuggestCommand("verfy", kCommands), "verify");
@@ -181,6 +182,34 @@ TEST(Help, UsageErrorsSayWhatWasMeant) {
   CliResult upper = RunCli({"selftest", "--format", "JSON", "--workers", "0"});
   EXPECT_EQ(upper.exit_code, 2);
   EXPECT_EQ(upper.err, "ledgerdiff: --workers must be at least 1\n");
+
+  // A number out of its type names what the flag takes.
+  CliResult negative = RunCli({"diff", "a", "b", "--max-rows", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err, "ledgerdiff: diff: --max-rows takes a whole number of 0 or more, not '-1'\n");
+  CliResult word = RunCli({"verify", "--workers", "many"});
+  EXPECT_EQ(word.exit_code, 2);
+  EXPECT_EQ(word.err, "ledgerdiff: verify: --workers takes a whole number of 0 or more, not 'many'\n");
+}
+
+// --format json: a failure past the flags still prints a JSON document (verdict "error", the
+// message stderr prints, the exit code), for a usage error and a runtime one alike.
+TEST(Json, AFailureStillPrintsADocumentWithTheVerdictError) {
+  CliResult usage = RunCli({"selftest", "--format", "json", "--workers", "0"});
+  EXPECT_EQ(usage.exit_code, 2);
+  const auto u = nlohmann::json::parse(usage.out);
+  EXPECT_EQ(u["verdict"], "error");
+  EXPECT_EQ(u["exit_code"], 2);
+  EXPECT_EQ("ledgerdiff: " + u["error"].get<std::string>() + "\n", usage.err);
+
+  const std::string nowhere = "host=/nonexistent-ledgerdiff-socket-dir port=1 dbname=x user=x connect_timeout=2";
+  CliResult refused = RunCli({"verify-range", "--range", "2:11", "--left", nowhere, "--right", nowhere, "--format",
+                              "json"});
+  EXPECT_EQ(refused.exit_code, 3) << refused.err;
+  const auto r = nlohmann::json::parse(refused.out);
+  EXPECT_EQ(r["verdict"], "error");
+  EXPECT_EQ(r["exit_code"], 3);
+  EXPECT_NE(refused.err.find(r["error"].get<std::string>()), std::string::npos) << refused.err;
 }
 
 }  // namespace

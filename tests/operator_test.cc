@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -42,6 +43,27 @@ struct Scratch : testing::ScratchDir {
 // The environment of a run on the embedded default, its clusters in `tmpdir`.
 std::vector<std::string> EmbeddedEnv(const std::string& tmpdir) {
   return {"TMPDIR=" + tmpdir, "LEDGERDIFF_DB=", "PGHOST=", "PGPORT=", "PGDATABASE=", "PGSERVICE="};
+}
+
+// The `ledgerdiff drop ...` command a message advises (between backquotes).
+std::string DropAdvice(const std::string& message) {
+  std::smatch m;
+  return std::regex_search(message, m, std::regex("`(ledgerdiff drop [^`]+)`")) ? std::string(m[1]) : "";
+}
+
+// Runs an advised command line (starting "ledgerdiff ") through the shell, as an operator pasting
+// it would; its exit code.
+int RunAdvice(const std::string& command) {
+  if (command.rfind("ledgerdiff ", 0) != 0) return -1;
+  const std::string line = "'" + testing::LedgerdiffBinary() + "'" + command.substr(10) + " >/dev/null 2>&1";
+  const int status = std::system(line.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+bool SchemaExists(const std::string& conninfo, const std::string& schema) {
+  auto conn = testing::Connect(conninfo);
+  auto rows = conn->Exec("SELECT count(*) FROM pg_namespace WHERE nspname = $1", {schema});
+  return rows.ok() && rows->GetInt(0, 0) == 1;
 }
 
 size_t Lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
@@ -252,8 +274,8 @@ TEST(Advice, ExternalWorkersTimeoutCancelsTheRunAndSaysWhatRemains) {
   EXPECT_EQ(run, id + "_p");
   EXPECT_TRUE(Contains(r.err, "cancelled the run")) << r.err;
   const std::string serial = "ld_" + id + "_serial", parallel = "ld_" + id + "_parallel";
-  const std::string drop = "DROP SCHEMA IF EXISTS \"" + serial + "\", \"" + parallel + "\" CASCADE";
-  EXPECT_TRUE(Contains(r.err, drop)) << r.err;
+  const std::string drop = DropAdvice(r.err);
+  EXPECT_TRUE(Contains(drop, " --schema " + serial + " --schema " + parallel)) << r.err;
   EXPECT_EQ(Lines(r.err.substr(r.err.find("ledgerdiff: "))), 1u) << r.err;
   auto runs = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
   ASSERT_EQ(runs.exit_code, 0) << runs.err;
@@ -265,8 +287,9 @@ TEST(Advice, ExternalWorkersTimeoutCancelsTheRunAndSaysWhatRemains) {
   auto worker = RunCli({"worker", "--run", run, "--db", TestConninfo()});
   EXPECT_EQ(worker.exit_code, 1) << worker.err;
   // The advice works.
-  auto conn = testing::Connect();
-  EXPECT_TRUE(conn->Run(drop).ok());
+  EXPECT_EQ(RunAdvice(drop), 0) << drop;
+  EXPECT_FALSE(SchemaExists(TestConninfo(), serial));
+  EXPECT_FALSE(SchemaExists(TestConninfo(), parallel));
 }
 
 // ---- 3. An interruption says what it stopped and removed ---------------------------------------
@@ -369,12 +392,93 @@ TEST(Interrupt, CtrlCOfAVerifyOnANamedDatabaseNamesTheSchemasThatStayAndHowToDro
   EXPECT_TRUE(Contains(line, "ledgerdiff verify: interrupted by SIGINT: stopped 1 worker of run " + id + "_s")) << line;
   EXPECT_TRUE(Contains(line, "verify run " + id + " stays in the database")) << line;
   EXPECT_TRUE(Contains(line, "`ledgerdiff verify --resume " + id + " --db ")) << line;
-  const std::string drop =
-      "DROP SCHEMA IF EXISTS \"ld_" + id + "_serial\", \"ld_" + id + "_parallel\" CASCADE";
-  EXPECT_TRUE(Contains(line, drop)) << line;
-  // The advice works (the parallel schema does not exist yet: IF EXISTS).
+  const std::string drop = DropAdvice(line);
+  EXPECT_TRUE(Contains(drop, "ledgerdiff drop --cancel --db ")) << line;
+  EXPECT_TRUE(Contains(drop, " --schema ld_" + id + "_serial --schema ld_" + id + "_parallel")) << line;
+  // The advice works: the interrupted serial run is given up and its schema dropped (the
+  // parallel schema does not exist yet: nothing to drop).
+  EXPECT_EQ(RunAdvice(drop), 0) << drop;
+  EXPECT_FALSE(SchemaExists(TestConninfo(), "ld_" + id + "_serial"));
+}
+
+// A --keep-db cluster outlives the run, stopped: the advice names it, and works on it as it stands
+// (drop starts the cluster as any command given --keep-db does).
+TEST(Interrupt, CtrlCOfAVerifyOnAKeptClusterAdvisesCommandsThatReachTheStoppedCluster) {
+  Scratch scratch;
+  const fs::path err = scratch / "stderr";
+  const std::string cluster = (scratch / "kept").string();
+  testing::SpawnOptions so;
+  so.stderr_path = err.string();
+  so.env = EmbeddedEnv(scratch.path);
+  const pid_t pid = testing::SpawnCli(
+      {"verify", "--keep-db", cluster, "--range", "2:2001", "--workers", "2", "--job-size", "50"}, so);
+  ASSERT_TRUE(AwaitText(err, "_serial\"", 300)) << testing::ReadFileBytes(err);
+  std::smatch m;
+  const std::string note = testing::ReadFileBytes(err);
+  ASSERT_TRUE(std::regex_search(note, m, std::regex("into \"ld_(\\S+)_serial\""))) << note;
+  const std::string id = m[1];
+  const std::string conninfo = "host=" + cluster + " port=5432 user=ledgerdiff dbname=postgres";
+  ASSERT_TRUE(AwaitClaimedJob(conninfo, id + "%", 120)) << testing::ReadFileBytes(err);
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitExitCode(pid), 130);
+  const std::string line = LastLine(testing::ReadFileBytes(err));
+  EXPECT_TRUE(Contains(line, "`ledgerdiff verify --resume " + id + " --keep-db " + cluster + "`")) << line;
+  const std::string drop = DropAdvice(line);
+  EXPECT_TRUE(Contains(drop, "ledgerdiff drop --cancel --keep-db " + cluster + " --schema ld_" + id + "_serial"))
+      << line;
+  EXPECT_TRUE(Contains(line, "its cluster stays in " + cluster)) << line;
+  // The server is stopped now; the advice works as printed.
+  ASSERT_EQ(RunAdvice(drop), 0) << drop;
+  auto runs = RunCli({"runs", "--keep-db", cluster, "--format", "json"}, EmbeddedEnv(scratch.path));
+  ASSERT_EQ(runs.exit_code, 0) << runs.err;
+  for (const auto& row : nlohmann::json::parse(runs.out)) EXPECT_EQ(row.value("state", ""), "cancelled") << row;
+  auto gone = RunCli({"drop", "--keep-db", cluster, "--schema", "ld_" + id + "_serial", "--format", "json"},
+                     EmbeddedEnv(scratch.path));
+  ASSERT_EQ(gone.exit_code, 0) << gone.err;
+  EXPECT_EQ(nlohmann::json::parse(gone.out)["absent"], nlohmann::json::array({"ld_" + id + "_serial"})) << gone.out;
+}
+
+// drop touches only schemas ledgerdiff created and no live run holds: every schema is checked
+// before any is dropped.
+TEST(Drop, RefusesForeignReservedAndLiveSchemasBeforeDroppingAny) {
   auto conn = testing::Connect();
-  EXPECT_TRUE(conn->Run(drop).ok());
+  const std::string own = UniqueName("drop_own"), foreign = UniqueName("drop_foreign");
+  ASSERT_EQ(RunCli({"ingest", "--db", TestConninfo(), "--range", "2:11", "--schema", own}).exit_code, 0);
+  ASSERT_TRUE(conn->Run("CREATE SCHEMA " + pg::QuoteIdent(foreign)).ok());
+
+  auto refused = RunCli({"drop", "--db", TestConninfo(), "--schema", own, "--schema", foreign});
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_TRUE(Contains(refused.err, "schema \"" + foreign + "\" was not created by ledgerdiff")) << refused.err;
+  EXPECT_TRUE(SchemaExists(TestConninfo(), own));
+  EXPECT_TRUE(SchemaExists(TestConninfo(), foreign));
+  for (const std::string reserved : {"ledgerdiff_control", "public", "pg_catalog"}) {
+    auto r = RunCli({"drop", "--db", TestConninfo(), "--schema", reserved});
+    EXPECT_EQ(r.exit_code, 2) << reserved << ": " << r.err;
+    EXPECT_EQ(Lines(r.err), 1u) << r.err;
+  }
+
+  // A planned run holds its schema until it is done or given up.
+  const std::string held = UniqueName("drop_held");
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:21", "--schema", held});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  auto live = RunCli({"drop", "--db", TestConninfo(), "--schema", own, "--schema", held});
+  EXPECT_EQ(live.exit_code, 2) << live.err;
+  EXPECT_TRUE(Contains(live.err, "has a live run")) << live.err;
+  EXPECT_TRUE(Contains(live.err, "ledgerdiff drop --cancel")) << live.err;
+  EXPECT_TRUE(SchemaExists(TestConninfo(), own));
+
+  auto dropped = RunCli({"drop", "--db", TestConninfo(), "--cancel", "--schema", own, "--schema", held, "--format",
+                         "json"});
+  ASSERT_EQ(dropped.exit_code, 0) << dropped.err;
+  const auto j = nlohmann::json::parse(dropped.out);
+  EXPECT_EQ(j["dropped"], nlohmann::json::array({own, held})) << dropped.out;
+  EXPECT_EQ(j["cancelled_runs"].size(), 1u) << dropped.out;
+  EXPECT_FALSE(SchemaExists(TestConninfo(), own));
+  EXPECT_FALSE(SchemaExists(TestConninfo(), held));
+  // A worker of the cancelled run claims nothing.
+  const std::string run = j["cancelled_runs"][0];
+  EXPECT_EQ(RunCli({"worker", "--run", run, "--db", TestConninfo()}).exit_code, 1);
+  EXPECT_TRUE(conn->Run("DROP SCHEMA " + pg::QuoteIdent(foreign)).ok());
 }
 
 }  // namespace

@@ -272,7 +272,12 @@ TEST_F(TargetCli, IngestAndTheRunCommandsNameTheirTarget) {
   auto cancel = RunCli({"cancel", "--db", WithPassword(), "--run", run, "--format", "json"});
   ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_EQ(ParseJson(cancel)["target"], TargetJson({planned}));
-  for (const auto* r : {&runs, &runs_text, &cancel}) ExpectNoSecret(*r);
+  // drop, as the advice a cancel prints in text reads: no password in it either.
+  auto drop = RunCli({"drop", "--db", WithPassword(), "--schema", planned, "--format", "json"});
+  ASSERT_EQ(drop.exit_code, 0) << drop.err;
+  EXPECT_EQ(ParseJson(drop)["target"], TargetJson({planned}));
+  EXPECT_EQ(ParseJson(drop)["dropped"], json::array({planned}));
+  for (const auto* r : {&runs, &runs_text, &cancel, &drop}) ExpectNoSecret(*r);
 }
 
 // The line comes with the first progress: a command that fails before making any prints its one

@@ -103,11 +103,14 @@ std::string ResumeHintOfVerify(std::string error, const std::string& side_run_id
   return error;
 }
 
-// How to drop the schemas a verify leaves in a database that outlives it.
-std::string DropSchemasCommand(const std::string& conninfo, const std::vector<std::string>& schemas) {
-  std::string sql = "DROP SCHEMA IF EXISTS ";
-  for (size_t i = 0; i < schemas.size(); ++i) sql += (i ? ", " : "") + pg::QuoteIdent(schemas[i]);
-  return fmt::format("psql {} -c {}", ShellQuote(pg::RedactConninfo(conninfo)), ShellQuote(sql + " CASCADE"));
+// How to drop the schemas a verify leaves in a database that outlives it: `ledgerdiff drop`
+// refuses what ledgerdiff did not create, --cancel gives up the run an interrupt left marked
+// running, and the run's own flags reach the database.
+std::string DropSchemasCommand(const std::string& reconnect_flags, const std::vector<std::string>& schemas) {
+  std::string cmd = "ledgerdiff drop --cancel";
+  if (!reconnect_flags.empty()) cmd += " " + reconnect_flags;
+  for (const std::string& s : schemas) cmd += " --schema " + ShellQuote(s, ShellQuoting::kWhenNeeded);
+  return cmd;
 }
 
 std::string QuotedList(const std::vector<std::string>& names) {
@@ -227,14 +230,15 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   // Ctrl-C: in a database that outlives the process the run and its schemas stay; say so and how
   // to go on or drop them (in the embedded default they go with the cluster, which says so).
   ScopedCleanup interrupted(
-      o.keep_database ? nullptr
-                      : std::function<std::string()>([run_id = r.run_id, schemas, conninfo, flags = o.reconnect_flags] {
-                          return fmt::format(
-                              "verify run {} stays in the database with its schemas {} (those created so far): "
-                              "continue it with `ledgerdiff verify --resume {}{}{}`, or drop them: {}",
-                              run_id, QuotedList(schemas), run_id, flags.empty() ? "" : " ", flags,
-                              DropSchemasCommand(conninfo, schemas));
-                        }));
+      o.database_removed_on_exit
+          ? nullptr
+          : std::function<std::string()>([run_id = r.run_id, schemas, flags = o.reconnect_flags] {
+              return fmt::format(
+                  "verify run {} stays in the database with its schemas {} (those created so far): "
+                  "continue it with `ledgerdiff verify --resume {}{}{}`, or drop them with `{}`",
+                  run_id, QuotedList(schemas), run_id, flags.empty() ? "" : " ", flags,
+                  DropSchemasCommand(flags, schemas));
+            }));
 
   // 1. Serial side (unless a baseline stands in for it).
   if (o.baseline.empty()) {
@@ -274,11 +278,12 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
     if (!external.ok()) {
       if (external.status().kind() != Status::Kind::kRuntime) return external.status();
       // Given up on (a timeout): say what stays and how to remove it.
-      if (o.keep_database)
+      if (o.database_removed_on_exit)
         return external.status().With(
             fmt::format("verify {} (its schemas go with the embedded cluster, removed on exit)", r.run_id));
-      return Status::Runtimef("verify {}: {}; its schemas {} remain in the database: drop them with {}", r.run_id,
-                              external.status().message(), QuotedList(schemas), DropSchemasCommand(conninfo, schemas));
+      return Status::Runtimef("verify {}: {}; its schemas {} remain in the database: drop them with `{}`", r.run_id,
+                              external.status().message(), QuotedList(schemas),
+                              DropSchemasCommand(o.reconnect_flags, schemas));
     }
     r.parallel = std::move(external).value();
   } else {

@@ -44,10 +44,13 @@ struct VerifyOptions : ingest::IngestPlan {
   // How a user reaches this database again, for the look-again command: e.g.
   // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
   std::string reconnect_flags;
-  // Set when the database dies with this process (the embedded default): called once when the
-  // schemas are to be kept (a divergence, a failed parallel ingest, --keep); makes the database
-  // outlive the process and returns where it stays. Unset: the database outlives the process.
+  // Set when the database is an embedded cluster: called when the schemas are to be kept (a
+  // divergence, a failed parallel ingest, --keep); makes a throwaway cluster outlive the process
+  // (a --keep-db cluster does already) and returns where it stays. Unset: a named database.
   std::function<Result<KeptDatabase>()> keep_database;
+  // The database is the embedded default, removed when this process exits (unless
+  // keep_database() is called): an interrupted run leaves nothing to resume or drop.
+  bool database_removed_on_exit = false;
   // Reuse an existing serial schema (self-test runs many parallel sides against one serial).
   std::string reuse_serial_schema;
   std::string run_id;  // empty: a new one
