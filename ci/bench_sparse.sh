@@ -11,11 +11,14 @@
 # and the ratios digest/floor per schema and sparse/dense per engine: a cost that follows the data
 # keeps sparse/dense near 1.
 #
-# Usage: ci/bench_sparse.sh [--ledgers N] [--spread S] [--reps R] [--keep-db DIR] [--old BIN]
+# Usage: ci/bench_sparse.sh [--ledgers N] [--spread S] [--reps R] [--keep-db DIR] [--old BIN] [--sparse-only]
 #   --ledgers N  ledgers holding rows (default 100000; flat density: ~140 rows per ledger)
 #   --spread S   (default 50: N = 1M would span 50M ledgers, the issue's shape)
 #   --keep-db    cluster directory, reused when it holds the dataset (default /tmp/ldbench-sparse-N);
 #                its dense schema serves every --spread
+#   --sparse-only  measure the sparse schema only, against its own floor: each dense table is dropped
+#                once copied, so the disk holds one copy (the issue's 1M ledgers at ~140 rows each are
+#                ~141M rows, ~45 GB a copy); a later run at another --spread ingests again
 # Environment: BUILD (default ./build).
 set -euo pipefail
 
@@ -27,6 +30,7 @@ SPREAD=50
 REPS=3
 DIR=""
 OLD=""
+SPARSE_ONLY=0
 while (($#)); do
   case "$1" in
     --ledgers) N=$2; shift 2 ;;
@@ -34,6 +38,7 @@ while (($#)); do
     --reps) REPS=$2; shift 2 ;;
     --keep-db) DIR=$2; shift 2 ;;
     --old) OLD=$2; shift 2 ;;
+    --sparse-only) SPARSE_ONLY=1; shift ;;
     *) echo "bench_sparse: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -50,16 +55,17 @@ WORK=$(mktemp -d)
 # 1. Dataset: the reference ingester, 2 workers, into a kept embedded cluster; then the spread copy.
 # The dense schema is kept for every spread (marker .bench-RANGE-flat); the sparse copy is
 # remade when the spread changes (marker .bench-sparse-SPREAD).
-if [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-flat" ]; then
+NEED_SPREAD=0
+[ -f "$DIR/.bench-sparse-$SPREAD" ] || NEED_SPREAD=1
+if [ ! -f "$DIR/data/PG_VERSION" ] || { [ ! -f "$DIR/.bench-$RANGE-flat" ] && ((NEED_SPREAD)); }; then
   echo "== ingest $RANGE (flat) into schema dense, 2 workers, cluster $DIR"
   "$LD" ingest --range "$RANGE" --schema dense --workers 2 --job-size 5000 --density flat \
     --keep-db "$DIR" --fresh >"$WORK/ingest.txt"
   tail -1 "$WORK/ingest.txt"
-  rm -f "$DIR"/.bench-sparse-*
+  rm -f "$DIR"/.bench-sparse-* "$DIR/.bench-rows"
   touch "$DIR/.bench-$RANGE-flat"
+  NEED_SPREAD=1
 fi
-NEED_SPREAD=0
-[ -f "$DIR/.bench-sparse-$SPREAD" ] || NEED_SPREAD=1
 
 OWNER=$(stat -c %U "$DIR/data")
 as_owner() {
@@ -73,8 +79,19 @@ cleanup() {
 trap cleanup EXIT
 DB="host=$DIR port=$PORT user=ledgerdiff dbname=postgres"
 
+# Exact counts (n_live_tup is an estimate that ANALYZE makes from a sample of a large table).
+rows_of() {
+  local q
+  q=$(psql -X -At -d "$DB" -c "SELECT string_agg(format('(SELECT count(*) FROM %I.%I)', schemaname, relname), ' + ')
+    FROM pg_stat_user_tables WHERE schemaname = '$1' AND relname LIKE 'history\_%' AND relname NOT IN
+    ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
+  psql -X -At -d "$DB" -c "SELECT $q"
+}
 if ((NEED_SPREAD)); then
-  echo "== copy schema dense to sparse with ledger L -> L * $SPREAD"
+  rows_of dense >"$DIR/.bench-rows"  # the rows the copy must hold, whether or not dense stays
+  DROP_COPIED=""
+  ((SPARSE_ONLY)) && DROP_COPIED="EXECUTE format('DROP TABLE dense.%I', r.t);"
+  echo "== copy schema dense to sparse with ledger L -> L * $SPREAD$( ((SPARSE_ONLY)) && echo ", dropping each dense table once copied")"
   psql -X -q -v ON_ERROR_STOP=1 -d "$DB" <<SQL
 DROP SCHEMA IF EXISTS sparse CASCADE;
 CREATE SCHEMA sparse;
@@ -98,23 +115,18 @@ BEGIN
       WHERE a.attrelid = format('dense.%I', r.t)::regclass AND a.attnum > 0 AND NOT a.attisdropped;
     EXECUTE format('CREATE TABLE sparse.%I (LIKE dense.%I INCLUDING ALL)', r.t, r.t);
     EXECUTE format('INSERT INTO sparse.%I SELECT %s FROM dense.%I', r.t, cols, r.t);
+    $DROP_COPIED
   END LOOP;
 END
 \$\$;
 SQL
   rm -f "$DIR"/.bench-sparse-*
+  ((SPARSE_ONLY)) && rm -f "$DIR/.bench-$RANGE-flat"  # dense is gone: another spread ingests again
   touch "$DIR/.bench-sparse-$SPREAD"
 fi
 psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
-# Exact counts (n_live_tup is an estimate that ANALYZE makes from a sample of a large table).
-rows_of() {
-  local q
-  q=$(psql -X -At -d "$DB" -c "SELECT string_agg(format('(SELECT count(*) FROM %I.%I)', schemaname, relname), ' + ')
-    FROM pg_stat_user_tables WHERE schemaname = '$1' AND relname LIKE 'history\_%' AND relname NOT IN
-    ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
-  psql -X -At -d "$DB" -c "SELECT $q"
-}
-ROWS=$(rows_of dense)
+[ -f "$DIR/.bench-rows" ] || rows_of dense >"$DIR/.bench-rows"  # a cluster made before this file was kept
+ROWS=$(cat "$DIR/.bench-rows")
 SPARSE_ROWS=$(rows_of sparse)
 [ "$ROWS" = "$SPARSE_ROWS" ] || { echo "bench_sparse: dense holds $ROWS rows, sparse $SPARSE_ROWS" >&2; exit 3; }
 HELD=$(psql -X -At -d "$DB" -c "SELECT count(*), min(sequence), max(sequence) FROM sparse.history_ledgers")
@@ -134,8 +146,9 @@ floor_sql() {  # SCHEMA FILE: per table SELECT * over the schema's whole range, 
     printf '%s\t%s\n' "$(awk -v t="$t" '$1 == t {print $2}' <<<"$sizes")" "$line"
   done <"$2.unsorted" | sort -t$'\t' -k1,1nr | cut -f2- >"$2"
 }
-floor_sql dense "$WORK/floor-dense.sql"
-floor_sql sparse "$WORK/floor-sparse.sql"
+SCHEMAS="dense sparse"
+((SPARSE_ONLY)) && SCHEMAS=sparse
+for schema in $SCHEMAS; do floor_sql "$schema" "$WORK/floor-$schema.sql"; done
 run_floor() { tr '\n' '\0' <"$WORK/floor-$1.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_digest() {  # BIN SCHEMA
   /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$2" --jobs 2 >"$WORK/digest.txt"
@@ -161,13 +174,17 @@ measure() {  # NAME COMMAND...
     "$([ -s "$WORK/roots" ] && printf "  roots: %s" "$(sort -u "$WORK/roots" | cut -c1-16 | tr '\n' ' ')")"
 }
 
-for schema in dense sparse; do
+for schema in $SCHEMAS; do
   measure "floor $schema" run_floor "$schema"
   measure "digest $schema" run_digest "$LD" "$schema"
   [ -z "$OLD" ] || measure "old $schema" run_digest "$OLD" "$schema"
 done
 ratio() { printf "%.2fx" "$(echo "${MED[$1]} / ${MED[$2]}" | bc -l)"; }
 echo "== ratios"
-echo "digest / floor: dense $(ratio 'digest dense' 'floor dense'), sparse $(ratio 'digest sparse' 'floor sparse')"
-echo "sparse / dense: floor $(ratio 'floor sparse' 'floor dense'), digest $(ratio 'digest sparse' 'digest dense')"
-[ -z "$OLD" ] || echo "old engine: sparse / dense $(ratio 'old sparse' 'old dense'); sparse: old / new $(ratio 'old sparse' 'digest sparse')"
+if ((SPARSE_ONLY)); then
+  echo "digest / floor: sparse $(ratio 'digest sparse' 'floor sparse')"
+else
+  echo "digest / floor: dense $(ratio 'digest dense' 'floor dense'), sparse $(ratio 'digest sparse' 'floor sparse')"
+  echo "sparse / dense: floor $(ratio 'floor sparse' 'floor dense'), digest $(ratio 'digest sparse' 'digest dense')"
+fi
+[ -z "$OLD" ] || ((SPARSE_ONLY)) || echo "old engine: sparse / dense $(ratio 'old sparse' 'old dense'); sparse: old / new $(ratio 'old sparse' 'digest sparse')"
