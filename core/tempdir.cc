@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -94,7 +95,9 @@ Result<std::string> MakeOwnedTempDir(const std::string& prefix, const std::strin
   if (root.empty()) {
     LD_ASSIGN_OR_RETURN(root, TempRoot());
   }
-  std::string tmpl = (fs::path(root) / (prefix + "XXXXXX")).string();
+  // The creator's pid is in the name as well as in the marker: a process killed between mkdtemp
+  // and the marker's write leaves an empty directory that OwnerIsGone still judges by its name.
+  std::string tmpl = (fs::path(root) / fmt::format("{}{}-XXXXXX", prefix, getpid())).string();
   if (!mkdtemp(tmpl.data())) return Status::Runtimef("cannot create a directory in {}: {}", root, std::strerror(errno));
   Status marked = WriteOwnerMarker(tmpl);
   if (!marked.ok()) {
@@ -113,7 +116,20 @@ bool OwnerIsGone(const std::string& dir) {
     if (line.rfind("start=", 0) == 0) start = line.substr(6);
     if (line.rfind("boot=", 0) == 0) boot = line.substr(5);
   }
-  if (pid <= 0) return false;  // no (readable) marker: not ours to judge
+  if (pid <= 0) {
+    // No (complete) marker: ours to judge only when the name carries the creator's pid and the
+    // directory holds nothing but the marker being written (the creator died in between).
+    const std::string name = fs::path(dir).filename().string();
+    static const std::regex kNamed("ledgerdiff-.*-([0-9]+)-[A-Za-z0-9]{6}");
+    std::smatch m;
+    if (!std::regex_match(name, m, kNamed)) return false;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir, ec))
+      if (e.path().filename() != kOwnerMarkerFile) return false;
+    if (ec) return false;
+    const long named = std::atol(m[1].str().c_str());
+    return named > 0 && !ProcessExists(static_cast<pid_t>(named));
+  }
   if (!boot.empty() && boot != BootId()) return true;
   if (!ProcessExists(static_cast<pid_t>(pid))) return true;
   std::string now = ProcessStartTime(static_cast<pid_t>(pid));

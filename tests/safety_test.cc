@@ -165,10 +165,22 @@ TEST(Embedded, StaleOwnedDirectoriesAreReapedOthersAreNot) {
   ASSERT_TRUE(WriteOwnerMarker((fs::path(scratch.path) / "ledgerdiff-pg-alive").string()).ok());
   // A recycled pid: alive, but started at another time than the marker says.
   make("ledgerdiff-pg-recycled", fmt::format("pid={}\nstart=1\n", getpid()));
+  // Killed between mkdtemp and the marker's write: empty, its creator's pid only in the name.
+  const std::string died_unmarked = fmt::format("ledgerdiff-sweep-{}-Ab3dE9", child);
+  fs::create_directories(fs::path(scratch.path) / died_unmarked);
+  std::ofstream(fs::path(scratch.path) / died_unmarked / kOwnerMarkerFile) << "pid=";  // half-written
+  // The same name shape is kept when its pid lives, or when it holds anything but the marker.
+  const std::string unmarked_alive = fmt::format("ledgerdiff-sweep-{}-Ab3dE9", getpid());
+  fs::create_directories(fs::path(scratch.path) / unmarked_alive);
+  const std::string unmarked_with_data = fmt::format("ledgerdiff-pg-{}-Zz9yX8", child);
+  make(unmarked_with_data, "");
 
   auto removed = ReapStaleTempDirs(scratch.path);
   std::sort(removed.begin(), removed.end());
-  ASSERT_EQ(removed.size(), 3u);
+  ASSERT_EQ(removed.size(), 4u);
+  EXPECT_FALSE(fs::exists(fs::path(scratch.path) / died_unmarked));
+  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / unmarked_alive));
+  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / unmarked_with_data));
   EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-stale"));
   EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-chaos-stale"));
   EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-recycled"));
