@@ -29,6 +29,10 @@ void AddReportFlags(CLI::App* sub, ReportFiles& files) {
   sub->add_option("--junit", files.junit, "Also write a JUnit XML report to FILE (one test case per check)")
       ->check(WritableFile());
   sub->add_option("--markdown", files.markdown, "Also write a Markdown summary to FILE")->check(WritableFile());
+  sub->add_option("--metrics", files.metrics,
+                  "Also write the outcome as Prometheus text to FILE, replaced atomically (node_exporter's textfile "
+                  "collector)")
+      ->check(WritableFile());
   sub->add_option("--report", files.report_dir, "Also write a self-contained HTML report into DIR")
       ->check(WritableDirectory({"index.html"}));
 }
@@ -156,6 +160,10 @@ Action SetupVerifyRange(CLI::App* sub) {
     report.diff.targets = targets;
     Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff),
                 ""};
+    if (!report.look_again.empty()) {  // as verify prints its own, and the reports carry it
+      out.text += fmt::format("  look again: {}\n", report.look_again);
+      out.json["look_again"] = report.look_again;
+    }
     if (report.shard)
       out.json["shard"] = {
           {"index", report.shard->index},

@@ -165,6 +165,19 @@ Status DropOwnedSchema(pg::Connection& conn, const std::string& schema) {
   return conn.Run("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE").With(fmt::format("drop schema \"{}\"", schema));
 }
 
+Status AnalyzeOwnedSchema(pg::Connection& conn, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, schema));
+  if (state != SchemaState::kOwned) return Status::Ok();
+  LD_ASSIGN_OR_RETURN(pg::Rows tables,
+                      conn.Exec("SELECT c.relname FROM pg_class c WHERE c.relnamespace = to_regnamespace($1) AND "
+                                "c.relkind = 'r' ORDER BY c.relname",
+                                {pg::QuoteIdent(schema)}));
+  for (int i = 0; i < tables.size(); ++i)
+    LD_RETURN_IF_ERROR(conn.Run("ANALYZE " + pg::Qualified(schema, std::string(tables.Get(i, 0))))
+                           .With(fmt::format("analyze schema \"{}\"", schema)));
+  return Status::Ok();
+}
+
 std::string NewRunId() {
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);

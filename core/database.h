@@ -104,6 +104,10 @@ Result<bool> CreateOwnedSchema(pg::Connection& conn, const std::string& schema, 
                                bool replace_owned, bool force);
 // Drops `schema` only when it carries the ownership mark; a foreign schema is an error.
 Status DropOwnedSchema(pg::Connection& conn, const std::string& schema);
+// ANALYZEs every table of `schema` when it carries the ownership mark (nothing otherwise: the
+// tool writes statistics only into its own schemas). After an ingest, the planner and a digest's
+// work estimate (dump/digest.cc LedgerStatistics) then see the rows just written.
+Status AnalyzeOwnedSchema(pg::Connection& conn, const std::string& schema);
 
 // A fresh run id: UTC time plus random suffix, e.g. "20261130-142501-3f9a".
 std::string NewRunId();

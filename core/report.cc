@@ -226,6 +226,21 @@ std::vector<std::string> GithubAnnotations(const GateSummary& s) {
   return out;
 }
 
+namespace {
+// The metrics file a previous run wrote ("" when there is none or it cannot be read: then only
+// the carried last-success time is lost). Only a regular file is read.
+std::string ReadPreviousMetrics(const std::string& path) {
+  int open_errno = 0;
+  auto fd = OpenRegularFile(path, "metrics " + path, O_RDONLY, &open_errno);
+  if (!fd.ok()) return "";
+  std::string content;
+  char buf[8192];
+  for (ssize_t n; (n = ::read(*fd, buf, sizeof buf)) > 0 && content.size() < (1u << 20);) content.append(buf, n);
+  ::close(*fd);
+  return content;
+}
+}  // namespace
+
 Status EmitGateReports(const GateReports& r, const ReportFiles& files, const CiEnvironment& ci,
                        std::FILE* annotations_out) {
   // Every sink is tried: one that cannot be written does not cost the others (nor the verdict,
@@ -239,6 +254,7 @@ Status EmitGateReports(const GateReports& r, const ReportFiles& files, const CiE
   if ((!files.markdown.empty() || !ci.step_summary.empty()) && r.markdown) markdown = r.markdown();
   if (!files.markdown.empty() && r.markdown) note(WriteFileAtomic(files.markdown, markdown));
   if (!files.report_dir.empty() && r.html) note(r.html(files.report_dir));
+  if (!files.metrics.empty() && r.metrics) note(WriteFileAtomic(files.metrics, r.metrics(ReadPreviousMetrics(files.metrics), std::time(nullptr))));
   if (ci.github_annotations) {
     for (const auto& line : GithubAnnotations(r.summary)) fmt::print(annotations_out, "{}\n", ScrubSecrets(line));
     std::fflush(annotations_out);

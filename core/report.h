@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -174,6 +175,7 @@ struct GateSummary {
 // Where the reports go: the --junit FILE, --markdown FILE, --report DIR flags.
 struct ReportFiles {
   std::string junit, markdown, report_dir;
+  std::string metrics;  // --metrics FILE: Prometheus text format (report/metrics.h)
 };
 
 // What CI the process runs under: GitHub annotations when GITHUB_ACTIONS=true; the step summary
@@ -190,6 +192,9 @@ struct GateReports {
   std::function<std::string()> junit;               // JUnit XML
   std::function<std::string()> markdown;            // Markdown (also the step summary)
   std::function<Status(const std::string&)> html;   // writes DIR/index.html
+  // Prometheus text, given what the file held before ("" when none: a run that did not pass keeps
+  // the previous last-success time) and the time of writing (the sink reads the clock).
+  std::function<std::string(const std::string& previous, std::time_t now)> metrics;
 };
 
 // The GitHub workflow commands for `s`: one ::error per failed or errored check, one ::warning

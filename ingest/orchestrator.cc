@@ -511,6 +511,9 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
     }
   }
   report.wall_s = SecondsSince(started);
+  // Statistics of the rows just written (not part of the ingest's wall time): a digest that
+  // follows estimates its work by rows, not by ledgers.
+  if (!aborted) LD_RETURN_IF_ERROR(AnalyzeOwnedSchema(conn, spec.schema));
 
   LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
   LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(conn, spec.run_id));

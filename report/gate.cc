@@ -13,6 +13,7 @@
 #include "report/html.h"
 #include "report/junit.h"
 #include "report/markdown.h"
+#include "report/metrics.h"
 #include "report/selftest_text_json.h"
 #include "report/sweep.h"
 #include "report/verify_text_json.h"
@@ -438,12 +439,31 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
   return h;
 }
 
+namespace {
+// --metrics: the gate's verdict, time and last success, then its own figures.
+std::function<std::string(const std::string&, std::time_t)> MetricsOf(std::string command, std::string verdict,
+                                                                      bool passed, double seconds,
+                                                                      std::function<std::vector<Metric>()> own) {
+  return [=](const std::string& previous, std::time_t now) {
+    std::vector<Metric> m = GateMetrics(command, verdict, passed, seconds, now, previous);
+    if (own)
+      for (Metric& one : own()) m.push_back(std::move(one));
+    return RenderPrometheus(m);
+  };
+}
+}  // namespace
+
 GateReports VerifyReports(const verify::VerifyReport& r) {
   GateReports g;
   g.summary = VerifyGate(r);
   g.junit = [&r] { return RenderVerifyJUnit(r); };
   g.markdown = [&r] { return RenderVerifyMarkdown(r); };
   g.html = [&r](const std::string& dir) { return WriteVerifyHtml(r, dir); };
+  double seconds = 0;
+  for (const auto& p : r.phases) seconds += p.seconds;
+  g.metrics = MetricsOf("verify", r.verdict(), r.identical, seconds,
+                        r.error.empty() ? std::function<std::vector<Metric>()>([&r] { return ComparisonMetrics(r.diff); })
+                                        : nullptr);
   return g;
 }
 
@@ -462,15 +482,28 @@ GateReports FromSummary(GateSummary s, std::function<std::string()> extra_html =
 }  // namespace
 
 GateReports VerifyRangeReports(const diff::DiffReport& r, const std::string& look_again) {
-  return FromSummary(VerifyRangeGate(r, look_again));
+  GateReports g = FromSummary(VerifyRangeGate(r, look_again));
+  g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict), r.identical, r.digest_seconds + r.row_diff_seconds,
+                        [&r] { return ComparisonMetrics(r); });
+  return g;
 }
-GateReports SelftestReports(const verify::SelftestReport& r) { return FromSummary(SelftestGate(r)); }
+GateReports SelftestReports(const verify::SelftestReport& r) {
+  GateReports g = FromSummary(SelftestGate(r));
+  g.metrics = MetricsOf("selftest", g.summary.verdict, g.summary.passed, r.seconds, nullptr);
+  return g;
+}
 GateReports ChaosReports(const verify::ChaosReport& r) {
-  return FromSummary(ChaosGate(r), [&r] { return ChaosTimelineHtml(r); });
+  GateReports g = FromSummary(ChaosGate(r), [&r] { return ChaosTimelineHtml(r); });
+  g.metrics = MetricsOf("chaos", g.summary.verdict, g.summary.passed, r.seconds, [&r] { return ChaosMetrics(r); });
+  return g;
 }
 GateReports SweepReports(const verify::SweepReport& r) {
   GateReports g = FromSummary(SweepGate(r));
   g.html = [&r](const std::string& dir) { return WriteSweepHtml(r, dir); };  // the heatmap and USL page
+  double seconds = r.reference_s;
+  for (const auto& cell : r.cells)
+    for (const auto& repeat : cell.repeats) seconds += repeat.wall_s;
+  g.metrics = MetricsOf("sweep", g.summary.verdict, g.summary.passed, seconds, nullptr);
   return g;
 }
 

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -409,14 +410,24 @@ TEST(ChaosDetectors, EveryKindIsCaughtByItsOwnDetectorAloneAndBesideAnOrchestrat
 }
 
 TEST(Chaos, UnsafeIngesterUnderKillsIsCaughtAsDuplicatedLedgers) {
+  testing::ScratchDir dir("ledgerdiff-chaos-metrics-");
+  const std::string metrics = dir.path + "/chaos.prom";
   auto r = testing::RunCli({"chaos",    "--range",   "2:1201", "--workers",         "3",    "--job-size",
                             "100",      "--seed",    "5",      "--rounds",          "1",    "--faults",
                             "kill=2",   "--density", "flat",   "--unsafe-ingester", "--db", TestConninfo(),
-                            "--format", "json"});
+                            "--format", "json",      "--metrics", metrics});
   ASSERT_EQ(r.exit_code, 1) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_FALSE(j["valid"].get<bool>());
   EXPECT_EQ(j["faults_injected"]["kill"], 2);
+  // --metrics: the two kills, caught by the process exit, in an invalid round.
+  const std::string prom = testing::ReadFileBytes(metrics);
+  EXPECT_NE(prom.find("ledgerdiff_chaos_faults_total{kind=\"kill\",detector=\"process_exit\",verdict=\"invalid\"} 2\n"),
+            std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find("ledgerdiff_verdict{command=\"chaos\",verdict=\"invalid\"} 1\n"), std::string::npos) << prom;
+  const std::string parse = "/usr/bin/python3 '" + testing::SourceDir() + "/tests/parse_metrics.py' '" + metrics + "' >/dev/null";
+  EXPECT_EQ(std::system(parse.c_str()), 0) << prom;
   ASSERT_FALSE(j["anomalies"]["duplicated"].empty()) << r.out;
   // The duplicates sit inside the killed jobs: the prefixes they had committed.
   std::vector<std::pair<Ledger, Ledger>> killed;

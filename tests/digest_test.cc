@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -1037,6 +1038,38 @@ TEST(Coverage, EveryOutputFormatOfVerifyRangeSaysIncomplete) {
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["verdict"], "incomplete");
   EXPECT_EQ(j["coverage"]["right"]["missing_ledgers"], 50);
+  // --metrics: an identical run, then the incomplete one over the same file, which keeps the
+  // identical run's last success; prometheus_client's parser reads both.
+  const std::string metrics = dir.path + "/deep/ledgerdiff.prom";
+  auto ok = testing::RunCli({"verify-range", "--range", held.str(), "--left", KahunaLeft(), "--right", KahunaLeft(),
+                             "--metrics", metrics});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const std::string first = testing::ReadFileBytes(metrics);
+  auto again = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(),
+                                "--metrics", metrics});
+  EXPECT_EQ(again.exit_code, 1) << again.err;
+  const std::string second = testing::ReadFileBytes(metrics);
+  const std::string parse = "/usr/bin/python3 '" + testing::SourceDir() + "/tests/parse_metrics.py' '" + metrics + "' >/dev/null";
+  EXPECT_EQ(std::system(parse.c_str()), 0) << second;
+  for (const auto& [text, verdict] : {std::pair{first, "identical"}, std::pair{second, "incomplete"}}) {
+    EXPECT_NE(text.find(fmt::format("ledgerdiff_verdict{{command=\"verify-range\",verdict=\"{}\"}} 1\n", verdict)),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find(fmt::format("\nledgerdiff_verified_through_ledger {}\n", held.to)), std::string::npos) << text;
+    EXPECT_NE(text.find(fmt::format("\nledgerdiff_head_ledger{{side=\"right\"}} {}\n", held.to)), std::string::npos)
+        << text;
+  }
+  EXPECT_NE(second.find("\nledgerdiff_missing_ledgers{side=\"right\"} 50\n"), std::string::npos) << second;
+  const auto success = [](const std::string& text) {
+    const size_t at = text.find("\nledgerdiff_last_success_timestamp_seconds ");
+    return at == std::string::npos ? std::string() : text.substr(at, text.find('\n', at + 1) - at);
+  };
+  EXPECT_FALSE(success(first).empty()) << first;
+  EXPECT_EQ(success(second), success(first)) << second;
+
+  // The look-again command spans every missing ledger, not only the first.
+  const std::string missing = fmt::format("--range {}:{} ", held.to + 1, held.to + 50);
+  EXPECT_NE(j["look_again"].get<std::string>().find(missing), std::string::npos) << j["look_again"];
   r = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(),
                        "--allow-gaps"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -1288,6 +1321,20 @@ TEST(Progress, DigestWorkIsTheRowsTheStatisticsPutInTheRange) {
 
 // Without statistics that describe the rows the ETA counts ledgers: never analyzed (and the
 // digest does not analyze), or analyzed before most of the rows came.
+// An ingest ANALYZEs the schema it wrote: the digest of a freshly ingested schema estimates its
+// work by rows, not ledgers.
+TEST(Progress, AnIngestLeavesStatisticsSoItsSchemasDigestCountsRows) {
+  const std::string schema = UniqueName("ingest_analyzed");
+  auto r = testing::RunCli({"ingest", "--db", testing::TestConninfo(), "--range", "2:1201", "--schema", schema,
+                            "--workers", "2", "--job-size", "200"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto [updates, summary] = DigestProgress(schema, LedgerRange{2, 1201});
+  ASSERT_FALSE(updates.empty());
+  const double rows = static_cast<double>(summary.rows);
+  EXPECT_GE(static_cast<double>(updates.front().work_total), rows / 1.5) << summary.rows;
+  EXPECT_LE(static_cast<double>(updates.front().work_total), rows * 1.5) << summary.rows;
+}
+
 TEST(Progress, DigestWithoutStatisticsOfItsRowsCountsLedgers) {
   const LedgerRange range{2, 1200};
   const std::string never = GrowingSchema(range, /*analyzed=*/false);

@@ -86,6 +86,8 @@ TEST(Paths, AnUnwritableTargetIsRefusedBeforeAnyWork) {
       {"verify", "--range", "2:21", "--db", nowhere, "--save-baseline", file},
       {"verify-range", "--range", "2:21", "--left", nowhere, "--right", nowhere, "--out", file},
       {"verify-range", "--range", "2:21", "--left", nowhere, "--right", nowhere, "--junit", file},
+      {"verify-range", "--range", "2:21", "--left", nowhere, "--right", nowhere, "--metrics", file},
+      {"chaos", "--range", "2:21", "--workers", "2", "--db", nowhere, "--metrics", file},
       {"selftest", "--db", nowhere, "--markdown", file},
       {"chaos", "--range", "2:21", "--workers", "2", "--db", nowhere, "--report", dir},
       {"sweep", "--range", "2:21", "--workers", "1", "--job-size", "10", "--db", nowhere, "--csv", file},

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "report/chaos_text_json.h"
 #include "report/gate.h"
@@ -28,6 +29,7 @@
 #include "report/sweep.h"
 #include "report/junit.h"
 #include "report/markdown.h"
+#include "report/metrics.h"
 #include "report/selftest_text_json.h"
 #include "report/svg_chart.h"
 #include "report/verify_text_json.h"
@@ -1628,6 +1630,100 @@ TEST(TargetInReports, EveryRendererOfEveryGateShowsIt) {
   EXPECT_FALSE(report::IngestReportToJson(in).contains("target")) << "a verify's side runs name none";
   in.target = t;
   EXPECT_EQ(report::RenderIngestText(in).rfind(t.Line(), 0), 0u);
+}
+
+// ---- --metrics: Prometheus text, parsed by prometheus_client --------------------------------------
+
+// The samples of an exposition text as the reference parser reads them: name{labels} -> value
+// (labels sorted, "k=v,..."). Fails the test when the parser refuses the text.
+std::map<std::string, double> ParsedSamples(const std::string& text) {
+  testing::ScratchDir dir("ledgerdiff-metrics-");
+  const std::string file = dir.path + "/m.prom", out = dir.path + "/samples.jsonl";
+  testing::WriteFileBytes(file, text);
+  const std::string cmd = "/usr/bin/python3 '" + testing::SourceDir() + "/tests/parse_metrics.py' '" + file + "' > '" + out + "'";
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(status, 0) << "prometheus_client refused:\n" << text;
+  std::map<std::string, double> samples;
+  std::istringstream in(testing::ReadFileBytes(out));
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    std::string labels;
+    for (const auto& [k, v] : j["labels"].items()) labels += (labels.empty() ? "" : ",") + k + "=" + v.get<std::string>();
+    samples[j["name"].get<std::string>() + "{" + labels + "}"] = j["value"].get<double>();
+  }
+  return samples;
+}
+
+TEST(Metrics, AComparisonsFiguresParseWithThePrometheusParser) {
+  diff::DiffReport d = DivergentReport().diff;  // divergent at ledger 200 of 2:401
+  d.coverage.left.last = 401;
+  d.coverage.right.last = 390;
+  d.coverage.right.missing = {{391, 401}};
+  d.coverage.right.missing_ledgers = 11;
+  d.coverage.right.missing_ranges = 1;
+  d.rows_compared_left = 1234;
+  d.rows_compared_right = 1200;
+  d.divergent_ledgers = 3;
+  std::vector<report::Metric> m = report::GateMetrics("verify-range", "divergent", false, 2.5, 1700000000, "");
+  for (auto& one : report::ComparisonMetrics(d)) m.push_back(one);
+  const auto samples = ParsedSamples(report::RenderPrometheus(m));
+  EXPECT_EQ(samples.at("ledgerdiff_verdict{command=verify-range,verdict=divergent}"), 1);
+  EXPECT_EQ(samples.at("ledgerdiff_verified_through_ledger{}"), 199);
+  EXPECT_EQ(samples.at("ledgerdiff_head_ledger{side=left}"), 401);
+  EXPECT_EQ(samples.at("ledgerdiff_head_ledger{side=right}"), 390);
+  EXPECT_EQ(samples.at("ledgerdiff_lag_ledgers{}"), 11);
+  EXPECT_EQ(samples.at("ledgerdiff_missing_ledgers{side=right}"), 11);
+  EXPECT_EQ(samples.at("ledgerdiff_divergent_ledgers_total{}"), 3);
+  EXPECT_EQ(samples.at("ledgerdiff_rows_compared_total{side=left}"), 1234);
+  EXPECT_EQ(samples.at("ledgerdiff_cycle_duration_seconds{}"), 2.5);
+  EXPECT_EQ(samples.at("ledgerdiff_last_run_timestamp_seconds{}"), 1700000000);
+  EXPECT_EQ(samples.count("ledgerdiff_last_success_timestamp_seconds{}"), 0u) << "no run has passed yet";
+
+  // The first missing ledger stops the verified prefix as a divergence does.
+  d.first_divergent_ledger.reset();
+  EXPECT_EQ(report::VerifiedThrough(d), 390u);
+  d.coverage.right.missing.clear();
+  EXPECT_EQ(report::VerifiedThrough(d), 401u);
+  d.coverage.left.missing = {{2, 5}};
+  EXPECT_EQ(report::VerifiedThrough(d), 1u) << "nothing verified: the range's first - 1";
+}
+
+TEST(Metrics, ARunThatDoesNotPassKeepsTheLastSuccessOfThePreviousFile) {
+  const std::string passed = report::RenderPrometheus(report::GateMetrics("verify", "identical", true, 1, 1000, ""));
+  EXPECT_EQ(report::SampleValue(passed, "ledgerdiff_last_success_timestamp_seconds"), 1000);
+  const std::string failed = report::RenderPrometheus(report::GateMetrics("verify", "divergent", false, 1, 2000, passed));
+  EXPECT_EQ(report::SampleValue(failed, "ledgerdiff_last_success_timestamp_seconds"), 1000);
+  EXPECT_EQ(report::SampleValue(failed, "ledgerdiff_last_run_timestamp_seconds"), 2000);
+  EXPECT_EQ(ParsedSamples(failed).at("ledgerdiff_verdict{command=verify,verdict=divergent}"), 1);
+  // A label value with a quote, a backslash and a newline survives the round trip.
+  const std::string hostile = report::RenderPrometheus({{"ledgerdiff_x", "gauge", "h", {{{{"k", "a\"b\\c\nd"}}, 1}}}});
+  EXPECT_EQ(ParsedSamples(hostile).count("ledgerdiff_x{k=a\"b\\c\nd}"), 1u) << hostile;
+}
+
+TEST(Metrics, ChaosCountsFaultsByKindDetectorAndVerdict) {
+  const auto samples = ParsedSamples(report::RenderPrometheus(report::ChaosMetrics(SampleChaos(false))));
+  EXPECT_EQ(samples.at("ledgerdiff_chaos_faults_total{detector=process_exit,kind=kill,verdict=valid}"), 1);
+  EXPECT_EQ(samples.at("ledgerdiff_chaos_faults_total{detector=process_exit,kind=kill,verdict=invalid}"), 1);
+  EXPECT_EQ(samples.at("ledgerdiff_chaos_faults_total{detector=orchestrator_restart,kind=orchestrator,verdict=valid}"),
+            1);
+  EXPECT_EQ(samples.at("ledgerdiff_chaos_rounds_total{verdict=invalid}"), 1);
+  EXPECT_EQ(samples.at("ledgerdiff_chaos_rounds_total{verdict=valid}"), 1);
+}
+
+// The table in report/README.md names every metric any gate writes, with its type.
+TEST(Metrics, TheDocumentedMetricsAreTheWrittenOnes) {
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "report" / "README.md");
+  diff::DiffReport d = DivergentReport().diff;
+  d.coverage.left.last = d.coverage.right.last = 401;
+  std::vector<report::Metric> all = report::GateMetrics("verify", "identical", true, 1, 1, "");
+  for (auto& m : report::ComparisonMetrics(d)) all.push_back(m);
+  for (auto& m : report::ChaosMetrics(SampleChaos(false))) all.push_back(m);
+  std::set<std::string> written;
+  for (const auto& m : all) {
+    written.insert(m.name);
+    EXPECT_NE(readme.find("| `" + m.name + "` | " + m.type + " |"), std::string::npos) << m.name << " " << m.type;
+  }
+  EXPECT_EQ(DocumentedTableKeys(readme, "## `--metrics FILE`"), written);
 }
 
 TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {

@@ -461,10 +461,16 @@ std::string LookAgainCommand(const VerifyRangeOptions& o, const diff::DiffReport
   if (d.first_divergent_ledger) {
     at = {*d.first_divergent_ledger, *d.first_divergent_ledger};
   } else if (!cov.left.missing.empty() || !cov.right.missing.empty()) {
-    Ledger first = d.range.to;
+    // Incomplete: every missing span of either side, from the first to the last (the coverage
+    // lists them; this checks them all again once they are filled).
+    Ledger first = d.range.to, last = d.range.from;
     for (const auto* side : {&cov.left, &cov.right})
-      if (!side->missing.empty()) first = std::min(first, side->missing.front().from);
-    at = {first, first};
+      if (!side->missing.empty()) {
+        first = std::min(first, side->missing.front().from);
+        // Past kMaxCoverageRanges the list stops short: the range's end bounds the rest.
+        last = std::max(last, side->missing_ranges > side->missing.size() ? d.range.to : side->missing.back().to);
+      }
+    at = {first, last};
   }
   std::string cmd = fmt::format("ledgerdiff verify-range --range {} --left {} --right {}", at.str(),
                                 ShellQuote(RedactConninfo(o.left)), ShellQuote(RedactConninfo(o.right)));

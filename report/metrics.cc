@@ -1,0 +1,144 @@
+#include "report/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <sstream>
+
+namespace ledgerdiff::report {
+
+namespace {
+
+std::string EscapeLabelValue(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+std::string EscapeHelp(const std::string& v) {
+  std::string out;
+  for (char c : v) {
+    if (c == '\\') out += "\\\\";
+    else if (c == '\n') out += "\\n";
+    else out += c;
+  }
+  return out;
+}
+
+Metric Gauge(std::string name, std::string help, double value) {
+  return {std::move(name), "gauge", std::move(help), {{{}, value}}};
+}
+
+}  // namespace
+
+std::string RenderPrometheus(const std::vector<Metric>& metrics) {
+  std::string out;
+  for (const Metric& m : metrics) {
+    if (m.samples.empty()) continue;
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, EscapeHelp(m.help), m.name, m.type);
+    for (const MetricSample& s : m.samples) {
+      std::string labels;
+      for (const auto& [k, v] : s.labels) labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, EscapeLabelValue(v));
+      out += fmt::format("{}{} {}\n", m.name, labels.empty() ? "" : "{" + labels + "}", s.value);
+    }
+  }
+  return out;
+}
+
+std::optional<double> SampleValue(const std::string& exposition, const std::string& name) {
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.size() <= name.size() || line.compare(0, name.size(), name) != 0 || line[name.size()] != ' ') continue;
+    const std::string value = line.substr(name.size() + 1);
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() && (*end == '\0' || *end == ' ')) return v;
+  }
+  return std::nullopt;
+}
+
+std::vector<Metric> GateMetrics(const std::string& command, const std::string& verdict, bool passed, double seconds,
+                                std::time_t now, const std::string& previous) {
+  std::vector<Metric> out;
+  out.push_back({"ledgerdiff_verdict", "gauge", "1 for the verdict of the last run (identical, divergent, ...)",
+                 {{{{"command", command}, {"verdict", verdict}}, 1}}});
+  out.push_back(Gauge("ledgerdiff_cycle_duration_seconds", "Wall time of the last run", seconds));
+  out.push_back(Gauge("ledgerdiff_last_run_timestamp_seconds", "When the last run ended (Unix time)",
+                      static_cast<double>(now)));
+  std::optional<double> success = passed ? std::optional<double>(static_cast<double>(now))
+                                         : SampleValue(previous, "ledgerdiff_last_success_timestamp_seconds");
+  if (success)
+    out.push_back(Gauge("ledgerdiff_last_success_timestamp_seconds",
+                        "When a run last passed (Unix time); kept from the previous file by a run that did not pass",
+                        *success));
+  return out;
+}
+
+Ledger VerifiedThrough(const diff::DiffReport& d) {
+  if (d.range.from == 0) return 0;
+  Ledger through = d.range.to;
+  if (d.first_divergent_ledger) through = std::min<Ledger>(through, *d.first_divergent_ledger - 1);
+  if (!d.coverage.allow_gaps)
+    for (const auto* side : {&d.coverage.left, &d.coverage.right})
+      if (!side->missing.empty()) through = std::min<Ledger>(through, side->missing.front().from - 1);
+  return std::max<Ledger>(through, d.range.from - 1);
+}
+
+std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d) {
+  std::vector<Metric> out;
+  out.push_back(Gauge("ledgerdiff_verified_through_ledger",
+                      "Every ledger from the range's first to this one was compared and found equal",
+                      static_cast<double>(VerifiedThrough(d))));
+  Metric head{"ledgerdiff_head_ledger", "gauge", "The highest ledger of the range each side holds", {}};
+  const std::pair<const char*, const diff::SideCoverage*> sides[] = {{"left", &d.coverage.left},
+                                                                    {"right", &d.coverage.right}};
+  for (const auto& [name, side] : sides)
+    if (side->last) head.samples.push_back({{{"side", name}}, static_cast<double>(*side->last)});
+  out.push_back(head);
+  if (d.coverage.left.last && d.coverage.right.last) {
+    const double left = static_cast<double>(*d.coverage.left.last), right = static_cast<double>(*d.coverage.right.last);
+    out.push_back(Gauge("ledgerdiff_lag_ledgers", "How many ledgers the right side's head is behind the left's (0: not behind)",
+                        std::max(0.0, left - right)));
+  }
+  out.push_back({"ledgerdiff_divergent_ledgers_total", "counter", "Ledgers where any table differs, in the last run",
+                 {{{}, static_cast<double>(d.divergent_ledgers)}}});
+  out.push_back({"ledgerdiff_rows_compared_total", "counter", "History rows compared in the last run, per side",
+                 {{{{"side", "left"}}, static_cast<double>(d.rows_compared_left)},
+                  {{{"side", "right"}}, static_cast<double>(d.rows_compared_right)}}});
+  out.push_back({"ledgerdiff_missing_ledgers", "gauge", "Ledgers of the range a side does not hold",
+                 {{{{"side", "left"}}, static_cast<double>(d.coverage.left.missing_ledgers)},
+                  {{{"side", "right"}}, static_cast<double>(d.coverage.right.missing_ledgers)}}});
+  return out;
+}
+
+std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r) {
+  // Sorted label sets: the same run writes the same file.
+  std::map<std::tuple<std::string, std::string, std::string>, uint32_t> faults;
+  std::map<std::string, uint32_t> rounds;
+  for (const auto& round : r.rounds) {
+    const std::string verdict = round.inconclusive ? "inconclusive" : round.valid ? "valid" : "invalid";
+    ++rounds[verdict];
+    for (const auto& f : round.faults)
+      ++faults[{f.plan.kind, f.detector ? std::string(ingest::ToString(*f.detector)) : "none", verdict}];
+  }
+  Metric by_fault{"ledgerdiff_chaos_faults_total", "counter",
+                  "Planned faults of the last chaos run by kind, the detector that caught them (none: not caught) "
+                  "and their round's verdict",
+                  {}};
+  for (const auto& [key, n] : faults) {
+    const auto& [kind, detector, verdict] = key;
+    by_fault.samples.push_back({{{"kind", kind}, {"detector", detector}, {"verdict", verdict}}, static_cast<double>(n)});
+  }
+  Metric by_round{"ledgerdiff_chaos_rounds_total", "counter", "Rounds of the last chaos run by verdict", {}};
+  for (const auto& [verdict, n] : rounds) by_round.samples.push_back({{{"verdict", verdict}}, static_cast<double>(n)});
+  return {by_fault, by_round};
+}
+
+}  // namespace ledgerdiff::report
