@@ -53,17 +53,24 @@ Action SetupDigest(CLI::App* sub) {
     int64_t shard_flag = -1;
     CLI::Option* shard_opt = nullptr;
     uint32_t shard = 0;
+    bool append = false;
+    CLI::Option* append_opt = nullptr;
+    CLI::Option* detail_opt = nullptr;
   };
   auto f = std::make_shared<Flags>();
   f->c.AddFlags(sub);
   sub->add_option("--schema", f->schema, "Schema to digest")->required();
   sub->add_option("--out", f->out, "Write a manifest file (.ldm)")->check(WritableFile());
-  sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
+  f->detail_opt = sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
       ->check(CLI::IsMember({"compact", "full"}));
   sub->add_option("--jobs", f->jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
   sub->add_flag("--resume", f->resume,
                 "Continue an interrupted digest --out FILE from its checkpoint FILE.partial (same schema, range, "
                 "profile, detail and shard; the ledgers in it are not digested again)");
+  f->append_opt = sub->add_flag("--append", f->append,
+                "Extend the full-detail manifest --out FILE with the ledgers after its last one (through --range's "
+                "end, else the schema's last ledger), reading only those: the result is the manifest one digest of "
+                "the whole range writes");
   sub->add_option("--shards", f->shards,
                   "Digest one shard of N (deterministic contiguous slices of --range) into a partial manifest "
                   "(--out); join the parts with `manifest merge`");
@@ -77,6 +84,19 @@ Action SetupDigest(CLI::App* sub) {
     if (f->shard_opt->count() && !f->shards) return Status::Usage("--shard needs --shards N");
     if (f->resume && f->out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
     if (f->resume && f->print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
+    if (f->append) {
+      if (f->out.empty() || f->out == "-") return Status::Usage("--append needs --out FILE (the manifest to extend)");
+      for (const auto& [given, name] : {std::pair{f->resume, "--resume"}, std::pair{f->shards != 0, "--shards"},
+                                        std::pair{f->print_sql, "--print-sql"}})
+        if (given) return Status::Usagef("--append and {} cannot be combined", name);
+      if (f->detail_opt->count() && f->detail != "full")
+        return Status::Usage("--append extends a full-detail manifest (--manifest-detail full), not a compact one");
+      if (!std::filesystem::exists(f->out))
+        return Status::Usagef("--append {}: no such manifest (write it first with digest --out {} "
+                              "--manifest-detail full)",
+                              f->out, f->out);
+      LD_RETURN_IF_ERROR(CheckRegularFile(f->out, "manifest " + f->out));
+    }
     // The checkpoint it will read or replace is a regular file, refused before the server starts.
     if (!f->out.empty() && f->out != "-") {
       std::error_code ec;
@@ -112,6 +132,26 @@ Action SetupDigest(CLI::App* sub) {
       out.text = fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
                              f->shard, f->shards, f->c.range->from, f->c.range->to) +
                  dump::RenderDigestText(summary);
+      return out;
+    }
+    if (f->append) {
+      dump::DigestOptions opts;
+      opts.jobs = f->jobs;
+      opts.chunk_ledgers = f->chunk;
+      LD_ASSIGN_OR_RETURN(auto appended, dump::AppendToManifest(db->conninfo(), f->schema, f->c.spec, opts, f->out,
+                                                                f->c.range, ctx.reporter()));
+      appended.summary.target = db->target({f->schema});
+      Outcome out;
+      out.json = dump::DigestSummaryToJson(appended.summary);
+      out.json["append"] = {{"kept", {{"from", appended.kept.from}, {"to", appended.kept.to}}},
+                            {"appended", appended.appended ? nlohmann::json{{"from", appended.appended->from},
+                                                                             {"to", appended.appended->to}}
+                                                           : nlohmann::json()}};
+      out.text = (appended.appended ? fmt::format("appended ledgers {} to {} (ledgers {} taken from it)\n",
+                                                  appended.appended->str(), f->out, appended.kept.str())
+                                    : fmt::format("nothing to append: {} already covers ledgers {}\n", f->out,
+                                                  appended.kept.str())) +
+                 dump::RenderDigestText(appended.summary);
       return out;
     }
     dump::DigestOptions opts;

@@ -583,6 +583,93 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   return summary;
 }
 
+Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std::string& schema,
+                                          const ProfileSpec& spec, const DigestOptions& options,
+                                          const std::string& path, const std::optional<LedgerRange>& range,
+                                          Reporter& reporter) {
+  const auto started = std::chrono::steady_clock::now();
+  LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
+  const ManifestHeader old = reader->header();
+  if (old.detail != ManifestDetail::kFull)
+    return Status::Usagef(
+        "--append {}: a compact manifest keeps 32-bit table tags, not the per-table digests its roots are made of; "
+        "write it with --manifest-detail full to extend it later",
+        path);
+  if (old.shard) return Status::Usagef("--append {}: a partial manifest (shard {} of {}); merge the parts first", path,
+                                       old.shard->index, old.shard->count);
+  if (old.comparison) return Status::Usagef("--append {}: a verify-range manifest, not a digest's", path);
+  if (range && range->from != old.range.from)
+    return Status::Usagef("--append {}: the manifest starts at ledger {}; --range must start there too (not {})", path,
+                          old.range.from, range->from);
+  std::optional<Ledger> to;
+  if (range) to = range->to;
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest"));
+  LD_ASSIGN_OR_RETURN(ResolvedProfile profile, ResolveProfile(*conn, schema, spec));
+  if (profile.name != old.profile.name || ProfileFingerprint(profile) != old.fingerprint)
+    return Status::Usagef(
+        "--append {}: schema \"{}\" resolves profile \"{}\" (fingerprint {}), the manifest was written with \"{}\" "
+        "({}): the tables or columns differ",
+        path, schema, profile.name, ProfileFingerprint(profile).substr(0, 12), old.profile.name,
+        old.fingerprint.substr(0, 12));
+  LD_ASSIGN_OR_RETURN(SourceIdentity identity, ReadSourceIdentity(*conn, schema));
+  if (auto d = CompareSourceIdentity(identity, old.identity))
+    return Status::Usagef("--append {}: the manifest was digested from {}, this is {}", path, d->b, d->a);
+  if (!to) {
+    LD_ASSIGN_OR_RETURN(LedgerRange held, DetectRange(*conn, schema, profile));
+    to = std::max(held.to, old.range.to);
+  }
+  conn.reset();
+  if (*to < old.range.to)
+    return Status::Usagef("--append {}: the manifest already covers ledgers {}; --range must end at {} or later", path,
+                          old.range.str(), old.range.to);
+
+  AppendedManifest result;
+  result.kept = old.range;
+  ManifestHeader header = old;
+  header.tool_version.clear();  // the writer's own, as a digest of the whole range writes
+  header.range = {old.range.from, *to};
+  header.identity = JoinSourceIdentity(identity, old.identity);
+  LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
+  SummaryBuilder builder(old.profile, header.range, header.source);
+  const auto add = [&](const Chunk& c) -> Status {
+    builder.Add(c);
+    return writer->Add(c);
+  };
+  // The old entries, checksum verified before anything is renamed over FILE.
+  for (Chunk chunk;;) {
+    LD_ASSIGN_OR_RETURN(bool more, reader->Next(chunk));
+    if (!more) break;
+    LD_RETURN_IF_ERROR(add(chunk));
+  }
+  reader.reset();
+  DigestSummary digested;
+  if (*to > old.range.to) {
+    result.appended = LedgerRange{old.range.to + 1, *to};
+    reporter.Note(fmt::format("appending ledgers {} to {} (ledgers {} taken from it)", result.appended->str(), path,
+                              old.range.str()));
+    DigestOptions opts = options;
+    opts.range = result.appended;
+    opts.restrict_to = old.profile;  // the new entries hash exactly the manifest's columns
+    LD_ASSIGN_OR_RETURN(digested, DigestSchema(conninfo, schema, spec, opts,
+                                               [&](const Chunk& c) -> Status {
+                                                 if (c.tables != old.profile.tables.size())
+                                                   return Status::Runtimef(
+                                                       "schema \"{}\" changed its tables during the digest", schema);
+                                                 return add(c);
+                                               },
+                                               reporter));
+  }
+  DigestSummary summary = builder.Finish();
+  summary.tables_resolved_on_client = digested.tables_resolved_on_client;
+  LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
+  summary.seconds = SecondsSince(started);
+  summary.manifest_path = path;
+  summary.manifest_bytes = size;
+  summary.manifest_detail = ManifestDetailName(header.detail);
+  result.summary = std::move(summary);
+  return result;
+}
+
 SummaryBuilder::SummaryBuilder(const ResolvedProfile& profile, const LedgerRange& range, std::string source) {
   summary_.source = std::move(source);
   summary_.range = range;

@@ -16,9 +16,11 @@
 #include <xxhash.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
+#include <sstream>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -318,6 +320,80 @@ TEST_F(Manifests, PartsOfOneSourceMergeAndDiffLikeOneDigest) {
   ASSERT_EQ(whole_new.exit_code, 0) << whole_new.err;
   auto two_files = RunCli({"diff", "file:" + Path("one-merged.ldm"), "file:" + Path("new-whole.ldm")});
   EXPECT_EQ(two_files.exit_code, 1) << two_files.out << two_files.err;
+}
+
+// Issue 23: `digest --out F --append` extends F with the ledgers after its last one; the result
+// is the very file one digest of the whole range writes, after one append or several.
+TEST_F(Manifests, AnAppendedManifestIsByteIdenticalToOneDigestOfTheWholeRange) {
+  auto digest = [&](const std::string& range, const std::string& out, std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"digest", "--db", old_, "--schema", schema_, "--out", out};
+    if (!range.empty()) args.insert(args.end(), {"--range", range});
+    args.insert(args.end(), extra.begin(), extra.end());
+    return RunCli(args);
+  };
+  const std::string whole = Path("ap-whole.ldm"), grown = Path("ap-grown.ldm");
+  ASSERT_EQ(digest("2:201", whole, {"--manifest-detail", "full"}).exit_code, 0);
+  ASSERT_EQ(digest("2:90", grown, {"--manifest-detail", "full"}).exit_code, 0);
+  auto first = digest("2:150", grown, {"--append", "--format", "json"});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto j = nlohmann::json::parse(first.out);
+  EXPECT_EQ(j["append"]["kept"], (nlohmann::json{{"from", 2}, {"to", 90}}));
+  EXPECT_EQ(j["append"]["appended"], (nlohmann::json{{"from", 91}, {"to", 150}}));
+  // Without --range: through the schema's last ledger (201).
+  auto second = digest("", grown, {"--append"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("appended ledgers 151:201"), std::string::npos) << second.out;
+  EXPECT_EQ(testing::ReadFileBytes(grown), testing::ReadFileBytes(whole));
+  // Nothing new: exit 0, the file as it was.
+  auto again = digest("", grown, {"--append"});
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("nothing to append"), std::string::npos) << again.out;
+  EXPECT_EQ(testing::ReadFileBytes(grown), testing::ReadFileBytes(whole));
+  // Past the schema's data (empty ledgers at the end), as a digest of that range writes it.
+  ASSERT_EQ(digest("2:260", whole, {"--manifest-detail", "full"}).exit_code, 0);
+  ASSERT_EQ(digest("2:260", grown, {"--append"}).exit_code, 0);
+  EXPECT_EQ(testing::ReadFileBytes(grown), testing::ReadFileBytes(whole));
+  // And it still compares equal with the schema, and unequal with the schema that differs at 40.
+  EXPECT_EQ(RunCli({"diff", "file:" + grown, "--db", old_, schema_, "--range", "2:260", "--allow-gaps"}).exit_code, 0);
+}
+
+// What --append refuses, with exit 2 and the manifest untouched.
+TEST_F(Manifests, AppendRefusesAnotherSourceACompactManifestAndARangeThatDoesNotFit) {
+  const std::string full = Path("ap-full.ldm"), compact = Path("ap-compact.ldm");
+  ASSERT_EQ(RunCli({"digest", "--db", old_, "--schema", schema_, "--range", "2:100", "--manifest-detail", "full",
+                    "--out", full})
+                .exit_code,
+            0);
+  ASSERT_EQ(RunCli({"digest", "--db", old_, "--schema", schema_, "--range", "2:100", "--out", compact}).exit_code, 0);
+  const std::string full_bytes = testing::ReadFileBytes(full), compact_bytes = testing::ReadFileBytes(compact);
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--db", new_, "--schema", schema_, "--out", full}, fmt::format("database \"{}\"", old_db_)},
+      {{"--db", old_, "--schema", other_schema_, "--out", full}, fmt::format("schema \"{}\"", schema_)},
+      {{"--db", old_, "--schema", schema_, "--out", compact}, "--manifest-detail full"},
+      {{"--db", old_, "--schema", schema_, "--out", full, "--range", "3:150"}, "--range must start there too"},
+      {{"--db", old_, "--schema", schema_, "--out", full, "--range", "2:50"}, "already covers ledgers 2:100"},
+      {{"--db", old_, "--schema", schema_, "--out", Path("ap-none.ldm")}, "no such manifest"},
+      {{"--db", old_, "--schema", schema_, "--out", full, "--resume"}, "--append and --resume cannot be combined"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"digest", "--append"};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << fmt::format("{}", fmt::join(c.args, " ")) << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    // One line of error (after the target line when the database was reached).
+    size_t lines = 0;
+    std::istringstream in(r.err);
+    for (std::string line; std::getline(in, line);) lines += line.rfind("target: ", 0) != 0;
+    EXPECT_EQ(lines, 1u) << r.err;
+  }
+  EXPECT_EQ(testing::ReadFileBytes(full), full_bytes);
+  EXPECT_EQ(testing::ReadFileBytes(compact), compact_bytes);
+  EXPECT_FALSE(fs::exists(Path("ap-none.ldm")));
 }
 
 TEST_F(Manifests, ShowPrintsTheSourceIdentity) {
