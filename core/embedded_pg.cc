@@ -254,8 +254,13 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     pg->keep_ = true;
   }
   pg->socket_dir_ = pg->dir_;
-  if (pg->socket_dir_.size() + 20 > 107)
-    return Status::Usagef("--keep-db {}: path too long for a unix socket (at most 87 characters)", pg->dir_);
+  if (pg->socket_dir_.size() + 20 > 107) {
+    if (pg->keep_) return Status::Usagef("--keep-db {}: path too long for a unix socket (at most 87 characters)", pg->dir_);
+    return Status::Usagef(
+        "the embedded cluster's directory {} is too long a path for a unix socket (at most 87 characters): set TMPDIR "
+        "to a shorter directory, or give --keep-db DIR",
+        pg->dir_);
+  }
   // From now on a Ctrl-C (even during initdb) stops the server and removes what was made.
   EmbeddedPostgres* self = pg.get();
   // The cleanup may run on the signal thread at once: every field Stop() reads that is written

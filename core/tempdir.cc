@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 namespace fs = std::filesystem;
@@ -95,9 +94,7 @@ Result<std::string> MakeOwnedTempDir(const std::string& prefix, const std::strin
   if (root.empty()) {
     LD_ASSIGN_OR_RETURN(root, TempRoot());
   }
-  // The creator's pid is in the name as well as in the marker: a process killed between mkdtemp
-  // and the marker's write leaves an empty directory that OwnerIsGone still judges by its name.
-  std::string tmpl = (fs::path(root) / fmt::format("{}{}-XXXXXX", prefix, getpid())).string();
+  std::string tmpl = (fs::path(root) / (prefix + "XXXXXX")).string();
   if (!mkdtemp(tmpl.data())) return Status::Runtimef("cannot create a directory in {}: {}", root, std::strerror(errno));
   Status marked = WriteOwnerMarker(tmpl);
   if (!marked.ok()) {
@@ -117,18 +114,16 @@ bool OwnerIsGone(const std::string& dir) {
     if (line.rfind("boot=", 0) == 0) boot = line.substr(5);
   }
   if (pid <= 0) {
-    // No (complete) marker: ours to judge only when the name carries the creator's pid and the
-    // directory holds nothing but the marker being written (the creator died in between).
-    const std::string name = fs::path(dir).filename().string();
-    static const std::regex kNamed("ledgerdiff-.*-([0-9]+)-[A-Za-z0-9]{6}");
-    std::smatch m;
-    if (!std::regex_match(name, m, kNamed)) return false;
+    // No (complete) marker: ours to judge only as the leftover of a creator killed between
+    // mkdtemp and the marker's write, which a live creator never leaves for more than an
+    // instant: the directory holds nothing but (a part of) the marker and is older than
+    // kUnmarkedGrace.
     std::error_code ec;
     for (const auto& e : fs::directory_iterator(dir, ec))
       if (e.path().filename() != kOwnerMarkerFile) return false;
     if (ec) return false;
-    const long named = std::atol(m[1].str().c_str());
-    return named > 0 && !ProcessExists(static_cast<pid_t>(named));
+    const auto written = fs::last_write_time(dir, ec);
+    return !ec && fs::file_time_type::clock::now() - written > kUnmarkedGrace;
   }
   if (!boot.empty() && boot != BootId()) return true;
   if (!ProcessExists(static_cast<pid_t>(pid))) return true;

@@ -1,13 +1,14 @@
 #pragma once
 // Temporary directories that are never left behind for good.
 //
-// An owned temporary directory is ROOT/<prefix><pid>-XXXXXX holding an owner marker (OWNER_FILE:
+// An owned temporary directory is ROOT/<prefix>XXXXXX holding an owner marker (OWNER_FILE:
 // the creating process's pid, its start time and the boot id). A process killed by SIGKILL
 // cannot clean up; the next ledgerdiff run reaps every ROOT/ledgerdiff-* directory whose
 // marker names a process that is gone (ReapStaleTempDirs). Directories without a marker (unless
-// their name carries a gone pid and they hold nothing else: the creator died before writing it),
+// they hold nothing else and are older than kUnmarkedGrace: the creator died before writing it),
 // or whose owner is alive, or that still hold a running PostgreSQL server, are never touched.
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,7 +24,7 @@ constexpr const char* kTempDirPrefix = "ledgerdiff-";
 // directory (never throws, never aborts).
 Result<std::string> TempRoot();
 
-// Creates `root`/`prefix`<pid>-XXXXXX (root: TempRoot() when empty) with an owner marker for this
+// Creates `root`/`prefix`XXXXXX (root: TempRoot() when empty) with an owner marker for this
 // process. REQUIRES: prefix starts with "ledgerdiff-" (so reaping finds it) and has no '/'.
 // The caller removes it when done (RemoveTree), and should register a cleanup for signals.
 Result<std::string> MakeOwnedTempDir(const std::string& prefix, const std::string& root = "");
@@ -32,8 +33,9 @@ Result<std::string> MakeOwnedTempDir(const std::string& prefix, const std::strin
 Status WriteOwnerMarker(const std::string& dir);
 
 // True when the marker in `dir` names a process that no longer exists (pid gone, or reused by
-// a process that started at another time, or another boot). Without a marker: true only for an
-// otherwise empty directory whose name carries a pid that no longer exists.
+// a process that started at another time, or another boot). Without a (complete) marker: true
+// only for a directory holding nothing else, last written more than kUnmarkedGrace ago.
+constexpr std::chrono::minutes kUnmarkedGrace{10};
 bool OwnerIsGone(const std::string& dir);
 
 // Removes every stale owned directory directly under `root`; returns the removed paths.

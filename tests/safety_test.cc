@@ -165,22 +165,26 @@ TEST(Embedded, StaleOwnedDirectoriesAreReapedOthersAreNot) {
   ASSERT_TRUE(WriteOwnerMarker((fs::path(scratch.path) / "ledgerdiff-pg-alive").string()).ok());
   // A recycled pid: alive, but started at another time than the marker says.
   make("ledgerdiff-pg-recycled", fmt::format("pid={}\nstart=1\n", getpid()));
-  // Killed between mkdtemp and the marker's write: empty, its creator's pid only in the name.
-  const std::string died_unmarked = fmt::format("ledgerdiff-sweep-{}-Ab3dE9", child);
-  fs::create_directories(fs::path(scratch.path) / died_unmarked);
-  std::ofstream(fs::path(scratch.path) / died_unmarked / kOwnerMarkerFile) << "pid=";  // half-written
-  // The same name shape is kept when its pid lives, or when it holds anything but the marker.
-  const std::string unmarked_alive = fmt::format("ledgerdiff-sweep-{}-Ab3dE9", getpid());
-  fs::create_directories(fs::path(scratch.path) / unmarked_alive);
-  const std::string unmarked_with_data = fmt::format("ledgerdiff-pg-{}-Zz9yX8", child);
-  make(unmarked_with_data, "");
+  // Killed between mkdtemp and the marker's write: nothing but a partial marker, long ago.
+  const auto long_ago = fs::file_time_type::clock::now() - kUnmarkedGrace - std::chrono::minutes(1);
+  const fs::path died_unmarked = fs::path(scratch.path) / "ledgerdiff-sweep-Ab3dE9";
+  fs::create_directories(died_unmarked);
+  std::ofstream(died_unmarked / kOwnerMarkerFile) << "pid=";  // half-written
+  fs::last_write_time(died_unmarked, long_ago);
+  // Kept: the same but just made (its creator may be writing the marker right now), and an old
+  // unmarked directory holding anything else.
+  const fs::path being_made = fs::path(scratch.path) / "ledgerdiff-sweep-Zz9yX8";
+  fs::create_directories(being_made);
+  const fs::path unmarked_with_data = fs::path(scratch.path) / "ledgerdiff-pg-Qq1wE2";
+  fs::create_directories(unmarked_with_data / "data");
+  fs::last_write_time(unmarked_with_data, long_ago);
 
   auto removed = ReapStaleTempDirs(scratch.path);
   std::sort(removed.begin(), removed.end());
   ASSERT_EQ(removed.size(), 4u);
-  EXPECT_FALSE(fs::exists(fs::path(scratch.path) / died_unmarked));
-  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / unmarked_alive));
-  EXPECT_TRUE(fs::exists(fs::path(scratch.path) / unmarked_with_data));
+  EXPECT_FALSE(fs::exists(died_unmarked));
+  EXPECT_TRUE(fs::exists(being_made));
+  EXPECT_TRUE(fs::exists(unmarked_with_data));
   EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-stale"));
   EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-chaos-stale"));
   EXPECT_FALSE(fs::exists(fs::path(scratch.path) / "ledgerdiff-pg-recycled"));

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/tempdir.h"
 #include "report/sweep.h"
 #include "tests/harness.h"
 #include "verify/sweep.h"
@@ -580,9 +581,16 @@ TEST(SweepCommand, AKilledSweepsReferenceManifestIsReapedByTheNextRun) {
     return out;
   };
   const pid_t pid = testing::SpawnCli(SweepArgs({"--repeat", "3"}), {.stderr_path = err, .env = {"TMPDIR=" + tmp.path}});
-  // Killed as soon as its reference manifest is there (polled, with a deadline).
+  // Killed as soon as its owned directory is complete: its owner marker written whole (polled,
+  // with a deadline). Killed between mkdtemp and that write, the directory is reaped only once it
+  // is older than kUnmarkedGrace (safety_test covers that case).
+  auto marked = [&] {
+    for (const auto& d : leftovers())
+      if (testing::ReadFileBytes(fs::path(d) / kOwnerMarkerFile).find("boot=") != std::string::npos) return true;
+    return false;
+  };
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (leftovers().empty() && std::chrono::steady_clock::now() < deadline)
+  while (!marked() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   kill(pid, SIGKILL);
   EXPECT_EQ(testing::WaitExitCode(pid), 128 + SIGKILL);
