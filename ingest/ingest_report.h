@@ -10,7 +10,7 @@
 
 #include "core/ledger_range.h"
 #include "core/target.h"
-#include "ingest/job_table.h"
+#include "ingest/job_rows.h"
 
 namespace ledgerdiff::ingest {
 

@@ -37,6 +37,7 @@
 #include "core/pg.h"
 #include "core/status.h"
 #include "ingest/detector.h"
+#include "ingest/job_rows.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::ingest {
@@ -75,37 +76,7 @@ struct ClaimedJob {
   uint32_t attempt;
 };
 
-struct JobRow {
-  uint32_t job_id;
-  LedgerRange range;
-  std::string state;  // pending | running | done | failed | cancelled
-  uint32_t attempt;
-  std::string worker;
-  int worker_pid;
-  int backend_pid;
-  std::string error;  // the last attempt's error (a failed job: why it failed)
-  int64_t rows;       // rows the job committed (done jobs), 0 otherwise
-  std::string stage;  // last stage the worker reported ("hold:<table>" while held)
-  // ListJobs only: seconds since the last heartbeat by the database clock (-1: none), and
-  // whether the claiming session (backend_pid) still exists.
-  double heartbeat_age_s = -1;
-  bool session_alive = true;
-  // RequeueLost only: what caught the lost attempt.
-  std::optional<Detector> detector;
-};
 
-struct AttemptRow {
-  uint32_t job_id;
-  uint32_t attempt;
-  std::string worker;
-  double start_s;  // seconds since the run's creation
-  double end_s;    // -1 while running
-  std::string outcome;  // running | done | failed | lost | fenced | interrupted
-  std::string error;
-  LedgerRange range;
-  int slot = 0;  // the worker's lane 1..N (a replacement keeps its lane); 0 when not recorded
-  std::optional<Detector> detector;  // what caught a failed attempt (none: done, stopped or running)
-};
 
 // Creates the control schema and tables when missing (idempotent, concurrency-safe).
 Status EnsureControlSchema(pg::Connection& conn);

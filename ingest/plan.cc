@@ -47,7 +47,7 @@ Result<HoldPoint> ParseHoldPoint(const std::string& text) {
 Status IngestPlan::Validate(bool check_schema) const {
   if (check_schema) LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
   if (workers == 0) return Status::Usage("--workers must be at least 1");
-  if (workers > 64) return Status::Usage("--workers must be at most 64");
+  if (workers > kMaxWorkers) return Status::Usagef("--workers must be at most {}", kMaxWorkers);
   if (job_size == 0) return Status::Usage("--job-size must be at least 1");
   if (job_size > kMaxJobSize) return Status::Usagef("--job-size {} is too large (at most {})", job_size, kMaxJobSize);
   if (!std::isfinite(retry_backoff_s) || retry_backoff_s < 0 || retry_backoff_s > kMaxRetryBackoffS)

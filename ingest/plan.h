@@ -39,7 +39,8 @@ Result<CrashPoint> ParseFaultPoint(const std::string& text);
 // Parses "JOB:ATTEMPT:STAGE:SECONDS" (e.g. "3:1:history_operations:2.5").
 Result<HoldPoint> ParseHoldPoint(const std::string& text);
 
-// Bounds checked by IngestPlan::Validate.
+// Bounds checked by IngestPlan::Validate (and by sweep for each of its --workers).
+inline constexpr uint32_t kMaxWorkers = 64;
 inline constexpr uint32_t kMaxJobSize = 10'000'000;
 inline constexpr uint32_t kMaxRetries = 100;
 inline constexpr double kMaxRetryBackoffS = 3600;

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "ingest/ingest_report.h"
-#include "ingest/job_table.h"
 
 namespace ledgerdiff::report {
 

@@ -23,6 +23,14 @@ using nlohmann::json;
 json OptLedger(const std::optional<Ledger>& l) { return l ? json(*l) : json(nullptr); }
 json OptString(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 
+// The sweep JSON's "usl" object.
+nlohmann::json UslFitToJson(const UslFit& fit) {
+  nlohmann::json peak = fit.peak_workers ? nlohmann::json(*fit.peak_workers) : nlohmann::json(nullptr);
+  return {{"fitted", fit.fitted}, {"sigma", fit.sigma},     {"kappa", fit.kappa}, {"lambda", fit.lambda},
+          {"r_squared", fit.r_squared}, {"points", fit.points}, {"peak_workers", peak}, {"poor", fit.poor},
+          {"notes", fit.notes}};
+}
+
 // One repeat and one cell of the grid (keys: verify/README.md), a line per aspect: the outcome,
 // the time, the work, where it lies.
 json RepeatJson(const SweepRepeat& x) {

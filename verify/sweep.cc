@@ -35,7 +35,6 @@ namespace {
 
 constexpr uint32_t kMaxRepeat = 20;
 constexpr size_t kMaxCells = 100;
-constexpr uint32_t kMaxWorkers = 64;  // as ingest's --workers
 
 // Samples the client sessions of the database every 50 ms while it lives and keeps the peak.
 // Neither the sampler's own session nor the sweep's (`exclude_pid`) counts; the orchestrator's does.
@@ -164,7 +163,7 @@ Status ValidateSweepOptions(const SweepOptions& o) {
     }
     return Status::Ok();
   };
-  LD_RETURN_IF_ERROR(check_list(o.workers, "--workers", kMaxWorkers));
+  LD_RETURN_IF_ERROR(check_list(o.workers, "--workers", ingest::kMaxWorkers));
   LD_RETURN_IF_ERROR(check_list(o.job_sizes, "--job-size", UINT32_MAX));
   if (o.repeat == 0 || o.repeat > kMaxRepeat) return Status::Usagef("--repeat must be 1..{}", kMaxRepeat);
   if (o.workers.size() * o.job_sizes.size() > kMaxCells)

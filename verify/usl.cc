@@ -162,11 +162,5 @@ UslFit FitUsl(const std::vector<UslPoint>& points) {
   return fit;
 }
 
-nlohmann::json UslFitToJson(const UslFit& fit) {
-  nlohmann::json peak = fit.peak_workers ? nlohmann::json(*fit.peak_workers) : nlohmann::json(nullptr);
-  return {{"fitted", fit.fitted}, {"sigma", fit.sigma},     {"kappa", fit.kappa}, {"lambda", fit.lambda},
-          {"r_squared", fit.r_squared}, {"points", fit.points}, {"peak_workers", peak}, {"poor", fit.poor},
-          {"notes", fit.notes}};
-}
 
 }  // namespace ledgerdiff::verify

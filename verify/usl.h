@@ -14,8 +14,6 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 namespace ledgerdiff::verify {
 
 struct UslPoint {
@@ -39,7 +37,5 @@ struct UslFit {
 // Poor when: fewer than 4 distinct N (3 parameters through 3 points always fit exactly),
 // R² < 0.9, or a coefficient had to be pinned at 0 because the free fit made it negative.
 UslFit FitUsl(const std::vector<UslPoint>& points);
-
-nlohmann::json UslFitToJson(const UslFit& fit);
 
 }  // namespace ledgerdiff::verify
