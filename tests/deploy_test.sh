@@ -156,6 +156,26 @@ mkdir -p "$tmp/aws-copy" && cp "$deploy"/aws-batch/* "$tmp/aws-copy/" && cp "$tm
 expect "submit rejects: an array size that is not the shard count (before submitting)" 2 "size 6 != parameters.shards 8" \
   env PATH="$tmp/bin:$PATH" bash "$tmp/aws-copy/submit.sh" digest
 
+echo "== Prometheus alert rules (deploy/prometheus) with the real promtool"
+rules=$deploy/prometheus
+expect "alerts: promtool check rules" 0 "SUCCESS: 6 rules found" promtool check rules "$rules/ledgerdiff-alerts.yml"
+expect "alerts: promtool test rules (each alert fires on its series, none on a healthy run)" 0 "SUCCESS" \
+  promtool test rules "$rules/ledgerdiff-alerts.test.yml"
+# Negative twins: a rule on a metric the tool does not write, and a divergence alert that no longer fires.
+mkdir -p "$tmp/prom"
+cp "$rules/ledgerdiff-alerts.test.yml" "$tmp/prom/"
+sed 's/ledgerdiff_verdict{verdict="divergent"}/ledgerdiff_verdict{verdict="diverged"}/' \
+  "$rules/ledgerdiff-alerts.yml" >"$tmp/prom/ledgerdiff-alerts.yml"
+expect "alerts rejects: a divergence rule that matches no verdict the tool writes" 1 "FAILED" \
+  promtool test rules "$tmp/prom/ledgerdiff-alerts.test.yml"
+# Every metric the rules read is one the tool documents (report/README.md's table).
+missing=""
+for m in $(grep -oE 'ledgerdiff_[a-z_]+' "$rules/ledgerdiff-alerts.yml" | sort -u); do
+  grep -q "\`$m\`" "$src/report/README.md" || missing="$missing $m"
+done
+if [[ -z $missing ]]; then ok "alerts: every metric they read is documented"; else
+  echo "undocumented:$missing" >"$tmp/out"; bad "alerts: every metric they read is documented"; fi
+
 echo "== command lines in scripts, CI templates and READMEs against the binary's contract"
 mapfile -t scripted < <(cd "$src" && ls ci/github/action.yml ci/gitlab/*.yml ci/soak deploy/aws-batch/submit.sh \
   deploy/slurm/* README.md ./*/README.md 2>/dev/null)
