@@ -6,9 +6,11 @@
 #include "core/ledger_range.h"
 #include "core/text.h"
 #include "dump/profile.h"
+#include "verify/follow.h"
 #include "verify/selftest.h"
 #include "verify/verify.h"
 #include "report/gate.h"
+#include "report/metrics.h"
 #include "report/selftest_text_json.h"
 #include "report/verify_text_json.h"
 
@@ -107,16 +109,74 @@ Action SetupVerify(CLI::App* sub) {
   return a;
 }
 
+namespace {
+
+// verify-range --follow: a line per cycle on stderr (with the progress), the metrics file after
+// every cycle, the reports and the row diff of a divergence; stdout gets the outcome at the end.
+Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::optional<TargetPair>& targets,
+                                 const ReportFiles& files,
+                                 Context& ctx) {
+  Reporter& reporter = ctx.reporter();
+  Status metrics_written;
+  report::FollowTotals totals;
+  auto on_cycle = [&](const verify::FollowCycle& c) {
+    reporter.Note(report::RenderFollowCycle(c));
+    totals.Add(c);
+    if (!files.metrics.empty()) {
+      ReportFiles only;
+      only.metrics = files.metrics;
+      const Status st = EmitReports(report::FollowCycleReports(c, totals), only);
+      if (!st.ok() && metrics_written.ok()) metrics_written = st;
+    }
+  };
+  LD_ASSIGN_OR_RETURN(verify::FollowReport r, verify::RunFollow(o, reporter, on_cycle));
+  Outcome out;
+  nlohmann::json cycles = nlohmann::json::array();
+  const verify::FollowCycle* stopped = nullptr;
+  for (const auto& c : r.cycles) {
+    cycles.push_back(report::FollowCycleToJson(c));
+    if (c.finding) stopped = &c;
+  }
+  out.json = {{"follow", {{"state", o.state_dir},
+                          {"verified_through", r.frontier},
+                          {"reached_until", r.reached_until},
+                          {"diverged", r.diverged},
+                          {"cycles", cycles}}}};
+  out.text = fmt::format("followed {} cycles: verified through ledger {}{}\n", r.cycles.size(), r.frontier,
+                         r.reached_until ? " (--until reached)" : "");
+  out.exit_code = r.diverged ? 1 : 0;
+  if (stopped) {
+    // The last finding in full: the same report (and files) a verify-range over it gives.
+    verify::VerifyRangeReport vr = stopped->finding->report;
+    vr.diff.targets = targets;  // unset when a server did not answer at start
+    out.text += report::RenderFollowCycle(*stopped) + "\n" + diff::RenderDiffText(vr.diff);
+    if (!vr.look_again.empty()) out.text += fmt::format("  look again: {}\n", vr.look_again);
+    out.json["diff"] = diff::DiffReportToJson(vr.diff);
+    if (!vr.look_again.empty()) out.json["look_again"] = vr.look_again;
+    ReportFiles rest = files;
+    rest.metrics.clear();  // written per cycle
+    AddWriteFailure(out, EmitReports(report::VerifyRangeReports(vr.diff, vr.look_again), rest));
+  }
+  AddWriteFailure(out, metrics_written);
+  return out;
+}
+
+}  // namespace
+
 Action SetupVerifyRange(CLI::App* sub) {
   struct Flags {
     std::string range;
     int64_t shard = -1;
     verify::VerifyRangeOptions options;
     ReportFiles reports;
+    bool follow = false;
+    verify::FollowOptions follow_options;
+    Ledger until = 0;
   };
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
-  sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)")->required();
+  auto& fo = f->follow_options;
+  sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive); with --follow also FROM: (open-ended)");
   sub->add_option("--left", o.left, "The database that served so far (conninfo)")->required();
   sub->add_option("--right", o.right, "The re-ingested database (conninfo)")->required();
   sub->add_option("--left-schema", o.left_schema, "Schema on the left")->capture_default_str();
@@ -140,9 +200,45 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_flag("--resume", o.resume,
                 "Continue an interrupted verify-range --out FILE from its checkpoint FILE.partial (same range, "
                 "shard, profile, schemas and databases; the ledgers in it are not digested again)");
+  sub->add_flag("--follow", f->follow,
+                "Verify continuously: every --interval, compare the ledgers both sides gained since, and scrub the "
+                "verified ones (needs --state and --from)");
+  sub->add_option("--state", fo.state_dir,
+                  "With --follow: the directory that keeps what was verified (a restart continues from it)");
+  sub->add_option("--from", fo.from, "With --follow: the first ledger to verify");
+  sub->add_option("--until", f->until, "With --follow: stop once verified through this ledger (default: never)");
+  sub->add_option("--interval", fo.interval_s, "With --follow: seconds between the starts of two cycles")
+      ->capture_default_str();
+  sub->add_option("--settle", fo.settle, "With --follow: ignore each side's newest N ledgers")->capture_default_str();
+  sub->add_flag("--keep-going", fo.keep_going,
+                "With --follow: report a divergence and go on (exit 1 at the end) instead of stopping");
+  sub->add_option("--give-up-after", fo.give_up_after_s,
+                  "With --follow: a failure (a lost server) is retried with backoff; exit 3 when it lasts this long")
+      ->capture_default_str();
+  sub->add_option("--scrub-period", fo.scrub_period_s,
+                  "With --follow: re-verify every verified ledger at least once in this many seconds")
+      ->capture_default_str();
+  sub->add_option("--cycles", fo.max_cycles, "With --follow: stop after N cycles (tests)")->group("");
   AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f]() -> Status {
+    if (f->follow) {
+      auto& fo = f->follow_options;
+      if (!f->range.empty()) {
+        if (fo.from != 0 || f->until != 0) return Status::Usage("give --range or --from/--until, not both");
+        const bool open = f->range.back() == ':';
+        LD_ASSIGN_OR_RETURN(LedgerRange r, ParseLedgerRange(open ? f->range.substr(0, f->range.size() - 1) : f->range));
+        fo.from = r.from;
+        if (!open) fo.until = r.to;
+      }
+      if (f->until != 0) fo.until = f->until;
+      fo.sides = f->options;
+      if (f->shard != -1) return Status::Usage("--follow keeps its own manifests in --state: --shard does not apply");
+      return verify::ValidateFollowOptions(fo);
+    }
+    if (!f->follow_options.state_dir.empty() || f->follow_options.from != 0 || f->until != 0)
+      return Status::Usage("--state, --from and --until go with --follow");
+    if (f->range.empty()) return Status::Usage("--range FROM:TO is required (or --follow)");
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range, RangeUse::kCompare));
     if (f->shard != -1) {
       if (f->shard < 0) return Status::Usagef("--shard {} is not a shard index (a number from 0)", f->shard);
@@ -152,6 +248,19 @@ Action SetupVerifyRange(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     const auto& o = f->options;
+    if (f->follow) {
+      // A follower outlives restarts of its servers: one unreachable now is retried (RunFollow),
+      // and the target line is printed once both answer.
+      auto left = ConnectedTarget(o.left, {o.left_schema});
+      auto right = left.ok() ? ConnectedTarget(o.right, {o.right_schema}) : left.status();
+      if (!right.ok() && right.status().kind() != Status::Kind::kRuntime) return right.status();
+      std::optional<TargetPair> targets;
+      if (right.ok()) {
+        targets = TargetPair{*left, *right};
+        ctx.Announce(*targets);
+      }
+      return RunFollowCommand(f->follow_options, targets, f->reports, ctx);
+    }
     LD_ASSIGN_OR_RETURN(Target left, ConnectedTarget(o.left, {o.left_schema}));
     LD_ASSIGN_OR_RETURN(Target right, ConnectedTarget(o.right, {o.right_schema}));
     const TargetPair targets{left, right};

@@ -118,6 +118,23 @@ Result<std::string> MissingShards(const std::map<uint32_t, size_t>& present, con
   return text;
 }
 
+// Adds the outcome of the next part (in ledger order) to `joined`.
+void JoinOutcome(ComparisonOutcome& joined, const ComparisonOutcome& part, bool first_part) {
+  joined.identical = joined.identical && part.identical;
+  if (part.first_divergent_ledger && !joined.first_divergent_ledger)  // parts in ledger order
+    joined.first_divergent_ledger = part.first_divergent_ledger;
+  joined.divergent_ledgers += part.divergent_ledgers;
+  joined.ledgers_compared += part.ledgers_compared;
+  joined.rows_left += part.rows_left;
+  joined.rows_right += part.rows_right;
+  joined.allow_empty = part.allow_empty;
+  // Coverage is known for the whole range only when every part recorded it.
+  joined.coverage_checked = (first_part || joined.coverage_checked) && part.coverage_checked;
+  joined.missing_left += part.missing_left;
+  joined.missing_right += part.missing_right;
+  joined.allow_gaps = part.allow_gaps;
+}
+
 }  // namespace
 
 Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
@@ -205,20 +222,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
       LD_RETURN_IF_ERROR(writer->Add(chunk));
     }
     if (!outcome) continue;
-    const ComparisonOutcome& part = *reader.comparison();
-    outcome->identical = outcome->identical && part.identical;
-    if (part.first_divergent_ledger && !outcome->first_divergent_ledger)  // parts in ledger order
-      outcome->first_divergent_ledger = part.first_divergent_ledger;
-    outcome->divergent_ledgers += part.divergent_ledgers;
-    outcome->ledgers_compared += part.ledgers_compared;
-    outcome->rows_left += part.rows_left;
-    outcome->rows_right += part.rows_right;
-    outcome->allow_empty = part.allow_empty;
-    // Coverage is known for the whole range only when every part recorded it.
-    outcome->coverage_checked = (first_part || outcome->coverage_checked) && part.coverage_checked;
-    outcome->missing_left += part.missing_left;
-    outcome->missing_right += part.missing_right;
-    outcome->allow_gaps = part.allow_gaps;
+    JoinOutcome(*outcome, *reader.comparison(), first_part);
     first_part = false;
   }
   if (outcome && outcome->rows_left == 0 && outcome->rows_right == 0 && !outcome->allow_empty)
@@ -278,6 +282,63 @@ nlohmann::json ManifestInfoToJson(const ManifestInfo& info) {
   j["comparison"] = info.comparison ? ComparisonOutcomeToJson(*info.comparison) : nlohmann::json(nullptr);
   j["digest"] = DigestSummaryToJson(info.summary);
   return j;
+}
+
+}  // namespace ledgerdiff::dump
+
+namespace ledgerdiff::dump {
+
+Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& parts, const std::string& out) {
+  if (parts.empty()) return Status::Usage("nothing to concatenate");
+  for (const auto& path : parts)
+    if (SameFile(out, path))
+      return Status::Usagef("{} is one of the manifests to concatenate: write them to another file", out);
+  std::vector<std::unique_ptr<ManifestReader>> readers;
+  for (const auto& path : parts) {
+    LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
+    const ManifestHeader& h = reader->header();
+    if (h.shard || h.detail != ManifestDetail::kFull)
+      return Status::Usagef("{} is {}: only whole full-detail manifests are concatenated", path,
+                            h.shard ? "a partial manifest" : "a compact manifest");
+    if (!readers.empty()) {
+      const ManifestHeader& prev = readers.back()->header();
+      const std::string& p0 = parts[readers.size() - 1];
+      if (h.range.from != prev.range.to + 1)
+        return Status::Usagef("{} starts at ledger {}, not right after {} (which ends at {})", path, h.range.from, p0,
+                              prev.range.to);
+      if (h.comparison != prev.comparison || h.profile.name != prev.profile.name ||
+          h.fingerprint != prev.fingerprint || h.tool_version != prev.tool_version)
+        return Status::Usagef("{} and {} differ in kind, profile, tables or tool version", path, p0);
+      if (std::string why = SourceMismatch(path, h, p0, prev); !why.empty()) return Status::Usage(why);
+    }
+    readers.push_back(std::move(reader));
+  }
+  ManifestHeader header = readers.front()->header();
+  header.range.to = readers.back()->header().range.to;
+  for (const auto& r : readers) {
+    header.identity = JoinSourceIdentity(header.identity, r->header().identity);
+    if (header.right_identity) header.right_identity = JoinSourceIdentity(*header.right_identity, *r->header().right_identity);
+  }
+  LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
+  SummaryBuilder builder(header.profile, header.range, header.source);
+  std::optional<ComparisonOutcome> outcome;
+  if (header.comparison) outcome = ComparisonOutcome{};
+  Chunk chunk;
+  for (size_t i = 0; i < readers.size(); ++i) {
+    for (;;) {
+      LD_ASSIGN_OR_RETURN(bool more, readers[i]->Next(chunk));
+      if (!more) break;
+      builder.Add(chunk);
+      LD_RETURN_IF_ERROR(writer->Add(chunk));
+    }
+    if (outcome) JoinOutcome(*outcome, *readers[i]->comparison(), i == 0);
+  }
+  DigestSummary summary = builder.Finish();
+  LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary, outcome));
+  summary.manifest_path = out;
+  summary.manifest_bytes = size;
+  summary.manifest_detail = ManifestDetailName(ManifestDetail::kFull);
+  return MergedManifest{std::move(summary), outcome};
 }
 
 }  // namespace ledgerdiff::dump

@@ -64,6 +64,13 @@ struct MergedManifest {
 Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
                                       ManifestDetail detail);
 
+// Joins whole full-detail manifests of consecutive ranges (each starting right after the one
+// before) into `out`: the manifest one digest (or one verify-range) of the joined range writes,
+// byte for byte, its outcome joined as MergeManifests joins parts'. verify-range --follow keeps
+// its verified range in such segments and joins them as they grow. Usage errors (nothing
+// written): `out` is one of them, a gap or overlap, another kind, profile, tool version or source.
+Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& parts, const std::string& out);
+
 // Header, coverage (ledgers with entries, shard), roots and outcome of a manifest (ReadManifestInfo).
 std::string RenderManifestText(const ManifestInfo& info);
 nlohmann::json ManifestInfoToJson(const ManifestInfo& info);

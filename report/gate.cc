@@ -507,4 +507,12 @@ GateReports SweepReports(const verify::SweepReport& r) {
   return g;
 }
 
+GateReports FollowCycleReports(const verify::FollowCycle& c, const FollowTotals& totals) {
+  GateReports g;
+  const std::string verdict = c.finding ? "divergent" : "identical";
+  g.metrics = MetricsOf("verify-range", verdict, !c.finding, c.seconds,
+                        [c, totals] { return FollowMetrics(c, totals); });
+  return g;
+}
+
 }  // namespace ledgerdiff::report

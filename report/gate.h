@@ -15,6 +15,7 @@
 #include "verify/selftest.h"
 #include "verify/sweep.h"
 #include "verify/verify.h"
+#include "report/metrics.h"
 
 namespace ledgerdiff::report {
 
@@ -57,5 +58,8 @@ GateReports VerifyRangeReports(const diff::DiffReport& report, const std::string
 GateReports SelftestReports(const verify::SelftestReport& report);
 GateReports ChaosReports(const verify::ChaosReport& report);
 GateReports SweepReports(const verify::SweepReport& report);
+// verify-range --follow, after each cycle: only the metrics (the cycle's verdict, time, last
+// success, FollowMetrics); a divergence's other reports are VerifyRangeReports of its diff.
+GateReports FollowCycleReports(const verify::FollowCycle& cycle, const FollowTotals& totals);
 
 }  // namespace ledgerdiff::report

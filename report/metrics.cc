@@ -141,4 +141,29 @@ std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r) {
   return {by_fault, by_round};
 }
 
+std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals) {
+  std::vector<Metric> out;
+  out.push_back(Gauge("ledgerdiff_verified_through_ledger",
+                      "Every ledger from the first followed to this one was compared and found equal",
+                      static_cast<double>(c.frontier)));
+  Metric head{"ledgerdiff_head_ledger", "gauge", "The highest ledger each side holds", {}};
+  if (c.head_left) head.samples.push_back({{{"side", "left"}}, static_cast<double>(*c.head_left)});
+  if (c.head_right) head.samples.push_back({{{"side", "right"}}, static_cast<double>(*c.head_right)});
+  out.push_back(head);
+  out.push_back(Gauge("ledgerdiff_lag_ledgers", "Ledgers between the higher head and the verified frontier",
+                      static_cast<double>(c.lag_ledgers)));
+  if (c.lag_seconds)
+    out.push_back(Gauge("ledgerdiff_lag_seconds",
+                        "Seconds between the close of the higher head's ledger and of the frontier's", *c.lag_seconds));
+  out.push_back({"ledgerdiff_divergent_ledgers_total", "counter",
+                 "Divergences found by the follower since its state was created",
+                 {{{}, static_cast<double>(c.divergences_total)}}});
+  out.push_back({"ledgerdiff_rows_compared_total", "counter", "History rows compared by this follower process, per side",
+                 {{{{"side", "left"}}, static_cast<double>(totals.rows_left)},
+                  {{{"side", "right"}}, static_cast<double>(totals.rows_right)}}});
+  out.push_back(Gauge("ledgerdiff_scrub_coverage_ratio",
+                      "Share of the verified range the scrub re-verified in its current pass (0 to 1)", c.scrub_coverage));
+  return out;
+}
+
 }  // namespace ledgerdiff::report

@@ -12,6 +12,7 @@
 
 #include "diff/diff.h"
 #include "verify/chaos.h"
+#include "verify/follow.h"
 
 namespace ledgerdiff::report {
 
@@ -48,6 +49,19 @@ std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d);
 // Chaos: ledgerdiff_chaos_faults_total{kind, detector, verdict} (each planned fault by its kind,
 // the detector that caught it or "none", and its round's verdict) and rounds by verdict.
 std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r);
+
+// verify-range --follow: what the cycles of this process compared so far (the _total counters).
+struct FollowTotals {
+  uint64_t rows_left = 0, rows_right = 0;
+  void Add(const verify::FollowCycle& c) {
+    rows_left += c.rows_left;
+    rows_right += c.rows_right;
+  }
+};
+// After every cycle: verified through, each side's head, the lag in ledgers and seconds,
+// divergences over the state's life, rows compared by this process, the scrub's coverage of the
+// verified range in its current pass.
+std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals);
 
 // The highest ledger L such that every ledger from the range's first to L was compared and found
 // equal (range.from - 1 when none): the first divergent and the first missing ledger stop it.

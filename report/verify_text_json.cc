@@ -89,4 +89,56 @@ std::string RenderVerifyText(const VerifyReport& r) {
   return out;
 }
 
+std::string RenderFollowCycle(const verify::FollowCycle& c) {
+  std::string s = fmt::format("cycle {}: verified through {}", c.number, c.frontier);
+  if (c.compared)
+    s += fmt::format(" (+{}, {} rows)", FormatCountOf(c.compared->size(), "ledger"), FormatCount(c.rows_left));
+  else
+    s += " (nothing new)";
+  auto head = [](const std::optional<Ledger>& h) { return h ? std::to_string(*h) : std::string("none"); };
+  s += fmt::format(", heads left {} right {}, lag {}", head(c.head_left), head(c.head_right),
+                   FormatCountOf(c.lag_ledgers, "ledger"));
+  if (c.lag_seconds) s += fmt::format(" ({:.0f} s)", *c.lag_seconds);
+  if (c.scrubbed) s += fmt::format(", scrubbed {}", c.scrubbed->str());
+  s += fmt::format(", {:.1f} s", c.seconds);
+  if (!c.retry.empty()) s += " (" + c.retry + ")";
+  if (c.finding) {
+    const verify::FollowFinding& f = *c.finding;
+    std::string tables;
+    for (const auto& t : f.tables) tables += (tables.empty() ? "" : ", ") + t;
+    if (f.changed_after_verified)
+      s += fmt::format("\n  changed after it was verified: ledger {} ({} side{}; {})", f.ledger, f.sides,
+                       f.sides == "both" ? "s" : "", tables.empty() ? "no table named" : tables);
+    else
+      s += fmt::format("\n  divergent: first divergent ledger {} ({})", f.ledger, tables.empty() ? "see below" : tables);
+  }
+  return s;
+}
+
+nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
+  auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
+  auto range = [](const std::optional<LedgerRange>& r) {
+    return r ? nlohmann::json{{"from", r->from}, {"to", r->to}} : nlohmann::json();
+  };
+  nlohmann::json j = {{"cycle", c.number},
+                      {"verified_through", c.frontier},
+                      {"compared", range(c.compared)},
+                      {"scrubbed", range(c.scrubbed)},
+                      {"head", {{"left", opt(c.head_left)}, {"right", opt(c.head_right)}}},
+                      {"lag_ledgers", c.lag_ledgers},
+                      {"lag_seconds", opt(c.lag_seconds)},
+                      {"rows_compared", {{"left", c.rows_left}, {"right", c.rows_right}}},
+                      {"seconds", c.seconds},
+                      {"scrub_coverage", c.scrub_coverage},
+                      {"divergences_total", c.divergences_total},
+                      {"finding", nullptr}};
+  if (!c.retry.empty()) j["retry"] = c.retry;
+  if (c.finding)
+    j["finding"] = {{"kind", c.finding->changed_after_verified ? "changed_after_verified" : "divergent"},
+                    {"ledger", c.finding->ledger},
+                    {"sides", c.finding->changed_after_verified ? nlohmann::json(c.finding->sides) : nlohmann::json()},
+                    {"tables", c.finding->tables}};
+  return j;
+}
+
 }  // namespace ledgerdiff::report

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "verify/follow.h"
 #include "verify/verify.h"
 
 namespace ledgerdiff::report {
@@ -18,5 +19,12 @@ nlohmann::json VerifyReportToJson(const verify::VerifyReport& report);
 // One sentence linking the first divergent ledger to the parallel job that wrote it.
 std::string DescribeWritingJob(Ledger ledger, const verify::WritingJob& w);
 std::string RenderVerifyText(const verify::VerifyReport& report);
+
+// verify-range --follow: one line per cycle, "cycle 7: verified through 1234 (+12 ledgers, 3,456
+// rows), heads left 1240 right 1236, lag 4 ledgers (20 s), scrubbed 100:199, 1.2 s", and a second
+// line naming a divergence ("changed after it was verified: ledger L (right side; tables)").
+std::string RenderFollowCycle(const verify::FollowCycle& cycle);
+// The cycle as JSON (the keys are listed in verify/README.md).
+nlohmann::json FollowCycleToJson(const verify::FollowCycle& cycle);
 
 }  // namespace ledgerdiff::report

@@ -1,0 +1,315 @@
+// verify-range --follow (issue 23) against real servers: a side ingested live by `plan` workers
+// while the follower runs; a change planted in a new ledger caught within one cycle; one planted
+// in a verified ledger caught by the scrub; SIGKILL and restart continuing from the frontier; the
+// server dropping every connection mid-cycle; the state directory held by one follower at a time;
+// the segments joined into the manifest one verify-range --out of the whole range writes.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "core/embedded_pg.h"
+#include "core/pg.h"
+#include "dump/shard.h"
+#include "harness.h"
+
+namespace ledgerdiff {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::Connect;
+using testing::RunCli;
+using testing::TestConninfo;
+using testing::UniqueName;
+
+void Exec(const std::string& conninfo, const std::string& sql) {
+  auto c = Connect(conninfo);
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(c->Run(sql).ok()) << sql;
+}
+
+int64_t Scalar(const std::string& conninfo, const std::string& sql) {
+  auto c = Connect(conninfo);
+  auto r = c->Exec(sql);
+  EXPECT_TRUE(r.ok()) << sql;
+  return r.ok() && r->size() == 1 && !r->IsNull(0, 0) ? r->GetInt(0, 0) : -1;
+}
+
+// The follow JSON's cycles.
+nlohmann::json Cycles(const testing::CliResult& r) {
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (j.is_discarded() || !j.contains("follow")) {
+    ADD_FAILURE() << "not a follow outcome: " << r.out << r.err;
+    return nlohmann::json::array();
+  }
+  return j["follow"]["cycles"];
+}
+
+// verify-range --follow on LEFT and RIGHT with --state STATE, --format json unless `more` has --format.
+std::vector<std::string> FollowArgs(const std::string& left, const std::string& right, const std::string& state,
+                                    std::vector<std::string> more) {
+  std::vector<std::string> args = {"verify-range", "--follow", "--left", left, "--right", right, "--state", state};
+  if (std::find(more.begin(), more.end(), "--format") == more.end()) more.insert(more.end(), {"--format", "json"});
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+// Two copies of a real Horizon database, and its ledgers.
+struct Kahuna {
+  std::string left = testing::LoadDump("kahuna-horizon.sql");
+  std::string right = testing::LoadDump("kahuna-horizon.sql");
+  int64_t first = Scalar(left, "SELECT min(sequence) FROM history_ledgers");
+  int64_t last = Scalar(left, "SELECT max(sequence) FROM history_ledgers");
+};
+
+TEST(Follow, KeepsUpWithASideIngestedLiveByWorkersAndEndsIdenticalAtUntil) {
+  const std::string serial = UniqueName("follow_serial"), live = UniqueName("follow_live"), range = "2:401";
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", range, "--schema", live, "--job-size", "20"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  std::string run_id = plan.out.substr(0, plan.out.find_last_not_of('\n') + 1);
+  run_id = run_id.substr(run_id.find_last_of('\n') + 1);
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string state = dir.path + "/state", out = dir.path + "/out.json", err = dir.path + "/err.txt";
+  // The follower starts first: the live side holds nothing yet.
+  const std::string conn = TestConninfo();
+  testing::SpawnOptions so;
+  so.stdout_path = out;
+  so.stderr_path = err;
+  pid_t follower = testing::SpawnCli(FollowArgs(conn, conn, state,
+                                                {"--left-schema", serial, "--right-schema", live, "--range", range,
+                                                 "--interval", "0.3", "--metrics", dir.path + "/m.prom"}),
+                                     so);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<pid_t> workers;
+  for (int i = 0; i < 2; ++i)
+    workers.push_back(testing::SpawnCli({"worker", "--db", conn, "--run", run_id}));
+  for (pid_t w : workers) EXPECT_EQ(testing::WaitExitCode(w), 0);
+  const int code = testing::WaitExitCode(follower);
+  const std::string stdout_text = testing::ReadFileBytes(out), stderr_text = testing::ReadFileBytes(err);
+  ASSERT_EQ(code, 0) << stdout_text << stderr_text;
+  auto cycles = Cycles({code, stdout_text, stderr_text});
+  ASSERT_GE(cycles.size(), 2u) << "it followed the live side over several cycles: " << stderr_text;
+  EXPECT_EQ(cycles.back()["verified_through"], 401);
+  EXPECT_EQ(cycles.back()["lag_ledgers"], 0) << "the lag shrank to 0";
+  // Each cycle compared only ledgers after the previous frontier, and together all of them once.
+  int64_t next = 2;
+  for (const auto& c : cycles)
+    if (!c["compared"].is_null()) {
+      EXPECT_EQ(c["compared"]["from"], next);
+      next = c["compared"]["to"].get<int64_t>() + 1;
+    }
+  EXPECT_EQ(next, 402);
+  EXPECT_NE(stderr_text.find("cycle 1: verified through"), std::string::npos) << stderr_text;
+  const std::string metrics = testing::ReadFileBytes(dir.path + "/m.prom");
+  EXPECT_NE(metrics.find("ledgerdiff_verified_through_ledger 401\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("ledgerdiff_lag_ledgers 0\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("ledgerdiff_scrub_coverage_ratio"), std::string::npos) << metrics;
+  ASSERT_EQ(std::system(fmt::format("/usr/bin/python3 {}/tests/parse_metrics.py {} >/dev/null",
+                                    testing::SourceDir(), dir.path + "/m.prom")
+                            .c_str()),
+            0)
+      << "prometheus_client parses the file";
+
+  // The segments the follower kept, joined, are the manifest one verify-range --out writes.
+  const nlohmann::json st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
+  std::vector<std::string> parts;
+  for (const auto& seg : st["segments"]) parts.push_back(state + "/segments/" + seg["file"].get<std::string>());
+  ASSERT_FALSE(parts.empty());
+  std::string joined = parts[0];
+  if (parts.size() > 1) {
+    joined = dir.path + "/joined.ldm";
+    LD_ASSERT_OK(dump::ConcatenateManifests(parts, joined));
+  }
+  auto once = RunCli({"verify-range", "--left", conn, "--right", conn, "--left-schema", serial, "--right-schema", live,
+                      "--range", range, "--out", dir.path + "/once.ldm"});
+  ASSERT_EQ(once.exit_code, 0) << once.err;
+  EXPECT_EQ(testing::ReadFileBytes(joined), testing::ReadFileBytes(dir.path + "/once.ldm"))
+      << "the follower's manifest of 2:401 is byte-identical to one verify-range --out";
+  EXPECT_LE(parts.size(), 8u) << "segments are joined as they grow";
+}
+
+// A stretch of ledgers the right side gains later (its history_ledgers rows held back, then
+// restored): the restart compares only them, and a change planted in one of them is caught
+// within that one cycle at its ledger, with its rows.
+TEST(Follow, ARestartComparesOnlyNewLedgersAndCatchesAChangeInOneWithinACycle) {
+  Kahuna k;
+  ASSERT_GT(k.last - k.first, 20);
+  const int64_t cut = k.last - 10;
+  // Held in a schema of its own: a table in the compared schema would be a schema difference.
+  Exec(k.right, fmt::format("CREATE SCHEMA stash; CREATE TABLE stash.held AS SELECT * FROM history_ledgers "
+                            "WHERE sequence > {0}; DELETE FROM history_ledgers WHERE sequence > {0}",
+                            cut));
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string state = dir.path + "/state";
+  auto first = RunCli(FollowArgs(k.left, k.right, state, {"--from", std::to_string(k.first), "--cycles", "1"}));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_EQ(Cycles(first)[0]["verified_through"], cut);
+  // A row of a ledger the follower has not seen yet changes on the right; the ledgers arrive.
+  const int64_t planted =
+      Scalar(k.right, fmt::format("SELECT min(ledger_sequence) FROM history_transactions WHERE ledger_sequence > {}", cut));
+  ASSERT_GT(planted, cut);
+  Exec(k.right, fmt::format("UPDATE history_transactions SET fee_charged = fee_charged + 1 WHERE ledger_sequence = {}; "
+                            "INSERT INTO history_ledgers SELECT * FROM stash.held",
+                            planted));
+  auto second = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "1e9"}));
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  auto cycles = Cycles(second);
+  ASSERT_EQ(cycles.size(), 1u);
+  EXPECT_EQ(cycles[0]["compared"]["from"], cut + 1) << "no verified ledger is read again but the scrub's";
+  EXPECT_EQ(cycles[0]["finding"]["kind"], "divergent");
+  EXPECT_EQ(cycles[0]["finding"]["ledger"], planted);
+  auto j = nlohmann::json::parse(second.out);
+  EXPECT_EQ(j["diff"]["first_divergent_ledger"], planted);
+  EXPECT_NE(second.out.find("history_transactions"), std::string::npos);
+  // Not verified: the state still ends before it, and the next run compares it again.
+  const nlohmann::json st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
+  EXPECT_EQ(st["compared_through"], cut);
+}
+
+// A ledger verified earlier changes (a reingest, a manual fix): the scrub finds it within its
+// period and names the ledger, the side and the table.
+TEST(Follow, TheScrubCatchesAVerifiedLedgerThatChangedLater) {
+  Kahuna k;
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string state = dir.path + "/state";
+  auto first = RunCli(FollowArgs(k.left, k.right, state,
+                                 {"--from", std::to_string(k.first), "--cycles", "1", "--scrub-period", "1e9"}));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  ASSERT_EQ(Cycles(first)[0]["verified_through"], k.last);
+  const int64_t planted = Scalar(
+      k.right, fmt::format("SELECT min(ledger_sequence) FROM history_transactions WHERE ledger_sequence > {}", k.first + 5));
+  Exec(k.right, fmt::format("UPDATE history_transactions SET fee_charged = fee_charged + 1 WHERE ledger_sequence = {}",
+                            planted));
+  // A period short enough that one cycle scrubs everything verified.
+  auto again = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "0.001"}));
+  EXPECT_EQ(again.exit_code, 1) << again.out << again.err;
+  auto cycles = Cycles(again);
+  ASSERT_EQ(cycles.size(), 1u);
+  EXPECT_TRUE(cycles[0]["compared"].is_null()) << "nothing new";
+  EXPECT_EQ(cycles[0]["finding"]["kind"], "changed_after_verified");
+  EXPECT_EQ(cycles[0]["finding"]["ledger"], planted);
+  EXPECT_EQ(cycles[0]["finding"]["sides"], "right");
+  EXPECT_EQ(cycles[0]["finding"]["tables"], nlohmann::json::array({"history_transactions"}));
+  auto text = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "0.001", "--format", "text"}));
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find(fmt::format("changed after it was verified: ledger {} (right side; history_transactions)",
+                                      planted)),
+            std::string::npos)
+      << text.out;
+}
+
+// SIGKILL mid-cycle, then the same command: it continues from the state of the last finished
+// cycle, the killed cycle's files are gone; a second follower on the same directory is refused;
+// every connection dropped mid-cycle (and refused for a while) is survived.
+TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
+  Kahuna k;
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string state = dir.path + "/state";
+  const std::string from = std::to_string(k.first);
+  // First cycle: a few ledgers; then a killed one.
+  auto first = RunCli(FollowArgs(k.left, k.right, state, {"--from", from, "--until", std::to_string(k.first + 9)}));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  testing::SpawnOptions so;
+  so.stderr_path = dir.path + "/killed.err";
+  pid_t killed = testing::SpawnCli(FollowArgs(k.left, k.right, state, {"--interval", "0"}), so);
+  // Once it holds the directory (it says so after taking the lock), a second follower is refused.
+  for (int i = 0; i < 300 && testing::ReadFileBytes(so.stderr_path).find("continuing from") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto second = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1"}));
+  EXPECT_EQ(second.exit_code, 2) << second.out << second.err;
+  EXPECT_NE(second.err.find("in use"), std::string::npos) << second.err;
+  kill(killed, SIGKILL);
+  testing::WaitExitCode(killed);
+  const nlohmann::json st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
+  const int64_t through = st["compared_through"];
+  EXPECT_GE(through, k.first + 9);
+
+  // The right server refuses every connection for ~2 s (as while it restarts), then is back.
+  const std::string right_db = [&] {
+    auto c = Connect(k.right);
+    return std::string(c->Exec("SELECT current_database()")->Get(0, 0));
+  }();
+  Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS false", pg::QuoteIdent(right_db)));
+  std::thread reopen([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS true", pg::QuoteIdent(right_db)));
+  });
+  auto rest = RunCli(FollowArgs(k.left, k.right, state, {"--until", std::to_string(k.last), "--interval", "0"}));
+  reopen.join();
+  ASSERT_EQ(rest.exit_code, 0) << rest.out << rest.err;
+  auto cycles = Cycles(rest);
+  ASSERT_FALSE(cycles.empty());
+  EXPECT_EQ(cycles.back()["verified_through"], k.last);
+  if (!cycles[0]["compared"].is_null()) {
+    EXPECT_EQ(cycles[0]["compared"]["from"], through + 1);
+  }
+  EXPECT_NE(rest.err.find("failed"), std::string::npos) << "the lost connections were reported: " << rest.err;
+  // Nothing of the killed cycle stays behind.
+  const nlohmann::json end = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(state + "/segments")) {
+    (void)e;
+    ++files;
+  }
+  EXPECT_EQ(files, end["segments"].size());
+  // A state of other databases is refused.
+  auto other = RunCli(FollowArgs(k.left, k.left, state, {"--cycles", "1"}));
+  EXPECT_EQ(other.exit_code, 2) << other.err;
+  EXPECT_NE(other.err.find("follows other databases"), std::string::npos) << other.err;
+}
+
+// The server both sides live on restarts while the follower runs cycles: the cycles that fail
+// are retried and reported, the follower recovers, and SIGTERM then stops it with its state
+// durable (exit 143, the line saying where the state is).
+TEST(Follow, SurvivesARestartOfTheServerAndStopsCleanlyOnSigterm) {
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string cluster = dir.path + "/pg", state = dir.path + "/state", err = dir.path + "/err.txt";
+  auto server = EmbeddedPostgres::Start({.dir = cluster});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  const std::string db = (*server)->conninfo();
+  for (const char* schema : {"old", "new"}) {
+    auto r = RunCli({"ingest", "--db", db, "--schema", schema, "--range", "2:601", "--workers", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  testing::SpawnOptions so;
+  so.stderr_path = err;
+  const pid_t follower = testing::SpawnCli(
+      FollowArgs(db, db, state, {"--left-schema", "old", "--right-schema", "new", "--from", "2", "--interval", "0.2"}),
+      so);
+  auto wait_for = [&](const std::string& text) {
+    for (int i = 0; i < 600; ++i) {
+      if (testing::ReadFileBytes(err).find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  };
+  ASSERT_TRUE(wait_for("cycle 1: verified through 601")) << testing::ReadFileBytes(err);
+  ASSERT_TRUE((*server)->Stop().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  server = EmbeddedPostgres::Start({.dir = cluster});
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  EXPECT_TRUE(wait_for("recovered after")) << testing::ReadFileBytes(err);
+  kill(follower, SIGTERM);
+  EXPECT_EQ(testing::WaitExitCode(follower), 128 + SIGTERM);
+  const std::string log = testing::ReadFileBytes(err);
+  EXPECT_NE(log.find("failed: "), std::string::npos) << log;
+  EXPECT_NE(log.find("the follow state in " + state + " holds what was verified (through ledger 601)"),
+            std::string::npos)
+      << log;
+  const nlohmann::json st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
+  EXPECT_EQ(st["compared_through"], 601);
+  (void)(*server)->Stop();
+}
+
+}  // namespace
+}  // namespace ledgerdiff

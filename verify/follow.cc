@@ -1,0 +1,553 @@
+#include "verify/follow.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/history_tables.h"
+#include "core/pg.h"
+#include "core/process.h"
+#include "core/text.h"
+#include "dump/profile.h"
+#include "dump/shard.h"
+#include "dump/source_identity.h"
+
+namespace ledgerdiff::verify {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kStateFormat = 1;
+constexpr const char* kStateFile = "state.json";
+constexpr const char* kSegmentsDir = "segments";
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Segment {
+  LedgerRange range;
+  std::string file;  // under DIR/segments
+};
+
+// DIR/state.json. INVARIANT: the segments are consecutive from `from` through `compared_through`
+// and every file they name is complete (written before the state that names it).
+struct FollowState {
+  Ledger from = 0;
+  Ledger compared_through = 0;             // from - 1: nothing compared yet
+  std::optional<Ledger> first_divergence;  // the first divergent ledger found (--keep-going)
+  uint64_t cycles = 0, divergences = 0;
+  Ledger scrub_next = 0;                   // the next verified ledger the scrub checks
+  std::vector<Segment> segments;
+  nlohmann::json left, right;              // sides: identity (dump/source_identity.h), schema
+  std::string profile;
+
+  Ledger VerifiedThrough() const {
+    return first_divergence ? std::min(compared_through, *first_divergence - 1) : compared_through;
+  }
+};
+
+nlohmann::json StateToJson(const FollowState& s) {
+  nlohmann::json segs = nlohmann::json::array();
+  for (const auto& seg : s.segments) segs.push_back({{"from", seg.range.from}, {"to", seg.range.to}, {"file", seg.file}});
+  return {{"format", kStateFormat},
+          {"from", s.from},
+          {"compared_through", s.compared_through},
+          {"first_divergence", s.first_divergence ? nlohmann::json(*s.first_divergence) : nlohmann::json()},
+          {"cycles", s.cycles},
+          {"divergences", s.divergences},
+          {"scrub_next", s.scrub_next},
+          {"segments", segs},
+          {"left", s.left},
+          {"right", s.right},
+          {"profile", s.profile}};
+}
+
+Result<FollowState> StateFromJson(const nlohmann::json& j, const std::string& path) {
+  try {
+    if (j.at("format").get<int>() != kStateFormat)
+      return Status::Usagef("{}: state format {} (this ledgerdiff reads {})", path, j.at("format").get<int>(),
+                            kStateFormat);
+    FollowState s;
+    s.from = j.at("from").get<Ledger>();
+    s.compared_through = j.at("compared_through").get<Ledger>();
+    if (!j.at("first_divergence").is_null()) s.first_divergence = j.at("first_divergence").get<Ledger>();
+    s.cycles = j.at("cycles").get<uint64_t>();
+    s.divergences = j.at("divergences").get<uint64_t>();
+    s.scrub_next = j.at("scrub_next").get<Ledger>();
+    Ledger next = s.from;
+    for (const auto& seg : j.at("segments")) {
+      Segment one{{seg.at("from").get<Ledger>(), seg.at("to").get<Ledger>()}, seg.at("file").get<std::string>()};
+      if (one.range.from != next || one.range.to < one.range.from || one.file.find('/') != std::string::npos ||
+          one.file.empty() || one.file[0] == '.')
+        return Status::Usagef("{}: segment {} does not continue the verified range at ledger {}", path,
+                              one.range.str(), next);
+      next = one.range.to + 1;
+      s.segments.push_back(std::move(one));
+    }
+    if (next != s.compared_through + 1 || s.from == 0)
+      return Status::Usagef("{}: segments end at {}, the state at {}", path, next - 1, s.compared_through);
+    s.left = j.at("left");
+    s.right = j.at("right");
+    s.profile = j.at("profile").get<std::string>();
+    return s;
+  } catch (const nlohmann::json::exception& e) {
+    return Status::Usagef("{}: not a follow state: {}", path, e.what());
+  }
+}
+
+Status SaveState(const std::string& dir, const FollowState& s) {
+  return WriteFileAtomic((fs::path(dir) / kStateFile).string(), StateToJson(s).dump(2) + "\n");
+}
+
+// One side of the comparison as the state records it: its identity and schema; never a conninfo.
+Result<nlohmann::json> SideRecord(const std::string& conninfo, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
+  LD_ASSIGN_OR_RETURN(dump::SourceIdentity id, dump::ReadSourceIdentity(*conn, schema));
+  return dump::SourceIdentityToJson(id);
+}
+
+// The state's side and the one given now: "" when they are the same source, else why not.
+std::string SideMismatch(const nlohmann::json& stored, const nlohmann::json& now, const char* side) {
+  const auto a = dump::SourceIdentityFromJson(stored, side);
+  const auto b = dump::SourceIdentityFromJson(now, side);
+  auto d = dump::CompareSourceIdentity(a, b);
+  if (!d) return "";
+  return fmt::format("the {} side was {} and is now {}", side, d->a, d->b);
+}
+
+// The directory's lock, held for the follower's life (released by the kernel on any exit).
+class DirLock {
+ public:
+  static Result<std::unique_ptr<DirLock>> Acquire(const std::string& dir) {
+    const std::string path = (fs::path(dir) / "lock").string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0) return Status::Usagef("--state {}: cannot open {}: {}", dir, path, std::strerror(errno));
+    if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd);
+      return Status::Usagef("--state {} is in use by another verify-range --follow (its lock {} is held)", dir, path);
+    }
+    auto lock = std::unique_ptr<DirLock>(new DirLock);
+    lock->fd_ = fd;
+    return lock;
+  }
+  ~DirLock() { ::close(fd_); }
+
+ private:
+  DirLock() = default;
+  int fd_ = -1;
+};
+
+// The files of DIR/segments the state does not name: what an interrupted cycle left (a segment
+// not yet recorded, a checkpoint, a temporary file). Removed under the lock.
+void RemoveUnreferenced(const std::string& dir, const FollowState& s) {
+  std::set<std::string> keep;
+  for (const auto& seg : s.segments) keep.insert(seg.file);
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / kSegmentsDir, ec))
+    if (!keep.count(e.path().filename().string())) fs::remove(e.path(), ec);
+}
+
+std::string SegmentName(const LedgerRange& r) { return fmt::format("{:010}-{:010}.ldm", r.from, r.to); }
+
+// Each side's heads: the highest ledger it holds, and the last of its gap-free run of ledgers
+// after `after` (through after + window; `after` when ledger after + 1 is missing).
+struct Heads {
+  std::optional<Ledger> max;
+  Ledger contiguous = 0;
+  std::optional<double> closed_at_max;  // Unix time of `max`, when the ledger table has closed_at
+};
+
+Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window) {
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
+  const std::string table = pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable);
+  const std::string column = pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column);
+  const std::string sql = fmt::format(
+      "SELECT (SELECT max({c}) FROM {t}), "
+      "(SELECT max({c}) FROM (SELECT {c}, {c}::bigint - row_number() OVER (ORDER BY {c}) AS g FROM {t} "
+      "WHERE {c} > $1::bigint AND {c} <= $2::bigint) run WHERE g = $1::bigint)",
+      fmt::arg("c", column), fmt::arg("t", table));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn->Exec(sql, {std::to_string(after), std::to_string(after + window)}));
+  Heads h;
+  if (!rows.IsNull(0, 0)) h.max = static_cast<Ledger>(rows.GetInt(0, 0));
+  h.contiguous = rows.IsNull(0, 1) ? after : static_cast<Ledger>(rows.GetInt(0, 1));
+  if (h.max) {
+    auto at = conn->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {} WHERE {} = $1::bigint",
+                                     table, column),
+                         {std::to_string(*h.max)});
+    if (at.ok() && at->size() == 1 && !at->IsNull(0, 0)) h.closed_at_max = std::stod(std::string(at->Get(0, 0)));
+  }
+  return h;
+}
+
+std::optional<double> ClosedAt(const std::string& conninfo, const std::string& schema, Ledger ledger) {
+  auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow");
+  if (!conn.ok()) return std::nullopt;
+  auto at = (*conn)->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {}.{} WHERE {} = $1::bigint",
+                                      pg::QuoteIdent(schema), pg::QuoteIdent(kLedgerTable),
+                                      pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column)),
+                          {std::to_string(ledger)});
+  if (!at.ok() || at->size() != 1 || at->IsNull(0, 0)) return std::nullopt;
+  return std::stod(std::string(at->Get(0, 0)));
+}
+
+class Follower {
+ public:
+  Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle)
+      : o_(o), reporter_(reporter), on_cycle_(on_cycle), segments_dir_((fs::path(o.state_dir) / kSegmentsDir).string()) {}
+
+  Result<FollowReport> Run() {
+    // A runtime failure (a server restarting, a lost connection) is retried with backoff until
+    // it has lasted give_up_after_s; anything else ends the run.
+    double backoff = 1;
+    bool failing = false;
+    Clock::time_point failing_since;
+    auto retry = [&](const Status& st, const std::string& what) -> Status {
+      if (st.kind() != Status::Kind::kRuntime) return st;
+      if (!failing) failing_since = Clock::now();
+      failing = true;
+      const double failed_for = SecondsSince(failing_since);
+      if (failed_for > o_.give_up_after_s)
+        return Status::Runtimef("verify-range --follow: failing for {:.0f} s (--give-up-after {:.0f}): {}",
+                                failed_for, o_.give_up_after_s, st.message());
+      reporter_.Note(fmt::format("{} failed: {}; retrying in {:.0f} s (giving up after {:.0f} s)", what, st.message(),
+                                 backoff, o_.give_up_after_s));
+      std::this_thread::sleep_for(std::chrono::duration<double>(backoff));
+      backoff = std::min(backoff * 2, 30.0);
+      return Status::Ok();
+    };
+    for (;;) {
+      const Status opened = Open();
+      if (opened.ok()) break;
+      LD_RETURN_IF_ERROR(retry(opened, "starting"));
+    }
+    ScopedCleanup said([this] {
+      return fmt::format("the follow state in {} holds what was verified (through ledger {}); run the same command "
+                         "to continue",
+                         o_.state_dir, state_.VerifiedThrough());
+    });
+    FollowReport report;
+    Clock::time_point last_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                                      std::chrono::duration<double>(o_.interval_s));
+    for (uint64_t run = 0; o_.max_cycles == 0 || run < o_.max_cycles;) {
+      const Clock::time_point start = Clock::now();
+      FollowCycle cycle;
+      cycle.number = state_.cycles + 1;
+      const double period = std::chrono::duration<double>(start - last_start).count();
+      const FollowState before = state_;
+      Status st = Cycle(cycle, period);
+      if (!st.ok()) {
+        state_ = before;  // what is on disk: the cycle is done again
+        LD_RETURN_IF_ERROR(retry(st, fmt::format("cycle {}", cycle.number)));
+        continue;
+      }
+      if (failing) cycle.retry = fmt::format("recovered after {:.1f} s of failures", SecondsSince(failing_since));
+      failing = false;
+      backoff = 1;
+      last_start = start;
+      ++run;
+      cycle.seconds = SecondsSince(start);
+      report.cycles.push_back(cycle);
+      report.frontier = state_.VerifiedThrough();
+      if (cycle.finding) report.diverged = true;
+      if (on_cycle_) on_cycle_(report.cycles.back());
+      if (cycle.finding && !o_.keep_going) break;
+      if (o_.until && state_.compared_through >= *o_.until) {
+        report.reached_until = true;
+        break;
+      }
+      if (o_.max_cycles && run >= o_.max_cycles) break;
+      const double wait = o_.interval_s - SecondsSince(start);
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+    return report;
+  }
+
+ private:
+  // Creates or reopens DIR, takes its lock, loads (or starts) the state and checks it is of these
+  // sides and profile.
+  Status Open() {
+    std::error_code ec;
+    if (fs::is_symlink(o_.state_dir, ec))
+      return Status::Usagef("--state {} is a symbolic link; give the directory itself", o_.state_dir);
+    fs::create_directories(segments_dir_, ec);
+    if (ec || !fs::is_directory(o_.state_dir) || fs::is_symlink(segments_dir_))
+      return Status::Usagef("--state {}: cannot make the state directory there{}", o_.state_dir,
+                            ec ? ": " + ec.message() : "");
+    if (!lock_) {
+      LD_ASSIGN_OR_RETURN(lock_, DirLock::Acquire(o_.state_dir));
+    }
+    nlohmann::json left, right;
+    {
+      auto l = SideRecord(o_.sides.left, o_.sides.left_schema);
+      if (!l.ok()) return l.status().With("left");
+      auto r = SideRecord(o_.sides.right, o_.sides.right_schema);
+      if (!r.ok()) return r.status().With("right");
+      left = *l;
+      right = *r;
+    }
+    const std::string path = (fs::path(o_.state_dir) / kStateFile).string();
+    if (!fs::exists(path, ec)) {
+      if (o_.from == 0) return Status::Usagef("--follow needs --from A: --state {} holds no state yet", o_.state_dir);
+      state_.from = o_.from;
+      state_.compared_through = o_.from - 1;
+      state_.scrub_next = o_.from;
+      state_.left = left;
+      state_.right = right;
+      state_.profile = o_.sides.table_profile;
+      LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
+      reporter_.Note(fmt::format("following from ledger {}; state in {}", o_.from, o_.state_dir));
+    } else {
+      LD_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, "follow state " + path));
+      ::close(fd);
+      std::ifstream in(path);
+      nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+      if (j.is_discarded()) return Status::Usagef("{}: not a follow state (not JSON)", path);
+      LD_ASSIGN_OR_RETURN(state_, StateFromJson(j, path));
+      for (auto [stored, now, side] : {std::tuple{&state_.left, &left, "left"}, std::tuple{&state_.right, &right, "right"}}) {
+        std::string why;
+        try {
+          why = SideMismatch(*stored, *now, side);
+        } catch (const std::exception& e) {
+          return Status::Usagef("{}: not a follow state: {}", path, e.what());
+        }
+        if (!why.empty())
+          return Status::Usagef("--state {} follows other databases: {}; give another --state directory", o_.state_dir,
+                                why);
+      }
+      if (state_.profile != o_.sides.table_profile)
+        return Status::Usagef("--state {} was verified with profile {}, not {}", o_.state_dir, state_.profile,
+                              o_.sides.table_profile);
+      if (o_.from != 0 && o_.from != state_.from)
+        return Status::Usagef("--state {} follows from ledger {}, not {} (give --from {} or another directory)",
+                              o_.state_dir, state_.from, o_.from, state_.from);
+      reporter_.Note(fmt::format("continuing from {}: verified through ledger {}, {} cycles before", o_.state_dir,
+                                 state_.VerifiedThrough(), state_.cycles));
+    }
+    RemoveUnreferenced(o_.state_dir, state_);
+    return Status::Ok();
+  }
+
+  VerifyRangeOptions CycleOptions(const LedgerRange& range) const {
+    VerifyRangeOptions v = o_.sides;
+    v.range = range;
+    v.out.clear();
+    v.shards = 0;
+    v.resume = false;
+    return v;
+  }
+
+  Status Cycle(FollowCycle& cycle, double period) {
+    RemoveUnreferenced(o_.state_dir, state_);
+    const Ledger through = state_.compared_through;
+    const uint64_t window = uint64_t{o_.max_cycle_ledgers} + o_.settle;
+    auto hl = ReadHeads(o_.sides.left, o_.sides.left_schema, through, window);
+    if (!hl.ok()) return hl.status().With("left");
+    auto hr = ReadHeads(o_.sides.right, o_.sides.right_schema, through, window);
+    if (!hr.ok()) return hr.status().With("right");
+    cycle.head_left = hl->max;
+    cycle.head_right = hr->max;
+    // Each side's usable frontier: its gap-free run, less its newest `settle` ledgers.
+    auto usable = [&](const Heads& h) -> Ledger {
+      const Ledger settled = h.max && *h.max >= Ledger{o_.settle} ? *h.max - o_.settle : 0;
+      return std::max(through, std::min(h.contiguous, settled));
+    };
+    Ledger frontier = std::min(usable(*hl), usable(*hr));
+    if (o_.until) frontier = std::min(frontier, std::max(*o_.until, through));
+    frontier = std::min<Ledger>(frontier, through + o_.max_cycle_ledgers);
+    if (frontier > through) LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, cycle));
+    if (!cycle.finding || o_.keep_going) LD_RETURN_IF_ERROR(Scrub(cycle, period));
+    ++state_.cycles;
+    cycle.number = state_.cycles;
+    if (cycle.finding) ++state_.divergences;
+    cycle.divergences_total = state_.divergences;
+    LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
+    RemoveUnreferenced(o_.state_dir, state_);
+    cycle.frontier = state_.VerifiedThrough();
+    const Ledger head = std::max(hl->max.value_or(0), hr->max.value_or(0));
+    cycle.lag_ledgers = head > cycle.frontier ? head - cycle.frontier : 0;
+    const auto& closed = hl->max && head == *hl->max ? hl->closed_at_max : hr->closed_at_max;
+    if (closed && cycle.frontier >= state_.from) {
+      if (auto at = ClosedAt(o_.sides.left, o_.sides.left_schema, cycle.frontier)) cycle.lag_seconds = std::max(0.0, *closed - *at);
+    }
+    const Ledger verified_end = state_.VerifiedThrough();
+    const uint64_t verified = verified_end >= state_.from ? verified_end + 1 - state_.from : 0;
+    cycle.scrub_coverage =
+        verified ? std::min(1.0, static_cast<double>(state_.scrub_next - state_.from) / static_cast<double>(verified)) : 0;
+    return Status::Ok();
+  }
+
+  // verify-range over the new ledgers; an identical stretch becomes a segment.
+  Status CompareNew(const LedgerRange& range, FollowCycle& cycle) {
+    VerifyRangeOptions v = CycleOptions(range);
+    const std::string name = SegmentName(range);
+    v.out = (fs::path(segments_dir_) / name).string();
+    LD_ASSIGN_OR_RETURN(VerifyRangeReport r, RunVerifyRange(v, reporter_));
+    cycle.compared = range;
+    cycle.rows_left += r.diff.rows_compared_left;
+    cycle.rows_right += r.diff.rows_compared_right;
+    if (!r.diff.identical) {
+      FollowFinding f;
+      f.ledger = r.diff.first_divergent_ledger.value_or(range.from);
+      for (const auto& t : r.diff.divergent_tables) f.tables.push_back(t.table);
+      f.report = std::move(r);
+      cycle.finding = std::move(f);
+      if (!o_.keep_going) return Status::Ok();  // not verified: the next run compares it again
+      if (!state_.first_divergence) state_.first_divergence = cycle.finding->ledger;
+    }
+    state_.segments.push_back({range, name});
+    state_.compared_through = range.to;
+    return JoinSegments();
+  }
+
+  // Joins the last two segments while the older is at most twice the newer: a binary counter, so
+  // that k cycles leave O(log k) segments and each ledger is rewritten O(log k) times.
+  Status JoinSegments() {
+    auto& segs = state_.segments;
+    while (segs.size() >= 2 && segs[segs.size() - 2].range.size() <= 2 * segs.back().range.size()) {
+      const Segment& a = segs[segs.size() - 2];
+      const Segment& b = segs.back();
+      const LedgerRange joined{a.range.from, b.range.to};
+      const std::string name = SegmentName(joined);
+      const fs::path dir(segments_dir_);
+      LD_RETURN_IF_ERROR(dump::ConcatenateManifests({(dir / a.file).string(), (dir / b.file).string()},
+                                                    (dir / name).string())
+                             .status());
+      segs.pop_back();
+      segs.back() = {joined, name};
+    }
+    return Status::Ok();
+  }
+
+  // Re-digests the next slice of the verified range on both sides and compares it with the
+  // stored segments. The slice is sized so that the whole verified range is scrubbed once per
+  // scrub period at this cycle's pace: ledgers = verified * period / scrub_period.
+  Status Scrub(FollowCycle& cycle, double period) {
+    // The verified range: a divergence kept going past (--keep-going) ends it.
+    const Ledger end = state_.VerifiedThrough();
+    if (end < state_.from) return Status::Ok();
+    if (state_.scrub_next > end) state_.scrub_next = state_.from;  // a new pass
+    const double verified = static_cast<double>(end + 1 - state_.from);
+    uint64_t budget = static_cast<uint64_t>(std::ceil(verified * std::max(period, 0.0) / o_.scrub_period_s));
+    budget = std::clamp<uint64_t>(budget, 1, o_.max_cycle_ledgers);
+    const Ledger first = state_.scrub_next;
+    while (budget > 0 && state_.scrub_next <= end) {
+      const Segment* seg = nullptr;
+      for (const auto& s : state_.segments)
+        if (s.range.from <= state_.scrub_next && state_.scrub_next <= s.range.to) seg = &s;
+      if (!seg) return Status::Runtimef("follow state: no segment holds verified ledger {}", state_.scrub_next);
+      const LedgerRange slice{state_.scrub_next,
+                              std::min<Ledger>({seg->range.to, end, static_cast<Ledger>(state_.scrub_next + budget - 1)})};
+      state_.scrub_next = slice.to + 1;
+      cycle.scrubbed = LedgerRange{first, slice.to};
+      LD_RETURN_IF_ERROR(ScrubSlice(*seg, slice, cycle));
+      budget -= slice.size();
+      if (cycle.finding) break;
+    }
+    return Status::Ok();
+  }
+
+  Status ScrubSlice(const Segment& seg, const LedgerRange& slice, FollowCycle& cycle) {
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o_.sides.table_profile));
+    const diff::Source stored = diff::Source::Manifest((fs::path(segments_dir_) / seg.file).string());
+    diff::DiffOptions d;
+    d.range = slice;
+    d.jobs = o_.sides.jobs;
+    d.max_rows = 0;
+    d.allow_gaps = o_.sides.allow_gaps;
+    d.allow_empty = true;
+    std::optional<Ledger> changed;
+    std::set<std::string> tables;
+    std::vector<std::string> sides;
+    NullReporter quiet;
+    for (auto [conninfo, schema, side] : {std::tuple{&o_.sides.left, &o_.sides.left_schema, "left"},
+                                          std::tuple{&o_.sides.right, &o_.sides.right_schema, "right"}}) {
+      LD_ASSIGN_OR_RETURN(diff::DiffReport r,
+                          diff::DiffSources(stored, diff::Source::Schema(*conninfo, *schema), spec, d, quiet));
+      if (side[0] == 'l')
+        cycle.rows_left += r.rows_compared_right;
+      else
+        cycle.rows_right += r.rows_compared_right;
+      if (r.identical) continue;
+      const Ledger at = r.first_divergent_ledger.value_or(slice.from);
+      if (changed && at > *changed) continue;
+      if (!changed || at < *changed) {
+        sides.clear();
+        tables.clear();
+      }
+      changed = at;
+      sides.push_back(side);
+      for (const auto& t : r.divergent_tables) tables.insert(t.table);
+      if (r.divergent_tables.empty())
+        for (const auto& s : r.schema_differences) tables.insert(s);
+    }
+    if (!changed) return Status::Ok();
+    FollowFinding f;
+    f.changed_after_verified = true;
+    f.ledger = *changed;
+    f.sides = sides.size() == 2 ? "both" : sides[0];
+    f.tables.assign(tables.begin(), tables.end());
+    // The rows: the two sides at that ledger (identical when both changed alike: then only the
+    // stored manifest knows the ledger as it was verified).
+    LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(CycleOptions({*changed, *changed}), quiet));
+    cycle.finding = std::move(f);
+    if (!o_.keep_going) {
+      state_.scrub_next = *changed;  // a restart checks it again first
+    } else if (!state_.first_divergence || *changed < *state_.first_divergence) {
+      state_.first_divergence = *changed;
+    }
+    return Status::Ok();
+  }
+
+  const FollowOptions& o_;
+  Reporter& reporter_;
+  const std::function<void(const FollowCycle&)>& on_cycle_;
+  const std::string segments_dir_;
+  std::unique_ptr<DirLock> lock_;
+  FollowState state_;
+};
+
+}  // namespace
+
+Status ValidateFollowOptions(const FollowOptions& o) {
+  if (o.state_dir.empty()) return Status::Usage("--follow needs --state DIR (where what was verified is kept)");
+  std::error_code ec;
+  if (o.from == 0 && !fs::exists(fs::path(o.state_dir) / kStateFile, ec))
+    return Status::Usagef("--follow needs the first ledger, --from A (or --range A:): --state {} holds no state yet",
+                          o.state_dir);
+  if (o.until && *o.until < o.from)
+    return Status::Usagef("--until {} is before the first ledger {}", *o.until, o.from);
+  if (!(o.interval_s >= 0) || o.interval_s > 86400)
+    return Status::Usagef("--interval {} is not a number of seconds from 0 to 86400", o.interval_s);
+  if (!(o.give_up_after_s >= 0)) return Status::Usagef("--give-up-after {} is not a number of seconds", o.give_up_after_s);
+  if (!(o.scrub_period_s > 0)) return Status::Usagef("--scrub-period {} is not a positive number of seconds", o.scrub_period_s);
+  if (o.settle > 1000000) return Status::Usagef("--settle {} ledgers is more than 1,000,000", o.settle);
+  if (!o.sides.out.empty() || o.sides.shards || o.sides.resume)
+    return Status::Usage("--follow keeps its own manifests in --state: --out, --shards and --resume do not apply");
+  VerifyRangeOptions v = o.sides;
+  v.range = {std::max<Ledger>(o.from, 1), std::max<Ledger>(o.from, 1)};
+  return ValidateVerifyRangeOptions(v);
+}
+
+Result<FollowReport> RunFollow(const FollowOptions& options, Reporter& reporter,
+                               const std::function<void(const FollowCycle&)>& on_cycle) {
+  LD_RETURN_IF_ERROR(ValidateFollowOptions(options));
+  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(options.sides.table_profile).status());
+  Follower follower(options, reporter, on_cycle);
+  return follower.Run();
+}
+
+}  // namespace ledgerdiff::verify

@@ -1,0 +1,89 @@
+#pragma once
+// verify-range --follow: continuous verification of two live histories before a cut-over.
+//
+// Each cycle takes the frontier F, the highest ledger both sides hold without a gap from the
+// first ledger to verify (less the --settle window), and runs verify-range over the ledgers
+// after the previous frontier through F: every check of verify-range (lookups as sets,
+// invariants, coverage, rows outside the range) runs on what is new. The left side's manifest of
+// each verified stretch is kept in the state directory (segments, joined as they grow, so their
+// number stays logarithmic in the cycles) and a scrub compares the next slice of the verified
+// range on both sides against it: a ledger that changed after it was verified is a divergence.
+//
+// State directory (one follower at a time: an exclusive flock on DIR/lock):
+//   DIR/state.json         what was verified (replaced atomically after every cycle)
+//   DIR/segments/*.ldm     the left side's manifests of the verified range, consecutive
+// The state records both sides (conninfos with passwords redacted, schemas, profile): a restart
+// against other databases or another profile is refused. A cycle interrupted (SIGKILL, SIGTERM,
+// a lost server) leaves the state of the cycle before; its partial files are removed at start.
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "core/report.h"
+#include "core/status.h"
+#include "verify/verify.h"
+
+namespace ledgerdiff::verify {
+
+struct FollowOptions {
+  // Sides, profile, jobs, max_rows, all, allow_gaps as verify-range; `range` and `out`, `shards`,
+  // `resume` are set per cycle (range unused here).
+  VerifyRangeOptions sides;
+  std::string state_dir;
+  Ledger from = 0;                 // the first ledger to verify (a restart takes it from the state)
+  std::optional<Ledger> until;     // stop once verified through it (else run until signalled)
+  double interval_s = 30;          // between the starts of two cycles
+  uint32_t settle = 0;             // ignore each side's newest N ledgers
+  bool keep_going = false;         // report a divergence and continue past it (else stop, exit 1)
+  double give_up_after_s = 300;    // a runtime failure that lasts longer: exit 3
+  double scrub_period_s = 86400;   // re-verify every verified ledger at least this often
+  uint64_t max_cycles = 0;         // 0: no limit (tests stop after N cycles)
+  uint32_t max_cycle_ledgers = 100000;  // a cycle verifies at most this many new ledgers
+};
+Status ValidateFollowOptions(const FollowOptions& options);
+
+// A divergence found by a cycle: a new stretch that differs, or a verified ledger that changed.
+struct FollowFinding {
+  bool changed_after_verified = false;  // found by the scrub
+  Ledger ledger = 0;
+  std::string sides;                    // the scrub: "left", "right" or "both"
+  std::vector<std::string> tables;      // at that ledger
+  VerifyRangeReport report;             // verify-range over the new stretch (or the changed ledger)
+};
+
+struct FollowCycle {
+  uint64_t number = 0;                 // 1, 2, ... over the state's life
+  std::optional<Ledger> head_left, head_right;  // the last ledger of each side's gap-free run
+  Ledger frontier = 0;                 // verified through (from - 1: nothing yet)
+  std::optional<LedgerRange> compared;  // the new ledgers compared by this cycle
+  std::optional<LedgerRange> scrubbed;  // the verified ledgers re-checked by this cycle
+  uint64_t rows_left = 0, rows_right = 0;  // compared by this cycle (new and scrub)
+  uint64_t lag_ledgers = 0;            // max(head) - frontier
+  std::optional<double> lag_seconds;   // closed_at(max head) - closed_at(frontier), when known
+  double seconds = 0;
+  double scrub_coverage = 0;           // share of the verified range scrubbed in the current pass
+  std::string retry;                   // a runtime failure this cycle retried: its message
+  std::optional<FollowFinding> finding;
+  uint64_t divergences_total = 0;      // over the state's life
+};
+
+struct FollowReport {
+  std::vector<FollowCycle> cycles;  // of this run
+  Ledger frontier = 0;
+  bool reached_until = false;
+  bool diverged = false;            // some cycle of this run found a divergence
+};
+
+// Runs cycles until `until` is verified, max_cycles ran, a divergence stops it (not keep_going),
+// or a signal ends the process (the state of the last finished cycle is on disk). `on_cycle` is
+// called after every cycle (the CLI prints its line and writes the metrics file).
+// Errors: Usage (exit 2) for bad options, a state directory of other sides or in use; Runtime
+// (exit 3) when a failure lasts longer than give_up_after_s.
+Result<FollowReport> RunFollow(const FollowOptions& options, Reporter& reporter,
+                               const std::function<void(const FollowCycle&)>& on_cycle);
+
+}  // namespace ledgerdiff::verify
