@@ -238,11 +238,16 @@ def check_policy(path, doc, where, report, shard_counts, merges, configmap_keys)
         for key, value in {**(doc.get("stringData") or {}), **(doc.get("data") or {})}.items():
             if not str(value).startswith("REPLACE_"):
                 report.fail(where, f"{key}: an example Secret must hold a REPLACE_... placeholder")
-    if kind != "Job":
+    if kind not in ("Job", "Deployment"):
         return
     spec, pod = doc.get("spec") or {}, pod_spec(doc)
-    for problem in k8s_exit_policy_problems(spec):
-        report.fail(where, problem)
+    if kind == "Job":
+        for problem in k8s_exit_policy_problems(spec):
+            report.fail(where, problem)
+    else:  # the follower: its state directory is locked by one process at a time
+        if spec.get("replicas") != 1 or (spec.get("strategy") or {}).get("type") != "Recreate":
+            report.fail(where, "a ledgerdiff Deployment needs replicas: 1 and strategy Recreate (one follower holds "
+                               "the state directory's lock)")
     sc = pod.get("securityContext") or {}
     if sc.get("runAsNonRoot") is not True or sc.get("runAsUser", 0) == 0:
         report.fail(where, "spec.template.spec.securityContext: needs runAsNonRoot: true and a non-zero runAsUser")
@@ -256,12 +261,18 @@ def check_policy(path, doc, where, report, shard_counts, merges, configmap_keys)
         csc = c.get("securityContext") or {}
         if csc.get("allowPrivilegeEscalation") is not False or csc.get("runAsUser") == 0 or csc.get("privileged"):
             report.fail(cw, "securityContext: needs allowPrivilegeEscalation: false, not privileged, not root")
+        if not str(c.get("image", "")).startswith("ledgerdiff:"):
+            continue  # a sidecar (the metrics file's node-exporter): the checks above only
         calls = invocations(c)
         if not calls:
             report.fail(cw, "runs neither ledgerdiff nor `/bin/sh -c` with `exec ledgerdiff ...`")
         for words in calls:
-            for problem in contract_problems(words):
+            for problem in contract_problems(words) + follow_args_problems(words):
                 report.fail(cw, problem)
+            if kind == "Deployment" and "--state" in words:
+                mounts = [m.get("mountPath", "") for m in c.get("volumeMounts") or []]
+                if not any(FOLLOW_STATE.startswith(m.rstrip("/") + "/") for m in mounts):
+                    report.fail(cw, f"--state {FOLLOW_STATE} is not on a mounted volume (the state must survive the pod)")
         declared = {e.get("name") for e in c.get("env") or []}
         for source in c.get("envFrom") or []:
             declared |= configmap_keys.get((source.get("configMapRef") or {}).get("name"), set())
@@ -516,6 +527,61 @@ def check_commands(files):
     return report.problems
 
 
+# The follower's layout (deploy/README.md, "Following"): the same paths in the Deployment and the unit.
+FOLLOW_STATE = "/var/lib/ledgerdiff/follow"
+
+
+def follow_args_problems(words):
+    """Problems with a `verify-range --follow` command line beyond the contract: the state where the
+    documented layout puts it."""
+    words = [str(w) for w in words]
+    if "--follow" not in words or "--state" not in words:
+        return []
+    state = words[words.index("--state") + 1] if words.index("--state") + 1 < len(words) else ""
+    return [] if state == FOLLOW_STATE else [f"--state {state}: the layout is {FOLLOW_STATE}"]
+
+
+def unit_sections(text):
+    """A systemd unit as {section: [(key, value)]}, continuation lines joined."""
+    sections, current = {}, None
+    text = re.sub(r"\\\n\s*", " ", text)
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            current = sections.setdefault(line[1:-1], [])
+        elif "=" in line and current is not None:
+            key, value = line.split("=", 1)
+            current.append((key.strip(), value.strip()))
+    return sections
+
+
+def check_systemd(path):
+    report = Report()
+    text = pathlib.Path(path).read_text()
+    service = dict(unit_sections(text).get("Service", []))
+    for key, value in unit_sections(text).get("Service", []):
+        if INLINE_PASSWORD.search(value):
+            report.fail(path, f"{key}: a password written inline")
+    if service.get("User", "root") in ("root", "0"):
+        report.fail(path, "User: must be a non-root user")
+    words = shlex.split(service.get("ExecStart", ""))
+    if not words or not words[0].endswith("/ledgerdiff"):
+        report.fail(path, "ExecStart: must run ledgerdiff")
+    else:
+        for problem in contract_problems(words[1:]) + follow_args_problems(words[1:]):
+            report.fail(path, problem)
+    prevent = set(service.get("RestartPreventExitStatus", "").split())
+    if not {"1", "2"} <= prevent or "3" in prevent or service.get("Restart") != "on-failure":
+        report.fail(path, "RestartPreventExitStatus: exit 1 and 2 are answers (no restart), exit 3 is retried "
+                          "(Restart=on-failure)")
+    if service.get("ProtectSystem") != "strict" or service.get("NoNewPrivileges") != "true":
+        report.fail(path, "hardening: needs ProtectSystem=strict and NoNewPrivileges=true")
+    print(f"validate.py systemd: {path}, {report.problems} problems")
+    return report.problems
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "k8s":
         policy = "--policy" in argv[1:]
@@ -527,7 +593,10 @@ def main(argv):
         return 1 if check_containerfile(argv[1]) else 0
     if len(argv) >= 2 and argv[0] == "commands":
         return 1 if check_commands(argv[1:]) else 0
-    print("validate.py: usage: k8s [--policy] FILE... | aws-batch KIND FILE... | containerfile FILE | commands FILE...",
+    if len(argv) == 2 and argv[0] == "systemd":
+        return 1 if check_systemd(argv[1]) else 0
+    print("validate.py: usage: k8s [--policy] FILE... | aws-batch KIND FILE... | containerfile FILE | commands FILE... | "
+          "systemd FILE",
           file=sys.stderr)
     return 2
 

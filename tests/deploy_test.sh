@@ -176,6 +176,19 @@ done
 if [[ -z $missing ]]; then ok "alerts: every metric they read is documented"; else
   echo "undocumented:$missing" >"$tmp/out"; bad "alerts: every metric they read is documented"; fi
 
+echo "== systemd unit (deploy/systemd) with the real systemd-analyze"
+# ExecStart must name an executable that exists: the copy runs the binary under test.
+sed "s|/usr/bin/ledgerdiff|$bin|" "$deploy/systemd/ledgerdiff-follow.service" >"$tmp/ledgerdiff-follow.service"
+analyze() {  # prints systemd-analyze's complaints and exits 1, or prints "clean"
+  local said
+  said=$(cd "$tmp" && systemd-analyze verify --man=no "$1" 2>&1)
+  if [[ -n $said ]]; then echo "$said"; return 1; fi
+  echo clean
+}
+expect "systemd: systemd-analyze verify finds nothing to say" 0 "^clean$" analyze "$tmp/ledgerdiff-follow.service"
+sed 's/^RestartSec=/RestartSecs=/' "$tmp/ledgerdiff-follow.service" >"$tmp/bad-unit.service"
+expect "systemd rejects: a misspelled directive" 1 "Unknown key 'RestartSecs'" analyze "$tmp/bad-unit.service"
+
 echo "== command lines in scripts, CI templates and READMEs against the binary's contract"
 mapfile -t scripted < <(cd "$src" && ls ci/github/action.yml ci/gitlab/*.yml ci/soak deploy/aws-batch/submit.sh \
   deploy/slurm/* README.md ./*/README.md 2>/dev/null)

@@ -72,6 +72,12 @@ def negative_k8s(name, rel, edit, pattern):
 def set_(obj, key, value): obj[key] = value
 
 
+def negative_systemd(name, edit, pattern):
+    path = tmp / "ledgerdiff-follow.service"
+    path.write_text(edit((deploy / "systemd/ledgerdiff-follow.service").read_text()))
+    expect(f"systemd rejects: {name}", 1, pattern, ["systemd", path])
+
+
 print("== Kubernetes manifests")
 expect("k8s: every manifest is valid (strict schema + policy)", 0, r" 0 problems",
        ["k8s", "--policy", *k8s_files(deploy / "k8s")])
@@ -88,8 +94,18 @@ negative_k8s("a Job without a pod template", "ingest/plan-job.yaml",
 negative_k8s("a resource request that is not a quantity", "digest/merge-diff-job.yaml",
              lambda d: set_(container(d)["resources"]["requests"], "cpu", [1]), r"requests\.cpu")
 negative_k8s("a kind with no schema", "base/pvc.yaml",
-             lambda d: d[0].update(apiVersion="apps/v1", kind="Deployment"),
-             r"no schema for apiVersion 'apps/v1' kind 'Deployment'")
+             lambda d: d[0].update(apiVersion="apps/v1", kind="StatefulSet"),
+             r"no schema for apiVersion 'apps/v1' kind 'StatefulSet'")
+negative_k8s("a follower Deployment of two replicas", "follow/deployment.yaml",
+             lambda d: set_(d[0]["spec"], "replicas", 2), r"needs replicas: 1 and strategy Recreate")
+negative_k8s("a follower Deployment rolled out with both pods up", "follow/deployment.yaml",
+             lambda d: set_(d[0]["spec"], "strategy", {"type": "RollingUpdate"}), r"needs replicas: 1 and strategy Recreate")
+negative_k8s("a follower flag outside the contract", "follow/deployment.yaml",
+             lambda d: set_(container(d)["args"], 1, "--folow"),
+             r"ledgerdiff verify-range: flag --folow is not in the command contract")
+negative_k8s("a follower whose state volume is not mounted", "follow/deployment.yaml",
+             lambda d: set_(container(d), "volumeMounts", container(d)["volumeMounts"][1:]),
+             r"--state /var/lib/ledgerdiff/follow is not on a mounted volume")
 negative_k8s("completions that disagree with --shards", "digest/digest-shards-job.yaml",
              lambda d: d[0]["spec"].update(completions=5, parallelism=5),
              r"completions 5, parallelism 5 and --shards \['4'\] must agree")
@@ -213,6 +229,21 @@ negative_containerfile("a missing runtime library", lambda t: t.replace(" libxxh
                        r"runtime package libxxhash0 is not installed")
 negative_containerfile("a single stage", lambda t: t[t.index("FROM ${RUNTIME_BASE}"):].replace("${RUNTIME_BASE}", "debian:12-slim", 1),
                        r"not multi-stage|must RUN ci/bootstrap")
+
+# ------------------------------------------------------------------ systemd
+print("== systemd unit")
+expect("systemd: the follower's unit (contract, layout, restarts, hardening)", 0, r" 0 problems",
+       ["systemd", deploy / "systemd/ledgerdiff-follow.service"])
+negative_systemd("a flag outside the contract", lambda t: t.replace("--scrub-period", "--scrub-every"),
+                 r"ledgerdiff verify-range: flag --scrub-every is not in the command contract")
+negative_systemd("root", lambda t: t.replace("User=ledgerdiff", "User=root"), r"User: must be a non-root user")
+negative_systemd("restarting on a divergence", lambda t: t.replace("RestartPreventExitStatus=1 2", "RestartPreventExitStatus=2"),
+                 r"RestartPreventExitStatus: exit 1 and 2 are answers")
+negative_systemd("the state elsewhere than the documented layout",
+                 lambda t: t.replace("--state /var/lib/ledgerdiff/follow", "--state /srv/follow"),
+                 r"--state /srv/follow: the layout is /var/lib/ledgerdiff/follow")
+negative_systemd("a password in the unit", lambda t: t.replace("--left ${LEFT_CONNINFO}", "--left 'password=hunter2 ${LEFT_CONNINFO}'"),
+                 r"a password written inline")
 
 shutil.rmtree(tmp, ignore_errors=True)
 print(f"validation cases: {passed} passed, {failed} failed")

@@ -1718,12 +1718,26 @@ TEST(Metrics, TheDocumentedMetricsAreTheWrittenOnes) {
   std::vector<report::Metric> all = report::GateMetrics("verify", "identical", true, 1, 1, "");
   for (auto& m : report::ComparisonMetrics(d)) all.push_back(m);
   for (auto& m : report::ChaosMetrics(SampleChaos(false))) all.push_back(m);
+  verify::FollowCycle cycle;
+  cycle.lag_seconds = 12;
+  for (auto& m : report::FollowMetrics(cycle, {})) all.push_back(m);
   std::set<std::string> written;
   for (const auto& m : all) {
     written.insert(m.name);
     EXPECT_NE(readme.find("| `" + m.name + "` | " + m.type + " |"), std::string::npos) << m.name << " " << m.type;
   }
   EXPECT_EQ(DocumentedTableKeys(readme, "## `--metrics FILE`"), written);
+}
+
+TEST(DocumentedJson, FollowCycleKeysAreTheEmittedKeys) {
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  verify::FollowCycle c;
+  c.retry = "recovered after 1.0 s of failures";  // every optional key present
+  c.finding = verify::FollowFinding{};
+  EXPECT_EQ(DocumentedTableKeys(readme, "### follow cycles"), Keys(report::FollowCycleToJson(c)));
+  EXPECT_EQ(Keys(report::FollowCycleToJson(c)["finding"]),
+            (std::set<std::string>{"kind", "ledger", "sides", "tables"}));
+  EXPECT_EQ(report::RenderFollowCycle(c).find("cycle 0: verified through 0 (nothing new)"), 0u);
 }
 
 TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {

@@ -24,6 +24,7 @@ node - "$out" "$models" "$apimachinery" <<'JS'
 const [out, models, apimachinery] = process.argv.slice(2);
 const fs = require("fs");
 const kinds = {
+  "apps/v1 Deployment": "IoK8sApiAppsV1Deployment",
   "batch/v1 Job": "IoK8sApiBatchV1Job",
   "v1 ConfigMap": "IoK8sApiCoreV1ConfigMap",
   "v1 Secret": "IoK8sApiCoreV1Secret",
