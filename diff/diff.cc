@@ -734,7 +734,9 @@ class DiffRun {
     } checks[2];
     auto check_side = [&](int i) -> Status {
       const Side& s = sides_[i];
-      LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_));
+      const bool without_ledger_only = scoped && options_.outside_rows == DiffOptions::OutsideRows::kWithoutLedger;
+      LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_,
+                                                                         without_ledger_only));
       // What the digest saw, where it saw all of it (its range is range_ unless resumed).
       const dump::SeenReferences& seen = s.gate.seen();
       LD_ASSIGN_OR_RETURN(facts[i], ReadLookupFacts(*conns[i], s.source.schema, spec_, s.profile,
@@ -754,7 +756,8 @@ class DiffRun {
         report_.rows_outside_range.push_back({o.table, sides_[i].name, o.before, o.after, o.no_ledger});
       for (auto& v : checks[i].invariants) report_.invariants.push_back(std::move(v));
     }
-    if (!scoped && conns[0] && conns[1]) FindOutsideRangeDifferences();
+    if ((!scoped || options_.outside_rows == DiffOptions::OutsideRows::kWithoutLedger) && conns[0] && conns[1])
+      FindOutsideRangeDifferences();
     if (conns[0] && conns[1]) {
       report_.lookups = CompareLookups(facts[0], facts[1], scoped, options_.max_rows);
     } else {
@@ -818,7 +821,8 @@ class DiffRun {
   }
 
  private:
-  // REQUIRES: no --range, both sides are schemas, rows_outside_range counted for both. A table
+  // REQUIRES: both sides are schemas, rows_outside_range counted for both (without --range, or only
+  // the rows without a ledger: OutsideRows::kWithoutLedger). A table
   // whose rows outside the range differ in number between the sides (a NULL ledger on one side
   // only, rows written after the range was chosen) is a provable difference.
   void FindOutsideRangeDifferences() {

@@ -63,6 +63,15 @@ struct DiffOptions {
   // Zero rows on both sides is not a Usage error, but coverage still counts (a verify-range
   // shard's slice may lie beyond the data: it is incomplete, and the merge says so).
   bool empty_slice = false;
+  // With a range, which of each schema side's rows outside it are counted (rows_outside_range):
+  //   kAll: before, after and without a ledger; a warning (the counts scan whole tables);
+  //   kWithoutLedger: only rows whose ledger is NULL (an index lookup), and a table where their
+  //     number differs between two schema sides is an outside_range_difference (divergent): for
+  //     sides that grow past every range by design (verify-range --follow), whose rows after the
+  //     range are expected and whose whole-table counts would cost more than the range.
+  // Without a range every row outside is counted and decides the verdict, whatever this says.
+  enum class OutsideRows { kAll, kWithoutLedger };
+  OutsideRows outside_rows = OutsideRows::kAll;
   // dump::DigestOptions::resolve_on_client. The lookup and invariant checks take the
   // references the client resolution saw; with false they scan the tables (same results).
   bool resolve_on_client = true;

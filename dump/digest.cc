@@ -849,11 +849,19 @@ Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema,
 }
 
 Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, const std::string& schema,
-                                                        const ResolvedProfile& profile, const LedgerRange& range) {
+                                                        const ResolvedProfile& profile, const LedgerRange& range,
+                                                        bool without_ledger_only) {
   std::vector<OutsideRange> out;
   for (const auto& t : profile.tables) {
     std::string col = "t." + pg::QuoteIdent(t.ledger.column);
     std::string ledger = LedgerExpression(t.ledger.column, t.ledger.kind, "t");
+    if (without_ledger_only) {
+      LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT count(*) FROM {} t WHERE {} IS NULL",
+                                                            pg::Qualified(schema, t.name), col)));
+      OutsideRange o{t.name, 0, 0, static_cast<uint64_t>(r.GetInt(0, 0))};
+      if (o.total()) out.push_back(o);
+      continue;
+    }
     LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format(
                                         "SELECT count(*) FILTER (WHERE {1} < {3}), count(*) FILTER (WHERE {1} > {4}), "
                                         "count(*) FILTER (WHERE {0} IS NULL) FROM {2} t WHERE {0} IS NULL OR NOT ({5})",

@@ -174,9 +174,12 @@ struct OutsideRange {
   uint64_t no_ledger = 0;          // the ledger column is NULL
   uint64_t total() const { return before + after + no_ledger; }
 };
-// Counts them per table (tables with none are left out).
+// Counts them per table (tables with none are left out). `without_ledger_only`: only rows whose
+// ledger column is NULL (an index lookup; before and after stay 0), for sides that grow past every
+// range by design.
 Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, const std::string& schema,
-                                                        const ResolvedProfile& profile, const LedgerRange& range);
+                                                        const ResolvedProfile& profile, const LedgerRange& range,
+                                                        bool without_ledger_only = false);
 
 // Digests `schema` of the database at `conninfo`, calling `sink` (may be empty) with every chunk
 // in ledger order. Errors: unreachable database, missing schema, no profile table (Usage).

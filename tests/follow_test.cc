@@ -176,6 +176,22 @@ TEST(Follow, ARestartComparesOnlyNewLedgersAndCatchesAChangeInOneWithinACycle) {
   EXPECT_EQ(st["compared_through"], cut);
 }
 
+// Rows after the frontier are expected on a live side, so a follower does not count them; a row
+// that has no ledger at all (NULL) is counted on both sides, and a difference is divergent.
+TEST(Follow, ARowWithoutALedgerOnOneSideIsDivergent) {
+  Kahuna k;
+  // An effect loses its operation (its ledger diverges too; the count says why).
+  Exec(k.right, "ALTER TABLE history_effects ALTER COLUMN history_operation_id DROP NOT NULL; "
+                "UPDATE history_effects SET history_operation_id = NULL WHERE ctid = (SELECT min(ctid) FROM history_effects)");
+  ASSERT_EQ(Scalar(k.right, "SELECT count(*) FROM history_effects WHERE history_operation_id IS NULL"), 1);
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  auto r = RunCli(FollowArgs(k.left, k.right, dir.path + "/state",
+                             {"--from", std::to_string(k.first), "--cycles", "1", "--format", "text"}));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("history_effects: rows outside ledgers"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("right 0 / 0 / 1"), std::string::npos) << r.out;
+}
+
 // A ledger verified earlier changes (a reingest, a manual fix): the scrub finds it within its
 // period and names the ledger, the side and the table.
 TEST(Follow, TheScrubCatchesAVerifiedLedgerThatChangedLater) {
@@ -244,6 +260,11 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2000));
     Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS true", pg::QuoteIdent(right_db)));
   });
+  // Refused for longer than --give-up-after: exit 3, naming how long and why.
+  auto gave_up = RunCli(FollowArgs(k.left, k.right, state, {"--give-up-after", "0.5", "--cycles", "1"}));
+  EXPECT_EQ(gave_up.exit_code, 3) << gave_up.out << gave_up.err;
+  EXPECT_NE(gave_up.err.find("--give-up-after 0"), std::string::npos) << gave_up.err;
+  EXPECT_NE(gave_up.err.find("not currently accepting connections"), std::string::npos) << gave_up.err;
   auto rest = RunCli(FollowArgs(k.left, k.right, state, {"--until", std::to_string(k.last), "--interval", "0"}));
   reopen.join();
   ASSERT_EQ(rest.exit_code, 0) << rest.out << rest.err;
@@ -309,6 +330,45 @@ TEST(Follow, SurvivesARestartOfTheServerAndStopsCleanlyOnSigterm) {
   const nlohmann::json st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
   EXPECT_EQ(st["compared_through"], 601);
   (void)(*server)->Stop();
+}
+
+// Bad input is refused before any work, exit 2 with one line naming it; --range A: is open-ended.
+TEST(Follow, BadInputIsAUsageError) {
+  const std::string db = TestConninfo();
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"--from", "2"}, "--follow needs --state DIR"},
+      {{"--state", dir.path + "/s"}, "--follow needs the first ledger"},
+      {{"--state", dir.path + "/s", "--from", "9", "--until", "5"}, "--until 5 is before the first ledger 9"},
+      {{"--state", dir.path + "/s", "--range", "2:", "--from", "2"}, "give --range or --from/--until, not both"},
+      {{"--state", dir.path + "/s", "--from", "2", "--out", dir.path + "/o.ldm"}, "--out, --shards and --resume do not apply"},
+      {{"--state", dir.path + "/s", "--from", "2", "--scrub-period", "0"}, "--scrub-period 0 is not a positive number"},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"verify-range", "--follow", "--left", db, "--right", db};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << c.says << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << r.err;
+    EXPECT_FALSE(fs::exists(dir.path + "/s")) << c.says << ": nothing written";
+  }
+  auto without = RunCli({"verify-range", "--left", db, "--right", db, "--state", dir.path + "/s", "--range", "2:5"});
+  EXPECT_EQ(without.exit_code, 2);
+  EXPECT_NE(without.err.find("--state, --from and --until go with --follow"), std::string::npos) << without.err;
+  // --range A: is open-ended: on an empty schema it follows from A and finds nothing yet.
+  const std::string empty = UniqueName("follow_empty");
+  Exec(db, fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence integer)", empty));
+  auto open = RunCli({"verify-range", "--follow", "--left", db, "--right", db, "--left-schema", empty, "--right-schema",
+                      empty, "--state", dir.path + "/open", "--range", "2:", "--cycles", "1", "--format", "json"});
+  ASSERT_EQ(open.exit_code, 0) << open.out << open.err;
+  auto cycles = Cycles(open);
+  ASSERT_EQ(cycles.size(), 1u);
+  EXPECT_EQ(cycles[0]["verified_through"], 1) << "nothing verified yet: the first ledger less one";
+  EXPECT_TRUE(cycles[0]["compared"].is_null());
 }
 
 }  // namespace

@@ -347,6 +347,8 @@ class Follower {
     v.out.clear();
     v.shards = 0;
     v.resume = false;
+    // Both sides grow past every cycle's range: only rows without a ledger are counted (and compared).
+    v.outside_rows = diff::DiffOptions::OutsideRows::kWithoutLedger;
     return v;
   }
 
@@ -469,6 +471,7 @@ class Follower {
     d.max_rows = 0;
     d.allow_gaps = o_.sides.allow_gaps;
     d.allow_empty = true;
+    d.outside_rows = diff::DiffOptions::OutsideRows::kWithoutLedger;
     std::optional<Ledger> changed;
     std::set<std::string> tables;
     std::vector<std::string> sides;

@@ -504,6 +504,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.all = o.all;
   dopt.allow_gaps = o.allow_gaps;
   dopt.allow_empty = o.allow_empty;
+  dopt.outside_rows = o.outside_rows;
   dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
   std::optional<ComparisonManifest> manifest;
   std::unique_ptr<dump::Checkpoint> checkpoint;

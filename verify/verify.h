@@ -154,6 +154,8 @@ struct VerifyRangeOptions {
   // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
   // Both sides' digests are checkpointed in OUT.partial (dump/checkpoint.h) as they complete.
   std::string out;
+  // diff::DiffOptions::outside_rows (verify-range --follow counts only the rows without a ledger).
+  diff::DiffOptions::OutsideRows outside_rows = diff::DiffOptions::OutsideRows::kAll;
   // Continue the interrupted run whose checkpoint is OUT.partial (same range, shard, profile,
   // schemas and databases): its ledgers are compared from it, not digested again.
   bool resume = false;

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Benchmark of verify-range --follow (issue 23) on the digest benchmark's dataset (one schema,
+# compared with itself: both sides read in full, as between two copies):
+#   full         verify-range over the whole range, what an operator re-runs without --follow
+#   prime        the follower's first cycle over all but the last 1,000 ledgers (its one full read)
+#   cycle N      one steady-state cycle that finds N new ledgers (--scrub-period huge: the scrub
+#                takes 1 ledger), from a copy of the primed state; per new ledger, and the ratio to
+#                `full`
+#   scrub        one cycle with nothing new whose scrub slice is what a 24 h period asks for in one
+#                hour (--interval 3600 --scrub-period 86400: verified/24 ledgers): the scrub's cost
+#                per hour; and at the deployed pace (--interval 30: verified/2880 per cycle) x 120
+# Figures are cycle times from the follower's JSON (the process's start-up excluded), medians of
+# --reps runs.
+# Usage: ci/bench_follow.sh [--to N (default 40001: 28.8M rows)] [--reps R (3)] [--keep-db DIR]
+# Environment: BUILD (default ./build).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+LD=$BUILD/ledgerdiff
+TO=40001
+REPS=3
+DIR=""
+while (($#)); do
+  case "$1" in
+    --to) TO=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
+    --keep-db) DIR=$2; shift 2 ;;
+    *) echo "bench_follow: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+RANGE=2:$TO
+DIR=${DIR:-/tmp/ldbench-digest-$TO}  # shared with ci/bench_digest.sh
+SCHEMA=bench
+PORT=5432
+WORK=$(mktemp -d)
+[ -x "$LD" ] || { echo "bench_follow: $LD not built" >&2; exit 2; }
+
+if [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-stellar" ]; then
+  echo "== ingest $RANGE (stellar) into schema $SCHEMA, 2 workers, cluster $DIR"
+  "$LD" ingest --range "$RANGE" --schema "$SCHEMA" --workers 2 --job-size 2000 --density stellar \
+    --keep-db "$DIR" --fresh >"$WORK/ingest.txt"
+  tail -2 "$WORK/ingest.txt"
+  touch "$DIR/.bench-$RANGE-stellar"
+fi
+OWNER=$(stat -c %U "$DIR/data")
+as_owner() {
+  if [ "$(id -u)" = 0 ] && [ "$OWNER" != root ]; then su -s /bin/sh "$OWNER" -c "$*"; else sh -c "$*"; fi
+}
+as_owner "pg_ctl -D '$DIR/data' -l '$DIR/bench-server.log' -w -o \"-k '$DIR' -p $PORT -c listen_addresses='' -c fsync=off -c shared_buffers=256MB\" start" >/dev/null
+cleanup() {
+  as_owner "pg_ctl -D '$DIR/data' -m fast -w stop" >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+DB="host=$DIR port=$PORT user=ledgerdiff dbname=postgres"
+psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
+ROWS=$(psql -X -At -d "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = '$SCHEMA' AND relname LIKE 'history\_%' AND relname NOT IN ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
+FROM=${RANGE%%:*}
+PRIMED=$((TO - 1000))
+echo "== dataset: $ROWS history rows, ledgers $RANGE, $(nproc) cores, $REPS repetitions (median)"
+
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+now() { date +%s.%N; }
+SIDES=(--left "$DB" --right "$DB" --left-schema "$SCHEMA" --right-schema "$SCHEMA")
+# cycle_seconds STATE ARGS...: one follow run from a copy of STATE; prints the last cycle's seconds.
+cycle_seconds() {
+  local state=$1
+  shift
+  rm -rf "$WORK/run" && cp -a "$state" "$WORK/run"
+  "$LD" verify-range --follow "${SIDES[@]}" --state "$WORK/run" --format json "$@" >"$WORK/out.json"
+  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["follow"]["cycles"][-1]["seconds"])' "$WORK/out.json"
+}
+
+full=()
+for _ in $(seq "$REPS"); do
+  t0=$(now)
+  "$LD" verify-range --range "$RANGE" "${SIDES[@]}" >/dev/null
+  full+=("$(echo "$(now) - $t0" | bc)")
+done
+FULL=$(printf '%s\n' "${full[@]}" | median)
+printf '%-44s %8.2f s   (%s)\n' "verify-range $RANGE, whole range" "$FULL" "${full[*]}"
+
+t0=$(now)
+"$LD" verify-range --follow "${SIDES[@]}" --state "$WORK/primed" --from "$FROM" --until "$PRIMED" \
+  --scrub-period 1e12 --format json >"$WORK/prime.json"
+printf '%-44s %8.2f s\n' "follow: first cycle, $FROM:$PRIMED" "$(echo "$(now) - $t0" | bc)"
+
+for n in 10 100 1000; do
+  runs=()
+  for _ in $(seq "$REPS"); do runs+=("$(cycle_seconds "$WORK/primed" --until $((PRIMED + n)) --scrub-period 1e12)"); done
+  m=$(printf '%s\n' "${runs[@]}" | median)
+  printf '%-44s %8.3f s   %7.2f ms/ledger   full / cycle %7.1fx   (%s)\n' "follow: a cycle of $n new ledgers" "$m" \
+    "$(echo "$m * 1000 / $n" | bc -l)" "$(echo "$FULL / $m" | bc -l)" "${runs[*]}"
+done
+
+verified=$((PRIMED - FROM + 1))
+runs=()
+for _ in $(seq "$REPS"); do runs+=("$(cycle_seconds "$WORK/primed" --until "$PRIMED" --interval 3600 --scrub-period 86400)"); done
+m=$(printf '%s\n' "${runs[@]}" | median)
+printf '%-44s %8.2f s   (%s ledgers of %s; %s)\n' "scrub: one hour's share of a 24 h period" "$m" \
+  "$(( (verified + 23) / 24 ))" "$verified" "${runs[*]}"
+runs=()
+for _ in $(seq "$REPS"); do runs+=("$(cycle_seconds "$WORK/primed" --until "$PRIMED" --interval 30 --scrub-period 86400)"); done
+m30=$(printf '%s\n' "${runs[@]}" | median)
+printf '%-44s %8.3f s   x 120 cycles = %6.1f s per hour   (%s)\n' "scrub: one 30 s cycle's slice (nothing new)" "$m30" \
+  "$(echo "$m30 * 120" | bc -l)" "${runs[*]}"
