@@ -11,22 +11,15 @@ namespace ledgerdiff::report {
 
 namespace {
 
-std::string EscapeLabelValue(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\') out += "\\\\";
-    else if (c == '"') out += "\\\"";
-    else if (c == '\n') out += "\\n";
-    else out += c;
-  }
-  return out;
-}
-
-std::string EscapeHelp(const std::string& v) {
+// The exposition format's escapes: backslash and newline everywhere, the double quote too in a
+// label value (a HELP text may hold it as it is).
+enum class Escaped { kHelp, kLabelValue };
+std::string Escape(const std::string& v, Escaped what) {
   std::string out;
   for (char c : v) {
     if (c == '\\') out += "\\\\";
     else if (c == '\n') out += "\\n";
+    else if (c == '"' && what == Escaped::kLabelValue) out += "\\\"";
     else out += c;
   }
   return out;
@@ -42,10 +35,10 @@ std::string RenderPrometheus(const std::vector<Metric>& metrics) {
   std::string out;
   for (const Metric& m : metrics) {
     if (m.samples.empty()) continue;
-    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, EscapeHelp(m.help), m.name, m.type);
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", m.name, Escape(m.help, Escaped::kHelp), m.name, m.type);
     for (const MetricSample& s : m.samples) {
       std::string labels;
-      for (const auto& [k, v] : s.labels) labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, EscapeLabelValue(v));
+      for (const auto& [k, v] : s.labels) labels += fmt::format("{}{}=\"{}\"", labels.empty() ? "" : ",", k, Escape(v, Escaped::kLabelValue));
       out += fmt::format("{}{} {}\n", m.name, labels.empty() ? "" : "{" + labels + "}", s.value);
     }
   }
