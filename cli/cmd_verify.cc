@@ -143,7 +143,9 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
                           {"diverged", r.diverged},
                           {"cycles", cycles}}}};
   out.text = fmt::format("followed {} cycles: verified through ledger {}{}\n", r.cycles.size(), r.frontier,
-                         r.reached_until ? " (--until reached)" : "");
+                         r.reached_until ? " (--until reached)"
+                         : stopped && !o.keep_going ? " (stopped at the divergence below)"
+                                                    : "");
   out.exit_code = r.diverged ? 1 : 0;
   if (stopped) {
     // The last finding in full: the same report (and files) a verify-range over it gives.

@@ -216,6 +216,7 @@ TEST(Follow, TheScrubCatchesAVerifiedLedgerThatChangedLater) {
   EXPECT_EQ(cycles[0]["finding"]["ledger"], planted);
   EXPECT_EQ(cycles[0]["finding"]["sides"], "right");
   EXPECT_EQ(cycles[0]["finding"]["tables"], nlohmann::json::array({"history_transactions"}));
+  EXPECT_EQ(cycles[0]["verified_through"], planted - 1) << "a changed ledger is not verified any more";
   auto text = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "0.001", "--format", "text"}));
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.out.find(fmt::format("changed after it was verified: ledger {} (right side; history_transactions)",

@@ -261,7 +261,7 @@ class Follower {
       ++run;
       cycle.seconds = SecondsSince(start);
       report.cycles.push_back(cycle);
-      report.frontier = state_.VerifiedThrough();
+      report.frontier = cycle.frontier;
       if (cycle.finding) report.diverged = true;
       if (on_cycle_) on_cycle_(report.cycles.back());
       if (cycle.finding && !o_.keep_going) break;
@@ -379,6 +379,8 @@ class Follower {
     LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
     RemoveUnreferenced(o_.state_dir, state_);
     cycle.frontier = state_.VerifiedThrough();
+    // A ledger found different is not verified, whatever the state says of the stretch it is in.
+    if (cycle.finding && cycle.finding->ledger > 0) cycle.frontier = std::min(cycle.frontier, cycle.finding->ledger - 1);
     const Ledger head = std::max(hl->max.value_or(0), hr->max.value_or(0));
     cycle.lag_ledgers = head > cycle.frontier ? head - cycle.frontier : 0;
     const auto& closed = hl->max && head == *hl->max ? hl->closed_at_max : hr->closed_at_max;
