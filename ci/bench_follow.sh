@@ -36,24 +36,10 @@ PORT=5432
 WORK=$(mktemp -d)
 [ -x "$LD" ] || { echo "bench_follow: $LD not built" >&2; exit 2; }
 
-if [ ! -f "$DIR/data/PG_VERSION" ] || [ ! -f "$DIR/.bench-$RANGE-stellar" ]; then
-  echo "== ingest $RANGE (stellar) into schema $SCHEMA, 2 workers, cluster $DIR"
-  "$LD" ingest --range "$RANGE" --schema "$SCHEMA" --workers 2 --job-size 2000 --density stellar \
-    --keep-db "$DIR" --fresh >"$WORK/ingest.txt"
-  tail -2 "$WORK/ingest.txt"
-  touch "$DIR/.bench-$RANGE-stellar"
-fi
-OWNER=$(stat -c %U "$DIR/data")
-as_owner() {
-  if [ "$(id -u)" = 0 ] && [ "$OWNER" != root ]; then su -s /bin/sh "$OWNER" -c "$*"; else sh -c "$*"; fi
-}
-as_owner "pg_ctl -D '$DIR/data' -l '$DIR/bench-server.log' -w -o \"-k '$DIR' -p $PORT -c listen_addresses='' -c fsync=off -c shared_buffers=256MB\" start" >/dev/null
-cleanup() {
-  as_owner "pg_ctl -D '$DIR/data' -m fast -w stop" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-DB="host=$DIR port=$PORT user=ledgerdiff dbname=postgres"
+# shellcheck source=ci/bench_cluster.sh
+source "$ROOT/ci/bench_cluster.sh"
+bench_stellar_dataset "$LD" "$RANGE" "$DIR" "$SCHEMA" "$WORK"
+bench_serve "$DIR" "$PORT" "$WORK"
 psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
 ROWS=$(psql -X -At -d "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = '$SCHEMA' AND relname LIKE 'history\_%' AND relname NOT IN ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
 FROM=${RANGE%%:*}

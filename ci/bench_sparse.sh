@@ -67,17 +67,9 @@ if [ ! -f "$DIR/data/PG_VERSION" ] || { [ ! -f "$DIR/.bench-$RANGE-flat" ] && ((
   NEED_SPREAD=1
 fi
 
-OWNER=$(stat -c %U "$DIR/data")
-as_owner() {
-  if [ "$(id -u)" = 0 ] && [ "$OWNER" != root ]; then su -s /bin/sh "$OWNER" -c "$*"; else sh -c "$*"; fi
-}
-as_owner "pg_ctl -D '$DIR/data' -l '$DIR/bench-server.log' -w -o \"-k '$DIR' -p $PORT -c listen_addresses='' -c fsync=off -c shared_buffers=256MB\" start" >/dev/null
-cleanup() {
-  as_owner "pg_ctl -D '$DIR/data' -m fast -w stop" >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-DB="host=$DIR port=$PORT user=ledgerdiff dbname=postgres"
+# shellcheck source=ci/bench_cluster.sh
+source "$ROOT/ci/bench_cluster.sh"
+bench_serve "$DIR" "$PORT" "$WORK"
 
 # Exact counts (n_live_tup is an estimate that ANALYZE makes from a sample of a large table).
 rows_of() {
