@@ -120,7 +120,7 @@ std::string Heatmap(const SweepReport& r) {
   const double grid_bottom = top + ch * static_cast<double>(workers.size());
   const double legend_y = grid_bottom + 22;  // the scale bar's top
   const double width = std::max(left + grid_w + 20, 660.0);  // room for the legend
-  const double height = legend_y + 62;
+  const double height = legend_y + 78;
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
       "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
@@ -196,9 +196,11 @@ std::string Heatmap(const SweepReport& r) {
                      N(legend_y + 26));
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f} ledgers/s</text>\n",
                      N(lx + bar_w), N(legend_y + 26), hi);
+    // Two lines: one would run past the chart's 660 px in a wide fallback font (DejaVu Sans).
     s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#59636e\">colour: median ledgers/s of an identical cell, "
-                     "on a scale from 0; small print: min-max over its repeats</text>\n",
-                     N(lx), N(legend_y + 44));
+                     "on a scale from 0;</text>\n<text x=\"{}\" y=\"{}\" fill=\"#59636e\">small print: min-max "
+                     "over its repeats</text>\n",
+                     N(lx), N(legend_y + 44), N(lx), N(legend_y + 60));
     lx += bar_w + 16;
   }
   auto swatch = [&](const std::string& cls, const std::string& fill, const std::string& stroke, int stroke_w,
