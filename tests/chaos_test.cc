@@ -247,15 +247,18 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
 // serial baseline.
 TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIdentical) {
   verify::ChaosOptions o;
-  // Four workers: the kill and hang faults take two, and the replacement of the killed one may
-  // not have claimed yet; two more leave a job in flight at the orchestrator's kill (with three,
-  // one worker between two short jobs made it 0 in a loaded CI run).
+  // Four workers: the kill fault takes one, and the replacement of the killed one may not have
+  // claimed yet; the others leave a job in flight at the orchestrator's kill (with three, one
+  // worker between two short jobs made it 0 in a loaded CI run). No hang here: the kill rightly
+  // waits for a fired hang's heartbeat timeout (issue 25), and the other workers finishing jobs
+  // meanwhile made "at its planned point" a matter of machine load (15 of 16 jobs done at the kill
+  // in a loaded rehearsal). A hang beside an orchestrator kill: ChaosDetectors below.
   o.range = {2, 1601};
   o.workers = 4;
   o.job_size = 100;
   o.seed = 5;
   o.rounds = 1;
-  o.faults = {{"kill", 1}, {"hang", 1}, {"orchestrator", 1}};
+  o.faults = {{"kill", 1}, {"orchestrator", 1}};
   o.density = "flat";
   o.job_timeout_s = 3;
   o.hold_s = 1.5;
