@@ -40,7 +40,7 @@ commands=$("$bin" --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NR > 1 && NF {p
 for cmd in $commands; do
   grep -q "^   ledgerdiff $cmd " <<<"$rendered" || fail "man page has no section for $cmd"
   section=$(awk -v head="^   ledgerdiff $cmd " '$0 ~ head {on=1; next} /^   ledgerdiff / {on=0} /^[A-Z]/ {on=0} on' <<<"$rendered")
-  summary=$("$bin" "$cmd" --help | head -1)
+  summary=$("$bin" "$cmd" --help | sed -n 1p)  # sed reads it all: head would close the pipe early (SIGPIPE, exit 141 under pipefail)
   grep -qF "$summary" <<<"$section" || fail "man page: $cmd's description differs from --help ('$summary')"
   for flag in $("$bin" "$cmd" --help | sed -n '/^Options:/,/^$/p' | grep -oE '^  (-h,)?--[a-z][a-z0-9-]*' | sed 's/.*,//; s/^ *//'); do
     grep -qE -- "(^|[ ,])$flag( |,|$)" <<<"$section" || fail "man page: $cmd lacks $flag"
