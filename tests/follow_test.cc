@@ -257,17 +257,23 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
     return std::string(c->Exec("SELECT current_database()")->Get(0, 0));
   }();
   Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS false", pg::QuoteIdent(right_db)));
-  std::thread reopen([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2000));
-    Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS true", pg::QuoteIdent(right_db)));
-  });
   // Refused for longer than --give-up-after: exit 3, naming how long and why.
   auto gave_up = RunCli(FollowArgs(k.left, k.right, state, {"--give-up-after", "0.5", "--cycles", "1"}));
   EXPECT_EQ(gave_up.exit_code, 3) << gave_up.out << gave_up.err;
   EXPECT_NE(gave_up.err.find("--give-up-after 0"), std::string::npos) << gave_up.err;
   EXPECT_NE(gave_up.err.find("not currently accepting connections"), std::string::npos) << gave_up.err;
-  auto rest = RunCli(FollowArgs(k.left, k.right, state, {"--until", std::to_string(k.last), "--interval", "0"}));
-  reopen.join();
+  // Still refused when the next follower starts; the server comes back only once that follower
+  // has reported a failed attempt (no timing assumption: the reopen waits for the report).
+  testing::SpawnOptions rest_so;
+  rest_so.stdout_path = dir.path + "/rest.out";
+  rest_so.stderr_path = dir.path + "/rest.err";
+  pid_t rest_pid =
+      testing::SpawnCli(FollowArgs(k.left, k.right, state, {"--until", std::to_string(k.last), "--interval", "0"}), rest_so);
+  for (int i = 0; i < 600 && testing::ReadFileBytes(rest_so.stderr_path).find("failed") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS true", pg::QuoteIdent(right_db)));
+  const int rest_code = testing::WaitExitCode(rest_pid);
+  const testing::CliResult rest{rest_code, testing::ReadFileBytes(rest_so.stdout_path), testing::ReadFileBytes(rest_so.stderr_path)};
   ASSERT_EQ(rest.exit_code, 0) << rest.out << rest.err;
   auto cycles = Cycles(rest);
   ASSERT_FALSE(cycles.empty());
