@@ -54,6 +54,15 @@ std::optional<SeenIds> KnownReferencesTo(const std::string& table, const dump::R
   return ids;
 }
 
+// The map the digest read of `table` under `rule`'s id and natural columns, or nullptr.
+const dump::LookupMap* DigestedLookup(const dump::SeenReferences& seen, const std::string& table,
+                                      const dump::LookupRule& rule) {
+  for (const auto& l : seen.lookups)
+    if (l.map && l.map->exact() && l.lookup_table == table && l.lookup_id == rule.id && l.natural == rule.natural)
+      return l.map;
+  return nullptr;
+}
+
 // Appends one lookup row (COPY fields: id, then the natural columns) to `f`.
 Status AddRow(LookupFacts& f, const std::vector<std::string_view>& id_and_key, bool referenced) {
   LookupFacts::Row r;
@@ -120,7 +129,21 @@ Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std
     for (const auto& n : rule->natural) naturals.push_back("l." + pg::QuoteIdent(n) + "::text");
     const std::string lookup_id = "l." + pg::QuoteIdent(rule->id);
     const std::string lookup = pg::Qualified(schema, table);
-    if (auto seen = KnownReferencesTo(table, profile, range, known)) {
+    const dump::LookupMap* map = known.seen ? DigestedLookup(*known.seen, table, *rule) : nullptr;
+    std::optional<SeenIds> seen = KnownReferencesTo(table, profile, range, known);
+    if (seen && map) {
+      // The references and the table's rows as the digest saw them, in this snapshot: no read.
+      std::string id_text;
+      std::vector<std::string_view> row(1 + rule->natural.size());
+      for (size_t r = 0; r < map->rows(); ++r) {
+        const int64_t id = map->id(r);
+        id_text = std::to_string(id);  // an integer's COPY text
+        row[0] = id_text;
+        map->Naturals(r, row.data() + 1);
+        LD_RETURN_IF_ERROR(AddRow(f, row, std::binary_search(seen->present.begin(), seen->present.end(), id)));
+      }
+      for (int64_t id : seen->missing) f.missing.push_back(std::to_string(id));
+    } else if (seen) {
       // The references as the digest saw them: a row is referenced when its id is one it resolved.
       Status read = conn.CopyOut(
           fmt::format("COPY (SELECT {}::text, {} FROM {} l) TO STDOUT", lookup_id, fmt::join(naturals, ", "), lookup),

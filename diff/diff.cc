@@ -559,6 +559,7 @@ class DiffRun {
       dopts.restrict_to = common_;
       dopts.phase = fmt::format("digest {}", s.name);
       dopts.resolve_on_client = options_.resolve_on_client;
+      dopts.lookup_cache = options_.lookup_caches[&s == &sides_[0] ? 0 : 1];
       dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen) {
         return s.gate.PublishAndWait(id, seen);
       };

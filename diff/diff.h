@@ -6,6 +6,7 @@
 // divergent ledger's rows are read again, from the sides that are schemas. Computing is separate
 // from rendering: DiffSources returns a DiffReport; RenderDiffText / DiffReportToJson render it.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -75,6 +76,9 @@ struct DiffOptions {
   // dump::DigestOptions::resolve_on_client. The lookup and invariant checks take the
   // references the client resolution saw; with false they scan the tables (same results).
   bool resolve_on_client = true;
+  // Per schema side (0 left, 1 right): dump::DigestOptions::lookup_cache, kept by the caller
+  // across diffs of the same two sources (verify-range --follow's cycles); nullptr reads whole.
+  std::array<dump::LookupCache*, 2> lookup_caches{};
   // Called with every chunk of the left side's digest, in ledger order, from its digest thread,
   // restricted to the tables and columns both sides have (`common`); a non-ok Status stops the
   // diff. Only when the left side is a schema. verify-range --out writes its manifest from it.

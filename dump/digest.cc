@@ -177,7 +177,7 @@ bool ClientReadable(const ResolvedTable& table, bool enabled) {
 // Loads the maps in the coordinator's snapshot. A lookup that can't be mapped exactly (a
 // duplicate id) sends every table back to the canonical joins: same digests, slower.
 Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string& schema,
-                                        const ResolvedProfile& profile, bool enabled) {
+                                        const ResolvedProfile& profile, bool enabled, LookupCache* cache) {
   ClientPlan plan;
   plan.maps.resize(profile.tables.size());
   plan.marks_of.resize(profile.tables.size());
@@ -192,7 +192,7 @@ Result<ClientPlan> PlanClientResolution(pg::Connection& conn, const std::string&
     for (const auto& j : table.joins) {
       std::string key = j.lookup_table + "\t" + j.lookup_id + "\t" + fmt::format("{}", fmt::join(j.natural, "\t"));
       if (!by_key.count(key)) {
-        LD_ASSIGN_OR_RETURN(LookupMap map, LookupMap::Load(conn, schema, j));
+        LD_ASSIGN_OR_RETURN(LookupMap map, cache ? cache->Load(conn, schema, j) : LookupMap::Load(conn, schema, j));
         if (!map.exact()) {
           plan.maps.assign(profile.tables.size(), {});
           plan.marks_of.assign(profile.tables.size(), {});
@@ -727,7 +727,8 @@ SeenReferences CollectSeen(const LedgerRange& range, const ClientPlan& client,
   for (auto& joins : missing)
     for (auto& j : joins) seen.joins.push_back(std::move(j));
   for (size_t m = 0; m < client.owned.size(); ++m) {
-    SeenReferences::Lookup l{client.loaded_by[m]->lookup_table, client.loaded_by[m]->lookup_id, {}};
+    SeenReferences::Lookup l{client.loaded_by[m]->lookup_table, client.loaded_by[m]->lookup_id,
+                             client.loaded_by[m]->natural, {}, client.owned[m].get()};
     for (size_t row = 0; row < client.marks[m]->rows(); ++row)
       if (client.marks[m]->marked(row)) l.referenced.push_back(client.owned[m]->id(row));
     seen.lookups.push_back(std::move(l));
@@ -880,7 +881,8 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
   LD_ASSIGN_OR_RETURN(const WorkPlan plan, PlanWork(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk));
   LD_ASSIGN_OR_RETURN(const ClientPlan client,
-                      PlanClientResolution(*prep.coordinator, schema, prep.profile, options.resolve_on_client));
+                      PlanClientResolution(*prep.coordinator, schema, prep.profile, options.resolve_on_client,
+                                           options.lookup_cache));
   const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(plan.units.size())));
   LD_ASSIGN_OR_RETURN(auto conns, OpenWorkers(conninfo, prep.snapshot, jobs));
   const ReadContext read{schema, prep.profile, ColumnClasses(prep.profile), client};

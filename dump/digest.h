@@ -102,7 +102,11 @@ struct SeenReferences {
   // Per lookup map: the ids of its rows that some row of `joins` referenced, sorted.
   struct Lookup {
     std::string lookup_table, lookup_id;
+    std::vector<std::string> natural;  // JoinSpec::natural
     std::vector<int64_t> referenced;
+    // Every row of the lookup table as the digest read it in its snapshot (the checks take the
+    // table from here instead of reading it again); valid while `before_commit` runs.
+    const LookupMap* map = nullptr;
   };
   std::vector<Lookup> lookups;
   // The joins of `table` to `lookup_table` over `on_expr`, or nullptr.
@@ -121,6 +125,9 @@ struct DigestOptions {
   // Resolve surrogate ids on the client from lookup maps read once (dump/lookup_map.h) instead
   // of joining in every statement. Same digests either way; false is the canonical joins.
   bool resolve_on_client = true;
+  // Where the lookup maps come from when resolve_on_client: nullptr reads each table whole;
+  // a cache (kept by the caller across digests of this source) reads only the rows it lacks.
+  LookupCache* lookup_cache = nullptr;
   // Called once after the last chunk, with the id of the exported snapshot, while the snapshot
   // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
   // the same instant as the digest. `seen` is valid during the call. May block; its error

@@ -35,37 +35,96 @@ int FindColumn(const ResolvedTable& t, const std::string& name) {
 
 }  // namespace
 
-Result<LookupMap> LookupMap::Load(pg::Connection& conn, const std::string& schema, const JoinSpec& join) {
-  LookupMap m;
-  m.naturals_ = join.natural.size();
+Status LookupRows::ReadFrom(pg::Connection& conn, const std::string& schema, const JoinSpec& join,
+                            std::optional<int64_t> above) {
+  naturals = join.natural.size();
   std::string sql = "COPY (SELECT " + pg::QuoteIdent(join.lookup_id);
   for (const auto& n : join.natural) sql += ", " + pg::QuoteIdent(n) + "::text";
-  sql += fmt::format(" FROM {} ORDER BY 1) TO STDOUT", pg::Qualified(schema, join.lookup_table));
+  sql += " FROM " + pg::Qualified(schema, join.lookup_table);
+  if (above) sql += fmt::format(" WHERE {} > {}", pg::QuoteIdent(join.lookup_id), *above);
+  sql += " ORDER BY 1) TO STDOUT";
   std::vector<std::string_view> fields;
-  LD_RETURN_IF_ERROR(conn.CopyOut(sql, [&](std::string_view line) -> Status {
+  return conn.CopyOut(sql, [&](std::string_view line) -> Status {
     pg::SplitCopyFields(line, fields);
     int64_t id = 0;
-    if (fields.size() != m.naturals_ + 1 || !ParseId(fields[0], id))
-      m.exact_ = false;
+    if (fields.size() != naturals + 1 || !ParseId(fields[0], id)) exact = false;
     // A duplicate id would make the canonical LEFT JOIN yield a row twice: not this path's job
     // (the stream is read to its end all the same: the snapshot's transaction stays usable).
-    if (!m.ids_.empty() && id <= m.ids_.back()) m.exact_ = false;
-    if (!m.exact_) return Status::Ok();
-    m.ids_.push_back(id);
+    if (!ids.empty() && id <= ids.back()) exact = false;
+    if (!exact) return Status::Ok();
+    ids.push_back(id);
     for (size_t k = 1; k < fields.size(); ++k) {
-      m.offsets_.push_back(static_cast<uint32_t>(m.text_.size()));
-      m.text_.append(fields[k]);
+      offsets.push_back(static_cast<uint32_t>(text.size()));
+      text.append(fields[k]);
     }
-    m.offsets_.push_back(static_cast<uint32_t>(m.text_.size()));
-    if (m.text_.size() > UINT32_MAX / 2) m.exact_ = false;  // offsets are 32-bit
+    offsets.push_back(static_cast<uint32_t>(text.size()));
+    if (text.size() > UINT32_MAX / 2) exact = false;  // offsets are 32-bit
     return Status::Ok();
-  }));
+  });
+}
+
+Result<LookupMap> LookupMap::Load(pg::Connection& conn, const std::string& schema, const JoinSpec& join) {
+  LookupRows rows;
+  LD_RETURN_IF_ERROR(rows.ReadFrom(conn, schema, join));
+  return FromRows(std::move(rows));
+}
+
+LookupMap LookupMap::FromRows(LookupRows rows) {
+  LookupMap m;
+  m.naturals_ = rows.naturals;
+  m.exact_ = rows.exact;
+  m.ids_ = std::move(rows.ids);
+  m.offsets_ = std::move(rows.offsets);
+  m.text_ = std::move(rows.text);
   m.ids_.shrink_to_fit();
   m.offsets_.shrink_to_fit();
   m.text_.shrink_to_fit();
   if (m.exact_) m.BuildDenseIndex();
   if (m.exact_) m.BuildInlineSlots();
   return m;
+}
+
+Result<LookupMap> LookupCache::Load(pg::Connection& conn, const std::string& schema, const JoinSpec& join) {
+  const std::string key = fmt::format("{}\t{}\t{}\t{}", schema, join.lookup_table, join.lookup_id,
+                                      fmt::join(join.natural, "\t"));
+  auto it = entries_.find(key);
+  if (it != entries_.end() && !it->second.rows.ids.empty()) {
+    Entry& e = it->second;
+    const int64_t highest = e.rows.ids.back();
+    const std::string id = pg::QuoteIdent(join.lookup_id);
+    Result<pg::Rows> kept = conn.Exec(fmt::format(
+        "SELECT count(*), coalesce(sum({0}::bigint >> 32), 0), coalesce(sum({0}::bigint & 4294967295), 0) FROM {1} "
+        "WHERE {0} <= {2}",
+        id, pg::Qualified(schema, join.lookup_table), highest));
+    if (!kept.ok()) {
+      entries_.erase(it);
+      return kept.status();
+    }
+    if (static_cast<uint64_t>(kept->GetInt(0, 0)) == e.rows.ids.size() && kept->GetInt(0, 1) == e.high_sum &&
+        kept->GetInt(0, 2) == e.low_sum) {
+      const size_t before = e.rows.ids.size();
+      Status read = e.rows.ReadFrom(conn, schema, join, highest);
+      if (!read.ok() || !e.rows.exact) {
+        entries_.erase(it);
+        if (!read.ok()) return read;
+        return Load(conn, schema, join);  // read whole: the map says why it is not exact
+      }
+      for (size_t r = before; r < e.rows.ids.size(); ++r) e.Add(e.rows.ids[r]);
+      ++extensions_;
+      rows_read_ += e.rows.ids.size() - before;
+      return LookupMap::FromRows(e.rows);
+    }
+    entries_.erase(it);
+  }
+  Entry e;
+  LD_RETURN_IF_ERROR(e.rows.ReadFrom(conn, schema, join));
+  ++full_reads_;
+  rows_read_ += e.rows.ids.size();
+  if (!e.rows.exact) return LookupMap::FromRows(std::move(e.rows));
+  for (int64_t v : e.rows.ids) e.Add(v);
+  LookupMap map = LookupMap::FromRows(e.rows);
+  entries_[key] = std::move(e);
+  return map;
 }
 
 void LookupMap::BuildInlineSlots() {

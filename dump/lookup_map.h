@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,11 +35,28 @@
 
 namespace ledgerdiff::dump {
 
+// A lookup table's rows as read: ids strictly ascending, each row's natural fields' COPY text.
+struct LookupRows {
+  size_t naturals = 0;
+  // False when the rows can't be mapped exactly (a duplicate or non-integer id, over 2 GB of
+  // keys); the rows are then incomplete.
+  bool exact = true;
+  std::vector<int64_t> ids;
+  std::vector<uint32_t> offsets;  // naturals + 1 per row into text
+  std::string text;
+  // Appends the rows of `join`'s table with ids above `above` (every row: std::nullopt), in
+  // ascending id order, as read on `conn` (in its snapshot).
+  Status ReadFrom(pg::Connection& conn, const std::string& schema, const JoinSpec& join,
+                  std::optional<int64_t> above = std::nullopt);
+};
+
 // One lookup table's (id, natural key) rows, sorted by id.
 class LookupMap {
  public:
   // Reads `table` of `schema` (id column, natural columns as text) on `conn`.
   static Result<LookupMap> Load(pg::Connection& conn, const std::string& schema, const JoinSpec& join);
+  // The map of rows already read.
+  static LookupMap FromRows(LookupRows rows);
   // The natural key's COPY text fields of `id`, or nullptr when there is no such row.
   // REQUIRES: out has room for natural.size() entries.
   bool Find(int64_t id, std::string_view* out) const;
@@ -82,6 +100,37 @@ class LookupMap {
   std::vector<uint32_t> slot_of_;
   std::vector<uint32_t> offsets_;  // naturals_ + 1 per row into text_
   std::string text_;
+};
+
+// Lookup rows kept from one digest of a source to the next (verify-range --follow's cycles:
+// history_accounts grows by a few rows per ledger and is read whole otherwise). Load checks, in
+// the reading connection's snapshot, that the rows at or below the highest id kept are still
+// the ones kept (their count and the sum of their ids: an id committed late below the highest,
+// or deleted, changes them), then reads only the rows above it; when the check fails it reads
+// the table whole again. A natural key changed in place under a kept id is not seen here: the
+// follower's scrub digests without a cache. Not thread-safe: one digest at a time per cache.
+class LookupCache {
+ public:
+  // The map of `join`'s table in `conn`'s snapshot, the same rows LookupMap::Load reads.
+  Result<LookupMap> Load(pg::Connection& conn, const std::string& schema, const JoinSpec& join);
+  // Loads that read the table whole, loads that read only the rows above the kept ones, and
+  // the rows read in all.
+  uint64_t full_reads() const { return full_reads_; }
+  uint64_t extensions() const { return extensions_; }
+  uint64_t rows_read() const { return rows_read_; }
+
+ private:
+  struct Entry {
+    LookupRows rows;
+    // Sums of rows.ids' high and low 32 bits (each fits: under 2^31 rows).
+    int64_t high_sum = 0, low_sum = 0;
+    void Add(int64_t id) {
+      high_sum += id >> 32;
+      low_sum += id & 0xffffffff;
+    }
+  };
+  std::map<std::string, Entry> entries_;  // by schema, table, id column and natural columns
+  uint64_t full_reads_ = 0, extensions_ = 0, rows_read_ = 0;
 };
 
 // Which rows of one LookupMap some resolved history row referenced. Any number of threads mark

@@ -399,6 +399,7 @@ class Follower {
     VerifyRangeOptions v = CycleOptions(range);
     const std::string name = SegmentName(range);
     v.out = (fs::path(segments_dir_) / name).string();
+    v.lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]};
     LD_ASSIGN_OR_RETURN(VerifyRangeReport r, RunVerifyRange(v, reporter_));
     cycle.compared = range;
     cycle.rows_left += r.diff.rows_compared_left;
@@ -523,6 +524,9 @@ class Follower {
   const std::string segments_dir_;
   std::unique_ptr<DirLock> lock_;
   FollowState state_;
+  // Each side's lookup rows, kept from one cycle's new ledgers to the next (the scrub reads
+  // whole tables: it sees a natural key changed in place, which the caches do not).
+  dump::LookupCache lookup_caches_[2];
 };
 
 }  // namespace

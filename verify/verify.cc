@@ -505,6 +505,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.allow_gaps = o.allow_gaps;
   dopt.allow_empty = o.allow_empty;
   dopt.outside_rows = o.outside_rows;
+  dopt.lookup_caches = o.lookup_caches;
   dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
   std::optional<ComparisonManifest> manifest;
   std::unique_ptr<dump::Checkpoint> checkpoint;

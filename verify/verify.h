@@ -156,6 +156,7 @@ struct VerifyRangeOptions {
   std::string out;
   // diff::DiffOptions::outside_rows (verify-range --follow counts only the rows without a ledger).
   diff::DiffOptions::OutsideRows outside_rows = diff::DiffOptions::OutsideRows::kAll;
+  std::array<dump::LookupCache*, 2> lookup_caches{};  // diff::DiffOptions::lookup_caches
   // Continue the interrupted run whose checkpoint is OUT.partial (same range, shard, profile,
   // schemas and databases): its ledgers are compared from it, not digested again.
   bool resume = false;
