@@ -283,6 +283,28 @@ void ApplyHelpConventions(CLI::App& app) {
   }
 }
 
+std::string OptionMissingItsValue(const CLI::App& app, int argc, const char* const* argv) {
+  const char* command = CommandArgument(argc, argv);
+  if (command == nullptr) return "";
+  const CLI::App* sub = nullptr;
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (s->get_name() == command) sub = s;
+  if (sub == nullptr) return "";
+  auto option = [&](std::string_view arg) -> const CLI::Option* {
+    if (arg.size() < 3 || arg.substr(0, 2) != "--" || arg.find('=') != std::string_view::npos) return nullptr;
+    return sub->get_option_no_throw(std::string(arg));
+  };
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::string_view(argv[i]) == "--") break;  // what follows is positional
+    const CLI::Option* opt = option(argv[i]);
+    if (opt == nullptr || opt->get_expected_min() == 0) continue;  // not an option, or a flag (or its value optional)
+    if (option(argv[i + 1]) != nullptr)
+      return fmt::format("{}: {} needs a value, but the next argument is the option {} (ledgerdiff {} --help)", command,
+                         argv[i], argv[i + 1], command);
+  }
+  return "";
+}
+
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, const char* const* argv) {
   const std::vector<std::string> commands = VisibleCommandNames(app);
   const char* command = CommandArgument(argc, argv);

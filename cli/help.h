@@ -49,4 +49,9 @@ void ApplyHelpConventions(CLI::App& app);
 // option and lists the commands when none was given; otherwise CLI11's message.
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, const char* const* argv);
 
+// The one-line message when an option that takes a value is followed by another of the command's
+// options instead ("--schema --range 2:9": CLI11 would take "--range" as the schema's name),
+// else "". Checked before parsing.
+std::string OptionMissingItsValue(const CLI::App& app, int argc, const char* const* argv);
+
 }  // namespace ledgerdiff::cli

@@ -299,6 +299,10 @@ int main(int argc, char** argv) {
     entries.push_back(std::move(e));
   }
   ApplyHelpConventions(app);
+  if (std::string missing = OptionMissingItsValue(app, argc, argv); !missing.empty()) {
+    fmt::print(stderr, "ledgerdiff: {}\n", missing);
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

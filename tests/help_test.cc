@@ -190,6 +190,16 @@ TEST(Help, UsageErrorsSayWhatWasMeant) {
   CliResult word = RunCli({"verify", "--workers", "many"});
   EXPECT_EQ(word.exit_code, 2);
   EXPECT_EQ(word.err, "ledgerdiff: verify: --workers takes a whole number of 0 or more, not 'many'\n");
+
+  // An option's value forgotten: the next option is not taken as the value.
+  CliResult swallowed = RunCli({"digest", "--schema", "--range", "2:9"});
+  EXPECT_EQ(swallowed.exit_code, 2);
+  EXPECT_EQ(swallowed.err,
+            "ledgerdiff: digest: --schema needs a value, but the next argument is the option --range (ledgerdiff "
+            "digest --help)\n");
+  CliResult last = RunCli({"verify-range", "--left", "a", "--right", "b", "--range", "2:9", "--left-schema"});
+  EXPECT_EQ(last.exit_code, 2);
+  EXPECT_NE(last.err.find("--left-schema"), std::string::npos) << last.err;
 }
 
 // --format json: a failure past the flags still prints a JSON document (verdict "error", the
