@@ -329,6 +329,8 @@ Action SetupSelftest(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
     ctx.Announce(db->target());
+    f->options.reconnect_flags = ReconnectFlags(*db);
+    f->options.database_removed_on_exit = db->ephemeral();
     LD_ASSIGN_OR_RETURN(auto report, verify::RunSelftest(db->conninfo(), f->options, ctx.reporter()));
     report.target = db->target();
     Outcome out{report.passed() ? 0 : 1, report::RenderSelftestText(report), report::SelftestReportToJson(report),

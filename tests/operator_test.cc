@@ -403,6 +403,31 @@ TEST(Interrupt, CtrlCOfAVerifyOnANamedDatabaseNamesTheSchemasThatStayAndHowToDro
   EXPECT_FALSE(SchemaExists(TestConninfo(), "ld_" + id + "_serial"));
 }
 
+// selftest runs a verify per case: its Ctrl-C names selftest's schemas (the shared serial one and
+// the current case's) and how to drop them, not a verify to resume.
+TEST(Interrupt, CtrlCOfASelftestNamesItsSchemasNotAVerifyToResume) {
+  Scratch scratch;
+  const fs::path err = scratch / "stderr";
+  testing::SpawnOptions so;
+  so.stderr_path = err.string();
+  const pid_t pid = testing::SpawnCli({"selftest", "--db", TestConninfo(), "--range", "2:401"}, so);
+  ASSERT_TRUE(AwaitText(err, "-> ", 300)) << testing::ReadFileBytes(err);  // a case finished
+  kill(pid, SIGINT);
+  EXPECT_EQ(testing::WaitExitCode(pid), 130);
+  const std::string text = testing::ReadFileBytes(err);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("into \"ld_(\\S+)_selftest_serial\""))) << text;
+  const std::string run = m[1];
+  const std::string line = LastLine(text);
+  EXPECT_TRUE(Contains(line, "ledgerdiff selftest: interrupted by SIGINT: selftest left its schemas")) << line;
+  EXPECT_FALSE(Contains(line, "--resume")) << line;
+  const std::string drop = DropAdvice(line);
+  EXPECT_TRUE(Contains(drop, "ledgerdiff drop --cancel --db ")) << line;
+  EXPECT_TRUE(Contains(drop, " --schema ld_" + run + "_selftest_serial --schema ld_" + run + "_")) << line;
+  EXPECT_EQ(RunAdvice(drop), 0) << drop;
+  EXPECT_FALSE(SchemaExists(TestConninfo(), "ld_" + run + "_selftest_serial"));
+}
+
 // A --keep-db cluster outlives the run, stopped: the advice names it, and works on it as it stands
 // (drop starts the cluster as any command given --keep-db does).
 TEST(Interrupt, CtrlCOfAVerifyOnAKeptClusterAdvisesCommandsThatReachTheStoppedCluster) {

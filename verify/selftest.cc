@@ -1,6 +1,9 @@
 #include "verify/selftest.h"
 
+#include <atomic>
+
 #include "core/database.h"
+#include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/ingester.h"
 #include "verify/verify.h"
@@ -60,6 +63,24 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
   // One serial ingest serves every case.
   std::string run = NewRunId();
   report.serial_schema = "ld_" + run + "_selftest_serial";
+  // Ctrl-C: in a database that outlives the process the serial schema and the current case's
+  // stay (each case's verify is told the database goes, so it does not offer to resume itself).
+  // The signal thread reads only what is immutable here and the case number.
+  std::atomic<int> current_case{0};
+  ScopedCleanup interrupted(
+      o.database_removed_on_exit
+          ? nullptr
+          : std::function<std::string()>([serial = report.serial_schema, &current_case, run, flags = o.reconnect_flags] {
+              std::vector<std::string> schemas{serial};
+              if (int n = current_case.load(); n > 0) {
+                VerifyOptions v;
+                v.run_id = fmt::format("{}_{}", run, n);
+                v.reuse_serial_schema = serial;
+                schemas.push_back(VerifySchemas(v).back());
+              }
+              return fmt::format("selftest left its schemas in the database (those created so far): drop them with `{}`",
+                                 DropSchemasCommand(flags, schemas));
+            }));
   IngestOptions serial;
   static_cast<ingest::IngestPlan&>(serial) = o;
   serial.schema = report.serial_schema;
@@ -83,6 +104,8 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     v.reuse_serial_schema = report.serial_schema;
     v.max_rows = 5;
     v.run_id = fmt::format("{}_{}", run, ++n);
+    v.database_removed_on_exit = true;  // the interrupt is selftest's to describe (above)
+    current_case.store(n);
     v.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
     auto t = std::chrono::steady_clock::now();
     auto r = RunVerify(conninfo, v, reporter);

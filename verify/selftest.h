@@ -28,6 +28,9 @@ struct SelftestOptions : ingest::IngestPlan {
   SelftestOptions() { range = {2, 2001}; }
   std::string table_profile = "horizon";
   std::string worker_binary;
+  // As VerifyOptions's: what an interrupt leaves behind is said with these.
+  std::string reconnect_flags;
+  bool database_removed_on_exit = false;
 };
 
 struct SelftestCase {

@@ -103,16 +103,6 @@ std::string ResumeHintOfVerify(std::string error, const std::string& side_run_id
   return error;
 }
 
-// How to drop the schemas a verify leaves in a database that outlives it: `ledgerdiff drop`
-// refuses what ledgerdiff did not create, --cancel gives up the run an interrupt left marked
-// running, and the run's own flags reach the database.
-std::string DropSchemasCommand(const std::string& reconnect_flags, const std::vector<std::string>& schemas) {
-  std::string cmd = "ledgerdiff drop --cancel";
-  if (!reconnect_flags.empty()) cmd += " " + reconnect_flags;
-  for (const std::string& s : schemas) cmd += " --schema " + ShellQuote(s, ShellQuoting::kWhenNeeded);
-  return cmd;
-}
-
 std::string QuotedList(const std::vector<std::string>& names) {
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) out += (i ? ", \"" : "\"") + names[i] + "\"";
@@ -188,6 +178,13 @@ std::string SideSchema(const std::string& run_id, bool serial) {
 }
 
 }  // namespace
+
+std::string DropSchemasCommand(const std::string& reconnect_flags, const std::vector<std::string>& schemas) {
+  std::string cmd = "ledgerdiff drop --cancel";
+  if (!reconnect_flags.empty()) cmd += " " + reconnect_flags;
+  for (const std::string& s : schemas) cmd += " --schema " + ShellQuote(s, ShellQuoting::kWhenNeeded);
+  return cmd;
+}
 
 std::vector<std::string> VerifySchemas(const VerifyOptions& o) {
   const std::string& run_id = o.resume_run.empty() ? o.run_id : o.resume_run;

@@ -71,6 +71,11 @@ Status ValidateVerifyOptions(const VerifyOptions& options);
 // The run is options.resume_run, else options.run_id. REQUIRES: one of them is set.
 std::vector<std::string> VerifySchemas(const VerifyOptions& options);
 
+// How to drop the schemas a run leaves in a database that outlives it: `ledgerdiff drop`
+// refuses what ledgerdiff did not create, --cancel gives up the run an interrupt left marked
+// running, and the run's own flags (VerifyOptions::reconnect_flags) reach the database.
+std::string DropSchemasCommand(const std::string& reconnect_flags, const std::vector<std::string>& schemas);
+
 // A baseline of the built-in ingester records the density and seed it generated (manifest header
 // key "workload"); against a run of the built-in ingester with another one every ledger would be
 // divergent, so it is refused: a Usage error naming the baseline and both densities (or seeds).
