@@ -37,7 +37,7 @@ nlohmann::json RunStatusToJson(const ingest::RunStatus& s, const Database& db) {
   for (const auto& j : s.failed_jobs) failed.push_back(JobJson(j));
   return {{"run_id", s.run_id},
           {"schema", s.schema},
-          {"state", s.state},
+          {"state", ingest::ToString(s.state)},
           {"mode", s.mode},
           {"error", s.error.empty() ? nlohmann::json() : nlohmann::json(s.error)},
           {"range", {{"from", s.range.from}, {"to", s.range.to}}},
@@ -78,7 +78,7 @@ std::string RunStatusText(const ingest::RunStatus& s) {
   }
   std::string out = fmt::format(
       "{}  {:<7}  schema \"{}\"  ledgers {}  jobs {}/{} done, {} running, {} pending, {} failed{}  {}  created {}\n",
-      s.run_id, s.state, s.schema, s.range.str(), s.counts.done, s.counts.total(), s.counts.running, s.counts.pending,
+      s.run_id, ingest::ToString(s.state), s.schema, s.range.str(), s.counts.done, s.counts.total(), s.counts.running, s.counts.pending,
       s.counts.failed, s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers,
       s.created_at);
   for (const auto& j : s.stale_jobs)
@@ -91,18 +91,18 @@ std::string RunStatusText(const ingest::RunStatus& s) {
   for (const auto& j : s.failed_jobs)
     out += fmt::format("    job {} [{}] failed after {}: {}\n", j.job_id, j.range.str(), FormatCountOf(j.attempt, "attempt"),
                        j.error.empty() ? "no error recorded" : j.error);
-  if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == "cancelled" ? "cancelled" : "error", s.error);
+  if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == ingest::RunState::kCancelled ? "cancelled" : "error", s.error);
   return out;
 }
 
 // wait's exit code and error line for a run that is no longer running.
 Outcome SettledOutcome(const ingest::RunStatus& s, const Database& db) {
-  Outcome out{s.state == "done" ? 0 : 1, db.target({s.schema}).Line() + "\n" + RunStatusText(s),
+  Outcome out{s.state == ingest::RunState::kDone ? 0 : 1, db.target({s.schema}).Line() + "\n" + RunStatusText(s),
               RunStatusToJson(s, db), ""};
-  if (s.state == "cancelled")
+  if (s.state == ingest::RunState::kCancelled)
     out.error = fmt::format("run {} was cancelled{}", s.run_id, s.error.empty() ? "" : " (" + s.error + ")");
-  else if (s.state != "done")
-    out.error = fmt::format("run {} {}{}", s.run_id, s.state, s.error.empty() ? "" : ": " + s.error);
+  else if (s.state != ingest::RunState::kDone)
+    out.error = fmt::format("run {} {}{}", s.run_id, ingest::ToString(s.state), s.error.empty() ? "" : ": " + s.error);
   return out;
 }
 
@@ -313,7 +313,7 @@ Action SetupDrop(CLI::App* sub) {
       if (f->cancel) {
         LD_ASSIGN_OR_RETURN(std::vector<ingest::RunStatus> runs, ingest::ListRuns(*conn));
         for (const auto& run : runs) {
-          if (run.schema != schema || run.state != "running") continue;
+          if (run.schema != schema || run.state != ingest::RunState::kRunning) continue;
           LD_RETURN_IF_ERROR(ingest::CancelRun(*conn, run.run_id).status());
           cancelled.push_back(run.run_id);
         }

@@ -19,11 +19,18 @@ namespace {
 
 std::string T(const char* table) { return pg::Qualified(kControlSchema, table); }
 
-RunStatus RowToStatus(const pg::Rows& rows, int i) {
+// The run's state as stored, a Runtime error naming it when no release wrote it.
+Result<RunState> StoredRunState(std::string_view text, std::string_view run_id) {
+  std::optional<RunState> state = ParseRunState(text);
+  if (!state) return Status::Runtimef("run {} has an unknown state \"{}\"", run_id, text);
+  return *state;
+}
+
+Result<RunStatus> RowToStatus(const pg::Rows& rows, int i) {
   RunStatus s;
   s.run_id = std::string(rows.Get(i, 0));
   s.schema = std::string(rows.Get(i, 1));
-  s.state = std::string(rows.Get(i, 2));
+  LD_ASSIGN_OR_RETURN(s.state, StoredRunState(rows.Get(i, 2), s.run_id));
   s.range = {static_cast<Ledger>(rows.GetInt(i, 3)), static_cast<Ledger>(rows.GetInt(i, 4))};
   s.job_size = static_cast<uint32_t>(rows.GetInt(i, 5));
   s.created_at = std::string(rows.Get(i, 6));
@@ -51,15 +58,15 @@ Status FillDetails(pg::Connection& conn, RunStatus& s) {
   if (s.counts.running + s.counts.failed > 0) {
     LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, s.run_id));
     for (auto& j : jobs) {
-      if (j.state == "failed") s.failed_jobs.push_back(j);
-      if (j.state != "running") continue;
+      if (j.state == JobState::kFailed) s.failed_jobs.push_back(j);
+      if (j.state != JobState::kRunning) continue;
       if (j.heartbeat_age_s > s.job_timeout_s || !j.session_alive)
         s.stale_jobs.push_back(j);
       else
         fresh_job = true;
     }
   }
-  if (s.state != "running") {
+  if (s.state != RunState::kRunning) {
     s.liveness = Liveness::kNotRunning;
   } else if (s.worker_counts.joined == 0 && s.workers.empty()) {
     s.liveness = Liveness::kNeverHadWorker;
@@ -81,10 +88,10 @@ std::string FailedJobsReason(const std::vector<JobRow>& failed) {
 }
 
 // The message of a run that is not done.
-std::string NotDoneMessage(const std::string& run_id, const std::string& state, const std::string& error) {
-  if (state == "cancelled")
+std::string NotDoneMessage(const std::string& run_id, RunState state, const std::string& error) {
+  if (state == RunState::kCancelled)
     return fmt::format("run {} was cancelled{}", run_id, error.empty() ? "" : " (" + error + ")");
-  return fmt::format("run {} {}{}", run_id, state, error.empty() ? "" : ": " + error);
+  return fmt::format("run {} {}{}", run_id, ToString(state), error.empty() ? "" : ": " + error);
 }
 
 }  // namespace
@@ -142,7 +149,7 @@ Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) 
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT {} FROM {} r WHERE run_id = $1", kRunColumns, T("runs")), {run_id}));
   if (rows.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
-  RunStatus s = RowToStatus(rows, 0);
+  LD_ASSIGN_OR_RETURN(RunStatus s, RowToStatus(rows, 0));
   LD_RETURN_IF_ERROR(FillDetails(conn, s));
   return s;
 }
@@ -154,21 +161,22 @@ Result<std::vector<RunStatus>> ListRuns(pg::Connection& conn) {
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT {} FROM {} r ORDER BY created_at DESC, run_id",
                                                             kRunColumns, T("runs"))));
   for (int i = 0; i < rows.size(); ++i) {
-    out.push_back(RowToStatus(rows, i));
+    LD_ASSIGN_OR_RETURN(RunStatus s, RowToStatus(rows, i));
+    out.push_back(std::move(s));
     LD_RETURN_IF_ERROR(FillDetails(conn, out.back()));
   }
   return out;
 }
 
-Result<std::string> SettleRun(pg::Connection& conn, const std::string& run_id) {
+Result<RunState> SettleRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
   // One settler at a time: the others wait here and then find the run settled.
   LD_ASSIGN_OR_RETURN(pg::Rows run,
                       conn.Exec(fmt::format("SELECT state, spec::text FROM {} WHERE run_id = $1 FOR UPDATE", T("runs")),
                                 {run_id}));
   if (run.size() != 1) return Status::Usagef("no run {} in the job table", run_id);
-  std::string state(run.Get(0, 0));
-  if (state != "running") {
+  LD_ASSIGN_OR_RETURN(RunState state, StoredRunState(run.Get(0, 0), run_id));
+  if (state != RunState::kRunning) {
     LD_RETURN_IF_ERROR(tx.Commit());
     return state;
   }
@@ -178,8 +186,8 @@ Result<std::string> SettleRun(pg::Connection& conn, const std::string& run_id) {
     LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, run_id));
     std::vector<JobRow> failed;
     for (const auto& j : jobs)
-      if (j.state == "failed") failed.push_back(j);
-    state = "failed";
+      if (j.state == JobState::kFailed) failed.push_back(j);
+    state = RunState::kFailed;
     error = FailedJobsReason(failed);
   } else if (counts.pending + counts.running > 0 || counts.cancelled > 0) {
     LD_RETURN_IF_ERROR(tx.Commit());
@@ -191,7 +199,7 @@ Result<std::string> SettleRun(pg::Connection& conn, const std::string& run_id) {
     LD_ASSIGN_OR_RETURN(RunSpec spec, RunSpec::FromJson(j));
     Status intact = CheckRunOwnsSchema(conn, spec);
     if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(conn, spec);
-    state = intact.ok() ? "done" : "failed";
+    state = intact.ok() ? RunState::kDone : RunState::kFailed;
     error = intact.ok() ? "" : intact.message();
   }
   LD_RETURN_IF_ERROR(SetRunState(conn, run_id, state, error));
@@ -225,7 +233,7 @@ WorkerOutcome RunDistributedWorker(const std::string& conninfo, const std::strin
       if (lost.ok()) {
         for (const auto& j : *lost)
           reporter.Note(fmt::format("job {} [{}] of {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
-                                    j.state == "failed" ? "out of retries" : "requeued"));
+                                    j.state == JobState::kFailed ? "out of retries" : "requeued"));
       }
       (void)SettleRun(conn, run_id);  // a job out of retries stops every worker's claims
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -246,8 +254,8 @@ WorkerOutcome RunDistributedWorker(const std::string& conninfo, const std::strin
   }
   auto state = SettleRun(**control, run_id);
   if (!state.ok()) return fail(state.status());
-  if (*state == "done") return {0, ""};
-  if (*state == "running") return fail(Status::Runtimef("run {} still has unfinished jobs", run_id));
+  if (*state == RunState::kDone) return {0, ""};
+  if (*state == RunState::kRunning) return fail(Status::Runtimef("run {} still has unfinished jobs", run_id));
   auto row = FindRun(**control, run_id);
   return {1, NotDoneMessage(run_id, *state, row.ok() && *row ? (*row)->error : "")};
 }
@@ -269,11 +277,12 @@ Result<CancelReport> CancelRun(pg::Connection& conn, const std::string& run_id) 
                                               T("runs")),
                                   {run_id}));
     if (run.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
-    const std::string state(run.Get(0, 0)), error(run.Get(0, 1));
-    if (state != "running")
-      return Status::Usagef("run {} is already {}{}; there is nothing to cancel", run_id, state,
+    const std::string error(run.Get(0, 1));
+    LD_ASSIGN_OR_RETURN(const RunState state, StoredRunState(run.Get(0, 0), run_id));
+    if (state != RunState::kRunning)
+      return Status::Usagef("run {} is already {}{}; there is nothing to cancel", run_id, ToString(state),
                             error.empty() ? "" : " (" + error + ")");
-    LD_RETURN_IF_ERROR(SetRunState(conn, run_id, "cancelled", "cancelled by `ledgerdiff cancel`"));
+    LD_RETURN_IF_ERROR(SetRunState(conn, run_id, RunState::kCancelled, "cancelled by `ledgerdiff cancel`"));
     // The fence: a running attempt's FinishJob requires its job to be running.
     LD_ASSIGN_OR_RETURN(
         pg::Rows fenced,
@@ -307,7 +316,7 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
   LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
   LD_RETURN_IF_ERROR(EnsureControlSchema(conn));
   for (;;) {
-    LD_ASSIGN_OR_RETURN(std::string state, SettleRun(conn, run_id));
+    LD_ASSIGN_OR_RETURN(RunState state, SettleRun(conn, run_id));
     LD_ASSIGN_OR_RETURN(RunStatus s, GetRunStatus(conn, run_id));
     if (last_status) *last_status = s;
     std::string workers;
@@ -329,7 +338,7 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
         s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers, stale);
     if (line != last) reporter.Note(line);
     last = line;
-    if (state != "running") return s;
+    if (state != RunState::kRunning) return s;
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (timeout_s > 0 && waited >= timeout_s)
@@ -374,9 +383,9 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
   report.job_size = spec.job_size;
   report.workers = static_cast<uint32_t>(status.workers.size());
   // SettleRun made the end-of-run checks before the run could be done.
-  if (status.state != "done") {
+  if (status.state != RunState::kDone) {
     report.error = NotDoneMessage(spec.run_id, status.state, status.error);
-    if (status.state == "failed")
+    if (status.state == RunState::kFailed)
       report.error += options.keep_database ? ResumeHint(options, spec.run_id, spec.range.str())
                                             : " (continue it with --resume)";
   }
@@ -388,7 +397,7 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
   report.ledgers = status.counts.ledgers_done;
   for (const auto& j : jobs) {
     if (j.attempt > 1) ++report.retried_jobs;
-    if (j.state == "failed") report.failed_jobs.push_back(j);
+    if (j.state == JobState::kFailed) report.failed_jobs.push_back(j);
   }
   LD_ASSIGN_OR_RETURN(report.rows_per_table, CountRowsInRange(*conn, spec.schema, spec.range));
   for (const auto& [table, n] : report.rows_per_table) report.rows += n;

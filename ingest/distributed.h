@@ -45,7 +45,8 @@ enum class Liveness {
 const char* LivenessName(Liveness liveness);
 
 struct RunStatus {
-  std::string run_id, schema, state;  // state: running | done | failed | cancelled | aborted
+  std::string run_id, schema;
+  RunState state = RunState::kRunning;
   std::string mode;                   // planned | orchestrated
   std::string error;                  // why the run failed or was cancelled ("" otherwise)
   LedgerRange range;
@@ -82,7 +83,7 @@ Result<std::vector<RunStatus>> ListRuns(pg::Connection& conn);
 // (CheckRunOwnsSchema, and CheckRowsMatchJobs unless unsafe commits are planned), then done, or
 // failed with the check's message. Under a row lock of the run: concurrent settlers check once.
 // Returns the state afterwards.
-Result<std::string> SettleRun(pg::Connection& conn, const std::string& run_id);
+Result<RunState> SettleRun(pg::Connection& conn, const std::string& run_id);
 
 struct WorkerOutcome {
   // 0 the run is complete; 1 it failed or was cancelled (`message` says why, with the failed

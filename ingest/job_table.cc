@@ -15,12 +15,14 @@ std::string Str(int64_t v) { return std::to_string(v); }
 
 // Rows of (job_id, range_from, range_to, state, attempt, worker, worker_pid, backend_pid, error,
 // rows, stage[, heartbeat age in s or -1, session alive]), in that column order.
-std::vector<JobRow> JobRows(const pg::Rows& rows) {
+Result<std::vector<JobRow>> JobRows(const pg::Rows& rows) {
   std::vector<JobRow> out;
   for (int i = 0; i < rows.size(); ++i) {
+    const std::optional<JobState> state = ParseJobState(rows.Get(i, 3));
+    if (!state) return Status::Runtimef("job {} has an unknown state \"{}\"", rows.Get(i, 0), rows.Get(i, 3));
     JobRow j{static_cast<uint32_t>(rows.GetInt(i, 0)),
              {static_cast<Ledger>(rows.GetInt(i, 1)), static_cast<Ledger>(rows.GetInt(i, 2))},
-             std::string(rows.Get(i, 3)),
+             *state,
              static_cast<uint32_t>(rows.GetInt(i, 4)),
              std::string(rows.Get(i, 5)),
              static_cast<int>(rows.GetInt(i, 6)),
@@ -64,9 +66,16 @@ Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
 
 namespace {
 
-// The states a run and a job may take (the CHECK constraints of runs.state and jobs.state).
-constexpr const char* kRunStates = "'running', 'done', 'failed', 'aborted', 'cancelled'";
-constexpr const char* kJobStates = "'pending', 'running', 'done', 'failed', 'cancelled'";
+// The states a run and a job may take, as SQL literals (the CHECK constraints of runs.state and
+// jobs.state).
+template <typename Enum, size_t N>
+std::string StateLiterals(const std::array<Enum, N>& all) {
+  std::string out;
+  for (Enum e : all) out += fmt::format("{}'{}'", out.empty() ? "" : ", ", ToString(e));
+  return out;
+}
+const std::string kRunStateLiterals = StateLiterals(kRunStates);
+const std::string kJobStateLiterals = StateLiterals(kJobStates);
 
 // The worker registry, added after the first release: created by every EnsureControlSchema.
 std::string WorkersTableDdl() {
@@ -113,7 +122,8 @@ Status MigrateControlSchema(pg::Connection& conn) {
       LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", T(c.table), c.name, c.type)));
   }
   // The state checks learnt 'cancelled'.
-  for (const auto& [table, states] : {std::pair<const char*, const char*>{"runs", kRunStates}, {"jobs", kJobStates}}) {
+  for (const auto& [table, states] :
+       {std::pair<const char*, const std::string&>{"runs", kRunStateLiterals}, {"jobs", kJobStateLiterals}}) {
     LD_ASSIGN_OR_RETURN(pg::Rows checks,
                         conn.Exec("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
                                   "to_regclass($1) AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%state%'",
@@ -216,7 +226,7 @@ CREATE TABLE {attempts} (
 );)",
                                 fmt::arg("s", pg::QuoteIdent(kControlSchema)), fmt::arg("runs", T("runs")),
                                 fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
-                                fmt::arg("run_states", kRunStates), fmt::arg("job_states", kJobStates));
+                                fmt::arg("run_states", kRunStateLiterals), fmt::arg("job_states", kJobStateLiterals));
   LD_RETURN_IF_ERROR(conn.Run(sql + WorkersTableDdl()).With("create the control schema"));
   return tx.Commit();
 }
@@ -266,18 +276,20 @@ Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& r
                                             T("runs")),
                                 {run_id}));
   if (rows.size() == 0) return std::optional<RunRow>();
-  return std::optional<RunRow>(RunRow{std::string(rows.Get(0, 0)), std::string(rows.Get(0, 1)),
-                                      std::string(rows.Get(0, 2)), std::string(rows.Get(0, 3)),
-                                      std::string(rows.Get(0, 4)), static_cast<uint32_t>(rows.GetInt(0, 5))});
+  const std::optional<RunState> state = ParseRunState(rows.Get(0, 2));
+  if (!state) return Status::Runtimef("run {} has an unknown state \"{}\"", run_id, rows.Get(0, 2));
+  return std::optional<RunRow>(RunRow{std::string(rows.Get(0, 0)), std::string(rows.Get(0, 1)), *state,
+                                      std::string(rows.Get(0, 3)), std::string(rows.Get(0, 4)),
+                                      static_cast<uint32_t>(rows.GetInt(0, 5))});
 }
 
-Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state,
-                   const std::string& error) {
+Status SetRunState(pg::Connection& conn, const std::string& run_id, RunState state, const std::string& error) {
+  const bool running = state == RunState::kRunning;
   return conn
       .Exec(fmt::format("UPDATE {} SET state = $2, finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END, "
                         "error = nullif($3, '') WHERE run_id = $1 AND state <> 'cancelled'",
                         T("runs")),
-            {run_id, state, state == "running" ? std::string() : error})
+            {run_id, std::string(ToString(state)), running ? std::string() : error})
       .status();
 }
 
@@ -427,7 +439,7 @@ SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coale
       fmt::arg("lost_connection", ToString(Detector::kLostConnection)));
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, worker, why, orchestrator_instance,
                                                      std::string(ToString(worker_detector))}));
-  std::vector<JobRow> out = JobRows(rows);
+  LD_ASSIGN_OR_RETURN(std::vector<JobRow> out, JobRows(rows));
   for (int i = 0; i < rows.size(); ++i) out[static_cast<size_t>(i)].detector = ParseDetector(rows.Get(i, 11));
   return out;
 }
@@ -453,16 +465,27 @@ Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id) {
                                 {run_id}));
   RunCounts c;
   for (int i = 0; i < rows.size(); ++i) {
-    auto state = rows.Get(i, 0);
-    auto n = static_cast<uint32_t>(rows.GetInt(i, 1));
-    if (state == "pending") c.pending = n;
-    if (state == "running") c.running = n;
-    if (state == "done") {
-      c.done = n;
-      c.ledgers_done = static_cast<uint64_t>(rows.GetInt(i, 2));
+    const std::optional<JobState> state = ParseJobState(rows.Get(i, 0));
+    if (!state) return Status::Runtimef("run {}: a job has an unknown state \"{}\"", run_id, rows.Get(i, 0));
+    const auto n = static_cast<uint32_t>(rows.GetInt(i, 1));
+    switch (*state) {
+      case JobState::kPending:
+        c.pending = n;
+        break;
+      case JobState::kRunning:
+        c.running = n;
+        break;
+      case JobState::kDone:
+        c.done = n;
+        c.ledgers_done = static_cast<uint64_t>(rows.GetInt(i, 2));
+        break;
+      case JobState::kFailed:
+        c.failed = n;
+        break;
+      case JobState::kCancelled:
+        c.cancelled = n;
+        break;
     }
-    if (state == "failed") c.failed = n;
-    if (state == "cancelled") c.cancelled = n;
   }
   return c;
 }
@@ -500,12 +523,16 @@ Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::st
         return Status::Runtimef("run {}: job {} attempt {} has an unknown detector \"{}\"", run_id, rows.Get(i, 0),
                                 rows.Get(i, 1), rows.Get(i, 10));
     }
+    const std::optional<AttemptOutcome> outcome = ParseAttemptOutcome(rows.Get(i, 5));
+    if (!outcome)
+      return Status::Runtimef("run {}: job {} attempt {} has an unknown outcome \"{}\"", run_id, rows.Get(i, 0),
+                              rows.Get(i, 1), rows.Get(i, 5));
     out.push_back({static_cast<uint32_t>(rows.GetInt(i, 0)),
                    static_cast<uint32_t>(rows.GetInt(i, 1)),
                    std::string(rows.Get(i, 2)),
                    std::stod(std::string(rows.Get(i, 3))),
                    std::stod(std::string(rows.Get(i, 4))),
-                   std::string(rows.Get(i, 5)),
+                   *outcome,
                    std::string(rows.Get(i, 6)),
                    {static_cast<Ledger>(rows.GetInt(i, 7)), static_cast<Ledger>(rows.GetInt(i, 8))},
                    static_cast<int>(rows.GetInt(i, 9)),

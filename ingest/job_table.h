@@ -10,8 +10,8 @@
 //   workers(run_id, worker, host, pid, slot, backend_pid, started_at, last_seen, exited_at,
 //           exit_code, error): the worker processes that joined a run, for liveness reports
 //
-// Run states: running -> done | failed | cancelled (aborted: older releases). Job states:
-// pending, running, done, failed, cancelled (fenced by `ledgerdiff cancel`).
+// Run states, job states and attempt outcomes: ingest/job_rows.h (RunState, JobState,
+// AttemptOutcome).
 //
 // Protocol (all times from the database clock, never a worker's):
 // - Claim: the lowest pending job whose not_before has passed, FOR UPDATE SKIP LOCKED; state
@@ -89,17 +89,18 @@ Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id);
 
 // A run's row without its spec.
 struct RunRow {
-  std::string run_id, schema, state, mode;
+  std::string run_id, schema;
+  RunState state;
+  std::string mode;
   std::string error;     // why it failed or was cancelled ("" otherwise)
   uint32_t resumes = 0;  // times the run was reopened to be continued (ReopenRun), e.g. by a restarted orchestrator
 };
 // nullopt when the run (or the whole job table) does not exist.
 Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id);
 
-// Marks the run's state (running | done | failed) with the reason of a failure (`error`; cleared
+// Marks the run's state (running, done or failed) with the reason of a failure (`error`; cleared
 // when running). A cancelled run is never changed: cancelling is final.
-Status SetRunState(pg::Connection& conn, const std::string& run_id, const std::string& state,
-                   const std::string& error = "");
+Status SetRunState(pg::Connection& conn, const std::string& run_id, RunState state, const std::string& error = "");
 // Removes a run and its jobs (after a successful verify).
 Status DeleteRun(pg::Connection& conn, const std::string& run_id);
 

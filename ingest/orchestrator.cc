@@ -244,7 +244,7 @@ Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) 
     if (taken)
       return Status::Usagef("--run-id {}: a run with that id exists already (schema \"{}\", {}); choose another id or "
                             "leave --run-id out",
-                            spec.run_id, taken->schema, taken->state);
+                            spec.run_id, taken->schema, ToString(taken->state));
     LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema));
     Status s = [&]() -> Status {
       LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.schema));
@@ -276,7 +276,7 @@ Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Repor
     return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
   Status reopened = WithSchemaGuard(conn, spec.schema, [&]() -> Status {
     LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(conn, run_id));
-    if (row && row->state == "cancelled")
+    if (row && row->state == RunState::kCancelled)
       return Status::Usagef("--resume {}: the run was cancelled; a cancelled run is never continued (start a new "
                             "one, e.g. with --fresh into schema \"{}\")",
                             spec.run_id, spec.schema);
@@ -296,7 +296,7 @@ Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Repor
                                              pg::Qualified(kControlSchema, "runs")),
                                  {spec.run_id})
                            .status());
-    return SetRunState(conn, spec.run_id, "running");
+    return SetRunState(conn, spec.run_id, RunState::kRunning);
   });
   LD_RETURN_IF_ERROR(reopened);
   reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
@@ -388,7 +388,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
     LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, w.name, why, pool.instance()));
     for (const auto& j : lost)
       reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
-                                j.state == "failed" ? "out of retries" : "requeued"));
+                                j.state == JobState::kFailed ? "out of retries" : "requeued"));
     if (lost.empty()) reporter.Note(why);
     LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
     if (counts.pending + counts.running > 0 && counts.failed == 0)
@@ -418,7 +418,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
       // close), so a short wait tells them apart.
       LD_ASSIGN_OR_RETURN(auto running, ListJobs(conn, spec.run_id));
       for (const auto& j : running) {
-        if (j.state != "running" || j.session_alive || j.heartbeat_age_s >= spec.job_timeout_s) continue;
+        if (j.state != JobState::kRunning || j.session_alive || j.heartbeat_age_s >= spec.job_timeout_s) continue;
         if (!j.worker.ends_with("@" + pool.instance())) continue;  // not ours: the general check below
         const WorkerProcess* w = pool.Find(j.worker);
         if (w && pool.AwaitExit(w->pid, std::chrono::milliseconds(50))) continue;  // died: reaped below
@@ -427,14 +427,14 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
                             RequeueLost(conn, spec, j.worker, why, pool.instance(), Detector::kLostConnection));
         for (const auto& l : lost)
           reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", l.job_id, l.range.str(), l.worker, why,
-                                    l.state == "failed" ? "out of retries" : "requeued"));
+                                    l.state == JobState::kFailed ? "out of retries" : "requeued"));
         if (w) pool.Kill(w->pid, SIGKILL);  // reaped next tick
       }
       for (auto& [w, how] : pool.Reap()) LD_RETURN_IF_ERROR(worker_ended(w, how));
       LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, std::nullopt, "", pool.instance()));
       for (const auto& j : lost) {
         reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
-                                  j.state == "failed" ? "out of retries" : "requeued"));
+                                  j.state == JobState::kFailed ? "out of retries" : "requeued"));
         if (const WorkerProcess* w = pool.Find(j.worker)) pool.Kill(w->pid, SIGKILL);  // reaped next tick
       }
     }
@@ -456,10 +456,10 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
       // the jobs newly done in it one by one (one snapshot: this job list).
       uint64_t done_ledgers = 0;
       for (const auto& j : jobs)
-        if (j.state == "done" && reported_done.count(j.job_id)) done_ledgers += j.range.size();
+        if (j.state == JobState::kDone && reported_done.count(j.job_id)) done_ledgers += j.range.size();
       for (const auto& j : jobs) {
-        if (j.state == "running") p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
-        if (j.state == "done" && reported_done.insert(j.job_id).second) {
+        if (j.state == JobState::kRunning) p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
+        if (j.state == JobState::kDone && reported_done.insert(j.job_id).second) {
           done_ledgers += j.range.size();
           if (generated) rows_planned_done += fixtures::EstimatedRowCount(*generated, j.range);
           if (!reporter.live())
@@ -496,7 +496,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
                                   row && !row->error.empty() ? " (" + row->error + ")" : "", spec.schema);
   } else if (aborted) {
     // Stops every worker's claims at once (the reason is completed below).
-    LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, "failed", "a job ran out of retries"));
+    LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, RunState::kFailed, "a job ran out of retries"));
     pool.StopAll(std::chrono::seconds(5));
     LD_RETURN_IF_ERROR(RequeueAllRunning(conn, spec, "stopped: another job ran out of retries"));
   } else {
@@ -522,13 +522,13 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
   Ledger restart_from = 0, restart_to = 0;
   for (const auto& j : jobs) {
     if (j.attempt > 1) ++report.retried_jobs;
-    if (j.state == "done") {
+    if (j.state == JobState::kDone) {
       report.ledgers += j.range.size();
     } else {
       if (!restart_from || j.range.from < restart_from) restart_from = j.range.from;
       restart_to = std::max(restart_to, j.range.to);
     }
-    if (j.state == "failed") report.failed_jobs.push_back(j);
+    if (j.state == JobState::kFailed) report.failed_jobs.push_back(j);
   }
   if (restart_from) report.restart_range = LedgerRange{restart_from, restart_to};
   auto counted = CountRowsInRange(conn, spec.schema, spec.range);
@@ -550,7 +550,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
                                           report.restart_range ? report.restart_range->str() : spec.range.str()));
   }
   // A cancelled run stays cancelled (SetRunState never changes it).
-  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, aborted ? "failed" : "done", report.error));
+  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, aborted ? RunState::kFailed : RunState::kDone, report.error));
   return report;
 }
 
@@ -583,7 +583,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
   if (!report.ok() && conn->Healthy()) {
     // This orchestrator gives up on the run: say so in the job table, so that the run does not
     // hold its schema as a crashed orchestrator's would (it can still be resumed).
-    (void)SetRunState(*conn, spec.run_id, "failed", "orchestrator stopped: " + report.status().message());
+    (void)SetRunState(*conn, spec.run_id, RunState::kFailed, "orchestrator stopped: " + report.status().message());
   }
   return report;
 }

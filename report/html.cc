@@ -97,16 +97,13 @@ footer{margin-top:44px;color:var(--muted);font-size:12px;border-top:1px solid va
 // The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
 // the retry outline and the replacement marker.
 std::string Legend(const IngestReport& run) {
-  std::set<std::string> seen;
+  std::set<ingest::AttemptOutcome> seen;
   for (const auto& a : run.timeline) seen.insert(a.outcome);
   std::string s = "<div class=\"legend\">";
-  for (const char* o : kAttemptOutcomes)
-    if (seen.count(o) || std::string_view(o) == "done" || std::string_view(o) == "failed" ||
-        std::string_view(o) == "lost")
-      s += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", OutcomeColor(o), o);
-  for (const auto& o : seen)
-    if (std::find(std::begin(kAttemptOutcomes), std::end(kAttemptOutcomes), o) == std::end(kAttemptOutcomes))
-      s += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", OutcomeColor(o), Esc(o));
+  for (ingest::AttemptOutcome o : kLegendOutcomes)
+    if (seen.count(o) || o == ingest::AttemptOutcome::kDone || o == ingest::AttemptOutcome::kFailed ||
+        o == ingest::AttemptOutcome::kLost)
+      s += fmt::format("<span><i style=\"background:{}\"></i>{}</span>", OutcomeColor(o), ingest::ToString(o));
   s += "<span><i class=\"retried\"></i>job needed a retry (\xe2\x86\xbb attempt)</span>";
   s += "<span><i style=\"background:#9a6700;width:3px\"></i>replacement worker starts</span>";
   s += "</div>\n";

@@ -16,14 +16,24 @@ namespace ledgerdiff::report {
 using ingest::AttemptRow;
 using ingest::IngestReport;
 
-const char* OutcomeColor(const std::string& outcome) {
-  if (outcome == "done") return "#2da44e";
-  if (outcome == "failed") return "#cf222e";
-  if (outcome == "lost") return "#f0883e";
-  if (outcome == "fenced") return "#8250df";
-  if (outcome == "interrupted") return "#8c959f";
-  if (outcome == "running") return "#0969da";
-  return "#57606a";
+const char* OutcomeColor(ingest::AttemptOutcome outcome) {
+  switch (outcome) {
+    case ingest::AttemptOutcome::kDone:
+      return "#2da44e";
+    case ingest::AttemptOutcome::kFailed:
+      return "#cf222e";
+    case ingest::AttemptOutcome::kLost:
+      return "#f0883e";
+    case ingest::AttemptOutcome::kFenced:
+      return "#8250df";
+    case ingest::AttemptOutcome::kInterrupted:
+      return "#8c959f";
+    case ingest::AttemptOutcome::kCancelled:
+      return "#57606a";
+    case ingest::AttemptOutcome::kRunning:
+      return "#0969da";
+  }
+  return "#57606a";  // not reached
 }
 
 namespace {
@@ -106,7 +116,7 @@ std::string TimeAxis(const XAxis& ax, double top, double bottom) {
 std::string AttemptTitle(const AttemptRow& a, const std::string& lane, double tmax) {
   double end = EndOf(a, tmax);
   std::string t = fmt::format("job {} [{}] attempt {}, {:.1f}s, {}", a.job_id, a.range.str(), a.attempt,
-                              std::max(0.0, end - a.start_s), a.outcome);
+                              std::max(0.0, end - a.start_s), ingest::ToString(a.outcome));
   t += fmt::format("\nlane {}, worker {}, {:.1f}s \xe2\x86\x92 {}", lane, a.worker, a.start_s,
                    a.end_s >= 0 ? fmt::format("{:.1f}s", a.end_s) : std::string("still running"));
   if (!a.error.empty()) t += "\n" + Truncate(a.error, 300);
@@ -257,7 +267,7 @@ std::string TimelineSvg(const IngestReport& run) {
       const AttemptRow& a = *attempts[i];
       double x = ax.X(a.start_s);
       double w = std::max(1.0, ax.X(EndOf(a, tmax)) - x);
-      if (!detailed && a.outcome == "done" && !retried(a)) {
+      if (!detailed && a.outcome == ingest::AttemptOutcome::kDone && !retried(a)) {
         // Merge a run of done attempts closer than a pixel.
         size_t j = i + 1;
         double xe = x + w;
@@ -265,7 +275,7 @@ std::string TimelineSvg(const IngestReport& run) {
         uint32_t jmin = a.job_id, jmax = a.job_id;
         while (j < attempts.size()) {
           const AttemptRow& b = *attempts[j];
-          if (b.outcome != "done" || retried(b) || ax.X(b.start_s) > xe + 1.0) break;
+          if (b.outcome != ingest::AttemptOutcome::kDone || retried(b) || ax.X(b.start_s) > xe + 1.0) break;
           xe = std::max(xe, std::max(ax.X(b.start_s) + 1.0, ax.X(EndOf(b, tmax))));
           t_end = std::max(t_end, EndOf(b, tmax));
           jmin = std::min(jmin, b.job_id);
@@ -276,18 +286,18 @@ std::string TimelineSvg(const IngestReport& run) {
           s += fmt::format(
               "<rect class=\"att done merged\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
               "<title>{} done attempts, jobs {} to {}, {:.1f}s to {:.1f}s</title></rect>\n",
-              N(x), N(yb), N(xe - x), N(bar_h), OutcomeColor("done"), j - i, jmin, jmax, a.start_s, t_end);
+              N(x), N(yb), N(xe - x), N(bar_h), OutcomeColor(ingest::AttemptOutcome::kDone), j - i, jmin, jmax, a.start_s, t_end);
           i = j;
           continue;
         }
       }
       bool re = retried(a);
-      if (a.outcome != "done") w = std::max(w, 3.0);  // keep every failure visible
+      if (a.outcome != ingest::AttemptOutcome::kDone) w = std::max(w, 3.0);  // keep every failure visible
       // Thin bars keep their colour; wider ones of retried jobs get an outline.
       std::string stroke = re && w >= 6 ? " stroke=\"#1f2328\" stroke-width=\"1.5\"" : "";
       std::string extra = a.end_s < 0 ? " fill-opacity=\"0.55\"" : "";
       s += fmt::format("<rect class=\"att {}{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\"{}{}>",
-                       Attr(a.outcome), re ? " retried" : "", N(x), N(yb), N(w), N(bar_h), OutcomeColor(a.outcome),
+                       Attr(std::string(ingest::ToString(a.outcome))), re ? " retried" : "", N(x), N(yb), N(w), N(bar_h), OutcomeColor(a.outcome),
                        stroke, extra);
       s += "<title>" + Esc(AttemptTitle(a, lane.label, tmax)) + "</title></rect>\n";
       if (detailed && bar_h >= 14) {
@@ -329,7 +339,7 @@ std::string ThroughputSvg(const IngestReport& run, const std::optional<IngestRep
   std::vector<double> ledgers(kBuckets, 0);
   uint64_t done_ledgers = 0;
   for (const auto& a : run.timeline) {
-    if (a.outcome != "done" || a.end_s < 0) continue;
+    if (a.outcome != ingest::AttemptOutcome::kDone || a.end_s < 0) continue;
     double n = static_cast<double>(a.range.size());
     done_ledgers += a.range.size();
     double s0 = std::max(0.0, a.start_s), s1 = std::max(s0, a.end_s);

@@ -16,11 +16,14 @@
 namespace ledgerdiff::report {
 
 // The attempt outcomes the job table records, in legend order.
-inline constexpr const char* kAttemptOutcomes[] = {"done", "failed", "lost", "fenced", "interrupted", "running"};
+inline constexpr ingest::AttemptOutcome kLegendOutcomes[] = {
+    ingest::AttemptOutcome::kDone,        ingest::AttemptOutcome::kFailed,    ingest::AttemptOutcome::kLost,
+    ingest::AttemptOutcome::kFenced,      ingest::AttemptOutcome::kInterrupted, ingest::AttemptOutcome::kCancelled,
+    ingest::AttemptOutcome::kRunning};
 
 // Fill colour of an attempt outcome (done green, failed red, lost orange, fenced purple,
-// interrupted grey, running blue; anything else dark grey).
-const char* OutcomeColor(const std::string& outcome);
+// interrupted grey, cancelled dark grey, running blue).
+const char* OutcomeColor(ingest::AttemptOutcome outcome);
 
 // Above this many attempts the timeline merges neighbouring done attempts of a lane that are
 // closer than a pixel (failed, lost, fenced and interrupted ones always stay individual).

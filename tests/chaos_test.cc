@@ -98,14 +98,14 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   }
   auto jobs = ingest::ListJobs(*conn, spec.run_id);
   ASSERT_TRUE(jobs.ok());
-  EXPECT_EQ((*jobs)[0].state, "done");
+  EXPECT_EQ((*jobs)[0].state, ingest::JobState::kDone);
   EXPECT_EQ((*jobs)[0].attempt, 2u);
   EXPECT_EQ((*jobs)[0].worker, "B");
   auto attempts = ingest::ListAttempts(*conn, spec.run_id);
   ASSERT_TRUE(attempts.ok());
   bool fenced = false;
   for (const auto& at : *attempts)
-    if (at.job_id == 1 && at.attempt == 1) fenced = at.outcome == "fenced";
+    if (at.job_id == 1 && at.attempt == 1) fenced = at.outcome == ingest::AttemptOutcome::kFenced;
   EXPECT_TRUE(fenced) << "attempt 1 of job 1 should have been fenced off";
   // Exactly one copy of every row: A's writes were rolled back.
   auto counts = ingest::CountRowsInRange(*conn, spec.schema, spec.range);
@@ -146,14 +146,14 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
   // Kill it once some jobs are done and job 12 is held mid-transaction.
   ASSERT_TRUE(WaitFor(*conn, run_id, [](const auto& jobs) {
     int done = 0;
-    for (const auto& j : jobs) done += j.state == "done";
+    for (const auto& j : jobs) done += j.state == ingest::JobState::kDone;
     return done >= 5 && jobs[11].stage == "hold:history_effects";
   }));
   std::map<uint32_t, uint32_t> done_before;
   auto before = ingest::ListJobs(*conn, run_id);
   ASSERT_TRUE(before.ok());
   for (const auto& j : before.value()) {
-    if (j.state == "done") done_before[j.job_id] = j.attempt;
+    if (j.state == ingest::JobState::kDone) done_before[j.job_id] = j.attempt;
   }
   kill(-*orchestrator, SIGKILL);
   waitpid(*orchestrator, nullptr, 0);
@@ -165,7 +165,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
   auto jobs = ingest::ListJobs(*conn, run_id);
   ASSERT_TRUE(jobs.ok());
   for (const auto& j : *jobs) {
-    EXPECT_EQ(j.state, "done") << j.job_id;
+    EXPECT_EQ(j.state, ingest::JobState::kDone) << j.job_id;
     if (done_before.count(j.job_id)) {
       EXPECT_EQ(j.attempt, done_before[j.job_id]) << "job redone: " << j.job_id;
     }
@@ -294,10 +294,10 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   uint32_t done_before_kill = 0, in_flight_at_kill = 0, done_after = 0;
   for (const auto& a : *attempts) {
     if (instance(a.worker) != killed) {
-      done_after += a.outcome == "done" ? 1 : 0;
+      done_after += a.outcome == ingest::AttemptOutcome::kDone ? 1 : 0;
       continue;
     }
-    if (a.outcome == "done")
+    if (a.outcome == ingest::AttemptOutcome::kDone)
       ++done_before_kill;
     else if (!(targets.count(a.job_id) && a.attempt == 1))
       ++in_flight_at_kill;  // not a planned fault's victim
@@ -596,19 +596,19 @@ TEST(ChaosReasons, AFaultThatNeverFiredSaysWhy) {
   kill.attempt = 2;
   verify::FaultFate fate;
   fate.run_end = "the run ended (5 of 6 jobs done; job 3 ran out of retries)";
-  fate.job_state = "failed";
+  fate.job_state = ingest::JobState::kFailed;
   fate.job_attempt = 1;
   EXPECT_EQ(verify::WhyNeverFired(kill, fate), "never fired: job 3 attempt 2 never ran: job 3 failed at attempt 1 (out of retries)");
-  fate.job_state = "pending";
+  fate.job_state = ingest::JobState::kPending;
   EXPECT_EQ(verify::WhyNeverFired(kill, fate),
             "never fired: job 3 attempt 2 was never claimed (the run ended (5 of 6 jobs done; job 3 ran out of "
             "retries); the job is pending): no worker took it");
-  fate.attempt_outcome = "lost";
+  fate.attempt_outcome = ingest::AttemptOutcome::kLost;
   fate.attempt_error = "worker w2 died (killed by SIGKILL)";
   EXPECT_EQ(verify::WhyNeverFired(kill, fate),
             "never fired: job 3 attempt 2 ended (lost: worker w2 died (killed by SIGKILL)) before reaching its hold "
             "point at history_effects");
-  fate.attempt_outcome = "done";
+  fate.attempt_outcome = ingest::AttemptOutcome::kDone;
   fate.external_ingester = true;
   EXPECT_NE(verify::WhyNeverFired(kill, fate).find("finished before the nemesis saw it running"), std::string::npos);
   verify::RoundFault orchestrator;

@@ -105,7 +105,7 @@ TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob
   EXPECT_NE(jobs->at(0).worker_pid, first);
   auto attempts = ingest::ListAttempts(*conn, run_id);
   ASSERT_TRUE(attempts.ok());
-  EXPECT_EQ(attempts->at(0).outcome, "lost");
+  EXPECT_EQ(attempts->at(0).outcome, ingest::AttemptOutcome::kLost);
 
   auto runs = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
   ASSERT_EQ(runs.exit_code, 0) << runs.err;

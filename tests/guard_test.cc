@@ -258,11 +258,11 @@ TEST(Guard, CancelFencesAPlannedRunsWorkersAndKeepsItsSchema) {
       << testing::ReadFileBytes(log + ".err");
   auto jobs = ingest::ListJobs(*conn, run_id);
   ASSERT_TRUE(jobs.ok());
-  for (const auto& j : *jobs) EXPECT_EQ(j.state, "cancelled") << j.job_id;
+  for (const auto& j : *jobs) EXPECT_EQ(j.state, ingest::JobState::kCancelled) << j.job_id;
   auto attempts = ingest::ListAttempts(*conn, run_id);
   ASSERT_TRUE(attempts.ok());
   ASSERT_EQ(attempts->size(), 1u);  // nothing was claimed after the cancel
-  EXPECT_EQ(attempts->at(0).outcome, "fenced") << attempts->at(0).error;
+  EXPECT_EQ(attempts->at(0).outcome, ingest::AttemptOutcome::kFenced) << attempts->at(0).error;
   EXPECT_EQ(Value(*conn, "SELECT count(*) FROM " + pg::Qualified(schema, "history_ledgers")), "0");
   // The schema stays, still ledgerdiff's.
   EXPECT_EQ(MarkOf(*conn, schema), "ledgerdiff:owned run=" + run_id);

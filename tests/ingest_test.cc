@@ -122,7 +122,7 @@ TEST(Ingest, JobThatFailsOnceSucceedsOnRetry) {
   EXPECT_EQ(report.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 101}));
   bool saw_failed_attempt = false;
   for (const auto& a : report.timeline)
-    if (a.job_id == 2 && a.attempt == 1) saw_failed_attempt = a.outcome == "failed";
+    if (a.job_id == 2 && a.attempt == 1) saw_failed_attempt = a.outcome == ingest::AttemptOutcome::kFailed;
   EXPECT_TRUE(saw_failed_attempt);
 }
 
@@ -160,7 +160,7 @@ TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
   ASSERT_TRUE(jobs.ok());
   int64_t committed = 0;
   for (const auto& j : *jobs) {
-    EXPECT_EQ(j.state, "done");
+    EXPECT_EQ(j.state, ingest::JobState::kDone);
     EXPECT_GT(j.rows, 0) << "job " << j.job_id;
     committed += j.rows;
   }
@@ -259,7 +259,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   ASSERT_TRUE(done_before.ok());
   std::map<uint32_t, uint32_t> attempts_before;
   for (auto& j : *done_before) {
-    if (j.state == "done") attempts_before[j.job_id] = j.attempt;
+    if (j.state == ingest::JobState::kDone) attempts_before[j.job_id] = j.attempt;
   }
   // The fault points are part of the run's spec; clear them as an operator would fix the bug.
   ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.runs SET spec = jsonb_set(spec, '{crash_points}', '[]') "
@@ -271,7 +271,7 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   EXPECT_EQ(resumed.rows_per_table, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, {2, 201}));
   auto after = ingest::ListJobs(*conn, r->run_id);
   for (auto& j : *after) {
-    EXPECT_EQ(j.state, "done");
+    EXPECT_EQ(j.state, ingest::JobState::kDone);
     if (attempts_before.count(j.job_id)) {
       EXPECT_EQ(j.attempt, attempts_before[j.job_id]) << "job redone: " << j.job_id;
     }

@@ -132,7 +132,9 @@ AttemptRow Attempt(uint32_t job, uint32_t attempt, const std::string& worker, do
   a.worker = worker;
   a.start_s = start;
   a.end_s = end;
-  a.outcome = outcome;
+  const auto parsed = ingest::ParseAttemptOutcome(outcome);
+  EXPECT_TRUE(parsed.has_value()) << outcome;
+  a.outcome = parsed.value_or(ingest::AttemptOutcome::kRunning);
   a.error = error;
   a.range = range;
   return a;
@@ -302,7 +304,7 @@ VerifyReport ErrorReport() {
   JobRow failed{};
   failed.job_id = 9;
   failed.range = {202, 226};
-  failed.state = "failed";
+  failed.state = ingest::JobState::kFailed;
   failed.attempt = 4;
   failed.worker = "w3";
   failed.error = "deadlock detected";

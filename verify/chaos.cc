@@ -36,26 +36,34 @@ std::string WhyNeverFired(const RoundFault& f, const FaultFate& fate) {
                             : fate.external_ingester ? "the nemesis (it fires once it sees the attempt running)"
                                                      : "its hold point at " + f.plan.stage;
   const std::string error = fate.attempt_error.empty() ? std::string() : ": " + fate.attempt_error;
-  if (fate.attempt_outcome.empty()) {
-    if (fate.job_state == "done")
+  if (!fate.attempt_outcome) {
+    if (fate.job_state == ingest::JobState::kDone)
       return fmt::format("never fired: {} never ran: job {} was done at attempt {} before it", target, f.plan.job,
                          fate.job_attempt);
-    if (fate.job_state == "failed")
+    if (fate.job_state == ingest::JobState::kFailed)
       return fmt::format("never fired: {} never ran: job {} failed at attempt {} (out of retries)", target,
                          f.plan.job, fate.job_attempt);
     return fmt::format("never fired: {} was never claimed ({}; the job is {}): no worker took it", target, end,
-                       fate.job_state.empty() ? "unknown" : fate.job_state);
+                       fate.job_state ? ingest::ToString(*fate.job_state) : "unknown");
   }
-  if (fate.attempt_outcome == "done") {
-    if (fate.external_ingester)
-      return fmt::format("never fired: {} finished before the nemesis saw it running (it looks every 20 ms)", target);
-    return fmt::format("never fired: {} finished (done) without reaching {}: the job's ingestion never passed that "
-                       "point",
-                       target, point);
+  switch (*fate.attempt_outcome) {
+    case ingest::AttemptOutcome::kDone:
+      if (fate.external_ingester)
+        return fmt::format("never fired: {} finished before the nemesis saw it running (it looks every 20 ms)", target);
+      return fmt::format("never fired: {} finished (done) without reaching {}: the job's ingestion never passed that "
+                         "point",
+                         target, point);
+    case ingest::AttemptOutcome::kRunning:
+      return fmt::format("never fired: {} was still running short of {} when {}", target, point, end);
+    case ingest::AttemptOutcome::kFailed:
+    case ingest::AttemptOutcome::kLost:
+    case ingest::AttemptOutcome::kFenced:
+    case ingest::AttemptOutcome::kInterrupted:
+    case ingest::AttemptOutcome::kCancelled:
+      break;
   }
-  if (fate.attempt_outcome == "running")
-    return fmt::format("never fired: {} was still running short of {} when {}", target, point, end);
-  return fmt::format("never fired: {} ended ({}{}) before reaching {}", target, fate.attempt_outcome, error, point);
+  return fmt::format("never fired: {} ended ({}{}) before reaching {}", target, ingest::ToString(*fate.attempt_outcome), error,
+                     point);
 }
 
 namespace {
@@ -138,7 +146,7 @@ class Round {
         const KillDue due = OrchestratorDue(*jobs);
         if (due == KillDue::kNow) {
           for (const auto& j : *jobs)
-            if (j.state == "done") done_at_kill[j.job_id] = j.attempt;
+            if (j.state == ingest::JobState::kDone) done_at_kill[j.job_id] = j.attempt;
           LD_RETURN_IF_ERROR(KillAndResumeOrchestrator());
         } else {
           InjectPerJob(*jobs, /*kill_waiting=*/due == KillDue::kAwaitCatch);
@@ -165,7 +173,7 @@ class Round {
     r_.attempts = static_cast<uint32_t>(attempts.size());
     for (const auto& job : jobs) {
       if (job.attempt > 1) ++r_.retried_jobs;
-      if (job.attempt > 1 && job.state == "done") ++r_.recovered_jobs;
+      if (job.attempt > 1 && job.state == ingest::JobState::kDone) ++r_.recovered_jobs;
       auto it = done_at_kill.find(job.job_id);
       if (it != done_at_kill.end() && it->second != job.attempt) ++r_.redone_after_resume;
     }
@@ -179,7 +187,7 @@ class Round {
   // How the round's run ended, for the reason a fault never fired.
   std::string RunEnd(const std::vector<JobRow>& jobs) const {
     uint32_t done = 0;
-    for (const auto& j : jobs) done += j.state == "done" ? 1 : 0;
+    for (const auto& j : jobs) done += j.state == ingest::JobState::kDone ? 1 : 0;
     const std::string counted = fmt::format("{} of {} done", done, FormatCountOf(jobs.size(), "job"));
     if (r_.ingest_ok) return fmt::format("the run finished ({})", counted);
     return fmt::format("the run ended ({}; {})", counted,
@@ -215,7 +223,7 @@ class Round {
         for (const auto& a : attempts)
           if (a.job_id == f.plan.job && a.attempt == f.attempt) target = &a;
         // A crash is the worker's own abort at its crash point: the attempt died (lost).
-        if (f.plan.kind == "crash" && target && target->outcome == "lost") {
+        if (f.plan.kind == "crash" && target && target->outcome == ingest::AttemptOutcome::kLost) {
           f.performed = true;
           f.detail = fmt::format("worker {} aborted inside job {} attempt {} after {}", target->worker, target->job_id,
                                  target->attempt, f.plan.stage);
@@ -253,7 +261,7 @@ class Round {
                                     r_.run_id, resumes, kills);
       } else if (!f.detector) {
         f.not_counted = fmt::format("fired, but nothing recorded what caught job {} attempt {} (outcome {})",
-                                    f.plan.job, f.attempt, target ? target->outcome : "unknown");
+                                    f.plan.job, f.attempt, target ? ToString(target->outcome) : "unknown");
       } else {
         const std::string got(ToString(*f.detector));
         f.not_counted = fmt::format("caught by {} instead of {}{}: a {} fault exists to prove {}, which never saw it",
@@ -322,7 +330,7 @@ class Round {
       RoundFault& f = r_.faults[i];
       if (f.performed || !PerJob(f.plan.kind) || f.plan.kind == "crash") continue;
       for (const auto& j : jobs) {
-        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt || j.worker_pid <= 0) continue;
+        if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt || j.worker_pid <= 0) continue;
         bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
         if (!in_hold) continue;
         std::string before_kill;
@@ -372,7 +380,7 @@ class Round {
       }
     if (!due) return KillDue::kNo;
     uint32_t done = 0;
-    for (const auto& j : jobs) done += j.state == "done" ? 1 : 0;
+    for (const auto& j : jobs) done += j.state == ingest::JobState::kDone ? 1 : 0;
     if (done < due->plan.after_jobs_done) {
       kill_wait_ = fmt::format("it was due after {} done; {} were done when last seen",
                                FormatCountOf(due->plan.after_jobs_done, "job"), FormatCount(done));
@@ -383,7 +391,7 @@ class Round {
       if (PerJob(f.plan.kind)) targets.insert({f.plan.job, f.attempt});
     bool other_in_flight = false;
     for (const auto& j : jobs)
-      other_in_flight = other_in_flight || (j.state == "running" && !targets.count({j.job_id, j.attempt}));
+      other_in_flight = other_in_flight || (j.state == ingest::JobState::kRunning && !targets.count({j.job_id, j.attempt}));
     if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) {
       kill_wait_ = fmt::format("{} done, it waited for a job in flight that no fault targets; none was", FormatCount(done));
       return KillDue::kNo;
@@ -392,7 +400,7 @@ class Round {
     for (const auto& f : r_.faults) {
       if (!PerJob(f.plan.kind)) continue;
       for (const auto& j : jobs) {
-        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt) continue;
+        if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
         if (f.plan.kind == "crash") await_catch = true;
         if (f.performed) (f.plan.kind == "hang" ? await_hang : await_catch) = true;
       }
@@ -407,7 +415,7 @@ class Round {
     }
     due->performed = true;
     uint32_t running = 0;
-    for (const auto& j : jobs) running += j.state == "running" ? 1 : 0;
+    for (const auto& j : jobs) running += j.state == ingest::JobState::kRunning ? 1 : 0;
     due->detail = fmt::format(
         "SIGKILL orchestrator (pid {}) after {} of {} jobs done (planned {}), {} in flight; "
         "restarted on run {}",
@@ -445,7 +453,7 @@ class Round {
     for (auto& f : r_.faults) {
       if (f.performed || !PerJob(f.plan.kind)) continue;
       for (const auto& j : jobs) {
-        if (j.job_id != f.plan.job || j.state != "running" || j.attempt != f.attempt) continue;
+        if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
         ++f.attempt;
         if (f.plan.kind == "crash") {
           spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, "abort"});

@@ -37,6 +37,7 @@
 #include "core/target.h"
 #include "dump/profile.h"
 #include "ingest/detector.h"
+#include "ingest/job_rows.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
@@ -114,9 +115,9 @@ struct RoundFault {
 // What became of a planned fault's target by the end of its round, from the job table: the
 // facts WhyNeverFired explains a fault that never fired with.
 struct FaultFate {
-  std::string attempt_outcome;  // the target attempt's outcome (running, done, lost, failed, ...); "" never claimed
-  std::string attempt_error;    // that attempt's error, if any
-  std::string job_state;        // the target job's state at the end (done, failed, pending, ...); "" unknown
+  std::optional<ingest::AttemptOutcome> attempt_outcome;  // the target attempt's outcome; none: never claimed
+  std::string attempt_error;                             // that attempt's error, if any
+  std::optional<ingest::JobState> job_state;             // the target job's state at the end; none: unknown
   uint32_t job_attempt = 0;     // the job's last attempt
   bool external_ingester = false;  // --ingest-cmd: no hold points, a fault fires once its attempt is seen running
   std::string run_end;          // how the round's run ended: "the run finished", "the run failed: ...", ...

@@ -119,7 +119,7 @@ bool RunExists(const std::string& conninfo, const std::string& run_id) {
 std::optional<WritingJob> FindWritingJob(const IngestReport& run, Ledger ledger) {
   std::optional<WritingJob> found;
   for (const auto& a : run.timeline) {
-    if (a.outcome != "done" || ledger < a.range.from || ledger > a.range.to) continue;
+    if (a.outcome != ingest::AttemptOutcome::kDone || ledger < a.range.from || ledger > a.range.to) continue;
     if (found && found->attempt > a.attempt) continue;
     found = WritingJob{a.job_id, a.attempt, a.worker, a.range,
                        ledger == a.range.from ? "first" : ledger == a.range.to ? "last" : "inner"};
