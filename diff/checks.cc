@@ -250,7 +250,7 @@ std::vector<LookupComparison> CompareLookups(const std::vector<LookupFacts>& lef
     std::vector<KeyGroup> keys[2];
     for (int i = 0; i < 2; ++i) {
       const LookupFacts& f = *sides[i];
-      const char* side = i == 0 ? "left" : "right";
+      const Side side = SideAt(i);
       uint64_t shown_dup = 0;
       for (const KeyGroup& g : GroupByKey(f, false)) {
         if (g.end - g.begin > 1) {
@@ -305,7 +305,7 @@ std::vector<LookupComparison> CompareLookups(const std::vector<LookupFacts>& lef
 
 Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const std::string& schema,
                                                      const dump::ResolvedProfile& profile, const LedgerRange& range,
-                                                     const std::string& side, const dump::SeenReferences* seen) {
+                                                     Side side, const dump::SeenReferences* seen) {
   std::vector<InvariantResult> out;
   const std::string quoted_schema = pg::QuoteIdent(schema);
   for (const auto& v : profile.invariants) {
@@ -331,7 +331,7 @@ Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const
     }
     auto r = conn.Exec(fmt::format("SELECT count(*), min({})::bigint FROM {} t WHERE {}", ledger,
                                    pg::Qualified(schema, v.table), where));
-    if (!r.ok()) return r.status().With(fmt::format("invariant {} on {} side", v.name, side));
+    if (!r.ok()) return r.status().With(fmt::format("invariant {} on {} side", v.name, ToString(side)));
     InvariantResult res{v.name, v.table, side, v.description, static_cast<uint64_t>(r->GetInt(0, 0)), std::nullopt};
     if (!r->IsNull(0, 1)) res.first_ledger = static_cast<Ledger>(r->GetInt(0, 1));
     out.push_back(std::move(res));

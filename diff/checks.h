@@ -18,6 +18,7 @@
 
 #include "core/ledger_range.h"
 #include "core/pg.h"
+#include "core/side.h"
 #include "core/status.h"
 #include "dump/digest.h"
 #include "dump/profile.h"
@@ -71,7 +72,7 @@ Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std
 
 // A violated identity rule of one side's lookup table.
 struct LookupIssue {
-  std::string side;    // "left" | "right"
+  Side side = Side::kLeft;
   std::string kind;    // "key_under_several_ids" | "referenced_id_missing"
   std::string detail;  // the key and its ids, or the missing ids
 };
@@ -98,7 +99,9 @@ std::vector<LookupComparison> CompareLookups(const std::vector<LookupFacts>& lef
 
 // One invariant on one side.
 struct InvariantResult {
-  std::string name, table, side, description;
+  std::string name, table;
+  Side side = Side::kLeft;
+  std::string description;
   uint64_t violations = 0;
   std::optional<Ledger> first_ledger;  // of a violating row with a ledger
 };
@@ -108,7 +111,6 @@ struct InvariantResult {
 // that join over exactly `range`, else by its SQL.
 Result<std::vector<InvariantResult>> CheckInvariants(pg::Connection& conn, const std::string& schema,
                                                      const dump::ResolvedProfile& profile, const LedgerRange& range,
-                                                     const std::string& side,
-                                                     const dump::SeenReferences* seen = nullptr);
+                                                     Side side, const dump::SeenReferences* seen = nullptr);
 
 }  // namespace ledgerdiff::diff

@@ -744,7 +744,7 @@ class DiffRun {
                                                     scoped ? std::optional<LedgerRange>(range_) : std::nullopt,
                                                     KnownReferences{&seen, range_, checks[i].outside}));
       LD_ASSIGN_OR_RETURN(checks[i].invariants,
-                          CheckInvariants(*conns[i], s.source.schema, s.profile, range_, s.name, &seen));
+                          CheckInvariants(*conns[i], s.source.schema, s.profile, range_, SideAt(i), &seen));
       return Status::Ok();
     };
     std::thread right;
@@ -754,7 +754,7 @@ class DiffRun {
     for (int i = 0; i < 2; ++i) {
       LD_RETURN_IF_ERROR(checks[i].status);
       for (const auto& o : checks[i].outside)
-        report_.rows_outside_range.push_back({o.table, sides_[i].name, o.before, o.after, o.no_ledger});
+        report_.rows_outside_range.push_back({o.table, SideAt(i), o.before, o.after, o.no_ledger});
       for (auto& v : checks[i].invariants) report_.invariants.push_back(std::move(v));
     }
     if ((!scoped || options_.outside_rows == DiffOptions::OutsideRows::kWithoutLedger) && conns[0] && conns[1])
@@ -828,7 +828,7 @@ class DiffRun {
   // only, rows written after the range was chosen) is a provable difference.
   void FindOutsideRangeDifferences() {
     std::map<std::string, std::array<OutsideRows, 2>> by_table;
-    for (const auto& o : report_.rows_outside_range) by_table[o.table][o.side == "left" ? 0 : 1] = o;
+    for (const auto& o : report_.rows_outside_range) by_table[o.table][SideIndex(o.side)] = o;
     for (const auto& [table, o] : by_table) {
       if (o[0].before == o[1].before && o[0].after == o[1].after && o[0].no_ledger == o[1].no_ledger) continue;
       report_.outside_range_differences.push_back(

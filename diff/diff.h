@@ -17,6 +17,7 @@
 
 #include "core/ledger_range.h"
 #include "core/report.h"
+#include "core/side.h"
 #include "core/status.h"
 #include "core/target.h"
 #include "diff/checks.h"
@@ -98,7 +99,8 @@ struct DiffOptions {
 // Rows of one side's compared table that the range leaves out: a warning, except without
 // --range (see DiffReport::outside_range_differences).
 struct OutsideRows {
-  std::string table, side;
+  std::string table;
+  Side side = Side::kLeft;
   uint64_t before = 0, after = 0, no_ledger = 0;
 };
 

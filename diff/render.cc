@@ -4,6 +4,10 @@
 #include "core/text.h"
 #include "diff/diff.h"
 
+namespace ledgerdiff {
+NLOHMANN_JSON_SERIALIZE_ENUM(Side, {{Side::kLeft, "left"}, {Side::kRight, "right"}})
+}  // namespace ledgerdiff
+
 namespace ledgerdiff::diff {
 
 // The JSON objects of the report's plain records: each key is the field of that name (the
@@ -175,7 +179,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   j["lookups"] = nlohmann::json::array();
   for (const auto& c : r.lookups) {
     nlohmann::json issues = nlohmann::json::array();
-    for (const auto& i : c.issues) issues.push_back({{"side", i.side}, {"kind", i.kind}, {"detail", i.detail}});
+    for (const auto& i : c.issues) issues.push_back({{"side", ToString(i.side)}, {"kind", i.kind}, {"detail", i.detail}});
     j["lookups"].push_back({{"table", c.table},
                             {"divergent", c.divergent()},
                             {"left_keys", c.left_keys},
@@ -259,7 +263,7 @@ std::string RenderInventory(const DiffReport& r) {
   for (const auto& o : r.rows_outside_range)
     out += fmt::format("warning: {} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} without a "
                        "ledger)\n",
-                       o.table, o.side, o.before + o.after + o.no_ledger, r.range.str(), o.before, o.after, o.no_ledger);
+                       o.table, ToString(o.side), o.before + o.after + o.no_ledger, r.range.str(), o.before, o.after, o.no_ledger);
   if (!r.uncompared_left.empty() || !r.uncompared_right.empty())
     out += fmt::format("not compared (no ledger mapping): left {}; right {}\n",
                        r.uncompared_left.empty() ? "none" : fmt::format("{}", fmt::join(r.uncompared_left, ", ")),
@@ -288,11 +292,11 @@ std::string RenderSideChecks(const DiffReport& r) {
     for (const auto& k : c.only_right) out += "  + only right: " + k + "\n";
     if (c.only_right_total > c.only_right.size())
       out += fmt::format("  ... {} more keys only on the right\n", c.only_right_total - c.only_right.size());
-    for (const auto& i : c.issues) out += fmt::format("  ! {} {}: {}\n", i.side, i.kind, i.detail);
+    for (const auto& i : c.issues) out += fmt::format("  ! {} {}: {}\n", ToString(i.side), i.kind, i.detail);
   }
   for (const auto& v : r.invariants)
     if (v.violations)
-      out += fmt::format("invariant {} broken on the {} side: {} rows of {}{} ({})\n", v.name, v.side, v.violations,
+      out += fmt::format("invariant {} broken on the {} side: {} rows of {}{} ({})\n", v.name, ToString(v.side), v.violations,
                          v.table, v.first_ledger ? fmt::format(", first at ledger {}", *v.first_ledger) : "",
                          v.description);
   return out;

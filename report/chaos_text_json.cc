@@ -68,7 +68,7 @@ std::string RenderChaosText(const ChaosReport& r) {
                        round.valid ? "yes" : "NO", faults);
     out += fmt::format("  {:<6} caught by: {}\n", "", DetectorCounts(round.detectors));
     for (const auto& f : round.faults)
-      if (!f.injected) out += fmt::format("  {:<6} {} not counted: {}\n", "", f.plan.kind, f.not_counted);
+      if (!f.injected) out += fmt::format("  {:<6} {} not counted: {}\n", "", verify::ToString(f.plan.kind), f.not_counted);
     for (const auto& [cls, iv] : round.anomalies)
       out += fmt::format("  {:<6} anomaly {}: ledgers {}\n", "", cls, Intervals(iv));
     if (!round.ingest_ok) out += fmt::format("  {:<6} ingest failed: {}\n", "", round.ingest_error);
@@ -85,10 +85,11 @@ std::string RenderChaosText(const ChaosReport& r) {
                                         "the one it exists to prove; see the rounds above)"
                                       : "INVALID");
   std::string fired;
-  for (const auto& k : verify::FaultKinds()) {
+  for (const verify::FaultKind k : verify::kFaultKinds) {
     const uint32_t planned = r.planned.count(k) ? r.planned.at(k) : 0;
     const uint32_t injected = r.injected.count(k) ? r.injected.at(k) : 0;
-    if (planned > 0 || injected > 0) fired += fmt::format("{}{} {} of {}", fired.empty() ? "" : ", ", k, injected, planned);
+    if (planned > 0 || injected > 0)
+      fired += fmt::format("{}{} {} of {}", fired.empty() ? "" : ", ", verify::ToString(k), injected, planned);
   }
   out += fmt::format("  faults fired: {} (fired: caught by the detector its kind exists to prove)\n",
                      fired.empty() ? "none planned" : fired);
@@ -119,14 +120,14 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     nlohmann::json faults = nlohmann::json::array();
     for (const auto& f : round.faults) {
       nlohmann::json jf = {
-          {"kind", f.plan.kind},
+          {"kind", verify::ToString(f.plan.kind)},
           {"injected", f.injected},
           {"detail", f.detail},
           {"performed", f.performed},
           {"detector", f.detector ? nlohmann::json(ingest::ToString(*f.detector)) : nlohmann::json(nullptr)},
           {"expected_detector", ingest::ToString(verify::ExpectedDetector(f.plan.kind))},
           {"not_counted", f.injected ? nlohmann::json(nullptr) : nlohmann::json(f.not_counted)}};
-      if (f.plan.kind == "orchestrator")
+      if (f.plan.kind == verify::FaultKind::kOrchestrator)
         jf["after_jobs_done"] = f.plan.after_jobs_done;
       else
         jf["job"] = f.plan.job;
@@ -147,9 +148,10 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     anomalies[cls] = it == r.anomalies.end() ? nlohmann::json::array() : intervals(it->second);
   }
   nlohmann::json injected = nlohmann::json::object(), planned = nlohmann::json::object();
-  for (const auto& k : verify::FaultKinds()) {
-    injected[k] = r.injected.count(k) ? r.injected.at(k) : 0;
-    planned[k] = r.planned.count(k) ? r.planned.at(k) : 0;
+  for (const verify::FaultKind k : verify::kFaultKinds) {
+    const std::string name(verify::ToString(k));
+    injected[name] = r.injected.count(k) ? r.injected.at(k) : 0;
+    planned[name] = r.planned.count(k) ? r.planned.at(k) : 0;
   }
   nlohmann::json j = {{"valid", r.valid},
                       {"inconclusive", r.inconclusive},

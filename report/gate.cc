@@ -277,11 +277,11 @@ GateSummary SweepGate(const verify::SweepReport& r) {
   for (const auto& cell : r.cells) {
     GateCheck c;
     c.name = cell.Name();
-    if (cell.verdict == "divergent") {
+    if (cell.verdict == verify::CellVerdict::kDivergent) {
       c.state = State::kFail;
       c.message = cell.first_divergent_ledger ? fmt::format("divergent at ledger {}", *cell.first_divergent_ledger)
                                               : "divergent";
-    } else if (cell.verdict == "failed") {
+    } else if (cell.verdict == verify::CellVerdict::kFailed) {
       c.state = State::kError;
       c.message = "failed: " + cell.error;
     } else {
@@ -393,7 +393,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
   // Nine columns of prose: at a narrow width the matrix scrolls inside its box, the page does not.
   std::string h =
       "<h2>Rounds &#215; faults</h2>\n<div class=\"wide\"><table class=\"rounds\">\n<tr><th>round</th>";
-  for (const auto& k : verify::FaultKinds()) h += "<th>" + Esc(k) + "</th>";
+  for (const verify::FaultKind k : verify::kFaultKinds) h += "<th>" + Esc(std::string(verify::ToString(k))) + "</th>";
   h += "<th>caught by</th><th>anomalies</th><th>verdict</th></tr>\n";
   auto detector_list = [](const std::map<ingest::Detector, uint32_t>& counts) {
     std::string cell;
@@ -405,7 +405,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
   for (const auto& round : r.rounds) {
     const std::string verdict = round.valid ? "valid" : round.inconclusive ? "unknown" : "invalid";
     h += fmt::format("<tr{}><td class=\"n\">{}</td>", round.valid ? "" : " class=\"bad\"", round.round);
-    for (const auto& k : verify::FaultKinds()) {
+    for (const verify::FaultKind k : verify::kFaultKinds) {
       std::string cell;
       for (const auto& f : round.faults) {
         if (f.plan.kind != k) continue;
@@ -427,7 +427,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
   }
   // Totals: faults fired (caught by their own detector) of planned, per kind, and per detector.
   h += "<tr><td>all</td>";
-  for (const auto& k : verify::FaultKinds())
+  for (const verify::FaultKind k : verify::kFaultKinds)
     h += fmt::format("<td class=\"n\">{} of {} fired</td>", r.injected.count(k) ? r.injected.at(k) : 0,
                      r.planned.count(k) ? r.planned.at(k) : 0);
   h += "<td>" + detector_list(r.detectors) + "</td><td></td><td>" +

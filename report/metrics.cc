@@ -119,7 +119,7 @@ std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r) {
     const std::string verdict = round.inconclusive ? "inconclusive" : round.valid ? "valid" : "invalid";
     ++rounds[verdict];
     for (const auto& f : round.faults)
-      ++faults[{f.plan.kind, f.detector ? std::string(ingest::ToString(*f.detector)) : "none", verdict}];
+      ++faults[{std::string(verify::ToString(f.plan.kind)), f.detector ? std::string(ingest::ToString(*f.detector)) : "none", verdict}];
   }
   Metric by_fault{"ledgerdiff_chaos_faults_total", "counter",
                   "Planned faults of the last chaos run by kind, the detector that caught them (none: not caught) "

@@ -45,7 +45,7 @@ json CellJson(const SweepCell& c) {
   json repeats = json::array();
   for (const auto& x : c.repeats) repeats.push_back(RepeatJson(x));
   return {{"workers", c.workers}, {"job_size", c.job_size}, {"jobs", c.jobs}, {"bug_injected", c.bug_injected},
-          {"verdict", c.verdict}, {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
+          {"verdict", verify::ToString(c.verdict)}, {"first_divergent_ledger", OptLedger(c.first_divergent_ledger)},
           {"error", OptString(c.error)},
           {"samples", c.samples},
           {"median_s", c.median_s}, {"min_s", c.min_s}, {"max_s", c.max_s}, {"spread_s", c.spread_s},
@@ -110,9 +110,9 @@ std::string Heatmap(const SweepReport& r) {
   double hi = 0;
   bool any_divergent = false, any_failed = false, any_identical = false;
   for (const auto& c : r.cells) {
-    any_divergent = any_divergent || c.verdict == "divergent";
-    any_failed = any_failed || (c.verdict != "identical" && c.verdict != "divergent");
-    if (c.verdict != "identical") continue;
+    any_divergent = any_divergent || c.verdict == verify::CellVerdict::kDivergent;
+    any_failed = any_failed || (c.verdict != verify::CellVerdict::kIdentical && c.verdict != verify::CellVerdict::kDivergent);
+    if (c.verdict != verify::CellVerdict::kIdentical) continue;
     any_identical = true;
     hi = std::max(hi, c.ledgers_per_s);
   }
@@ -140,7 +140,7 @@ std::string Heatmap(const SweepReport& r) {
     auto ji = std::find(job_sizes.begin(), job_sizes.end(), c.job_size) - job_sizes.begin();
     double x = left + cw * static_cast<double>(ji), y = top + ch * static_cast<double>(wi);
     std::string fill, label, sublabel, text_fill = "#1f2328", title;
-    if (c.verdict == "identical") {
+    if (c.verdict == verify::CellVerdict::kIdentical) {
       double t = hi > 0 ? c.ledgers_per_s / hi : 0;
       fill = Blue(t);
       text_fill = t > 0.55 ? "#ffffff" : "#1f2328";
@@ -151,7 +151,7 @@ std::string Heatmap(const SweepReport& r) {
                               ? fmt::format(" (min-max of {} repeats {:.2f}-{:.2f} s, {:.0f}-{:.0f} ledgers/s)",
                                             c.samples, c.min_s, c.max_s, c.ledgers_per_s_min, c.ledgers_per_s_max)
                               : std::string(" (one repeat: no interval)"));
-    } else if (c.verdict == "divergent") {
+    } else if (c.verdict == verify::CellVerdict::kDivergent) {
       fill = "#ffebe9";
       text_fill = "#cf222e";
       label = c.first_divergent_ledger ? fmt::format("✗ ledger {}", *c.first_divergent_ledger) : "✗ divergent";
@@ -169,7 +169,7 @@ std::string Heatmap(const SweepReport& r) {
     s += fmt::format(
         "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
         "stroke-width=\"{}\"><title>{}</title></rect>\n",
-        c.verdict, N(x + 2), N(y + 2), N(cw - 4), N(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
+        verify::ToString(c.verdict), N(x + 2), N(y + 2), N(cw - 4), N(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
         chosen ? 3 : 1, XmlEscape(title));
     double label_y = sublabel.empty() ? y + ch / 2 + 4 : y + ch / 2 - 1;
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
@@ -222,7 +222,7 @@ std::string ThroughputCurve(const SweepReport& r) {
   std::vector<const SweepCell*> pts;
   double xmax = 1, ymax = 1;
   for (const auto& c : r.cells) {
-    if (c.job_size != r.usl_job_size || c.verdict != "identical") continue;
+    if (c.job_size != r.usl_job_size || c.verdict != verify::CellVerdict::kIdentical) continue;
     pts.push_back(&c);
     xmax = std::max(xmax, static_cast<double>(c.workers));
     ymax = std::max(ymax, std::max(c.ledgers_per_s, c.ledgers_per_s_max));
@@ -317,10 +317,10 @@ std::string RenderSweepText(const SweepReport& r) {
                    "job size", "jobs", "median s", "min-max s", "ledgers/s", "rows/s", "speed-up", "attempts",
                    "retries", "conns", "verdict");
   for (const auto& c : r.cells) {
-    std::string verdict = c.verdict;
-    if (c.verdict == "divergent" && c.first_divergent_ledger)
+    std::string verdict(verify::ToString(c.verdict));
+    if (c.verdict == verify::CellVerdict::kDivergent && c.first_divergent_ledger)
       verdict += fmt::format(" at ledger {}", *c.first_divergent_ledger);
-    if (c.verdict == "failed") verdict += ": " + c.error;
+    if (c.verdict == verify::CellVerdict::kFailed) verdict += ": " + c.error;
     s += fmt::format("{:>7} {:>8} {:>5} {:>9.2f} {:>13} {:>10.0f} {:>10.0f} {:>8} {:>8} {:>7} {:>5}  {}\n", c.workers,
                      c.job_size, c.jobs, c.median_s, Interval(c), c.ledgers_per_s, c.rows_per_s,
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
@@ -332,13 +332,13 @@ std::string RenderSweepText(const SweepReport& r) {
   if (!r.reference_schema.empty()) s += fmt::format("reference schema kept: \"{}\"\n", r.reference_schema);
   for (const auto& c : r.cells)
     for (const auto& rep : c.repeats)
-      if (rep.kept) s += fmt::format("kept: \"{}\" ({})\n", rep.schema, c.verdict);
+      if (rep.kept) s += fmt::format("kept: \"{}\" ({})\n", rep.schema, verify::ToString(c.verdict));
   return s;
 }
 
 json SweepReportToJson(const SweepReport& r) {
   json j;
-  bool all_identical = std::all_of(r.cells.begin(), r.cells.end(), [](const SweepCell& c) { return c.verdict == "identical"; });
+  bool all_identical = std::all_of(r.cells.begin(), r.cells.end(), [](const SweepCell& c) { return c.verdict == verify::CellVerdict::kIdentical; });
   j["all_identical"] = all_identical;
   j["run_id"] = r.run_id;
   j["range"] = {{"from", r.options.range.from}, {"to", r.options.range.to}};
@@ -386,7 +386,7 @@ std::string RenderSweepCsv(const SweepReport& r) {
     bool within_noise = std::find(close.begin(), close.end(), c.Name()) != close.end();
     s += fmt::format("{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.2f},{:.2f},{:.4f},{},{},{},{},{},{},{:.2f},{:.2f},{}\n",
                      c.workers,
-                     c.job_size, c.jobs, c.verdict,
+                     c.job_size, c.jobs, verify::ToString(c.verdict),
                      c.first_divergent_ledger ? std::to_string(*c.first_divergent_ledger) : std::string(), c.median_s,
                      c.min_s, c.max_s, c.spread_s, c.ledgers_per_s, c.rows_per_s, c.speedup, c.attempts, c.retries,
                      c.peak_connections, chosen ? "true" : "false", CsvField(c.error), c.samples, c.ledgers_per_s_min,
@@ -421,7 +421,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
        "s</th><th>ledgers/s</th><th>min-max ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
        "connections</th><th>verdict</th></tr>\n";
   for (const auto& c : r.cells) {
-    std::string verdict = c.verdict;
+    std::string verdict(verify::ToString(c.verdict));
     if (c.first_divergent_ledger) verdict += fmt::format(" at ledger {}", *c.first_divergent_ledger);
     if (!c.error.empty()) verdict += ": " + c.error;
     h += fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.2f}</td><td>{}</td><td>{:.0f}</td><td>{}</td>"
@@ -431,7 +431,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
                                           : std::string("-"),
                      c.rows_per_s,
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
-                     c.peak_connections, c.verdict, XmlEscape(verdict));
+                     c.peak_connections, verify::ToString(c.verdict), XmlEscape(verdict));
   }
   h += "</table></div>\n</main>\n</body>\n</html>\n";
   return h;

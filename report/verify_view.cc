@@ -177,13 +177,13 @@ Soundness SoundnessOf(const diff::DiffReport& d) {
                                      c.issues_total);
     for (const auto& k : c.only_left) detail += "; only left: " + k;
     for (const auto& k : c.only_right) detail += "; only right: " + k;
-    for (const auto& i : c.issues) detail += fmt::format("; {} {}: {}", i.side, i.kind, i.detail);
+    for (const auto& i : c.issues) detail += fmt::format("; {} {}: {}", ToString(i.side), i.kind, i.detail);
     s.problems.push_back({"lookup " + c.table, detail});
   }
   for (const auto& v : d.invariants) {
     if (!v.violations) continue;
-    s.problems.push_back({fmt::format("invariant {} ({})", v.name, v.side),
-                          fmt::format("invariant {} broken on the {} side: {} rows of {}{} ({})", v.name, v.side,
+    s.problems.push_back({fmt::format("invariant {} ({})", v.name, ToString(v.side)),
+                          fmt::format("invariant {} broken on the {} side: {} rows of {}{} ({})", v.name, ToString(v.side),
                                       v.violations, v.table,
                                       v.first_ledger ? fmt::format(", first at ledger {}", *v.first_ledger) : "",
                                       v.description)});
@@ -194,7 +194,7 @@ Soundness SoundnessOf(const diff::DiffReport& d) {
   for (const auto& o : d.rows_outside_range)
     s.warnings.push_back(fmt::format("{} ({}): {} rows outside ledgers {} not compared ({} before, {} after, {} "
                                      "without a ledger)",
-                                     o.table, o.side, o.before + o.after + o.no_ledger, d.range.str(), o.before,
+                                     o.table, ToString(o.side), o.before + o.after + o.no_ledger, d.range.str(), o.before,
                                      o.after, o.no_ledger));
   if (!d.uncompared_left.empty() || !d.uncompared_right.empty())
     s.warnings.push_back(fmt::format("not compared (no ledger mapping): left {}; right {}",

@@ -194,10 +194,10 @@ TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
   // Every kind planned in every round, per-job targets distinct within a round.
   for (const auto& p : *a) {
     std::set<uint32_t> targets;
-    std::set<std::string> kinds;
+    std::set<verify::FaultKind> kinds;
     for (const auto& f : p.faults) {
       kinds.insert(f.kind);
-      if (f.kind != "orchestrator") {
+      if (f.kind != verify::FaultKind::kOrchestrator) {
         EXPECT_TRUE(targets.insert(f.job).second);
       }
     }
@@ -208,7 +208,7 @@ TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
   o.job_size = 100;
   EXPECT_EQ(verify::PlanChaos(o).status().kind(), Status::Kind::kUsage);
   EXPECT_FALSE(verify::ParseFaultCounts("kill=1,explode=2").ok());
-  EXPECT_EQ(verify::ParseFaultCounts("kill=2,hang=0")->at("kill"), 2u);
+  EXPECT_EQ(verify::ParseFaultCounts("kill=2,hang=0")->at(verify::FaultKind::kKill), 2u);
 }
 
 TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
@@ -225,7 +225,7 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   auto r = verify::RunChaos(TestConninfo(), o, reporter);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->valid) << report::RenderChaosText(*r);
-  for (const auto& kind : verify::FaultKinds()) EXPECT_EQ(r->injected[kind], 1u) << kind;
+  for (const verify::FaultKind kind : verify::kFaultKinds) EXPECT_EQ(r->injected[kind], 1u) << verify::ToString(kind);
   for (const auto& [cls, intervals] : r->anomalies) EXPECT_TRUE(intervals.empty()) << cls;
   ASSERT_EQ(r->rounds.size(), 1u);
   const auto& round = r->rounds[0];
@@ -235,8 +235,8 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   EXPECT_FALSE(round.schema_kept);
   // Each fault caught by the detector its kind exists to prove (issue 25).
   for (const auto& f : round.faults) {
-    ASSERT_TRUE(f.detector) << f.plan.kind << ": " << f.not_counted;
-    EXPECT_EQ(*f.detector, verify::ExpectedDetector(f.plan.kind)) << f.plan.kind << ": " << f.not_counted;
+    ASSERT_TRUE(f.detector) << verify::ToString(f.plan.kind) << ": " << f.not_counted;
+    EXPECT_EQ(*f.detector, verify::ExpectedDetector(f.plan.kind)) << verify::ToString(f.plan.kind) << ": " << f.not_counted;
   }
 }
 
@@ -258,7 +258,7 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   o.job_size = 100;
   o.seed = 5;
   o.rounds = 1;
-  o.faults = {{"kill", 1}, {"orchestrator", 1}};
+  o.faults = {{verify::FaultKind::kKill, 1}, {verify::FaultKind::kOrchestrator, 1}};
   o.density = "flat";
   o.job_timeout_s = 3;
   o.hold_s = 1.5;
@@ -274,7 +274,7 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   uint32_t planned = 0;
   std::set<uint32_t> targets;  // jobs whose first attempt a per-job fault took
   for (const auto& f : r->schedule[0].faults) {
-    if (f.kind == "orchestrator")
+    if (f.kind == verify::FaultKind::kOrchestrator)
       planned = f.after_jobs_done;
     else
       targets.insert(f.job);
@@ -307,12 +307,12 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   EXPECT_GE(in_flight_at_kill, 1u) << "the resume never saw a job in flight";
   EXPECT_EQ(done_before_kill + done_after, round.jobs);
   for (const auto& f : round.faults) {
-    if (f.plan.kind == "orchestrator") {
+    if (f.plan.kind == verify::FaultKind::kOrchestrator) {
       EXPECT_NE(f.detail.find(fmt::format("(planned {})", planned)), std::string::npos) << f.detail;
     }
     // The kill at its planned point cut no other fault's detector short (issue 25).
-    EXPECT_TRUE(f.injected) << f.plan.kind << ": " << f.not_counted;
-    EXPECT_EQ(f.detector, verify::ExpectedDetector(f.plan.kind)) << f.plan.kind << ": " << f.not_counted;
+    EXPECT_TRUE(f.injected) << verify::ToString(f.plan.kind) << ": " << f.not_counted;
+    EXPECT_EQ(f.detector, verify::ExpectedDetector(f.plan.kind)) << verify::ToString(f.plan.kind) << ": " << f.not_counted;
   }
 
   // The resumed run is identical to the baseline, digest for digest.
@@ -592,7 +592,7 @@ TEST(ChaosCli, APlannedFaultThatNeverFiredIsInconclusiveNotValid) {
 // Issue 22: a fault that never fired says why, from what became of its target.
 TEST(ChaosReasons, AFaultThatNeverFiredSaysWhy) {
   verify::RoundFault kill;
-  kill.plan = {"kill", 3, "history_effects", 0};
+  kill.plan = {verify::FaultKind::kKill, 3, "history_effects", 0};
   kill.attempt = 2;
   verify::FaultFate fate;
   fate.run_end = "the run ended (5 of 6 jobs done; job 3 ran out of retries)";
@@ -612,7 +612,7 @@ TEST(ChaosReasons, AFaultThatNeverFiredSaysWhy) {
   fate.external_ingester = true;
   EXPECT_NE(verify::WhyNeverFired(kill, fate).find("finished before the nemesis saw it running"), std::string::npos);
   verify::RoundFault orchestrator;
-  orchestrator.plan = {"orchestrator", 0, "", 25};
+  orchestrator.plan = {verify::FaultKind::kOrchestrator, 0, "", 25};
   fate.run_end = "the run finished (30 of 30 jobs done)";
   fate.kill_wait = "it waited for a fired hang to be caught by its heartbeat timeout";
   EXPECT_EQ(verify::WhyNeverFired(orchestrator, fate),

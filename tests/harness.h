@@ -64,10 +64,10 @@ CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::st
 // environment. An empty path means /dev/null; `stdout_fd` >= 0 takes precedence over
 // `stdout_path`. The child has every signal unblocked and SIGPIPE at its default.
 struct SpawnOptions {
-  std::string stdout_path;
-  std::string stderr_path;
+  std::string stdout_path{};
+  std::string stderr_path{};
   int stdout_fd = -1;
-  std::vector<std::string> env;  // "NAME=value"
+  std::vector<std::string> env{};  // "NAME=value"
 };
 // Starts build/ledgerdiff with `args` and returns its pid (for tests that kill it mid-run).
 pid_t SpawnCli(const std::vector<std::string>& args, const SpawnOptions& options = {});

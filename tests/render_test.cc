@@ -901,23 +901,23 @@ TEST(RenderSoundness, LookupAndInvariantProblemsFailAndWarningsAreShown) {
   diff::InvariantResult inv;
   inv.name = "op_has_tx";
   inv.table = "history_operations";
-  inv.side = "parallel";
+  inv.side = Side::kRight;
   inv.description = "every operation has its transaction";
   inv.violations = 3;
   inv.first_ledger = 42;
   r.diff.invariants = {inv};
   r.diff.uncompared_right = {"asset_stats"};
   r.diff.schema_notes = {"ledger_close: timestamp vs timestamptz"};
-  r.diff.rows_outside_range = {{"history_ledgers", "left", 1, 2, 0}};
+  r.diff.rows_outside_range = {{"history_ledgers", Side::kLeft, 1, 2, 0}};
   const std::string x = RenderVerifyJUnit(r);
   EXPECT_NE(x.find("name=\"lookup history_accounts\">"), std::string::npos) << x;
-  EXPECT_NE(x.find("name=\"invariant op_has_tx (parallel)\">"), std::string::npos) << x;
+  EXPECT_NE(x.find("name=\"invariant op_has_tx (right)\">"), std::string::npos) << x;
   EXPECT_NE(x.find("GBXQ_ONLY_LEFT"), std::string::npos);
   EXPECT_NE(x.find("not compared (no ledger mapping): left none; right asset_stats"), std::string::npos);
   EXPECT_EQ(CheckWellFormed(x), "") << x;
   const std::string md = RenderVerifyMarkdown(r);
   // Markdown escapes the underscores of names in plain text.
-  EXPECT_NE(md.find("invariant op\\_has\\_tx broken on the parallel side: 3 rows of history\\_operations, first at "
+  EXPECT_NE(md.find("invariant op\\_has\\_tx broken on the right side: 3 rows of history\\_operations, first at "
                     "ledger 42"),
             std::string::npos)
       << md;
@@ -1006,14 +1006,14 @@ verify::ChaosReport SampleChaos(bool valid) {
     round.ingest_ok = true;
     round.jobs = 30;
     round.valid = true;
-    round.faults.push_back({{"kill", 4, "mid-job", 0},
+    round.faults.push_back({{verify::FaultKind::kKill, 4, "mid-job", 0},
                             1,
                             true,
                             "SIGKILL worker w2 (pid 123) during job 4 attempt 1",
                             true,
                             ingest::Detector::kProcessExit,
                             ""});
-    round.faults.push_back({{"orchestrator", 0, "", 25},
+    round.faults.push_back({{verify::FaultKind::kOrchestrator, 0, "", 25},
                             1,
                             true,
                             "killed the orchestrator after 25 jobs done",
@@ -1038,8 +1038,8 @@ verify::ChaosReport SampleChaos(bool valid) {
 TEST(TextOutput, ChaosTextIsPlainWordsAndListsEachAnomalousLedgerOnce) {
   verify::ChaosReport r = SampleChaos(false);
   r.anomalies["duplicated"] = {{401, 500}};
-  r.planned = {{"kill", 1}, {"orchestrator", 1}};
-  r.injected = {{"kill", 1}, {"orchestrator", 1}};
+  r.planned = {{verify::FaultKind::kKill, 1}, {verify::FaultKind::kOrchestrator, 1}};
+  r.injected = {{verify::FaultKind::kKill, 1}, {verify::FaultKind::kOrchestrator, 1}};
   r.detectors = {{ingest::Detector::kProcessExit, 2}, {ingest::Detector::kOrchestratorRestart, 2}};
   const std::string text = report::RenderChaosText(r);
   EXPECT_EQ(text.find("{:"), std::string::npos) << text;
@@ -1111,7 +1111,7 @@ TEST(GateReports, SamplePagesForBrowser) {
 TEST(GateReports, ChaosNamesTheDetectorOfEveryFaultAndWhyOneDoesNotCount) {
   verify::ChaosReport r = SampleChaos(true);
   verify::RoundFault hang;
-  hang.plan = {"hang", 7, "history_effects", 0};
+  hang.plan = {verify::FaultKind::kHang, 7, "history_effects", 0};
   hang.performed = true;
   hang.detector = ingest::Detector::kOrchestratorRestart;
   hang.detail = "SIGSTOP worker w3 (pid 9) during job 7 attempt 1";
@@ -1332,7 +1332,7 @@ TEST(GateReports, SinkWritesFilesAnnotatesAndAppendsTheStepSummary) {
   const fs::path summary = dir.path() / "step_summary.md";
   { std::ofstream(summary) << "earlier step\n"; }
   ReportFiles files{(dir.path() / "chaos.xml").string(), (dir.path() / "chaos.md").string(),
-                    (dir.path() / "html").string()};
+                    (dir.path() / "html").string(), ""};
   CiEnvironment ci;
   ci.github_annotations = true;
   ci.step_summary = summary.string();
@@ -1357,7 +1357,7 @@ TEST(GateReports, SinkWritesFilesAnnotatesAndAppendsTheStepSummary) {
   EXPECT_EQ(std::ftell(quiet), 0);
   std::fclose(quiet);
   // An unwritable file is a usage error naming it.
-  Status bad = EmitGateReports(g, ReportFiles{"/nonexistent-dir/x.xml", "", ""}, CiEnvironment{}, stderr);
+  Status bad = EmitGateReports(g, ReportFiles{"/nonexistent-dir/x.xml", "", "", ""}, CiEnvironment{}, stderr);
   EXPECT_FALSE(bad.ok());
   EXPECT_NE(bad.message().find("/nonexistent-dir/x.xml"), std::string::npos);
 }
@@ -1786,7 +1786,7 @@ TEST(DocumentedJson, SweepKeysAreTheEmittedKeys) {
   verify::SweepCell cell;
   cell.workers = 2;
   cell.job_size = 100;
-  cell.verdict = "identical";
+  cell.verdict = verify::CellVerdict::kIdentical;
   cell.repeats.resize(1);
   r.cells = {cell};
   r.target = SampleTarget();

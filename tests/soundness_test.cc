@@ -73,7 +73,7 @@ const diff::LookupComparison* Lookup(const diff::DiffReport& r, const std::strin
 
 uint64_t Violations(const diff::DiffReport& r, const std::string& name, const std::string& side) {
   for (const auto& v : r.invariants)
-    if (v.name == name && v.side == side) return v.violations;
+    if (v.name == name && ToString(v.side) == side) return v.violations;
   return 0;
 }
 
@@ -99,7 +99,7 @@ TEST(Range, RowsPastTheLastLedgerAreCompared) {
   ASSERT_TRUE(scoped.ok()) << scoped.status().message();
   ASSERT_EQ(scoped->rows_outside_range.size(), 1u) << diff::RenderDiffText(*scoped);
   EXPECT_EQ(scoped->rows_outside_range[0].table, "history_operations");
-  EXPECT_EQ(scoped->rows_outside_range[0].side, "right");
+  EXPECT_EQ(scoped->rows_outside_range[0].side, Side::kRight);
   EXPECT_EQ(scoped->rows_outside_range[0].after, 1u);
   EXPECT_NE(diff::RenderDiffText(*scoped).find("warning: history_operations (right): 1 rows outside"),
             std::string::npos);
@@ -131,7 +131,7 @@ TEST(Range, RowsJustOutsideAnExplicitRangeAreReportedNotCompared) {
                                                       << r->first_divergent_ledger.value_or(0);
   auto count = [&](const std::string& table, const std::string& side, bool after) -> int64_t {
     for (const auto& o : r->rows_outside_range)
-      if (o.table == table && o.side == side) return static_cast<int64_t>(after ? o.after : o.before);
+      if (o.table == table && ToString(o.side) == side) return static_cast<int64_t>(after ? o.after : o.before);
     return 0;
   };
   EXPECT_EQ(count("history_operations", "right", true), count("history_operations", "left", true) + 1);
@@ -295,7 +295,7 @@ TEST(Lookups, OneAddressUnderTwoIdsIsADivergence) {
   const auto* c = Lookup(*r, "history_accounts");
   ASSERT_NE(c, nullptr);
   ASSERT_FALSE(c->issues.empty());
-  EXPECT_EQ(c->issues[0].side, "right");
+  EXPECT_EQ(c->issues[0].side, Side::kRight);
   EXPECT_EQ(c->issues[0].kind, "key_under_several_ids");
   EXPECT_NE(c->issues[0].detail.find("77777"), std::string::npos);
 }
@@ -342,7 +342,7 @@ TEST(Lookups, EveryLookupTablesKeyUnderTwoIdsIsADivergence) {
     const auto* l = Lookup(*r, c.table);
     ASSERT_NE(l, nullptr) << c.table;
     ASSERT_FALSE(l->issues.empty()) << c.table;
-    EXPECT_EQ(l->issues[0].side, "right") << c.table;
+    EXPECT_EQ(l->issues[0].side, Side::kRight) << c.table;
     EXPECT_EQ(l->issues[0].kind, "key_under_several_ids") << c.table;
     EXPECT_NE(l->issues[0].detail.find(c.new_id), std::string::npos) << c.table << ": " << l->issues[0].detail;
   }
@@ -390,7 +390,7 @@ TEST(Lookups, ReferencedButMissingIdAndUnreferencedExtras) {
   const auto* c = Lookup(*r, "history_accounts");
   ASSERT_NE(c, nullptr);
   bool missing = false;
-  for (const auto& i : c->issues) missing = missing || (i.kind == "referenced_id_missing" && i.side == "right");
+  for (const auto& i : c->issues) missing = missing || (i.kind == "referenced_id_missing" && i.side == Side::kRight);
   EXPECT_TRUE(missing);
   EXPECT_GT(Violations(*r, "history_transaction_participants_account_exists", "right"), 0u);
 }
@@ -672,7 +672,9 @@ TEST(Schema, ColumnsOfAnotherTypeClassExplainTheEmptyRowDiff) {
   const Ledger first = *r->first_divergent_ledger;
   // Every ledger holding a ledger row differs in history_ledgers.
   for (const auto& t : r->tables) {
-    if (t.table == "history_ledgers") EXPECT_EQ(t.divergent_ledgers, r->coverage.left.held);
+    if (t.table == "history_ledgers") {
+      EXPECT_EQ(t.divergent_ledgers, r->coverage.left.held);
+    }
   }
   const std::string text = diff::RenderDiffText(*r);
   const nlohmann::json j = diff::DiffReportToJson(*r);
@@ -919,7 +921,7 @@ TEST(Checks, DiffFindsTheSameLookupAndInvariantFactsFromTheDigestAsFromAScan) {
     ASSERT_NE(accounts, nullptr);
     std::string missing;
     for (const auto& i : accounts->issues)
-      if (i.kind == "referenced_id_missing" && i.side == "right") missing = i.detail;
+      if (i.kind == "referenced_id_missing" && i.side == Side::kRight) missing = i.detail;
     EXPECT_NE(missing.find("31337"), std::string::npos) << text;
     // The participant without a ledger references 31338: every row counts without --range.
     EXPECT_EQ(missing.find("31338") != std::string::npos, !range) << text;
@@ -936,7 +938,7 @@ TEST(Checks, DiffFindsTheSameLookupAndInvariantFactsFromTheDigestAsFromAScan) {
 std::string InvariantsText(const std::vector<diff::InvariantResult>& v) {
   std::string out;
   for (const auto& r : v)
-    out += fmt::format("{} {} {} {}\n", r.name, r.side, r.violations, r.first_ledger ? int64_t(*r.first_ledger) : -1);
+    out += fmt::format("{} {} {} {}\n", r.name, ToString(r.side), r.violations, r.first_ledger ? int64_t(*r.first_ledger) : -1);
   return out;
 }
 
@@ -999,15 +1001,15 @@ TEST(Checks, TheDigestsReferencesAreTakenOnlyWhereTheyCoverWhatAScanWouldRead) {
     EXPECT_EQ(facts(seen.range, partial_known)["history_accounts"].count("999999999"), 0u)
         << "a join the digest did not resolve: scanned";
     // Invariants: a reference rule from the digest, the same counts and first ledgers as its SQL.
-    LD_ASSIGN_OR_RETURN(auto from_digest, diff::CheckInvariants(*conn, "public", profile, seen.range, "right", &seen));
-    LD_ASSIGN_OR_RETURN(auto from_sql, diff::CheckInvariants(*conn, "public", profile, seen.range, "right", nullptr));
+    LD_ASSIGN_OR_RETURN(auto from_digest, diff::CheckInvariants(*conn, "public", profile, seen.range, Side::kRight, &seen));
+    LD_ASSIGN_OR_RETURN(auto from_sql, diff::CheckInvariants(*conn, "public", profile, seen.range, Side::kRight, nullptr));
     EXPECT_EQ(InvariantsText(from_digest), InvariantsText(from_sql));
     EXPECT_NE(InvariantsText(from_digest).find("history_operation_participants_account_exists right"),
               std::string::npos);
     for (auto& j : tampered.joins)
       if (j.table == "history_operation_participants") j.missing_rows += 1000;
     LD_ASSIGN_OR_RETURN(auto tampered_inv,
-                        diff::CheckInvariants(*conn, "public", profile, seen.range, "right", &tampered));
+                        diff::CheckInvariants(*conn, "public", profile, seen.range, Side::kRight, &tampered));
     for (const auto& v : tampered_inv)
       if (v.name == "history_operation_participants_account_exists") {
         outcome = "checked";

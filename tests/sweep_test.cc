@@ -140,7 +140,7 @@ TEST(SweepRecommend, NeverADivergentCellAndFewerWorkersWithinTheSpread) {
   auto mixed = Cell(4, 100, {1, 1});
   mixed.repeats[1].identical = false;
   verify::SummarizeCell(mixed, LedgerRange{1, 1000}, 10);
-  EXPECT_EQ(mixed.verdict, "divergent");
+  EXPECT_EQ(mixed.verdict, verify::CellVerdict::kDivergent);
   rec = verify::Recommend({mixed, Cell(1, 100, {9, 9})});
   EXPECT_EQ(rec.workers, 1u);
   EXPECT_TRUE(rec.every_parallel_divergent);
@@ -159,7 +159,7 @@ TEST(SweepRecommend, SummaryOfACell) {
   EXPECT_DOUBLE_EQ(c.spread_s, 2);
   EXPECT_DOUBLE_EQ(c.ledgers_per_s, 1000.0 / 3);
   EXPECT_DOUBLE_EQ(c.speedup, 10.0 / 3);
-  EXPECT_EQ(c.verdict, "identical");
+  EXPECT_EQ(c.verdict, verify::CellVerdict::kIdentical);
 }
 
 TEST(SweepRecommend, SummaryOfACellHasItsInterval) {
@@ -600,7 +600,9 @@ TEST(SweepCommand, AKilledSweepsReferenceManifestIsReapedByTheNextRun) {
   auto next = RunCli({"runs", "--db", TestConninfo()}, {"TMPDIR=" + tmp.path});
   EXPECT_EQ(next.exit_code, 0) << next.err;
   EXPECT_EQ(leftovers(), std::vector<std::string>{}) << next.err;
-  if (!left.empty()) EXPECT_NE(next.err.find(left[0]), std::string::npos) << next.err;
+  if (!left.empty()) {
+    EXPECT_NE(next.err.find(left[0]), std::string::npos) << next.err;
+  }
   // What the killed sweep left in the database: its schemas (found by the run id it printed).
   const std::string log = testing::ReadFileBytes(err);
   const std::smatch m = [&] {

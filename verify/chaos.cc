@@ -27,12 +27,12 @@ namespace ledgerdiff::verify {
 
 std::string WhyNeverFired(const RoundFault& f, const FaultFate& fate) {
   const std::string end = fate.run_end.empty() ? "the round ended" : fate.run_end;
-  if (f.plan.kind == "orchestrator") {
+  if (f.plan.kind == FaultKind::kOrchestrator) {
     return fmt::format("never fired: {} before the kill was due{}", end,
                        fate.kill_wait.empty() ? std::string() : " (" + fate.kill_wait + ")");
   }
   const std::string target = fmt::format("job {} attempt {}", f.plan.job, f.attempt);
-  const std::string point = f.plan.kind == "crash"   ? "its crash point at " + f.plan.stage
+  const std::string point = f.plan.kind == FaultKind::kCrash   ? "its crash point at " + f.plan.stage
                             : fate.external_ingester ? "the nemesis (it fires once it sees the attempt running)"
                                                      : "its hold point at " + f.plan.stage;
   const std::string error = fate.attempt_error.empty() ? std::string() : ": " + fate.attempt_error;
@@ -89,8 +89,6 @@ class Rng {
  private:
   uint64_t state_;
 };
-
-bool PerJob(const std::string& kind) { return kind != "orchestrator"; }
 
 std::string Slurp(const std::string& path) {
   std::ifstream in(path);
@@ -213,7 +211,7 @@ class Round {
       const ingest::Detector expected = ExpectedDetector(f.plan.kind);
       std::string evidence;  // what the job table says caught it
       const ingest::AttemptRow* target = nullptr;
-      if (f.plan.kind == "orchestrator") {
+      if (f.plan.kind == FaultKind::kOrchestrator) {
         if (f.performed) ++kills;
         if (f.performed && resumes >= kills) {
           f.detector = ingest::Detector::kOrchestratorRestart;
@@ -223,7 +221,7 @@ class Round {
         for (const auto& a : attempts)
           if (a.job_id == f.plan.job && a.attempt == f.attempt) target = &a;
         // A crash is the worker's own abort at its crash point: the attempt died (lost).
-        if (f.plan.kind == "crash" && target && target->outcome == ingest::AttemptOutcome::kLost) {
+        if (f.plan.kind == FaultKind::kCrash && target && target->outcome == ingest::AttemptOutcome::kLost) {
           f.performed = true;
           f.detail = fmt::format("worker {} aborted inside job {} attempt {} after {}", target->worker, target->job_id,
                                  target->attempt, f.plan.stage);
@@ -256,7 +254,7 @@ class Round {
             fate.job_attempt = j.attempt;
           }
         f.not_counted = WhyNeverFired(f, fate);
-      } else if (!f.detector && f.plan.kind == "orchestrator") {
+      } else if (!f.detector && f.plan.kind == FaultKind::kOrchestrator) {
         f.not_counted = fmt::format("fired, but no restarted orchestrator resumed run {} ({} resumes for {} kills)",
                                     r_.run_id, resumes, kills);
       } else if (!f.detector) {
@@ -265,7 +263,7 @@ class Round {
       } else {
         const std::string got(ToString(*f.detector));
         f.not_counted = fmt::format("caught by {} instead of {}{}: a {} fault exists to prove {}, which never saw it",
-                                    got, exp, evidence.empty() ? "" : " (" + evidence + ")", f.plan.kind, exp);
+                                    got, exp, evidence.empty() ? "" : " (" + evidence + ")", ToString(f.plan.kind), exp);
       }
     }
   }
@@ -281,12 +279,12 @@ class Round {
     io.run_id = r_.run_id;
     io.unsafe_commit_every = o_.unsafe_ingester ? 100 : 0;
     uint32_t kills = 0;
-    for (const auto& f : plan_.faults) kills += f.kind == "orchestrator" ? 1 : 0;
+    for (const auto& f : plan_.faults) kills += f.kind == FaultKind::kOrchestrator ? 1 : 0;
     for (const auto& f : plan_.faults) {
-      if (f.kind == "crash") io.crash_points.push_back({f.job, 1, f.stage, "abort"});
-      if ((f.kind == "kill" || f.kind == "hang" || f.kind == "disconnect") && o_.ingest_cmd.empty())
+      if (f.kind == FaultKind::kCrash) io.crash_points.push_back({f.job, 1, f.stage, "abort"});
+      if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kHang || f.kind == FaultKind::kDisconnect) && o_.ingest_cmd.empty())
         io.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
-      if (f.kind == "hang" && o_.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
+      if (f.kind == FaultKind::kHang && o_.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
         for (uint32_t a = 2; a <= 1 + std::min(kills, o_.retries); ++a)
           io.hold_points.push_back({f.job, a, f.stage, RetryHoldS()});
     }
@@ -297,7 +295,7 @@ class Round {
 
   bool KillsRemain() const {
     for (const auto& f : r_.faults)
-      if (f.plan.kind == "orchestrator" && !f.performed) return true;
+      if (f.plan.kind == FaultKind::kOrchestrator && !f.performed) return true;
     return false;
   }
 
@@ -328,13 +326,13 @@ class Round {
     const bool kills_remain = KillsRemain();
     for (size_t i = 0; i < r_.faults.size(); ++i) {
       RoundFault& f = r_.faults[i];
-      if (f.performed || !PerJob(f.plan.kind) || f.plan.kind == "crash") continue;
+      if (f.performed || !PerJob(f.plan.kind) || f.plan.kind == FaultKind::kCrash) continue;
       for (const auto& j : jobs) {
         if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt || j.worker_pid <= 0) continue;
         bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
         if (!in_hold) continue;
         std::string before_kill;
-        if (o_.ingest_cmd.empty() && ((f.plan.kind == "hang" && kills_remain) || kill_waiting)) {
+        if (o_.ingest_cmd.empty() && ((f.plan.kind == FaultKind::kHang && kills_remain) || kill_waiting)) {
           auto& seen = hold_seen_[i];
           if (seen.first != f.attempt) seen = {f.attempt, Clock::now()};
           const double wait_s = o_.hold_s - std::min(o_.hold_s / 2, 1.0);
@@ -344,13 +342,13 @@ class Round {
         }
         std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt {} ({})", j.worker, j.worker_pid,
                                         j.job_id, j.range.str(), j.attempt, j.stage);
-        if (f.plan.kind == "kill") {
+        if (f.plan.kind == FaultKind::kKill) {
           kill(-j.worker_pid, SIGKILL);
           f.detail = "SIGKILL " + where;
-        } else if (f.plan.kind == "hang") {
+        } else if (f.plan.kind == FaultKind::kHang) {
           kill(-j.worker_pid, SIGSTOP);
           f.detail = "SIGSTOP " + where;
-        } else if (f.plan.kind == "disconnect") {
+        } else if (f.plan.kind == FaultKind::kDisconnect) {
           auto t = conn_->Exec("SELECT pg_terminate_backend($1)", {std::to_string(j.backend_pid)});
           f.detail = fmt::format("pg_terminate_backend({}) of {}", j.backend_pid, where);
           if (!t.ok()) f.detail += ": " + t.status().message();
@@ -374,7 +372,7 @@ class Round {
   KillDue OrchestratorDue(const std::vector<JobRow>& jobs) {
     RoundFault* due = nullptr;
     for (auto& f : r_.faults)
-      if (f.plan.kind == "orchestrator" && !f.performed) {
+      if (f.plan.kind == FaultKind::kOrchestrator && !f.performed) {
         due = &f;
         break;
       }
@@ -401,8 +399,8 @@ class Round {
       if (!PerJob(f.plan.kind)) continue;
       for (const auto& j : jobs) {
         if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
-        if (f.plan.kind == "crash") await_catch = true;
-        if (f.performed) (f.plan.kind == "hang" ? await_hang : await_catch) = true;
+        if (f.plan.kind == FaultKind::kCrash) await_catch = true;
+        if (f.performed) (f.plan.kind == FaultKind::kHang ? await_hang : await_catch) = true;
       }
     }
     if (await_hang) {
@@ -455,7 +453,7 @@ class Round {
       for (const auto& j : jobs) {
         if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
         ++f.attempt;
-        if (f.plan.kind == "crash") {
+        if (f.plan.kind == FaultKind::kCrash) {
           spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, "abort"});
         } else if (o_.ingest_cmd.empty()) {
           // The full hold (a hang's job may hold briefly in this attempt already: RegisterRound).
@@ -561,14 +559,15 @@ Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::str
 
 Result<FaultCounts> ParseFaultCounts(const std::string& text) {
   FaultCounts counts;
-  for (const auto& k : FaultKinds()) counts[k] = 0;
+  for (const FaultKind k : kFaultKinds) counts[k] = 0;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
     auto eq = item.find('=');
-    std::string kind = item.substr(0, eq);
-    if (std::find(FaultKinds().begin(), FaultKinds().end(), kind) == FaultKinds().end())
+    const std::string name = item.substr(0, eq);
+    const std::optional<FaultKind> kind = ParseFaultKind(name);
+    if (!kind)
       return Status::Usagef("--faults: unknown fault kind \"{}\" (kinds: kill, hang, crash, disconnect, orchestrator)",
-                            kind);
+                            name);
     uint32_t n = 1;
     if (eq != std::string::npos) {
       const std::string count = item.substr(eq + 1);
@@ -579,7 +578,7 @@ Result<FaultCounts> ParseFaultCounts(const std::string& text) {
         return Status::Usagef("--faults: \"{}\": at most {} faults of a kind per round", item, kMaxFaultsPerKind);
       n = static_cast<uint32_t>(value);
     }
-    counts[kind] = n;
+    counts[*kind] = n;
   }
   return counts;
 }
@@ -593,7 +592,7 @@ Status ValidateChaosOptions(const ChaosOptions& o) {
         "--hold {} must be a number of seconds above 0 and at most 600 (a fault needs a job held "
         "mid-transaction to hit)",
         o.hold_s);
-  if (!o.ingest_cmd.empty() && o.faults.count("crash") && o.faults.at("crash") > 0)
+  if (!o.ingest_cmd.empty() && o.faults.count(FaultKind::kCrash) && o.faults.at(FaultKind::kCrash) > 0)
     return Status::Usage(
         "--faults crash needs the built-in ingester (a fault point inside its transaction); use "
         "kill, hang, disconnect or orchestrator with --ingest-cmd");
@@ -601,21 +600,53 @@ Status ValidateChaosOptions(const ChaosOptions& o) {
   return PlanChaos(o).status();
 }
 
-ingest::Detector ExpectedDetector(const std::string& kind) {
-  if (kind == "hang") return ingest::Detector::kHeartbeatTimeout;
-  if (kind == "disconnect") return ingest::Detector::kLostConnection;
-  if (kind == "orchestrator") return ingest::Detector::kOrchestratorRestart;
-  return ingest::Detector::kProcessExit;  // kill, crash
+std::string_view ToString(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kKill: return "kill";
+    case FaultKind::kHang: return "hang";
+    case FaultKind::kCrash: return "crash";
+    case FaultKind::kDisconnect: return "disconnect";
+    case FaultKind::kOrchestrator: return "orchestrator";
+  }
+  return "?";
+}
+
+std::optional<FaultKind> ParseFaultKind(std::string_view text) {
+  for (const FaultKind k : kFaultKinds)
+    if (ToString(k) == text) return k;
+  return std::nullopt;
+}
+
+bool PerJob(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kKill:
+    case FaultKind::kHang:
+    case FaultKind::kCrash:
+    case FaultKind::kDisconnect: return true;
+    case FaultKind::kOrchestrator: return false;
+  }
+  return false;
+}
+
+ingest::Detector ExpectedDetector(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kHang: return ingest::Detector::kHeartbeatTimeout;
+    case FaultKind::kDisconnect: return ingest::Detector::kLostConnection;
+    case FaultKind::kOrchestrator: return ingest::Detector::kOrchestratorRestart;
+    case FaultKind::kKill:
+    case FaultKind::kCrash: return ingest::Detector::kProcessExit;
+  }
+  return ingest::Detector::kProcessExit;
 }
 
 std::string DescribeFault(const PlannedFault& f) {
   // What happens (OrchestratorDue): the kill fires at the first poll with at least this many jobs
   // done and every fault that fired caught by its detector; its detail names the count.
-  if (f.kind == "orchestrator")
+  if (f.kind == FaultKind::kOrchestrator)
     return fmt::format("orchestrator once >= {} jobs are done (not before every fired fault is caught)",
                        f.after_jobs_done);
-  if (f.stage.empty()) return fmt::format("{} job {}", f.kind, f.job);
-  return fmt::format("{} job {} after {}", f.kind, f.job, f.stage);
+  if (f.stage.empty()) return fmt::format("{} job {}", ToString(f.kind), f.job);
+  return fmt::format("{} job {} after {}", ToString(f.kind), f.job, f.stage);
 }
 
 Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
@@ -623,7 +654,7 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
   uint32_t per_job = 0;
   for (const auto& [kind, n] : o.faults)
     if (PerJob(kind)) per_job += n;
-  uint32_t orchestrator = o.faults.count("orchestrator") ? o.faults.at("orchestrator") : 0;
+  uint32_t orchestrator = o.faults.count(FaultKind::kOrchestrator) ? o.faults.at(FaultKind::kOrchestrator) : 0;
   // Targets come from the first three quarters of the jobs, so that they are reached before
   // the run ends and leave room for orchestrator kills after them.
   uint32_t pool = std::max<uint32_t>(per_job, (jobs * 3 + 3) / 4);
@@ -650,14 +681,14 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
     RoundPlan plan;
     plan.round = round;
     size_t next = 0;
-    for (const auto& kind : FaultKinds()) {
+    for (const FaultKind kind : kFaultKinds) {
       uint32_t n = o.faults.count(kind) ? o.faults.at(kind) : 0;
       for (uint32_t i = 0; i < n; ++i) {
         PlannedFault f;
         f.kind = kind;
         if (PerJob(kind)) {
           f.job = candidates[next++];
-          if (o.ingest_cmd.empty() || kind == "crash") f.stage = stages[rng.Below(stages.size())];
+          if (o.ingest_cmd.empty() || kind == FaultKind::kCrash) f.stage = stages[rng.Below(stages.size())];
         } else {
           f.after_jobs_done = std::clamp<uint32_t>(jobs * (i + 1) / (n + 1), 1, jobs - 1);
         }
@@ -695,8 +726,8 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   for (const auto& plan : report.schedule)
     for (const auto& f : plan.faults) ++report.planned[f.kind];
   std::string faults;
-  for (const auto& k : FaultKinds())
-    faults += fmt::format("{}{}={}", faults.empty() ? "" : ",", k, o.faults.count(k) ? o.faults.at(k) : 0);
+  for (const FaultKind k : kFaultKinds)
+    faults += fmt::format("{}{}={}", faults.empty() ? "" : ",", ToString(k), o.faults.count(k) ? o.faults.at(k) : 0);
   report.replay = ReplayCommand(o, faults);
   for (const auto& plan : report.schedule) {
     std::string s;

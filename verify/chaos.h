@@ -25,10 +25,12 @@
 // partial (fewer rows), divergent (same counts, other content).
 // Determinism: the schedule is a function of (seed, rounds, faults, range, job size) only.
 
+#include <array>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ledger_range.h"
@@ -42,10 +44,15 @@
 
 namespace ledgerdiff::verify {
 
-inline const std::vector<std::string>& FaultKinds() {
-  static const std::vector<std::string> kinds = {"kill", "hang", "crash", "disconnect", "orchestrator"};
-  return kinds;
-}
+// The fault kinds, in the order the schedule draws them and every report lists them. Strings
+// ("kill", ...) only at the edges: --faults, JSON, text, metrics labels.
+enum class FaultKind { kKill, kHang, kCrash, kDisconnect, kOrchestrator };
+inline constexpr std::array<FaultKind, 5> kFaultKinds = {FaultKind::kKill, FaultKind::kHang, FaultKind::kCrash,
+                                                         FaultKind::kDisconnect, FaultKind::kOrchestrator};
+std::string_view ToString(FaultKind kind);
+std::optional<FaultKind> ParseFaultKind(std::string_view text);
+// Every kind but the orchestrator kill targets one job's attempt.
+bool PerJob(FaultKind kind);
 
 inline constexpr uint32_t kMaxFaultsPerKind = 1000;
 
@@ -55,11 +62,10 @@ inline constexpr uint32_t kMaxFaultsPerKind = 1000;
 // killed one); disconnect -> lost_connection (the orchestrator sees the terminated session, or
 // the worker its broken connection); orchestrator -> orchestrator_restart (the restarted
 // orchestrator resumed the run: runs.resumes).
-// REQUIRES: `kind` is one of FaultKinds().
-ingest::Detector ExpectedDetector(const std::string& kind);
+ingest::Detector ExpectedDetector(FaultKind kind);
 
 // Faults per round, by kind.
-using FaultCounts = std::map<std::string, uint32_t>;
+using FaultCounts = std::map<FaultKind, uint32_t>;
 // Parses "kill=K,hang=H,crash=C,disconnect=D,orchestrator=O" (kinds may be omitted: 0).
 Result<FaultCounts> ParseFaultCounts(const std::string& text);
 
@@ -73,7 +79,8 @@ struct ChaosOptions : ingest::IngestPlan {
     retry_backoff_s = 0.1;
   }
   uint32_t rounds = 3;
-  FaultCounts faults = {{"kill", 1}, {"hang", 1}, {"crash", 1}, {"disconnect", 1}, {"orchestrator", 1}};
+  FaultCounts faults = {{FaultKind::kKill, 1}, {FaultKind::kHang, 1}, {FaultKind::kCrash, 1}, {FaultKind::kDisconnect, 1},
+                        {FaultKind::kOrchestrator, 1}};
   std::string table_profile = "horizon";
   bool unsafe_ingester = false;  // the negative control (rounds commit every 100 ledgers)
   double hold_s = 2;             // how long a target attempt pauses mid-job
@@ -84,7 +91,7 @@ struct ChaosOptions : ingest::IngestPlan {
 Status ValidateChaosOptions(const ChaosOptions& options);
 
 struct PlannedFault {
-  std::string kind;
+  FaultKind kind = FaultKind::kKill;
   uint32_t job = 0;              // target job (per-job kinds)
   std::string stage;             // where the target attempt is held / crashes
   uint32_t after_jobs_done = 0;  // orchestrator: kill once this many jobs are done
@@ -149,7 +156,7 @@ struct ChaosReport {
   ChaosOptions options;
   std::vector<RoundPlan> schedule;
   std::vector<ChaosRound> rounds;
-  std::map<std::string, uint32_t> planned, injected;          // per fault kind
+  FaultCounts planned, injected;                              // per fault kind
   std::map<ingest::Detector, uint32_t> detectors;             // faults per detector that caught them, all rounds
   std::map<std::string, std::vector<LedgerRange>> anomalies;  // per class, over all rounds
   uint32_t jobs_retried = 0, jobs_recovered = 0;

@@ -43,7 +43,7 @@ bool SplitReported(const diff::DiffReport& d, const std::string& address) {
   for (const auto& l : d.lookups) {
     if (l.table != "history_accounts") continue;
     for (const auto& issue : l.issues)
-      if (issue.side == "right" && issue.kind == "key_under_several_ids" &&
+      if (issue.side == Side::kRight && issue.kind == "key_under_several_ids" &&
           issue.detail.find(address) != std::string::npos)
         return true;
   }

@@ -195,6 +195,15 @@ Status ValidateSweepOptions(const SweepOptions& o) {
   return Status::Ok();
 }
 
+std::string_view ToString(CellVerdict verdict) {
+  switch (verdict) {
+    case CellVerdict::kIdentical: return "identical";
+    case CellVerdict::kDivergent: return "divergent";
+    case CellVerdict::kFailed: return "failed";
+  }
+  return "?";
+}
+
 std::string SweepCell::Name() const { return fmt::format("{}x{}", workers, job_size); }
 
 std::string SweepCell::Describe() const {
@@ -205,7 +214,7 @@ std::string SweepCell::Describe() const {
 int SweepReport::exit_code() const {
   if (!recommendation.found || recommendation.every_parallel_divergent) return 1;
   for (const auto& c : cells)
-    if (c.verdict != "identical") return 1;
+    if (c.verdict != CellVerdict::kIdentical) return 1;
   return 0;
 }
 
@@ -233,7 +242,7 @@ void SummarizeCell(SweepCell& cell, const LedgerRange& range, double reference_s
         cell.first_divergent_ledger = r.first_divergent_ledger;
     }
   }
-  cell.verdict = divergent ? "divergent" : failed ? "failed" : "identical";
+  cell.verdict = divergent ? CellVerdict::kDivergent : failed ? CellVerdict::kFailed : CellVerdict::kIdentical;
   cell.samples = static_cast<uint32_t>(walls.size());
   if (walls.empty()) return;
   cell.median_s = Median(walls);
@@ -257,16 +266,16 @@ SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
   std::vector<const SweepCell*> identical;  // candidates, fastest first (stable: grid order on ties)
   size_t parallel = 0, parallel_bad = 0, parallel_divergent = 0;
   for (const auto& c : cells) {
-    if (c.verdict == "divergent")
+    if (c.verdict == CellVerdict::kDivergent)
       rec.divergent.push_back(c.first_divergent_ledger
                                   ? fmt::format("{} at ledger {}", c.Name(), *c.first_divergent_ledger)
                                   : c.Name());
     if (c.workers > 1) {
       ++parallel;
-      if (c.verdict != "identical") ++parallel_bad;
-      if (c.verdict == "divergent") ++parallel_divergent;
+      if (c.verdict != CellVerdict::kIdentical) ++parallel_bad;
+      if (c.verdict == CellVerdict::kDivergent) ++parallel_divergent;
     }
-    if (c.verdict == "identical" && c.median_s > 0) identical.push_back(&c);
+    if (c.verdict == CellVerdict::kIdentical && c.median_s > 0) identical.push_back(&c);
   }
   std::stable_sort(identical.begin(), identical.end(),
                    [](const SweepCell* a, const SweepCell* b) { return a->median_s < b->median_s; });
@@ -343,7 +352,7 @@ SweepRecommendation Recommend(const std::vector<SweepCell>& cells) {
 UslFit FitCells(const std::vector<SweepCell>& cells, uint32_t job_size) {
   std::vector<UslPoint> points;
   for (const auto& c : cells)
-    if (c.job_size == job_size && c.verdict == "identical" && c.ledgers_per_s > 0)
+    if (c.job_size == job_size && c.verdict == CellVerdict::kIdentical && c.ledgers_per_s > 0)
       points.push_back({static_cast<double>(c.workers), c.ledgers_per_s});
   return FitUsl(points);
 }
@@ -469,7 +478,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
   if (rep.reference_s == 0) {
     for (auto& c : rep.cells) {
       for (const auto& s : rep.cells)
-        if (s.workers == 1 && s.job_size == c.job_size && s.verdict == "identical") SummarizeCell(c, o.range, s.median_s);
+        if (s.workers == 1 && s.job_size == c.job_size && s.verdict == CellVerdict::kIdentical) SummarizeCell(c, o.range, s.median_s);
     }
   }
   rep.recommendation = Recommend(rep.cells);
@@ -484,7 +493,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
   if (rep.usl_job_size) rep.usl = FitCells(rep.cells, rep.usl_job_size);
 
   // 5. The reference schema stays with the evidence (or with --keep).
-  bool any_divergent = std::any_of(rep.cells.begin(), rep.cells.end(), [](const SweepCell& c) { return c.verdict == "divergent"; });
+  bool any_divergent = std::any_of(rep.cells.begin(), rep.cells.end(), [](const SweepCell& c) { return c.verdict == CellVerdict::kDivergent; });
   if (!rep.reference_schema.empty() && !o.keep && !any_divergent) {
     LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, rep.reference_schema));
     (void)DeleteRun(*conn, rep.run_id + "_ref");

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/ledger_range.h"
@@ -66,6 +67,10 @@ struct SweepRepeat {
   std::string error;
 };
 
+// A cell's verdict over its repeats: divergent if any repeat diverged, else failed if any failed.
+enum class CellVerdict { kIdentical, kDivergent, kFailed };
+std::string_view ToString(CellVerdict verdict);
+
 struct SweepCell {
   uint32_t workers = 0;
   uint32_t job_size = 0;
@@ -81,7 +86,7 @@ struct SweepCell {
   double ledgers_per_s_min = 0, ledgers_per_s_max = 0;  // at max_s and min_s: the interval in ledgers/s
   double speedup = 0;   // reference serial time / median (0 when unknown)
   uint32_t attempts = 0, retries = 0, peak_connections = 0;
-  std::string verdict;  // identical | divergent | failed
+  CellVerdict verdict = CellVerdict::kFailed;  // a cell never summarized did not pass
   std::optional<Ledger> first_divergent_ledger;  // lowest over repeats
   std::string error;    // first failure
 
