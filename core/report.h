@@ -1,7 +1,11 @@
 #pragma once
-// Reporting: the library never prints. Long-running work talks to a Reporter (progress and
-// notes for people, on stderr); each command returns a result value that the CLI renders as
-// text, JSON, JUnit, Markdown or HTML with the renderers of its room.
+// Reporting: the library never writes to stdout and renders no result. Long-running work talks
+// to a Reporter (progress and notes for people, on stderr); each command returns a result value
+// that the CLI renders as text, JSON, JUnit, Markdown or HTML with report/'s renderers. Three
+// lines reach stderr without a Reporter, where none exists: the interruption notice of the
+// signal handler (core/process.h), the removal of killed runs' leftover directories (before any
+// command's work, core/tempdir.h), and a worker process's own failure (ingest/worker.h: its
+// stderr is its log).
 
 #include <chrono>
 #include <cstdio>

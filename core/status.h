@@ -25,7 +25,7 @@ enum class ExitCode : int {
   kRuntime = 3,    // runtime failure (connection refused or lost, server or I/O error): retrying may help
 };
 
-class Status {
+class [[nodiscard]] Status {
  public:
   enum class Kind {
     kOk,
@@ -72,7 +72,7 @@ class Status {
 
 // Result<T>: a value or an error Status (never an ok Status).
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
