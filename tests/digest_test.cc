@@ -33,7 +33,9 @@ namespace {
 
 using dump::Chunk;
 using dump::Digest128;
+using testing::CliResult;
 using testing::Connect;
+using testing::RunCli;
 using testing::TestConninfo;
 using testing::UniqueName;
 
@@ -359,12 +361,35 @@ TEST(Horizon, EveryLoadableDumpRenumberedIsIdentical) {
   }
 }
 
-TEST(Horizon, BrokenDumpDoesNotLoad) {
-  std::string db = UniqueName("bad");
-  ASSERT_TRUE(testing::TestServer().CreateDatabase(db).ok());
-  std::string cmd = fmt::format("psql -X -q -v ON_ERROR_STOP=1 -d \"{}\" -f {}/offer_ids-horizon.sql >/dev/null 2>&1",
-                                testing::TestServer().conninfo(db), ScenarioDir());
-  EXPECT_NE(std::system(cmd.c_str()), 0);
+// offer_ids-horizon.sql does not load on PostgreSQL 15 (a comma missing before is_payment in
+// history_operations). Loaded the way psql runs a file by default (on past the error), it leaves
+// a database without history_operations and its rows; a diff against the same dump loaded whole
+// must say so, not call the rest identical.
+TEST(Horizon, APartlyLoadedDumpDiffersFromTheWholeOneByTheTableItLacks) {
+  const std::string broken = UniqueName("broken"), whole = UniqueName("whole");
+  testing::ScratchDir scratch("ledgerdiff-offer-ids-");
+  const std::string fixed_sql = scratch.path + "/offer_ids-fixed.sql";
+  std::string sql = testing::ReadFileBytes(ScenarioDir() + "/offer_ids-horizon.sql");
+  const std::string missing_comma = "DEFAULT ''::character varying NOT NULL\n    is_payment";
+  const size_t at = sql.find(missing_comma);
+  ASSERT_NE(at, std::string::npos) << "the scenario changed: the test plants nothing";
+  sql.insert(at + std::string("DEFAULT ''::character varying NOT NULL").size(), ",");
+  { std::ofstream(fixed_sql) << sql; }
+  auto load = [](const std::string& db, const std::string& file, bool stop_on_error) {
+    EXPECT_TRUE(testing::TestServer().CreateDatabase(db).ok());
+    return std::system(fmt::format("psql -X -q {} -d \"{}\" -f {} >/dev/null 2>&1",
+                                   stop_on_error ? "-v ON_ERROR_STOP=1" : "", testing::TestServer().conninfo(db), file)
+                           .c_str());
+  };
+  ASSERT_NE(load(UniqueName("strict"), ScenarioDir() + "/offer_ids-horizon.sql", true), 0) << "the dump loads now";
+  ASSERT_EQ(load(broken, ScenarioDir() + "/offer_ids-horizon.sql", false), 0);
+  ASSERT_EQ(load(whole, fixed_sql, true), 0);
+  const CliResult r = RunCli({"diff", testing::TestServer().conninfo(broken) + "::public",
+                              testing::TestServer().conninfo(whole) + "::public", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tables_one_side"]["right"], nlohmann::json::array({"history_operations"})) << r.out;
+  EXPECT_EQ(j["tables_one_side"]["left"], nlohmann::json::array()) << r.out;
 }
 
 TEST(Horizon, TradeOrientationFlipIsNotADifferenceButAValueChangeIs) {
