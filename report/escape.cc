@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "core/report.h"
+#include "core/text.h"
 
 namespace ledgerdiff::report {
 
@@ -90,13 +91,10 @@ std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
 }
 
 std::string Intervals(const std::vector<LedgerRange>& iv, size_t max_items) {
-  std::string out;
-  for (size_t i = 0; i < iv.size() && i < max_items; ++i) {
-    if (i) out += ", ";
-    out += iv[i].from == iv[i].to ? fmt::format("{}", iv[i].from) : fmt::format("{}-{}", iv[i].from, iv[i].to);
-  }
-  if (iv.size() > max_items) out += fmt::format(", \xe2\x80\xa6 {} more intervals", FormatCount(iv.size() - max_items));
-  return out;
+  if (iv.size() <= max_items) return FormatIntervals(iv);
+  const std::vector<LedgerRange> shown(iv.begin(), iv.begin() + static_cast<std::ptrdiff_t>(max_items));
+  return FormatIntervals(shown) +
+         fmt::format(", \xe2\x80\xa6 {} more intervals", FormatCount(iv.size() - max_items));
 }
 
 // Inline code span that survives any content: backtick fence longer than any run inside, and

@@ -82,7 +82,7 @@ TEST(Follow, KeepsUpWithASideIngestedLiveByWorkersAndEndsIdenticalAtUntil) {
   const std::string state = dir.path + "/state", out = dir.path + "/out.json", err = dir.path + "/err.txt";
   // The follower starts first: the live side holds nothing yet.
   const std::string conn = TestConninfo();
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stdout_path = out;
   so.stderr_path = err;
   pid_t follower = testing::SpawnCli(FollowArgs(conn, conn, state,
@@ -236,7 +236,7 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
   // First cycle: a few ledgers; then a killed one.
   auto first = RunCli(FollowArgs(k.left, k.right, state, {"--from", from, "--until", std::to_string(k.first + 9)}));
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = dir.path + "/killed.err";
   pid_t killed = testing::SpawnCli(FollowArgs(k.left, k.right, state, {"--interval", "0"}), so);
   // Once it holds the directory (it says so after taking the lock), a second follower is refused.
@@ -264,7 +264,7 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
   EXPECT_NE(gave_up.err.find("not currently accepting connections"), std::string::npos) << gave_up.err;
   // Still refused when the next follower starts; the server comes back only once that follower
   // has reported a failed attempt (no timing assumption: the reopen waits for the report).
-  testing::SpawnOptions rest_so;
+  testing::CliSpawnOptions rest_so;
   rest_so.stdout_path = dir.path + "/rest.out";
   rest_so.stderr_path = dir.path + "/rest.err";
   pid_t rest_pid =
@@ -309,7 +309,7 @@ TEST(Follow, SurvivesARestartOfTheServerAndStopsCleanlyOnSigterm) {
     auto r = RunCli({"ingest", "--db", db, "--schema", schema, "--range", "2:601", "--workers", "1"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = err;
   const pid_t follower = testing::SpawnCli(
       FollowArgs(db, db, state, {"--left-schema", "old", "--right-schema", "new", "--from", "2", "--interval", "0.2"}),

@@ -49,7 +49,7 @@ std::string TempFile(const std::string& name) {
 
 // Starts `ledgerdiff ARGS` in the background: stdout to `out`, stderr to `out`.err.
 pid_t Start(const std::vector<std::string>& args, const std::string& out) {
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stdout_path = out;
   so.stderr_path = out + ".err";
   return testing::SpawnCli(args, so);

@@ -55,7 +55,7 @@ std::string UniqueName(const std::string& prefix) {
   return prefix + "_" + std::to_string(++n);
 }
 
-pid_t SpawnCli(const std::vector<std::string>& args, const SpawnOptions& options) {
+pid_t SpawnCli(const std::vector<std::string>& args, const CliSpawnOptions& options) {
   pid_t pid = fork();
   if (pid == 0) {
     auto open_or_null = [](const std::string& path) {

@@ -63,14 +63,14 @@ CliResult RunCli(const std::vector<std::string>& args, const std::vector<std::st
 // Where a ledgerdiff started in the background writes, and what it gets on top of the test's
 // environment. An empty path means /dev/null; `stdout_fd` >= 0 takes precedence over
 // `stdout_path`. The child has every signal unblocked and SIGPIPE at its default.
-struct SpawnOptions {
+struct CliSpawnOptions {
   std::string stdout_path{};
   std::string stderr_path{};
   int stdout_fd = -1;
   std::vector<std::string> env{};  // "NAME=value"
 };
 // Starts build/ledgerdiff with `args` and returns its pid (for tests that kill it mid-run).
-pid_t SpawnCli(const std::vector<std::string>& args, const SpawnOptions& options = {});
+pid_t SpawnCli(const std::vector<std::string>& args, const CliSpawnOptions& options = {});
 // Reaps `pid`: its exit code, or 128 + the signal that ended it.
 int WaitExitCode(pid_t pid);
 

@@ -330,7 +330,7 @@ std::string LastLine(std::string s) {
 TEST(Interrupt, CtrlCOnTheEmbeddedDefaultNamesTheWorkersAndTheRemovedCluster) {
   Scratch scratch;
   const fs::path err = scratch / "stderr";
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = err.string();
   so.env = EmbeddedEnv(scratch.path);
   const pid_t pid = testing::SpawnCli({"verify", "--range", "2:4001", "--workers", "2", "--job-size", "50"}, so);
@@ -354,7 +354,7 @@ TEST(Interrupt, CtrlCOnANamedDatabaseSaysTheRunStaysAndHowToContinueIt) {
   Scratch scratch;
   const fs::path err = scratch / "stderr";
   const std::string schema = UniqueName("operator_sigint");
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = err.string();
   const std::string run_id = UniqueName("operator_sigint_run");
   const pid_t pid = testing::SpawnCli({"ingest", "--db", TestConninfo(), "--range", "2:2001", "--schema", schema,
@@ -378,7 +378,7 @@ TEST(Interrupt, CtrlCOnANamedDatabaseSaysTheRunStaysAndHowToContinueIt) {
 TEST(Interrupt, CtrlCOfAVerifyOnANamedDatabaseNamesTheSchemasThatStayAndHowToDropThem) {
   Scratch scratch;
   const fs::path err = scratch / "stderr";
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = err.string();
   const pid_t pid = testing::SpawnCli(
       {"verify", "--db", TestConninfo(), "--range", "2:2001", "--workers", "2", "--job-size", "50"}, so);
@@ -408,7 +408,7 @@ TEST(Interrupt, CtrlCOfAVerifyOnANamedDatabaseNamesTheSchemasThatStayAndHowToDro
 TEST(Interrupt, CtrlCOfASelftestNamesItsSchemasNotAVerifyToResume) {
   Scratch scratch;
   const fs::path err = scratch / "stderr";
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = err.string();
   const pid_t pid = testing::SpawnCli({"selftest", "--db", TestConninfo(), "--range", "2:401"}, so);
   ASSERT_TRUE(AwaitText(err, "-> ", 300)) << testing::ReadFileBytes(err);  // a case finished
@@ -434,7 +434,7 @@ TEST(Interrupt, CtrlCOfAVerifyOnAKeptClusterAdvisesCommandsThatReachTheStoppedCl
   Scratch scratch;
   const fs::path err = scratch / "stderr";
   const std::string cluster = (scratch / "kept").string();
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = err.string();
   so.env = EmbeddedEnv(scratch.path);
   const pid_t pid = testing::SpawnCli(

@@ -267,7 +267,7 @@ TEST(ConnectExitCodes, ServerStoppingMidDigestIsExit3) {
   ASSERT_TRUE(blocker->Run("BEGIN; LOCK TABLE h.history_effects IN ACCESS EXCLUSIVE MODE").ok());
   fs::path dir = FreshTempDir("stop_mid_digest");
   const std::string out = (dir / "m.ldm").string();
-  testing::SpawnOptions so;
+  testing::CliSpawnOptions so;
   so.stderr_path = (dir / "stderr").string();
   pid_t pid = testing::SpawnCli({"digest", "--db", conninfo, "--schema", "h", "--out", out, "--jobs", "1"}, so);
   // pg_stat_activity is a per-transaction snapshot: poll it from a connection of its own.

@@ -43,7 +43,7 @@ ingest::IngestOptions FlatPlan(const std::string& schema, LedgerRange range, uin
 
 // Starts `ledgerdiff ARGS` in the background (stdout to `out_file`, stderr to `out_file`.err).
 pid_t StartCli(const std::vector<std::string>& args, const std::string& out_file) {
-  testing::SpawnOptions options;
+  testing::CliSpawnOptions options;
   options.stdout_path = out_file;
   options.stderr_path = out_file + ".err";
   return testing::SpawnCli(args, options);

@@ -195,7 +195,7 @@ TEST(Embedded, StaleOwnedDirectoriesAreReapedOthersAreNot) {
 
 // Starts ledgerdiff with TMPDIR=`tmpdir` and stdout on `stdout_fd` (-1: /dev/null).
 pid_t StartCli(const std::vector<std::string>& args, const std::string& tmpdir, int stdout_fd) {
-  testing::SpawnOptions options;
+  testing::CliSpawnOptions options;
   options.stdout_fd = stdout_fd;
   options.env = {"TMPDIR=" + tmpdir};
   return testing::SpawnCli(args, options);
