@@ -25,16 +25,25 @@ struct Common {
   std::string profile = "horizon";
   std::optional<LedgerRange> range;
   dump::ProfileSpec spec;
+  std::string engine_text;
+  CLI::Option* engine_opt = nullptr;
+  std::optional<dump::DigestEngine> engine;  // --engine; nullopt: a manifest's, else dump::kDefaultEngine
 
-  void AddFlags(CLI::App* sub) {
+  void AddFlags(CLI::App* sub, bool digests = true) {
     sub->add_option("--range", range_text, "Ledger range FROM:TO (default: the range present)");
     AddDigestProfileFlag(sub, profile);
+    if (digests)
+      engine_opt = sub->add_option("--engine", engine_text,
+                                   "How digests are computed: text (the client hashes each row's canonical text; "
+                                   "the reference) or server-hash (the server hashes native values; PostgreSQL 14+)")
+                       ->check(CLI::IsMember({"text", "server-hash"}));
   }
   Status Check() {
     if (!range_text.empty()) {
       LD_ASSIGN_OR_RETURN(range, ParseLedgerRange(range_text, RangeUse::kCompare));
     }
     LD_ASSIGN_OR_RETURN(spec, dump::LoadProfileSpec(profile));
+    if (engine_opt && engine_opt->count()) engine = *dump::ParseDigestEngine(engine_text);
     return Status::Ok();
   }
 };
@@ -121,6 +130,7 @@ Action SetupDigest(CLI::App* sub) {
       opts.chunk_ledgers = f->chunk;
       opts.checkpoint = true;
       opts.resume = f->resume;
+      opts.engine = f->c.engine.value_or(dump::kDefaultEngine);
       LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db->conninfo(), f->schema, f->c.spec, opts,
                                                                     *f->c.range, f->shards, f->shard, f->out,
                                                                     ctx.reporter()));
@@ -160,6 +170,7 @@ Action SetupDigest(CLI::App* sub) {
     opts.chunk_ledgers = f->chunk;
     opts.checkpoint = true;
     opts.resume = f->resume;
+    opts.engine = f->c.engine.value_or(dump::kDefaultEngine);
     Outcome out;
     if (f->print_sql) {
       LD_ASSIGN_OR_RETURN(auto sql, dump::CanonicalStatements(db->conninfo(), f->schema, f->c.spec, opts));
@@ -214,6 +225,7 @@ Action SetupDiff(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     f->opts.range = f->c.range;
+    f->opts.engine = f->c.engine;
     // Two manifests, or schemas in named databases, need no --db: no embedded server then.
     Database* db = nullptr;
     if (diff::SourceNeedsDefaultDatabase(f->left) || diff::SourceNeedsDefaultDatabase(f->right)) {
@@ -246,7 +258,7 @@ Action SetupDump(CLI::App* sub) {
     std::string schema, format = "jsonl", out = "-";
   };
   auto f = std::make_shared<Flags>();
-  f->c.AddFlags(sub);
+  f->c.AddFlags(sub, /*digests=*/false);
   sub->add_option("--schema", f->schema, "Schema to dump")->required();
   sub->add_option("--format", f->format, "jsonl (default) or csv")->check(CLI::IsMember({"jsonl", "csv"}));
   sub->add_option("--out", f->out, "A directory (one file per table) or - for stdout (default)")

@@ -468,6 +468,30 @@ class DiffRun {
     return Status::Ok();
   }
 
+  // The engine both sides' digests are computed by: a manifest's (both manifests': the same), or
+  // the option, or the default.
+  Status ChooseEngine() {
+    std::optional<dump::DigestEngine> chosen = options_.engine;
+    const Side* from_manifest = nullptr;
+    for (const Side& s : sides_) {
+      if (!s.reader) continue;
+      const dump::DigestEngine e = s.reader->header().engine;
+      if (from_manifest && e != from_manifest->reader->header().engine)
+        return Status::Usagef("{} was digested by engine {}, {} by engine {}: digests of different engines "
+                              "cannot be compared (digest both with the same --engine)",
+                              from_manifest->source.Describe(), dump::ToString(from_manifest->reader->header().engine),
+                              s.source.Describe(), dump::ToString(e));
+      if (!from_manifest && options_.engine && *options_.engine != e)
+        return Status::Usagef("--engine {}, but {} was digested by engine {}: digests of different engines cannot "
+                              "be compared (leave --engine out to use the manifest's)",
+                              dump::ToString(*options_.engine), s.source.Describe(), dump::ToString(e));
+      from_manifest = &s;
+      chosen = e;
+    }
+    report_.engine = chosen.value_or(dump::kDefaultEngine);
+    return Status::Ok();
+  }
+
   // The compared range: --range; else a manifest's; else the union of the schemas' ranges.
   Status ChooseRange() {
     Side& l = sides_[0];
@@ -559,6 +583,7 @@ class DiffRun {
       dopts.restrict_to = common_;
       dopts.phase = fmt::format("digest {}", s.name);
       dopts.resolve_on_client = options_.resolve_on_client;
+      dopts.engine = report_.engine;
       dopts.lookup_cache = options_.lookup_caches[&s == &sides_[0] ? 0 : 1];
       dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen) {
         return s.gate.PublishAndWait(id, seen);
@@ -921,6 +946,8 @@ Result<DiffReport> DiffSources(const Source& left, const Source& right, const du
   DiffRun run(left, right, spec, options, reporter);
   // 1. Each side's profile (live columns, or the manifest's header) and present range.
   LD_RETURN_IF_ERROR(run.OpenSides());
+  // 1b. The digest engine: a manifest side's, else --engine, else the default.
+  LD_RETURN_IF_ERROR(run.ChooseEngine());
   // 2. The compared range: --range, else a manifest's, else the union over both schemas.
   LD_RETURN_IF_ERROR(run.ChooseRange());
   // 3. Tables and columns in common; one-side-only tables, widenings and inventory of both sides.

@@ -74,6 +74,10 @@ struct DiffOptions {
   // Without a range every row outside is counted and decides the verdict, whatever this says.
   enum class OutsideRows { kAll, kWithoutLedger };
   OutsideRows outside_rows = OutsideRows::kAll;
+  // How schema sides are digested (dump::DigestEngine); nullopt: a manifest side's engine, else
+  // kDefaultEngine. Two manifests of different engines, or an engine that is not a manifest
+  // side's, are a Usage error naming both (their digests of the same rows differ).
+  std::optional<dump::DigestEngine> engine;
   // dump::DigestOptions::resolve_on_client. The lookup and invariant checks take the
   // references the client resolution saw; with false they scan the tables (same results).
   bool resolve_on_client = true;
@@ -216,6 +220,7 @@ struct DiffReport {
   std::string left, right;  // descriptions
   LedgerRange range;
   std::string profile;
+  dump::DigestEngine engine = dump::DigestEngine::kText;  // what computed both sides' digests
   // identical: nothing differs and coverage is complete (or --allow-gaps). divergent: something
   // differs (takes precedence). incomplete: nothing differs, but a side lacks ledgers of the range.
   Verdict verdict = Verdict::kDivergent;

@@ -202,6 +202,7 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   j["left"] = {{"source", r.left}, {"root", r.left_root}};
   j["right"] = {{"source", r.right}, {"root", r.right_root}};
   j["profile"] = r.profile;
+  j["engine"] = dump::ToString(r.engine);
   j["tables"] = nlohmann::json(r.tables);
   if (r.all) {
     nlohmann::ordered_json all;

@@ -112,6 +112,17 @@ std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range)
 
 namespace {
 
+// " FROM t LEFT JOIN <lookups> [lateral] WHERE <range>": the rows every canonical and digest
+// statement reads, with the aliases the column expressions refer to.
+std::string FromWhere(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  std::string sql = " FROM " + pg::Qualified(schema, table.name) + " t";
+  for (const auto& j : table.joins)
+    sql += fmt::format(" LEFT JOIN {} {} ON {}.{} = {}", pg::Qualified(schema, j.lookup_table), j.alias, j.alias,
+                       pg::QuoteIdent(j.lookup_id), j.on_expr);
+  if (!table.lateral.empty()) sql += " " + table.lateral;
+  return sql + " WHERE " + RangePredicate(table, range);
+}
+
 // `with_flip`: one more output column after the canonical ones (see CanonicalCopyWithFlip).
 std::string UnorderedSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range,
                             bool with_flip = false) {
@@ -119,19 +130,98 @@ std::string UnorderedSelect(const ResolvedTable& table, const std::string& schem
   std::string sql = "SELECT " + ledger;
   for (const auto& c : table.columns) sql += ", " + c.expr;
   if (with_flip) sql += ", " + (table.flip_expr.empty() ? std::string("false") : table.flip_expr);
-  sql += " FROM " + pg::Qualified(schema, table.name) + " t";
-  for (const auto& j : table.joins)
-    sql += fmt::format(" LEFT JOIN {} {} ON {}.{} = {}", pg::Qualified(schema, j.lookup_table), j.alias, j.alias,
-                       pg::QuoteIdent(j.lookup_id), j.on_expr);
-  if (!table.lateral.empty()) sql += " " + table.lateral;
-  sql += " WHERE " + RangePredicate(table, range);
-  return sql;
+  return sql + FromWhere(table, schema, range);
 }
 
 }  // namespace
 
 std::string DigestCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
   return "COPY (" + UnorderedSelect(table, schema, range) + ") TO STDOUT";
+}
+
+const char* ToString(DigestEngine engine) {
+  switch (engine) {
+    case DigestEngine::kText: return "text";
+    case DigestEngine::kServerHash: return "server-hash";
+  }
+  return "?";
+}
+
+std::optional<DigestEngine> ParseDigestEngine(std::string_view name) {
+  for (DigestEngine e : {DigestEngine::kText, DigestEngine::kServerHash})
+    if (name == ToString(e)) return e;
+  return std::nullopt;
+}
+
+// Built-in hashes that would not decide as the text encoding does, and what is hashed instead:
+//   int      hashint8extended folds the high half into the low one (0 and 2^32+1 collide under
+//            every seed): int8send's 8 bytes are hashed instead (int2/int4 widened to int8
+//            first, so the widenings stay equal);
+//   numeric  its hash ignores scale (1.0 = 1.00): its text is hashed;
+//   float    its hash equates -0 and 0: its text (extra_float_digits pinned) is hashed;
+//   datetime timestamp's hash is hashint8's (folded): its text is hashed;
+//   jsonb    its hash ignores numeric scale and folds structure by 1-bit rotations: its
+//            canonical text is hashed;
+//   text     hashed under COLLATE "C" (a nondeterministic collation would hash equal strings
+//            that differ); char(n) keeps its padding as its COPY text does;
+//   interval, json, arrays, others: their text (interval's hash equates 1 day and 24 hours,
+//            array hashes ignore dimensions and bounds).
+// bool and bytea hash their exact values.
+std::string ServerHashValue(const CanonicalColumn& c) {
+  const std::string e = "(" + c.expr + ")";
+  switch (c.cls) {
+    case ColumnClass::kInt: return "int8send(" + e + "::int8)";
+    case ColumnClass::kBool:
+    case ColumnClass::kBytea: return e;
+    case ColumnClass::kText:
+      if (c.type == "bpchar") return "textin(bpcharout(" + e + ")) COLLATE \"C\"";
+      return e + "::text COLLATE \"C\"";
+    case ColumnClass::kNumeric:
+    case ColumnClass::kFloat:
+    case ColumnClass::kDateTime:
+    case ColumnClass::kInterval:
+    case ColumnClass::kJson:
+    case ColumnClass::kJsonb:
+    case ColumnClass::kArray:
+    case ColumnClass::kOther: return e + "::text COLLATE \"C\"";
+  }
+  return e + "::text COLLATE \"C\"";
+}
+
+namespace {
+
+// Seeds of the two row hashes (inner: hash_record_extended, outer: hashint8extended). The outer
+// hash is what makes a row's hash non-linear in its columns' hashes: hash_record_extended is a
+// linear combination (31 * acc + h(v_i)), and a sum of linear row hashes would not see values
+// swapped between two rows of one ledger.
+constexpr const char* kInnerSeed[2] = {"7142135623730950488", "1732050807568877293"};
+constexpr const char* kOuterSeed[2] = {"2236067977499789696", "2645751311064590590"};
+
+}  // namespace
+
+std::string ServerHashQuery(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  std::string row = "ROW(";
+  for (size_t i = 0; i < table.columns.size(); ++i) row += (i ? ", " : "") + ServerHashValue(table.columns[i]);
+  row += ")";
+  std::string sql = "SELECT " + LedgerExpr(table) + " AS l";
+  for (int k = 0; k < 2; ++k)
+    sql += fmt::format(", hashint8extended(hash_record_extended({}, {}), {}) AS h{}", row, kInnerSeed[k],
+                       kOuterSeed[k], k + 1);
+  sql += FromWhere(table, schema, range);
+  return "SELECT l, count(*), sum(h1), sum(h2) FROM (" + sql + ") r GROUP BY l";
+}
+
+bool ReduceDecimalMod64(std::string_view text, uint64_t& out) {
+  bool negative = !text.empty() && text.front() == '-';
+  if (negative) text.remove_prefix(1);
+  if (text.empty()) return false;
+  uint64_t v = 0;  // arithmetic mod 2^64 is exact for the low 64 bits
+  for (char ch : text) {
+    if (ch < '0' || ch > '9') return false;
+    v = v * 10 + static_cast<uint64_t>(ch - '0');
+  }
+  out = negative ? uint64_t{0} - v : v;
+  return true;
 }
 
 namespace {

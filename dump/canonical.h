@@ -59,6 +59,36 @@ std::string CanonicalCopyWithFlip(const ResolvedTable& table, const std::string&
 // The canonical rows of the range in no particular order (what the digest reads).
 std::string DigestCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 
+// How the per-(table, ledger) multiset digests are computed (dump/README "Engines").
+//   kText        the client hashes each row's canonical COPY text with XXH3-128 (RowHasher):
+//                the reference, and what dumps and the row diff read.
+//   kServerHash  the server hashes each row from its columns' native values (ServerHashQuery)
+//                and ships per ledger the row count and two 64-bit sums; only PostgreSQL 14 and
+//                later (hash_record_extended).
+// Both decide equality by the same rules (the encoding above); their digests and roots differ,
+// so a manifest records its engine and digests of different engines are never compared.
+enum class DigestEngine { kText, kServerHash };
+const char* ToString(DigestEngine engine);  // "text", "server-hash"
+std::optional<DigestEngine> ParseDigestEngine(std::string_view name);
+// The engine a digest or diff uses when none is asked for.
+constexpr DigestEngine kDefaultEngine = DigestEngine::kText;
+// The lowest server_version_num the server-hash engine runs on.
+constexpr int kServerHashMinVersion = 140000;
+
+// The server-hash engine's statement for one table and range: per ledger that holds a row,
+//   ledger, count(*), sum(h1), sum(h2)
+// where h_k = hashint8extended(hash_record_extended(ROW(v_1 .. v_n), A_k), B_k) over the
+// canonical columns in name order, each v_i the column's canonical value in a form whose
+// built-in hash decides equality as the text encoding does (ServerHashValue). The sums are exact
+// (numeric) and are reduced mod 2^64 by the client (ReduceDecimalMod64): the row hash's 128 bits
+// are (h1, h2), summed like RowMultiset's. Lookups are resolved in the server by the canonical
+// joins (and trades oriented by its lateral), so nothing but one row per ledger crosses the wire.
+std::string ServerHashQuery(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
+// One canonical column as the server-hash engine feeds it to hash_record_extended.
+std::string ServerHashValue(const CanonicalColumn& column);
+// An integer in decimal text (optional '-') reduced mod 2^64; false when `text` is not one.
+bool ReduceDecimalMod64(std::string_view text, uint64_t& out);
+
 // The multiset digest of one (table, ledger): rows in any order.
 //   row hash  h(r) = XXH3-128 of the row's encoding (below), as a 128-bit integer
 //   state     sum = sum of h(r) mod 2^128 over the rows (a duplicate row adds twice; never XOR),

@@ -144,6 +144,13 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
     LD_ASSIGN_OR_RETURN(pg::Rows snap, p.coordinator->Exec("SELECT pg_export_snapshot()"));
     p.snapshot = std::string(snap.Get(0, 0));
   }
+  if (options.engine == DigestEngine::kServerHash) {
+    LD_ASSIGN_OR_RETURN(pg::Rows v, p.coordinator->Exec("SELECT current_setting('server_version_num')::int"));
+    if (v.GetInt(0, 0) < kServerHashMinVersion)
+      return Status::Usagef("--engine server-hash needs PostgreSQL 14 or later (hash_record_extended); this "
+                            "server is version {}: use --engine text",
+                            v.GetInt(0, 0));
+  }
   LD_ASSIGN_OR_RETURN(p.profile, ResolveProfile(*p.coordinator, schema, spec));
   if (options.restrict_to) p.profile = RestrictProfile(p.profile, *options.restrict_to);
   if (options.range) {
@@ -266,6 +273,30 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
   if (!s.ok()) return s.With("table " + table.name);
   if (resolver) missing = resolver->references();
   return s;
+}
+
+// The server-hash engine's ComputeTable: one row per ledger holding a row (ServerHashQuery), its
+// count and the two sums reduced mod 2^64 are that (ledger, table)'s accumulator.
+Status ComputeTableInServer(pg::Connection& conn, const std::string& schema, const ResolvedTable& table, size_t t,
+                            const std::atomic<bool>& stop, ChunkWork& work) {
+  const LedgerRange range = *work.data;
+  std::vector<std::string_view> fields;
+  Status s = conn.CopyOut("COPY (" + ServerHashQuery(table, schema, range) + ") TO STDOUT",
+                          [&](std::string_view line) -> Status {
+                            if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
+                            pg::SplitCopyFields(line, fields);
+                            Ledger l = 0;
+                            RowMultiset m;
+                            if (fields.size() != 4 || !ParseLedgerField(fields[0], l) || !range.contains(l) ||
+                                !ReduceDecimalMod64(fields[1], m.count) || m.count == 0 ||
+                                !ReduceDecimalMod64(fields[2], m.lo) || !ReduceDecimalMod64(fields[3], m.hi))
+                              return Status::Runtimef("table {}: server-hash query returned an unexpected row "
+                                                      "({} fields, not a ledger of {} with its sums)",
+                                                      table.name, fields.size(), range.str());
+                            work.acc[work.AccIndex(l, t)] = m;
+                            return Status::Ok();
+                          });
+  return s.ok() ? s : s.With("table " + table.name);
 }
 
 // Turns the accumulators of a chunk whose tables are all done into the entries of its ledgers
@@ -497,6 +528,7 @@ struct ReadContext {
   const ResolvedProfile& profile;
   std::vector<std::vector<ColumnClass>> classes;
   const ClientPlan& client;
+  DigestEngine engine;
 };
 
 // The workers, one thread per connection, and the chunks between them and the emitter. Units are
@@ -573,8 +605,11 @@ class DigestPool {
       if (!Take(unit, work)) return;
       if (unit.table != kNoTable) {
         std::vector<JoinReferences> missing;
-        Status s = ComputeTable(conn, read_.schema, read_.profile, read_.classes, read_.client, unit.table, stop_,
-                                *work, missing);
+        Status s = read_.engine == DigestEngine::kServerHash
+                       ? ComputeTableInServer(conn, read_.schema, read_.profile.tables[unit.table], unit.table,
+                                              stop_, *work)
+                       : ComputeTable(conn, read_.schema, read_.profile, read_.classes, read_.client, unit.table,
+                                      stop_, *work, missing);
         if (!s.ok()) {
           Fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", read_.schema,
                                   plan_.chunks[unit.chunk].data->str())));
@@ -881,11 +916,12 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
   LD_ASSIGN_OR_RETURN(const WorkPlan plan, PlanWork(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk));
   LD_ASSIGN_OR_RETURN(const ClientPlan client,
-                      PlanClientResolution(*prep.coordinator, schema, prep.profile, options.resolve_on_client,
+                      PlanClientResolution(*prep.coordinator, schema, prep.profile,
+                                           options.resolve_on_client && options.engine == DigestEngine::kText,
                                            options.lookup_cache));
   const int jobs = std::max(1, std::min<int>(options.jobs, static_cast<int>(plan.units.size())));
   LD_ASSIGN_OR_RETURN(auto conns, OpenWorkers(conninfo, prep.snapshot, jobs));
-  const ReadContext read{schema, prep.profile, ColumnClasses(prep.profile), client};
+  const ReadContext read{schema, prep.profile, ColumnClasses(prep.profile), client, options.engine};
   DigestPool pool(plan, read, conns);
   Emitter emitter(schema, prep.profile, client, prep.range, plan.estimated_rows, options.phase, start, reporter);
   LD_RETURN_IF_ERROR(emitter.Run(pool, sink));
@@ -897,6 +933,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   }
   (void)prep.coordinator->Run("COMMIT");
   DigestSummary summary = emitter.Finish();
+  summary.engine = options.engine;
   summary.seconds = SecondsSince(start);
   return summary;
 }
@@ -912,6 +949,10 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
     for (const auto& t : prep.profile.tables) {
       if (!planned.data) continue;
       const LedgerRange r = *planned.data;
+      if (options.engine == DigestEngine::kServerHash) {
+        out.push_back("COPY (" + ServerHashQuery(t, schema, r) + ") TO STDOUT");
+        continue;
+      }
       bool client = ClientReadable(t, options.resolve_on_client);
       const size_t J = t.joins.size();
       out.push_back(client ? ClientResolvedTable(t, std::vector<const LookupMap*>(J), std::vector<ReferenceMarks*>(J))
@@ -923,8 +964,8 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
 
 std::string RenderDigestText(const DigestSummary& s) {
   std::string out = s.target ? s.target->Line() + "\n" : "";
-  out += fmt::format("digest of {}, ledgers {} ({} ledgers), profile {}\n", s.source, s.range.str(),
-                                FormatCount(s.range.size()), s.profile.name);
+  out += fmt::format("digest of {}, ledgers {} ({} ledgers), profile {}, engine {}\n", s.source, s.range.str(),
+                     FormatCount(s.range.size()), s.profile.name, ToString(s.engine));
   size_t w = 5;
   for (const auto& t : s.tables) w = std::max(w, t.table.size());
   out += fmt::format("  {:<{}}  {:>12}  {:>12}  {}\n", "table", w, "rows", "ledgers", "root (sha-256)");
@@ -956,6 +997,7 @@ nlohmann::json DigestSummaryToJson(const DigestSummary& s) {
   j["range"] = {{"from", s.range.from}, {"to", s.range.to}};
   j["ledgers"] = s.range.size();
   j["profile"] = s.profile.name;
+  j["engine"] = ToString(s.engine);
   j["rows"] = s.rows;
   j["root"] = s.root;
   j["seconds"] = s.seconds;

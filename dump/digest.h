@@ -122,6 +122,9 @@ struct DigestOptions {
   // skipped; columns absent here are dropped.
   std::optional<ResolvedProfile> restrict_to;
   std::string phase = "digest";      // progress label
+  // Text (the reference) or server-hash (dump/canonical.h DigestEngine). The summary records it;
+  // digests of different engines differ and are never compared.
+  DigestEngine engine = kDefaultEngine;
   // Resolve surrogate ids on the client from lookup maps read once (dump/lookup_map.h) instead
   // of joining in every statement. Same digests either way; false is the canonical joins.
   bool resolve_on_client = true;
@@ -157,6 +160,7 @@ struct DigestSummary {
   uint64_t rows = 0;
   double seconds = 0;
   size_t tables_resolved_on_client = 0;  // read with lookup maps instead of joins (lookup_map.h)
+  DigestEngine engine = DigestEngine::kText;  // what computed the entries (a manifest's header key "engine")
   // Manifest written (DigestToManifest): its size.
   std::string manifest_path;
   uint64_t manifest_bytes = 0;

@@ -73,6 +73,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
   j["profile"] = ResolvedProfileToJson(header.profile);
   j["excluded_columns"] = header.profile.ExcludedColumns();
   j["fingerprint"] = w->header_.fingerprint;
+  j["engine"] = ToString(header.engine);
   if (header.shard)
     j["shard"] = {{"index", header.shard->index},
                   {"count", header.shard->count},
@@ -211,6 +212,12 @@ Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std
     h.fingerprint = ProfileFingerprint(h.profile);
     if (JsonString(j, "", "fingerprint") != h.fingerprint)
       return Status::Usagef("manifest {} is corrupted (profile fingerprint)", path);
+    const std::string engine = JsonString(j, "", "engine");
+    if (auto e = ParseDigestEngine(engine)) {
+      h.engine = *e;
+    } else {
+      throw JsonFormatError(fmt::format("key \"engine\": \"{}\" is neither \"text\" nor \"server-hash\"", engine));
+    }
     if (j.contains("comparison")) {
       if (JsonString(j, "", "comparison") != "verify-range")
         throw JsonFormatError("key \"comparison\": not \"verify-range\"");
@@ -349,6 +356,7 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
   r->summary_.profile = r->header_.profile;
   r->summary_.manifest_path = path;
   r->summary_.manifest_detail = ManifestDetailName(r->header_.detail);
+  r->summary_.engine = r->header_.engine;
   return r;
 }
 
@@ -512,6 +520,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                         {"profile", profile.name},
                         {"profile_fingerprint", ProfileFingerprint(profile)},
                         {"detail", ManifestDetailName(detail)},
+                        {"engine", ToString(options.engine)},
                         {"shard", shard ? nlohmann::json{{"index", shard->index}, {"count", shard->count}}
                                         : nlohmann::json()}};
   // Where the entries come from: the manifest's header records it (merge compares it), and a
@@ -537,6 +546,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   header.shard = shard;
   header.identity = identity;
   header.workload = workload;
+  header.engine = options.engine;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
   SummaryBuilder builder(profile, range, header.source);
   const auto add = [&](const Chunk& c) -> Status {
@@ -572,6 +582,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   }
   DigestSummary summary = builder.Finish();
   summary.tables_resolved_on_client = digested.tables_resolved_on_client;
+  summary.engine = options.engine;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
   if (checkpoint) LD_RETURN_IF_ERROR(checkpoint->Remove());
   summary.seconds = SecondsSince(started);
@@ -648,6 +659,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
     reporter.Note(fmt::format("appending ledgers {} to {} (ledgers {} taken from it)", result.appended->str(), path,
                               old.range.str()));
     DigestOptions opts = options;
+    opts.engine = old.engine;  // the new entries are computed as the old ones were
     opts.range = result.appended;
     opts.restrict_to = old.profile;  // the new entries hash exactly the manifest's columns
     LD_ASSIGN_OR_RETURN(digested, DigestSchema(conninfo, schema, spec, opts,
@@ -661,6 +673,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
   }
   DigestSummary summary = builder.Finish();
   summary.tables_resolved_on_client = digested.tables_resolved_on_client;
+  summary.engine = old.engine;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
   summary.seconds = SecondsSince(started);
   summary.manifest_path = path;

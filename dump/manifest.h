@@ -71,7 +71,10 @@ const char* ManifestDetailName(ManifestDetail d);
 // version-3 reader would merge version-4 parts without comparing their sources, and a version-3
 // file has no identity to compare: both must notice, so the version changes (a version-3 file is
 // the usual exit-2 "re-save it" error).
-constexpr uint32_t kManifestVersion = 4;
+// Version 5: the header's "engine" (dump/canonical.h DigestEngine: "text" or "server-hash"),
+// mandatory: the engines' digests of the same rows differ, so a reader must know which made them
+// (a diff or merge of manifests of different engines is refused, naming both).
+constexpr uint32_t kManifestVersion = 5;
 
 // Bounds of a manifest (see "Bounds" above).
 constexpr uint32_t kMaxManifestHeaderBytes = 8u << 20;
@@ -139,6 +142,7 @@ struct ManifestHeader {
   SourceIdentity identity;
   std::optional<SourceIdentity> right_identity;
   std::optional<ManifestWorkload> workload;  // header key "workload" (optional)
+  DigestEngine engine = DigestEngine::kText;  // header key "engine"
 };
 
 // The one validation of a manifest header's JSON (`path` names the file in errors): every key

@@ -88,6 +88,10 @@ std::string SourceMismatch(const std::string& p, const ManifestHeader& h, const 
     return fmt::format("{}: {}{} but {}: {}{}: parts of different sources; nothing merged", p, side, d->a, p0, side,
                        d->b);
   };
+  if (h.engine != h0.engine)
+    return fmt::format("{} was digested by engine {}, {} by engine {}: their digests of the same rows differ; "
+                       "nothing merged",
+                       p, ToString(h.engine), p0, ToString(h0.engine));
   if (!h.comparison) return one(h.identity, h0.identity, "");
   std::string left = one(h.identity, h0.identity, "left side ");
   if (!left.empty()) return left;
@@ -231,6 +235,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
         "database?); nothing merged (verify-range --allow-empty accepts an empty range)",
         RangeText(rs.full_range));
   DigestSummary summary = builder.Finish();
+  summary.engine = header.engine;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary, outcome));
   summary.manifest_path = out;
   summary.manifest_bytes = size;
@@ -334,6 +339,7 @@ Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& part
     if (outcome) JoinOutcome(*outcome, *readers[i]->comparison(), i == 0);
   }
   DigestSummary summary = builder.Finish();
+  summary.engine = header.engine;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary, outcome));
   summary.manifest_path = out;
   summary.manifest_bytes = size;
