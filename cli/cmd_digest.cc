@@ -25,25 +25,20 @@ struct Common {
   std::string profile = "horizon";
   std::optional<LedgerRange> range;
   dump::ProfileSpec spec;
-  std::string engine_text;
-  CLI::Option* engine_opt = nullptr;
+  std::function<std::optional<dump::DigestEngine>()> engine_flag;
   std::optional<dump::DigestEngine> engine;  // --engine; nullopt: a manifest's, else dump::kDefaultEngine
 
   void AddFlags(CLI::App* sub, bool digests = true) {
     sub->add_option("--range", range_text, "Ledger range FROM:TO (default: the range present)");
     AddDigestProfileFlag(sub, profile);
-    if (digests)
-      engine_opt = sub->add_option("--engine", engine_text,
-                                   "How digests are computed: text (the client hashes each row's canonical text; "
-                                   "the reference) or server-hash (the server hashes native values; PostgreSQL 14+)")
-                       ->check(CLI::IsMember({"text", "server-hash"}));
+    if (digests) engine_flag = AddDigestEngineFlag(sub);
   }
   Status Check() {
     if (!range_text.empty()) {
       LD_ASSIGN_OR_RETURN(range, ParseLedgerRange(range_text, RangeUse::kCompare));
     }
     LD_ASSIGN_OR_RETURN(spec, dump::LoadProfileSpec(profile));
-    if (engine_opt && engine_opt->count()) engine = *dump::ParseDigestEngine(engine_text);
+    if (engine_flag) engine = engine_flag();
     return Status::Ok();
   }
 };

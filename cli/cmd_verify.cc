@@ -55,6 +55,7 @@ Action SetupVerify(CLI::App* sub) {
   sub->add_option("--resume", o.resume_run, "Continue an interrupted verify run (its run id) from the job table");
   AddPlanFlags(sub, o);
   AddDigestProfileFlag(sub, o.table_profile);
+  auto engine = AddDigestEngineFlag(sub);
   sub->add_option("--jobs", o.digest_jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--keep", o.keep, "Keep both schemas after a pass too");
@@ -71,8 +72,9 @@ Action SetupVerify(CLI::App* sub) {
   sub->add_option("--baseline", o.baseline, "Compare the parallel run against this manifest (no serial ingest)");
   AddReportFlags(sub, f->reports);
   Action a;
-  a.check = [f]() -> Status {
+  a.check = [f, engine]() -> Status {
     auto& o = f->options;
+    o.engine = engine();  // nullopt: the baseline's, else the default
     if (o.resume_run.empty() || !f->range.empty()) {
       if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
       LD_ASSIGN_OR_RETURN(o.range, ParseLedgerRange(f->range));
@@ -184,6 +186,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--left-schema", o.left_schema, "Schema on the left")->capture_default_str();
   sub->add_option("--right-schema", o.right_schema, "Schema on the right")->capture_default_str();
   AddDigestProfileFlag(sub, o.table_profile);
+  auto engine = AddDigestEngineFlag(sub);
   sub->add_option("--jobs", o.jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
@@ -223,7 +226,8 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--cycles", fo.max_cycles, "With --follow: stop after N cycles (tests)")->group("");
   AddReportFlags(sub, f->reports);
   Action a;
-  a.check = [f]() -> Status {
+  a.check = [f, engine]() -> Status {
+    f->options.engine = engine().value_or(dump::kDefaultEngine);
     if (f->follow) {
       auto& fo = f->follow_options;
       if (!f->range.empty()) {
@@ -317,9 +321,11 @@ Action SetupSelftest(CLI::App* sub) {
   sub->add_option("--range", f->range, "Ledgers FROM:TO")->capture_default_str();
   AddPlanFlags(sub, o);
   AddDigestProfileFlag(sub, o.table_profile);
+  auto engine = AddDigestEngineFlag(sub);
   AddReportFlags(sub, f->reports);
   Action a;
-  a.check = [f]() -> Status {
+  a.check = [f, engine]() -> Status {
+    f->options.engine = engine().value_or(dump::kDefaultEngine);
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
     LD_RETURN_IF_ERROR(f->options.Validate(/*check_schema=*/false));
     // The profile before any ingest: a FIFO or a bad file is a usage error, not 11 failed rows.

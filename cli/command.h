@@ -17,6 +17,7 @@
 #include "core/database.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "dump/canonical.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::cli {
@@ -127,6 +128,9 @@ enum class PlanFlags { kAll, kWithoutShape };
 void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& plan, PlanFlags which = PlanFlags::kAll);
 // --profile: the digest profile (verify, selftest, chaos, digest, diff, dump).
 void AddDigestProfileFlag(CLI::App* sub, std::string& profile);
+// --engine text|server-hash (dump/canonical.h DigestEngine) of every command that digests; the
+// flag's value once parsed, nullopt when it was not given (the caller's default applies).
+std::function<std::optional<dump::DigestEngine>()> AddDigestEngineFlag(CLI::App* sub);
 // The --inject-bug kinds as every --help lists them, "skip-ledger, duplicate-row, ...", from their
 // one declaration (fixtures::AllBugKinds, which the self-test plans from too).
 std::string InjectBugKinds();

@@ -147,6 +147,19 @@ void AddDigestProfileFlag(CLI::App* sub, std::string& profile) {
       ->capture_default_str();
 }
 
+std::function<std::optional<dump::DigestEngine>()> AddDigestEngineFlag(CLI::App* sub) {
+  auto text = std::make_shared<std::string>();
+  CLI::Option* opt =
+      sub->add_option("--engine", *text,
+                      "How digests are computed: text (the client hashes each row's canonical text; the reference) "
+                      "or server-hash (the server hashes native values; PostgreSQL 14+). Default: text")
+          ->check(CLI::IsMember({"text", "server-hash"}));
+  return [text, opt]() -> std::optional<dump::DigestEngine> {
+    if (opt->count() == 0) return std::nullopt;
+    return dump::ParseDigestEngine(*text);
+  };
+}
+
 std::string InjectBugKinds() {
   std::string kinds;
   for (fixtures::BugKind kind : fixtures::AllBugKinds()) {

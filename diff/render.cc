@@ -317,14 +317,14 @@ std::string RenderDiffBody(const DiffReport& r) {
   if (r.identical) {
     // Identical over what was held: ledgers --allow-gaps accepted as missing are said so here too.
     const uint64_t missing = std::max(r.coverage.left.missing_ledgers, r.coverage.right.missing_ledgers);
-    return fmt::format("identical: {} ({}){}, {} compared, root {}\n", FormatCountOf(r.ledgers_compared, "ledger"),
+    return fmt::format("identical: {} ({}){}, {} compared, root {} (engine {})\n", FormatCountOf(r.ledgers_compared, "ledger"),
                        r.range.str(),
                        missing && r.coverage.allow_gaps
                            ? fmt::format(" but {} missing on a side, accepted by --allow-gaps",
                                          FormatCountOf(missing, "ledger"))
                            : "",
                        FormatCountOf(r.rows_compared_left, "row"),
-                       r.left_root.empty() ? r.right_root : r.left_root) +
+                       r.left_root.empty() ? r.right_root : r.left_root, dump::ToString(r.engine)) +
            RenderInventory(r);
   }
   out += RenderInventory(r);
@@ -340,9 +340,9 @@ std::string RenderDiffBody(const DiffReport& r) {
     for (const auto& n : r.notes) out += "note: " + n + "\n";
     return out;
   }
-  out += fmt::format("divergent: first divergent ledger {} ({} of {} ledgers compared differ; left {}, right {})\n",
+  out += fmt::format("divergent: first divergent ledger {} ({} of {} ledgers compared differ by engine {}; left {}, right {})\n",
                      *r.first_divergent_ledger, FormatCount(r.divergent_ledgers), FormatCount(r.ledgers_compared),
-                     r.left, r.right);
+                     dump::ToString(r.engine), r.left, r.right);
   for (const auto& t : r.divergent_tables)
     out += fmt::format("  {}: left {}, right {} at ledger {}\n", t.table, FormatCountOf(t.left_rows, "row"),
                        FormatCountOf(t.right_rows, "row"), *r.first_divergent_ledger);

@@ -54,6 +54,7 @@ struct FollowState {
   std::vector<Segment> segments;
   nlohmann::json left, right;              // sides: identity (dump/source_identity.h), schema
   std::string profile;
+  dump::DigestEngine engine = dump::DigestEngine::kText;  // its segments' engine
 
   Ledger VerifiedThrough() const {
     return first_divergence ? std::min(compared_through, *first_divergence - 1) : compared_through;
@@ -73,7 +74,8 @@ nlohmann::json StateToJson(const FollowState& s) {
           {"segments", segs},
           {"left", s.left},
           {"right", s.right},
-          {"profile", s.profile}};
+          {"profile", s.profile},
+          {"engine", dump::ToString(s.engine)}};
 }
 
 Result<FollowState> StateFromJson(const nlohmann::json& j, const std::string& path) {
@@ -103,6 +105,13 @@ Result<FollowState> StateFromJson(const nlohmann::json& j, const std::string& pa
     s.left = j.at("left");
     s.right = j.at("right");
     s.profile = j.at("profile").get<std::string>();
+    // States written before the engine was recorded were verified by the text engine.
+    const std::string engine = j.value("engine", std::string(dump::ToString(dump::DigestEngine::kText)));
+    if (auto e = dump::ParseDigestEngine(engine)) {
+      s.engine = *e;
+    } else {
+      return Status::Usagef("{}: not a follow state: engine \"{}\" is neither text nor server-hash", path, engine);
+    }
     return s;
   } catch (const nlohmann::json::exception& e) {
     return Status::Usagef("{}: not a follow state: {}", path, e.what());
@@ -308,6 +317,7 @@ class Follower {
       state_.left = left;
       state_.right = right;
       state_.profile = o_.sides.table_profile;
+      state_.engine = o_.sides.engine;
       LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
       reporter_.Note(fmt::format("following from ledger {}; state in {}", o_.from, o_.state_dir));
     } else {
@@ -331,6 +341,9 @@ class Follower {
       if (state_.profile != o_.sides.table_profile)
         return Status::Usagef("--state {} was verified with profile {}, not {}", o_.state_dir, state_.profile,
                               o_.sides.table_profile);
+      if (state_.engine != o_.sides.engine)
+        return Status::Usagef("--state {} was verified with engine {}, not {} (its segments' digests would not compare)",
+                              o_.state_dir, dump::ToString(state_.engine), dump::ToString(o_.sides.engine));
       if (o_.from != 0 && o_.from != state_.from)
         return Status::Usagef("--state {} follows from ledger {}, not {} (give --from {} or another directory)",
                               o_.state_dir, state_.from, o_.from, state_.from);

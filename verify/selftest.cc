@@ -100,6 +100,7 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     VerifyOptions v;
     static_cast<ingest::IngestPlan&>(v) = o;
     v.table_profile = o.table_profile;
+    v.engine = o.engine;
     v.worker_binary = o.worker_binary;
     v.reuse_serial_schema = report.serial_schema;
     v.max_rows = 5;

@@ -18,6 +18,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "core/target.h"
+#include "dump/canonical.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
@@ -27,6 +28,7 @@ namespace ledgerdiff::verify {
 struct SelftestOptions : ingest::IngestPlan {
   SelftestOptions() { range = {2, 2001}; }
   std::string table_profile = "horizon";
+  dump::DigestEngine engine = dump::kDefaultEngine;  // every case's digests
   std::string worker_binary;
   // As VerifyOptions's: what an interrupt leaves behind is said with these.
   std::string reconnect_flags;

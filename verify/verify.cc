@@ -304,6 +304,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
     dopt.range = o.range;
     dopt.jobs = o.digest_jobs;
     dopt.phase = "baseline digest";
+    dopt.engine = o.engine.value_or(dump::kDefaultEngine);
     std::optional<dump::ManifestWorkload> workload;  // what the built-in ingester generated
     if (o.ingest_cmd.empty()) workload = dump::ManifestWorkload{o.density, o.seed};
     LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(conninfo, r.serial_schema, spec, dopt, o.save_baseline,
@@ -323,6 +324,7 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   dopt.max_rows = o.max_rows;
   dopt.jobs = o.digest_jobs;
   dopt.all = true;
+  dopt.engine = o.engine;
   auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
   if (!diffed.ok()) {
     // The evidence stays: say where it is, so nothing is left behind unannounced.
@@ -386,8 +388,9 @@ namespace {
 class ComparisonManifest {
  public:
   ComparisonManifest(std::string path, std::string source, dump::SourceIdentity left, dump::SourceIdentity right,
-                     LedgerRange range, std::optional<dump::ShardInfo> shard)
-      : path_(std::move(path)),
+                     LedgerRange range, std::optional<dump::ShardInfo> shard, dump::DigestEngine engine)
+      : engine_(engine),
+        path_(std::move(path)),
         source_(std::move(source)),
         left_(std::move(left)),
         right_(std::move(right)),
@@ -402,6 +405,7 @@ class ComparisonManifest {
       header.profile = common;
       header.shard = shard_;
       header.comparison = true;
+      header.engine = engine_;
       header.identity = left_;
       header.right_identity = right_;
       LD_ASSIGN_OR_RETURN(writer_, dump::ManifestWriter::Create(path_, header));
@@ -416,10 +420,12 @@ class ComparisonManifest {
     LD_ASSIGN_OR_RETURN(summary.manifest_bytes, writer_->Finish(summary, outcome));
     summary.manifest_path = path_;
     summary.manifest_detail = dump::ManifestDetailName(dump::ManifestDetail::kFull);
+    summary.engine = engine_;
     return summary;
   }
 
  private:
+  dump::DigestEngine engine_;
   std::string path_, source_;
   dump::SourceIdentity left_, right_;
   LedgerRange range_;
@@ -501,6 +507,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.all = o.all;
   dopt.allow_gaps = o.allow_gaps;
   dopt.allow_empty = o.allow_empty;
+  dopt.engine = o.engine;
   dopt.outside_rows = o.outside_rows;
   dopt.lookup_caches = o.lookup_caches;
   dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
@@ -511,6 +518,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
                           {"tool_version", kVersion},
                           {"range", {{"from", compared.from}, {"to", compared.to}}},
                           {"profile", spec.name},
+                          {"engine", dump::ToString(o.engine)},
                           {"shard", report.shard ? nlohmann::json{{"index", report.shard->index},
                                                                   {"count", report.shard->count}}
                                                  : nlohmann::json()}};
@@ -534,7 +542,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     dopt.resumed_ledgers = report.ledgers_resumed;
     dopt.replay = [&](int side, const dump::ChunkSink& sink) { return checkpoint->Replay(side, 0, sink); };
     dopt.digested_chunks = [&](int side, const dump::Chunk& c) { return checkpoint->Append(side, c); };
-    manifest.emplace(o.out, left.Describe(), left_id.source, right_id.source, compared, report.shard);
+    manifest.emplace(o.out, left.Describe(), left_id.source, right_id.source, compared, report.shard, o.engine);
     dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
       return manifest->Add(common, c);
     };

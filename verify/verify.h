@@ -35,6 +35,8 @@ using ledgerdiff::KeptDatabase;
 // injected into the parallel side only); its `schema` is unused: verify names its own.
 struct VerifyOptions : ingest::IngestPlan {
   std::string table_profile = "horizon";  // digest profile: horizon | auto | FILE
+  // How both sides are digested; nullopt: the baseline manifest's, else dump::kDefaultEngine.
+  std::optional<dump::DigestEngine> engine;
   bool keep = false;                  // keep the schemas after a pass too
   std::string save_baseline;          // write the serial side's manifest here
   std::string baseline;               // compare against this manifest; no serial ingest
@@ -148,6 +150,7 @@ struct VerifyRangeOptions {
   std::string left, right;  // conninfos
   std::string left_schema = "public", right_schema = "public";
   std::string table_profile = "horizon";
+  dump::DigestEngine engine = dump::kDefaultEngine;  // how both sides are digested
   int jobs = 2;
   uint32_t max_rows = 20;
   bool all = false;
