@@ -1,0 +1,22 @@
+#pragma once
+// The real Horizon dumps as test data (../shared/horizon-scenarios): which of them load, and a
+// renumbering that changes every surrogate id and turns every trade around while leaving the
+// history the same (what a re-ingestion legitimately does).
+
+#include <string>
+#include <vector>
+
+#include "core/pg.h"
+
+namespace ledgerdiff::testing {
+
+// The dumps that load on PostgreSQL 15 (offer_ids-horizon.sql does not: a comma is missing).
+const std::vector<std::string>& LoadableDumps();
+// Whether public.`table` has `column`.
+bool HasColumn(pg::Connection& c, const std::string& table, const std::string& column);
+// Renumbers the surrogate ids of a loaded dump consistently: accounts +1000, assets reversed
+// (1000 - id, which turns every trade around: base/counter swapped to keep Horizon's CHECK),
+// claimable balances and liquidity pools +500; history_effects rewritten in reverse order.
+void Renumber(const std::string& conninfo);
+
+}  // namespace ledgerdiff::testing
