@@ -6,7 +6,13 @@
 #                time, unordered, no joins (SELECT * ... WHERE <range>): the server's row output
 #   digest-sql   the digest's own statements (ledgerdiff digest --print-sql: joins, no ORDER BY)
 #                run by --jobs psql processes into /dev/null: the server's share of the digest
-#   digest jN    ledgerdiff digest --jobs N (peak RSS from /usr/bin/time -v)
+#   digest jN    ledgerdiff digest --jobs N (peak RSS from /usr/bin/time -v): the text engine
+#   server jN    ledgerdiff digest --engine server-hash --jobs N: rows hashed in the server, one
+#                line per ledger and table shipped (issue 24); its roots differ from the text
+#                engine's by design (another function), each engine's roots agree across runs
+#   server-sql   the server-hash engine's own statements through psql into /dev/null (--server-share)
+#   bytes/row    what each way ships to the client per history row: the floor's COPY, the text
+#                digest's statements, the server-hash digest's (psql ... | wc -c)
 #   CPU          per run, the server's CPU (what the postmaster reaped from exited backends) and
 #                the client's (ledgerdiff's user + sys): the server's row output alone is the
 #                floor's server CPU, the client's parse/resolve/hash alone the digest's client CPU
@@ -15,10 +21,11 @@
 #   verify-range Horizon's way (services/horizon/docker/verify-range/start): per table one ordered
 #                psql query (its joins, -t -A -F, FETCH_COUNT=100), piped to sha256sum, in turn
 #   pg_dump      pg_dump --data-only of the schema piped to sha256sum
-#   growth       --scale: floor and digest --jobs 2 over sub-ranges 2:N of the same dataset, so
-#                the cost's growth with rows is read off one run (digest/floor should stay flat)
+#   growth       --scale: floor and both engines' digest --jobs 2 over sub-ranges 2:N of the same
+#                dataset, so the cost's growth with rows is read off one run
 #   peers        --peers: a copy of the schema with one effect changed in the middle ledger, then
 #                `ledgerdiff diff`, `verify-range` (its digest/diff phases from --format json),
+#                `ledgerdiff diff --engine server-hash`,
 #                pg_comparator (its C checksum extension; one run per table, with the table's key)
 #                and Horizon's way on both sides, all on the same two copies; diff / pg_comparator
 #   verify phases --verify-to N: one `ledgerdiff verify --range 2:N --workers 2` on the embedded
@@ -96,6 +103,7 @@ now() { date +%s.%N; }
 sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' \
   "$WORK/tables.sql" >"$WORK/floor.sql"
 "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --print-sql >"$WORK/chunks.sql"
+"$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --engine server-hash --print-sql >"$WORK/server-chunks.sql"
 
 # The floor's statements largest table first (pg_class.relpages, as the digest hands out its
 # units), so that two at a time they end together: in a fixed order the last big table runs alone
@@ -113,8 +121,11 @@ largest_first() {  # FILE: reorders its statements in place
 largest_first "$WORK/floor.sql"
 run_floor() { tr '\n' '\0' <"$WORK/floor.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_digest_sql() { tr '\n' '\0' <"$WORK/chunks.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
-run_ld() {  # BIN JOBS
-  /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs "$2" >"$WORK/digest.txt"
+run_server_sql() { tr '\n' '\0' <"$WORK/server-chunks.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
+bytes_of() { tr '\n' '\0' <"$1" | xargs -0 -I{} psql -X -q -d "$DB" -c "{}" | wc -c; }  # FILE: bytes its COPYs ship
+run_ld() {  # BIN JOBS [ENGINE]
+  /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs "$2" \
+    --engine "${3:-text}" >"$WORK/digest.txt"
   awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time" >>"$WORK/rss"
   awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$WORK/time" >>"$WORK/ccpu"
   grep '^root' "$WORK/digest.txt" | awk '{print $2}' >>"$WORK/roots"
@@ -143,7 +154,7 @@ floor_sql_for() {  # RANGE FILE: the floor's statements for a sub-range
   largest_first "$2"
 }
 run_floor_file() { tr '\n' '\0' <"$1" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
-run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 >/dev/null; }
+run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 --engine "${2:-text}" >/dev/null; }
 # Where the time goes: the server's CPU is what the postmaster reaped from the backends that
 # exited during a run (cutime + cstime of its /proc stat), the client's is ledgerdiff's user + sys
 # (/usr/bin/time). The floor's server CPU is the server's row output alone; the digest's client
@@ -207,6 +218,7 @@ run_floor
 if ((MAIN)); then
 measure floor run_floor
 ((SERVER_SHARE)) && measure digest-sql run_digest_sql
+((SERVER_SHARE)) && measure server-sql run_server_sql
 if [ -n "$OLD" ]; then
   # Before/after interleaved: each repetition runs both engines back to back, the order turned
   # around every other time, so a slow spell of the shared machine falls on both alike.
@@ -214,6 +226,12 @@ if [ -n "$OLD" ]; then
 else
   for j in $JOBS_LIST; do measure "digest j$j" run_ld "$LD" "$j"; done
 fi
+for j in $JOBS_LIST; do measure "server j$j" run_ld "$LD" "$j" server-hash; done
+echo "== bytes shipped to the client per history row"
+for way in floor:floor.sql text:chunks.sql server-hash:server-chunks.sql; do
+  b=$(bytes_of "$WORK/${way#*:}")
+  printf "%-12s %14s bytes  %8.2f bytes/row\n" "${way%%:*}" "$b" "$(echo "$b / $ROWS" | bc -l)"
+done
 if ((QUICK)); then
   MED[verify-range]=0; MED[pg_dump]=0
 else
@@ -223,13 +241,18 @@ fi
 
 echo "== where the digest's time goes (medians; CPU-seconds over both cores)"
 printf "server's row output alone (the floor's server CPU)   %6.1f s\n" "${SCPU[floor]}"
+((SERVER_SHARE)) && printf "server-hash statements alone: %6.2f s wall, server CPU %6.1f s\n" "${MED[server-sql]}" "${SCPU[server-sql]}"
+for j in $JOBS_LIST; do
+  printf "server j%s: server CPU %6.1f s, client %6.1f s, %6.2f s wall\n" \
+    "$j" "${SCPU[server j$j]}" "${CCPU[server j$j]}" "${MED[server j$j]}"
+done
 for j in $JOBS_LIST; do
   printf "digest j%s: server CPU %6.1f s, client parse+resolve+hash alone %6.1f s, the two together %6.2f s wall\n" \
     "$j" "${SCPU[digest j$j]}" "${CCPU[digest j$j]}" "${MED[digest j$j]}"
 done
 echo "== ratios (medians)"
 for name in "${!MED[@]}"; do
-  case "$name" in "digest j"*|old*) ;; *) continue ;; esac
+  case "$name" in "digest j"*|"server j"*|old*) ;; *) continue ;; esac
   peers=""
   ((QUICK)) || peers=$(printf "   verify-range / it %5.2fx   pg_dump / it %5.2fx" \
     "$(ratio "${MED[verify-range]}" "${MED[$name]}")" "$(ratio "${MED[pg_dump]}" "${MED[$name]}")")
@@ -240,7 +263,7 @@ fi
 
 if [ -n "$SCALE" ]; then
   echo "== growth: the same dataset's sub-ranges (digest --jobs 2 against the floor, medians)"
-  printf "%-10s %12s %10s %10s %8s\n" range rows floor digest ratio
+  printf "%-10s %12s %10s %10s %8s %10s %8s\n" range rows floor text ratio server-hash ratio
   for to in $SCALE $TO; do
     r=2:$to
     floor_sql_for "$r" "$WORK/floor-$to.sql"
@@ -253,11 +276,14 @@ if [ -n "$SCALE" ]; then
       UNION ALL SELECT count(*) FROM $SCHEMA.history_transaction_participants WHERE history_transaction_id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1) x")
     if [ "$to" = "$TO" ] && [ -n "${MED[floor]:-}" ] && [ -n "${MED[digest j2]:-}" ]; then
       MED[floor $r]=${MED[floor]}; MED[digest $r]=${MED[digest j2]}  # measured above
+      MED[server $r]=${MED[server j2]}
     else
       measure "floor $r" run_floor_file "$WORK/floor-$to.sql" >/dev/null
       measure "digest $r" run_ld_range "$r" >/dev/null
+      measure "server $r" run_ld_range "$r" server-hash >/dev/null
     fi
-    printf "%-10s %12s %9.2fs %9.2fs %7.2fx\n" "$r" "$n" "${MED[floor $r]}" "${MED[digest $r]}" "$(ratio "${MED[digest $r]}" "${MED[floor $r]}")"
+    printf "%-10s %12s %9.2fs %9.2fs %7.2fx %9.2fs %7.2fx\n" "$r" "$n" "${MED[floor $r]}" "${MED[digest $r]}" \
+      "$(ratio "${MED[digest $r]}" "${MED[floor $r]}")" "${MED[server $r]}" "$(ratio "${MED[server $r]}" "${MED[floor $r]}")"
   done
 fi
 
@@ -289,9 +315,9 @@ if ((PEERS)); then
     done
   done
   echo "== peers: $SCHEMA against $COPY (one effect changed in ledger $MID)"
-  run_diff() {
+  run_diff() {  # [ENGINE]
     /usr/bin/time -v -o "$WORK/time" "$LD" diff --db "$DB" "$SCHEMA" "$COPY" --range "$RANGE" --jobs 2 \
-      --format json >"$WORK/diff.json" || true
+      --engine "${1:-text}" --format json >"$WORK/diff.json" || true
     awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time" >>"$WORK/rss"
     awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$WORK/time" >>"$WORK/ccpu"
   }
@@ -313,6 +339,7 @@ if ((PEERS)); then
   }
   run_horizon_both() { run_verify_range; SCHEMA=$COPY run_verify_range; }
   measure "ledgerdiff diff" run_diff
+  measure "diff server-hash" run_diff server-hash
   measure "ld verify-range" run_verify_range_ld
   measure "pg_comparator" run_pg_comparator
   if [ "${MED[verify-range]:-0}" != 0 ]; then
@@ -323,6 +350,8 @@ if ((PEERS)); then
     measure "horizon way x2" run_horizon_both
   fi
   printf "ledgerdiff diff: peak RSS %6.1f MB\n" "$(echo "${RSS[ledgerdiff diff]:-0} / 1024" | bc -l)"
+  printf "diff server-hash / pg_comparator %5.2fx   diff server-hash / diff text %5.2fx\n" \
+    "$(ratio "${MED[diff server-hash]}" "${MED[pg_comparator]}")" "$(ratio "${MED[diff server-hash]}" "${MED[ledgerdiff diff]}")"
   printf "ledgerdiff diff / pg_comparator %5.2fx   ld verify-range / pg_comparator %5.2fx   horizon way x2 / ledgerdiff diff %5.2fx\n" \
     "$(ratio "${MED[ledgerdiff diff]}" "${MED[pg_comparator]}")" "$(ratio "${MED[ld verify-range]}" "${MED[pg_comparator]}")" \
     "$(ratio "${MED[horizon way x2]}" "${MED[ledgerdiff diff]}")"
