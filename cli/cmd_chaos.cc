@@ -35,13 +35,15 @@ Action SetupChaos(CLI::App* sub) {
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)")->required();
   AddPlanFlags(sub, o);  // chaos's own defaults: --job-timeout 4, --retry-backoff 0.1 (verify/chaos.h)
   AddDigestProfileFlag(sub, o.table_profile);
+  auto engine = AddDigestEngineFlag(sub);
   AddCampaignFlags(sub, o, f->faults);
   sub->add_option("--ingest-cmd", o.ingest_cmd, "External ingester per job (kill and hang signal its process group)");
   sub->add_flag("--keep", o.keep, "Keep every round's schema (invalid rounds are always kept)");
   AddReportFlags(sub, f->reports);
   Action a;
-  a.check = [f]() -> Status {
+  a.check = [f, engine]() -> Status {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
+    f->options.engine = engine().value_or(dump::kDefaultEngine);
     if (!f->faults.empty()) {
       LD_ASSIGN_OR_RETURN(f->options.faults, verify::ParseFaultCounts(f->faults));
     }

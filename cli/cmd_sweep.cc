@@ -29,6 +29,7 @@ Action SetupSweep(CLI::App* sub) {
       ->capture_default_str();
   AddPlanFlags(sub, p, PlanFlags::kWithoutShape);  // the rest of the workload, with the plan's defaults
   AddDigestProfileFlag(sub, o.table_profile);
+  auto engine = AddDigestEngineFlag(sub);
   sub->add_option("--jobs", o.digest_jobs, "Digest connections")->capture_default_str();
   sub->add_option("--ingest-cmd", p.ingest_cmd,
                   "External ingester per job (and over the whole range for the serial reference); placeholders "
@@ -40,7 +41,8 @@ Action SetupSweep(CLI::App* sub) {
   sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE")->check(WritableFile());
   Action a;
   // Everything the user gave, checked before a database is resolved.
-  a.check = [f]() -> Status {
+  a.check = [f, engine]() -> Status {
+    f->options.engine = engine();  // nullopt: the baseline's, else the default
     if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
     LD_ASSIGN_OR_RETURN(f->options.workers, verify::ParseUintList(f->workers, "--workers"));

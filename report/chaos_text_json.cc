@@ -47,10 +47,10 @@ nlohmann::json DetectorCountsJson(const std::map<ingest::Detector, uint32_t>& co
 
 std::string RenderChaosText(const ChaosReport& r) {
   std::string out = r.target ? r.target->Line() + "\n" : "";
-  out += fmt::format("chaos {} ({}), {}, jobs of {}, seed {}, {}{}\n", r.options.range.str(),
+  out += fmt::format("chaos {} ({}), {}, jobs of {}, seed {}, {}, engine {}{}\n", r.options.range.str(),
                      FormatCountOf(r.options.range.size(), "ledger"), FormatCountOf(r.options.workers, "worker"),
                      FormatCountOf(r.options.job_size, "ledger"), r.options.seed, FormatCountOf(r.rounds.size(), "round"),
-                     r.options.unsafe_ingester ? ", UNSAFE ingester (negative control)" : "");
+                     dump::ToString(r.options.engine), r.options.unsafe_ingester ? ", UNSAFE ingester (negative control)" : "");
   out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", "round", "jobs", "attempts", "retried",
                      "recovered", "time", "valid", "faults / anomalies");
   for (const auto& round : r.rounds) {
@@ -160,6 +160,7 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
                       {"workers", r.options.workers},
                       {"job_size", r.options.job_size},
                       {"seed", r.options.seed},
+                      {"engine", dump::ToString(r.options.engine)},
                       {"unsafe_ingester", r.options.unsafe_ingester},
                       {"faults_planned", planned},
                       {"faults_injected", injected},

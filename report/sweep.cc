@@ -309,8 +309,8 @@ code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,m
 std::string RenderSweepText(const SweepReport& r) {
   const SweepOptions& o = r.options;
   std::string s = r.target ? r.target->Line() + "\n" : "";
-  s += fmt::format("sweep {} ({}), repeat {}, reference: {}{}\n", o.range.str(),
-                              FormatCountOf(o.range.size(), "ledger"), o.repeat, r.reference,
+  s += fmt::format("sweep {} ({}), repeat {}, engine {}, reference: {}{}\n", o.range.str(),
+                              FormatCountOf(o.range.size(), "ledger"), o.repeat, dump::ToString(r.engine), r.reference,
                               r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
   if (!o.plan.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.plan.bug);
   s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>13} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers",
@@ -345,6 +345,7 @@ json SweepReportToJson(const SweepReport& r) {
   j["workers"] = r.options.workers;
   j["job_sizes"] = r.options.job_sizes;
   j["repeat"] = r.options.repeat;
+  j["engine"] = dump::ToString(r.engine);
   j["ingest_cmd"] = OptString(r.options.plan.ingest_cmd);
   j["baseline"] = OptString(r.options.baseline);
   j["injected_bug"] = OptString(r.options.plan.bug);

@@ -533,16 +533,19 @@ TEST(Chaos, EachDivergentLedgerGetsItsClass) {
     ASSERT_EQ(done->AffectedRows(), 1) << sql;
   }
   NullReporter quiet;
-  auto classes =
-      verify::ClassifyDivergence(TestConninfo(), base, round, dump::HorizonProfileSpec(), LedgerRange{2, 61}, quiet);
-  ASSERT_TRUE(classes.ok()) << classes.status().message();
   const verify::Anomalies expected = {
       {"duplicated", {{10, 10}}}, {"lost", {{20, 20}}}, {"partial", {{30, 30}}}, {"divergent", {{40, 40}}}};
-  EXPECT_EQ(*classes, expected);
-  auto same =
-      verify::ClassifyDivergence(TestConninfo(), base, base, dump::HorizonProfileSpec(), LedgerRange{2, 61}, quiet);
-  ASSERT_TRUE(same.ok()) << same.status().message();
-  EXPECT_TRUE(same->empty());
+  for (const dump::DigestEngine engine : {dump::DigestEngine::kText, dump::DigestEngine::kServerHash}) {
+    SCOPED_TRACE(dump::ToString(engine));
+    auto classes = verify::ClassifyDivergence(TestConninfo(), base, round, dump::HorizonProfileSpec(),
+                                              LedgerRange{2, 61}, engine, quiet);
+    ASSERT_TRUE(classes.ok()) << classes.status().message();
+    EXPECT_EQ(*classes, expected);
+    auto same = verify::ClassifyDivergence(TestConninfo(), base, base, dump::HorizonProfileSpec(), LedgerRange{2, 61},
+                                           engine, quiet);
+    ASSERT_TRUE(same.ok()) << same.status().message();
+    EXPECT_TRUE(same->empty());
+  }
 }
 
 TEST(ChaosCli, BadFaultsAreUsageErrors) {
@@ -644,6 +647,8 @@ TEST(ChaosCli, TheReplayLineReproducesTheRun) {
                                    "0.2",
                                    "--density",
                                    "flat",
+                                   "--engine",
+                                   "server-hash",
                                    "--db",
                                    TestConninfo(),
                                    "--format",
@@ -652,8 +657,9 @@ TEST(ChaosCli, TheReplayLineReproducesTheRun) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   auto a = nlohmann::json::parse(first.out);
   std::string replay = a["replay"];
+  EXPECT_EQ(a["engine"], "server-hash");  // issue 24: the rounds were compared by the engine asked for
   for (const char* flag : {"--hold 1.5", "--job-timeout 3", "--retries 4", "--retry-backoff 0.2", "--density flat",
-                           "--seed 7", "--profile horizon"})
+                           "--seed 7", "--profile horizon", "--engine server-hash"})
     EXPECT_NE(replay.find(flag), std::string::npos) << flag << " missing from " << replay;
   ASSERT_EQ(replay.rfind("ledgerdiff ", 0), 0u);
   std::string line = testing::LedgerdiffBinary() + replay.substr(std::string("ledgerdiff").size()) +

@@ -195,6 +195,11 @@ TEST_F(Resume, KilledDigestResumesToTheSameBytesWithoutRedoingWork) {
   auto other_detail = RunCli(With(DigestArgs(out), {"--resume", "--manifest-detail", "full"}));
   EXPECT_EQ(other_detail.exit_code, 2) << other_detail.err;
   EXPECT_NE(other_detail.err.find("detail"), std::string::npos) << other_detail.err;
+  // Issue 24: nor another engine (its digests are not comparable with the checkpoint's).
+  auto other_engine = RunCli(With(DigestArgs(out), {"--resume", "--engine", "server-hash"}));
+  EXPECT_EQ(other_engine.exit_code, 2) << other_engine.err;
+  EXPECT_NE(other_engine.err.find("engine"), std::string::npos) << other_engine.err;
+  EXPECT_EQ(Lines(other_engine.err), 1u) << other_engine.err;
   ASSERT_TRUE(fs::exists(checkpoint)) << "a refused resume keeps the checkpoint";
 
   // The resume, slowed so that a second one can try while it holds the checkpoint.
@@ -327,6 +332,10 @@ TEST_F(Resume, KilledVerifyRangeResumesToTheSameVerdictAndBytes) {
   EXPECT_EQ(other.exit_code, 2) << other.err;
   EXPECT_NE(other.err.find("right."), std::string::npos) << other.err;
   EXPECT_EQ(Lines(other.err), 1u) << other.err;
+  auto other_engine = RunCli(With(VerifyRangeArgs(out), {"--resume", "--engine", "server-hash"}));
+  EXPECT_EQ(other_engine.exit_code, 2) << other_engine.err;
+  EXPECT_NE(other_engine.err.find("engine"), std::string::npos) << other_engine.err;
+  EXPECT_EQ(Lines(other_engine.err), 1u) << other_engine.err;
 
   auto r = RunCli(With(VerifyRangeArgs(out), {"--resume"}));
   ASSERT_EQ(r.exit_code, 1) << r.out << r.err;

@@ -508,6 +508,21 @@ TEST(SweepCommand, PlantedBugInParallelCellsIsNeverRecommended) {
   for (const auto& s : kept) ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + s + "\" CASCADE").ok());
 }
 
+// Issue 24: the server-hash engine digests the reference and the cells, and finds the same bug.
+TEST(SweepCommand, TheServerHashEngineFindsThePlantedBugAtTheSameLedger) {
+  auto r = RunCli({"sweep", "--db", TestConninfo(), "--range", "2:301", "--workers", "2", "--job-size", "100",
+                   "--density", "flat", "--retry-backoff", "0.05", "--repeat", "1", "--engine", "server-hash",
+                   "--inject-bug", "skip-ledger@150", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["engine"], "server-hash");
+  ASSERT_EQ(j["cells"].size(), 1u);
+  EXPECT_EQ(j["cells"][0]["verdict"], "divergent");
+  EXPECT_EQ(j["cells"][0]["first_divergent_ledger"], 150);
+  auto conn = testing::Connect();
+  for (const auto& s : SweepSchemas(j["run_id"])) ASSERT_TRUE(conn->Run("DROP SCHEMA \"" + s + "\" CASCADE").ok());
+}
+
 TEST(SweepCommand, AFailingExternalIngesterFailsItsCellAndTheSweepGoesOn) {
   // A source to copy from, then an ingester that refuses every 2-worker cell (its schema
   // names the cell) and copies correctly otherwise.
@@ -554,6 +569,14 @@ TEST(SweepCommand, ABaselineManifestStandsInForTheSerialIngest) {
   EXPECT_DOUBLE_EQ(j["cells"][1]["speedup"].get<double>(),
                    j["cells"][0]["median_s"].get<double>() / j["cells"][1]["median_s"].get<double>());
   EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
+  EXPECT_EQ(j["engine"], "text");  // the baseline's
+  // Issue 24: an --engine other than the baseline's is refused before anything runs, naming both.
+  auto engine = RunCli({"sweep", "--db=host=/nonexistent/ledgerdiff port=1 dbname=none", "--range", "2:301",
+                        "--workers", "1,2", "--job-size", "100", "--density", "flat", "--baseline", base, "--engine",
+                        "server-hash"});
+  EXPECT_EQ(engine.exit_code, 2) << engine.err;
+  EXPECT_NE(engine.err.find("made by engine text, but --engine is server-hash"), std::string::npos) << engine.err;
+  EXPECT_EQ(std::count(engine.err.begin(), engine.err.end(), '\n'), 1) << engine.err;
   // A baseline of another range is refused before anything runs.
   auto bad = RunCli({"sweep", "--db=host=/nonexistent/ledgerdiff port=1 dbname=none", "--range", "2:302", "--workers",
                      "1,2", "--job-size", "100", "--baseline", base});

@@ -513,9 +513,10 @@ Result<std::map<Ledger, uint64_t>> RowsPerLedger(pg::Connection& conn, const std
 
 Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::string& baseline,
                                      const std::string& schema, const dump::ProfileSpec& spec, const LedgerRange& range,
-                                     Reporter& reporter) {
+                                     dump::DigestEngine engine, Reporter& reporter) {
   diff::DiffOptions options;
   options.range = range;
+  options.engine = engine;
   options.all = true;
   options.max_rows = 1;
   options.jobs = 2;
@@ -709,6 +710,7 @@ std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
       num(o.retry_backoff_s), ShellQuote(o.density, ShellQuoting::kWhenNeeded),
       ShellQuote(o.table_profile, ShellQuoting::kWhenNeeded));
   if (!o.ingest_cmd.empty()) cmd += " --ingest-cmd " + ShellQuote(o.ingest_cmd, ShellQuoting::kWhenNeeded);
+  if (o.engine != dump::kDefaultEngine) cmd += fmt::format(" --engine {}", dump::ToString(o.engine));
   if (o.unsafe_ingester) cmd += " --unsafe-ingester";
   if (o.keep) cmd += " --keep";
   return cmd;
@@ -766,7 +768,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     reporter.Note(fmt::format("chaos: round {} of {}", plan.round, o.rounds));
     Round round(conninfo, o, plan, chaos_id, tmp, reporter);
     LD_ASSIGN_OR_RETURN(ChaosRound r, round.Run());
-    auto classified = ClassifyDivergence(conninfo, base.schema, r.schema, spec, o.range, reporter);
+    auto classified = ClassifyDivergence(conninfo, base.schema, r.schema, spec, o.range, o.engine, reporter);
     if (classified.ok()) {
       r.anomalies = std::move(classified).value();
     } else {

@@ -37,6 +37,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "core/target.h"
+#include "dump/canonical.h"
 #include "dump/profile.h"
 #include "ingest/detector.h"
 #include "ingest/job_rows.h"
@@ -82,6 +83,7 @@ struct ChaosOptions : ingest::IngestPlan {
   FaultCounts faults = {{FaultKind::kKill, 1}, {FaultKind::kHang, 1}, {FaultKind::kCrash, 1}, {FaultKind::kDisconnect, 1},
                         {FaultKind::kOrchestrator, 1}};
   std::string table_profile = "horizon";
+  dump::DigestEngine engine = dump::kDefaultEngine;  // how rounds are compared with the baseline
   bool unsafe_ingester = false;  // the negative control (rounds commit every 100 ledgers)
   double hold_s = 2;             // how long a target attempt pauses mid-job
   bool keep = false;             // keep every round's schema (divergent rounds are always kept)
@@ -178,10 +180,10 @@ using Anomalies = std::map<std::string, std::vector<LedgerRange>>;
 // of every table), each divergent ledger classified by its row counts on both sides (first that
 // applies): lost (its history_ledgers row is gone), duplicated (some table has more rows than the
 // baseline), partial (some table has fewer), divergent (same counts, other content). Empty when
-// identical.
+// identical. Both schemas are digested by `engine`.
 Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::string& baseline,
                                      const std::string& schema, const dump::ProfileSpec& spec, const LedgerRange& range,
-                                     Reporter& reporter);
+                                     dump::DigestEngine engine, Reporter& reporter);
 
 // Runs the whole chaos session against the database at `conninfo`.
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter);

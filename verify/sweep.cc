@@ -110,6 +110,10 @@ Status CheckBaseline(const SweepOptions& o, const dump::ProfileSpec& spec) {
   if (h.tool_version != kVersion)
     return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", o.baseline,
                           h.tool_version, kVersion);
+  if (o.engine && *o.engine != h.engine)
+    return Status::Usagef("--baseline {}: its digests were made by engine {}, but --engine is {}; digests of different "
+                          "engines are never compared",
+                          o.baseline, dump::ToString(h.engine), dump::ToString(*o.engine));
   return CheckBaselineWorkload(o.baseline, h, o.plan, "this sweep");
 }
 
@@ -361,8 +365,8 @@ namespace {
 
 // One ingest + diff of a cell into `schema`; never fails the sweep (errors land in the repeat).
 SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const dump::ProfileSpec& spec,
-                      const std::string& reference_manifest, IngestOptions io, pg::Connection& conn,
-                      Reporter& reporter) {
+                      const std::string& reference_manifest, dump::DigestEngine engine, IngestOptions io,
+                      pg::Connection& conn, Reporter& reporter) {
   SweepRepeat r;
   r.schema = io.schema;
   ConnectionSampler sampler(conninfo, conn.BackendPid());
@@ -382,6 +386,7 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
     dopt.range = o.range;
     dopt.jobs = o.digest_jobs;
     dopt.max_rows = 5;
+    dopt.engine = engine;
     auto diffed = diff::DiffSources(diff::Source::Manifest(reference_manifest), diff::Source::Schema(conninfo, io.schema),
                                     spec, dopt, reporter);
     if (!diffed.ok()) {
@@ -417,6 +422,11 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
   // 1. The reference: a serial ingest digested once into a manifest, or the given baseline.
   TempManifestDir temp_manifest;
   std::string reference_manifest = o.baseline;
+  rep.engine = o.engine.value_or(dump::kDefaultEngine);
+  if (!o.baseline.empty() && !o.engine) {
+    LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(o.baseline));
+    rep.engine = reader->header().engine;
+  }
   if (o.baseline.empty()) {
     uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
                                              : static_cast<uint32_t>(o.range.size());
@@ -434,6 +444,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
     dopt.range = o.range;
     dopt.jobs = o.digest_jobs;
     dopt.phase = "reference digest";
+    dopt.engine = rep.engine;
     LD_RETURN_IF_ERROR(dump::DigestToManifest(conninfo, io.schema, spec, dopt, manifest_path,
                                               dump::ManifestDetail::kCompact, reporter)
                            .status());
@@ -460,7 +471,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
         io.run_id = fmt::format("{}_w{}_j{}_r{}", rep.run_id, w, j, k);
         reporter.Note(fmt::format("sweep: cell {}/{} (workers {}, job size {}), repeat {}/{}", index, total, w, j, k,
                                   o.repeat));
-        SweepRepeat r = RunRepeat(conninfo, o, spec, reference_manifest, io, *conn, reporter);
+        SweepRepeat r = RunRepeat(conninfo, o, spec, reference_manifest, rep.engine, io, *conn, reporter);
         reporter.Note(r.ok ? fmt::format("sweep: {} in {:.2f} s: {}", cell.Name(), r.wall_s,
                                          r.identical ? "identical"
                                                      : fmt::format("divergent at ledger {}",

@@ -23,6 +23,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "core/target.h"
+#include "dump/canonical.h"
 #include "ingest/plan.h"
 #include "verify/usl.h"
 
@@ -41,6 +42,8 @@ struct SweepOptions {
   std::string baseline;    // reference manifest; empty: a serial ingest
   bool keep = false;
   int digest_jobs = 2;
+  // How the reference and the cells are digested; nullopt: the baseline's, else dump::kDefaultEngine.
+  std::optional<dump::DigestEngine> engine;
   std::string worker_binary;
   std::string run_id;  // empty: a new one
 };
@@ -120,6 +123,7 @@ struct SweepReport {
   std::string reference;          // "serial ingest (1 worker, jobs of N)" or "manifest PATH"
   double reference_s = 0;         // serial ingest wall time (0 with a baseline)
   std::string reference_schema;   // kept when a cell diverged or with keep; "" when dropped
+  dump::DigestEngine engine = dump::kDefaultEngine;  // what digested the reference and the cells
   std::vector<SweepCell> cells;   // workers-major, in the order given
   SweepRecommendation recommendation;
   uint32_t usl_job_size = 0;      // the job size the fit uses
