@@ -110,6 +110,13 @@ const EncodingCase kEncodingCases[] = {
     {"timestamp_microsecond", "v timestamp", "(1, '2020-01-02 03:04:05')", nullptr,
      "(1, '2020-01-02 03:04:05.000001')", false},
     {"interval_day_vs_hours", "v interval", "(1, '1 day')", nullptr, "(1, '24 hours')", false},
+    {"interval_month_vs_30_days", "v interval", "(1, '1 mon')", nullptr, "(1, '30 days')", false},
+    {"interval_same_fields", "v interval", "(1, '1 year 2 mons')", nullptr, "(1, '14 mons')", true},
+    // Native datetime hashing (timestamp_send, date_send, time_send) keeps the text's decisions.
+    {"date_vs_timestamp_midnight", "v date", "(1, '2020-01-02')", "v timestamp", "(1, '2020-01-02 00:00:00')", false},
+    {"date_next_day", "v date", "(1, '2020-01-02')", nullptr, "(1, '2020-01-03')", false},
+    {"time_microsecond", "v time", "(1, '03:04:05')", nullptr, "(1, '03:04:05.000001')", false},
+    {"timestamp_infinity", "v timestamp", "(1, 'infinity')", nullptr, "(1, '-infinity')", false},
     {"jsonb_key_order", "j jsonb", "(1, '{\"b\": 1, \"a\": 2}')", nullptr, "(1, '{\"a\":2,\"b\":1}')", true},
     {"jsonb_number_scale", "j jsonb", "(1, '{\"a\": 1.0}')", nullptr, "(1, '{\"a\": 1.00}')", false},
     {"json_as_written", "j json", "(1, '{\"b\": 1, \"a\": 2}')", nullptr, "(1, '{\"a\":2,\"b\":1}')", false},
