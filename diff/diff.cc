@@ -126,7 +126,7 @@ class SnapshotGate {
 // One side during a comparison: its profile, its stream of chunks, its summary.
 // INVARIANT: the digest thread is owned: the destructor cancels the stream, releases the snapshot
 // and joins, so no return path leaves a joinable thread behind.
-struct Side {
+struct SideStream {
   Source source;
   const char* name = "left";
   ResolvedProfile profile;               // as resolved before the digest (schema) or from the header
@@ -141,10 +141,10 @@ struct Side {
   std::vector<int> map;        // common table index -> this side's table index (-1 absent)
   std::jthread thread;         // declared last: joined first, while the members above are alive
 
-  Side() = default;
-  Side(const Side&) = delete;
-  Side& operator=(const Side&) = delete;
-  ~Side() { Stop(); }
+  SideStream() = default;
+  SideStream(const SideStream&) = delete;
+  SideStream& operator=(const SideStream&) = delete;
+  ~SideStream() { Stop(); }
 
   bool is_schema() const { return source.kind == Source::Kind::kSchema; }
   // Cancels the digest (if still running), releases its snapshot and joins it.
@@ -449,7 +449,7 @@ class DiffRun {
 
   // Each side's resolved profile and present range (schema) or header (manifest).
   Status OpenSides() {
-    for (Side& s : sides_) {
+    for (SideStream& s : sides_) {
       if (!s.is_schema()) {
         LD_ASSIGN_OR_RETURN(s.reader, dump::ManifestReader::Open(s.source.manifest_path));
         s.profile = s.reader->header().profile;
@@ -472,8 +472,8 @@ class DiffRun {
   // the option, or the default.
   Status ChooseEngine() {
     std::optional<dump::DigestEngine> chosen = options_.engine;
-    const Side* from_manifest = nullptr;
-    for (const Side& s : sides_) {
+    const SideStream* from_manifest = nullptr;
+    for (const SideStream& s : sides_) {
       if (!s.reader) continue;
       const dump::DigestEngine e = s.reader->header().engine;
       if (from_manifest && e != from_manifest->reader->header().engine)
@@ -494,11 +494,11 @@ class DiffRun {
 
   // The compared range: --range; else a manifest's; else the union of the schemas' ranges.
   Status ChooseRange() {
-    Side& l = sides_[0];
-    Side& r = sides_[1];
+    SideStream& l = sides_[0];
+    SideStream& r = sides_[1];
     if (options_.range) {
       range_ = *options_.range;
-      for (Side& s : sides_)
+      for (SideStream& s : sides_)
         if (s.reader && !s.present->contains(range_))
           return Status::Usagef("range {} is outside {} (which covers {})", range_.str(), s.source.Describe(),
                                 s.present->str());
@@ -566,7 +566,7 @@ class DiffRun {
   // Starts the digests of schema sides (concurrently); maps common tables to each side's.
   void StartDigests() {
     const size_t T = common_.tables.size();
-    for (Side& s : sides_) {
+    for (SideStream& s : sides_) {
       if (s.reader) {
         for (const auto& t : common_.tables) {
           int idx = -1;
@@ -637,7 +637,7 @@ class DiffRun {
     for (size_t t = 0; t < T; ++t) report_.tables[t].table = common_.tables[t].name;
     const bool combined_comparable =
         report_.schema_differences.empty() &&
-        std::all_of(std::begin(sides_), std::end(sides_), [&](const Side& s) { return s.profile.tables.size() == T; });
+        std::all_of(std::begin(sides_), std::end(sides_), [&](const SideStream& s) { return s.profile.tables.size() == T; });
     bool unlocalised_noted = false;
     // Coverage from the ledger table's counts, when both sides compare it.
     const auto ledger_table = std::find_if(common_.tables.begin(), common_.tables.end(),
@@ -652,7 +652,7 @@ class DiffRun {
     // either side (equal, and held by neither) and costs one step whatever its width.
     const uint64_t end = uint64_t{range_.to} + 1;
     for (uint64_t cur = range_.from; cur < end;) {
-      for (Side& s : sides_) {
+      for (SideStream& s : sides_) {
         LD_ASSIGN_OR_RETURN(bool ok, s.Seek(static_cast<Ledger>(cur)));
         if (!ok) return Status::Runtimef("{} ended before ledger {}", s.source.Describe(), cur);
       }
@@ -717,7 +717,7 @@ class DiffRun {
       ++report_.ledgers_compared;
       cur = uint64_t{l} + 1;
     }
-    for (Side& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
+    for (SideStream& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
     Coverage& cov = report_.coverage;
     cov.explicit_range = options_.range.has_value();
     cov.allow_gaps = options_.allow_gaps;
@@ -759,7 +759,7 @@ class DiffRun {
       std::vector<InvariantResult> invariants;
     } checks[2];
     auto check_side = [&](int i) -> Status {
-      const Side& s = sides_[i];
+      const SideStream& s = sides_[i];
       const bool without_ledger_only = scoped && options_.outside_rows == DiffOptions::OutsideRows::kWithoutLedger;
       LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_,
                                                                          without_ledger_only));
@@ -797,7 +797,7 @@ class DiffRun {
 
   // Releases the snapshots, waits for the digests to finish, and takes the roots.
   Status FinishDigests() {
-    for (Side& s : sides_) {
+    for (SideStream& s : sides_) {
       if (!s.is_schema()) continue;
       s.gate.Release();
       Chunk rest;
@@ -808,7 +808,7 @@ class DiffRun {
     }
     const size_t T = common_.tables.size();
     for (int i = 0; i < 2; ++i) {
-      Side& s = sides_[i];
+      SideStream& s = sides_[i];
       DigestSummary sum = s.reader ? s.reader->summary() : s.summary;
       bool usable = !s.reader || (*s.present == range_ && s.profile.tables.size() == T);
       (i == 0 ? report_.left_root : report_.right_root) = usable ? sum.root : "";
@@ -906,7 +906,7 @@ class DiffRun {
         rd.class_differences = cd->second;
       LedgerRows rows[2];
       for (int i = 0; i < 2; ++i) {
-        Side& s = sides_[i];
+        SideStream& s = sides_[i];
         if (!conns[i]) {
           (i == 0 ? rd.left_available : rd.right_available) = false;
           continue;
@@ -936,7 +936,7 @@ class DiffRun {
   ResolvedProfile common_;  // the tables and columns both sides have
   // Per common table, its columns of another type class (MatchColumns), for the row diffs.
   std::map<std::string, std::vector<ColumnClassDifference>> class_differences_;
-  Side sides_[2];           // declared last: their threads stop before the members above go
+  SideStream sides_[2];           // declared last: their threads stop before the members above go
 };
 
 }  // namespace

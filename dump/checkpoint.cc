@@ -18,28 +18,17 @@
 
 #include "core/process.h"
 #include "dump/bounded_json.h"
+#include "dump/byte_order.h"
 #include "dump/manifest.h"
 
 namespace ledgerdiff::dump {
 
 namespace {
 
-constexpr char kMagic[8] = {'L', 'D', 'G', 'R', 'C', 'K', 'P', 'T'};
+constexpr char kCheckpointMagic[8] = {'L', 'D', 'G', 'R', 'C', 'K', 'P', 'T'};
 constexpr uint32_t kMaxRecord = 1u << 30;
 constexpr uint32_t kMaxHeaderRecord = 1u << 20;  // the header record's JSON: a job description
 constexpr size_t kChunkHead = 1 + 1 + 4 + 4 + 4;  // type, side, from, to, tables
-
-void PutU32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string& s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint32_t GetU32(const char* p) {
-  auto b = reinterpret_cast<const unsigned char*>(p);
-  return uint32_t{b[0]} | (uint32_t{b[1]} << 8) | (uint32_t{b[2]} << 16) | (uint32_t{b[3]} << 24);
-}
-uint64_t GetU64(const char* p) { return uint64_t{GetU32(p)} | (uint64_t{GetU32(p + 4)} << 32); }
 
 std::string Checksum(const std::string& payload) {
   XXH128_canonical_t c;
@@ -178,7 +167,7 @@ Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* le
   if (fstat(fd_, &st) != 0) return Status::Usagef("checkpoint {}: {}", path_, std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   std::string buf;
-  if (!ReadAt(fd_, 0, 12, buf) || std::memcmp(buf.data(), kMagic, 8) != 0)
+  if (!ReadAt(fd_, 0, 12, buf) || std::memcmp(buf.data(), kCheckpointMagic, 8) != 0)
     return corrupt("not a ledgerdiff checkpoint");
   if (GetU32(buf.data() + 8) != kCheckpointVersion)
     return Status::Usagef("checkpoint {} has format version {} (this ledgerdiff writes {}): delete it to start over",
@@ -303,7 +292,7 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::Create(const std::string& path, 
   cp->sides_ = sides;
   cp->records_.assign(sides, {});
   cp->next_.assign(sides, 0);
-  std::string head(kMagic, 8);
+  std::string head(kCheckpointMagic, 8);
   PutU32(head, kCheckpointVersion);
   if (!WriteAt(cp->fd_, 0, head)) return Status::Usagef("checkpoint {}: write failed: {}", path, std::strerror(errno));
   cp->end_ = head.size();

@@ -1,5 +1,6 @@
 #include "dump/digest.h"
 
+#include "dump/byte_order.h"
 #include "dump/lookup_map.h"
 #include "dump/manifest.h"
 
@@ -27,12 +28,6 @@ namespace {
 
 constexpr const char* kBeginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
 
-void PutU32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-void PutU64(std::string& s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
 void PutStr(std::string& s, const std::string& v) {
   PutU64(s, v.size());
   s += v;

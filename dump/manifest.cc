@@ -16,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/process.h"
 #include "dump/bounded_json.h"
+#include "dump/byte_order.h"
 #include "dump/checkpoint.h"
 #include "dump/shard.h"
 #include "ledgerdiff/version.h"
@@ -24,19 +25,13 @@ namespace ledgerdiff::dump {
 
 namespace {
 
-constexpr char kMagic[8] = {'L', 'D', 'G', 'R', 'D', 'I', 'F', 'F'};
+constexpr char kManifestMagic[8] = {'L', 'D', 'G', 'R', 'D', 'I', 'F', 'F'};
 constexpr uint64_t kHeadBytes = 16;         // magic, version, header length
 constexpr uint64_t kLeastTailBytes = 4 + 2 + 32;  // trailer length, "{}", checksum
 
 EVP_MD_CTX* Sha(void* p) { return static_cast<EVP_MD_CTX*>(p); }
 
 void PutVarint(std::string& s, uint64_t n) { AppendLeb128(s, n); }
-void PutU32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint32_t GetU32(const unsigned char* p) {
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
-}
 
 }  // namespace
 
@@ -84,7 +79,7 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
     return Status::Runtimef("manifest {}: a comparison's header names both sides' sources", path);
   j["source_identity"] = ManifestIdentityToJson(header);
   std::string js = j.dump();
-  std::string head(kMagic, 8);
+  std::string head(kManifestMagic, 8);
   PutU32(head, kManifestVersion);
   PutU32(head, static_cast<uint32_t>(js.size()));
   head += js;
@@ -325,7 +320,7 @@ Result<std::unique_ptr<ManifestReader>> ManifestReader::Open(const std::string& 
   r->sha_ = EVP_MD_CTX_new();
   EVP_DigestInit_ex(Sha(r->sha_), EVP_sha256(), nullptr);
   unsigned char head[kHeadBytes];
-  if (!r->ReadBytes(head, kHeadBytes).ok() || std::memcmp(head, kMagic, 8) != 0)
+  if (!r->ReadBytes(head, kHeadBytes).ok() || std::memcmp(head, kManifestMagic, 8) != 0)
     return Status::Usagef("{} is not a ledgerdiff manifest", path);
   uint32_t version = GetU32(head + 8), len = GetU32(head + 12);
   if (version != kManifestVersion)

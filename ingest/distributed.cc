@@ -17,8 +17,6 @@ namespace ledgerdiff::ingest {
 
 namespace {
 
-std::string T(const char* table) { return pg::Qualified(kControlSchema, table); }
-
 // The run's state as stored, a Runtime error naming it when no release wrote it.
 Result<RunState> StoredRunState(std::string_view text, std::string_view run_id) {
   std::optional<RunState> state = ParseRunState(text);
@@ -50,7 +48,7 @@ const char* kRunColumns =
 Status FillDetails(pg::Connection& conn, RunStatus& s) {
   LD_ASSIGN_OR_RETURN(s.counts, CountJobs(conn, s.run_id));
   LD_ASSIGN_OR_RETURN(pg::Rows w, conn.Exec(fmt::format("SELECT DISTINCT worker FROM {} WHERE run_id = $1 ORDER BY 1",
-                                                         T("attempts")),
+                                                         ControlTable("attempts")),
                                              {s.run_id}));
   for (int i = 0; i < w.size(); ++i) s.workers.emplace_back(w.Get(i, 0));
   LD_ASSIGN_OR_RETURN(s.worker_counts, CountWorkers(conn, s.run_id, s.job_timeout_s));
@@ -121,11 +119,11 @@ std::string UniqueWorkerId() {
 }
 
 Status RequireRun(pg::Connection& conn, const std::string& run_id) {
-  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
+  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("runs")}));
   if (exists.Get(0, 0) != "t")
     return Status::Usagef("no such run \"{}\": this database has no job table ({}); plan prints the run id", run_id,
                           kControlSchema);
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT 1 FROM {} WHERE run_id = $1", T("runs")), {run_id}));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT 1 FROM {} WHERE run_id = $1", ControlTable("runs")), {run_id}));
   if (rows.size() != 1)
     return Status::Usagef("no such run \"{}\" in this database's job table (`ledgerdiff runs` lists them)", run_id);
   return Status::Ok();
@@ -147,7 +145,7 @@ Result<RunSpec> PlanRun(pg::Connection& conn, const IngestOptions& options) {
 Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) {
   LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
-                      conn.Exec(fmt::format("SELECT {} FROM {} r WHERE run_id = $1", kRunColumns, T("runs")), {run_id}));
+                      conn.Exec(fmt::format("SELECT {} FROM {} r WHERE run_id = $1", kRunColumns, ControlTable("runs")), {run_id}));
   if (rows.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
   LD_ASSIGN_OR_RETURN(RunStatus s, RowToStatus(rows, 0));
   LD_RETURN_IF_ERROR(FillDetails(conn, s));
@@ -156,10 +154,10 @@ Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) 
 
 Result<std::vector<RunStatus>> ListRuns(pg::Connection& conn) {
   std::vector<RunStatus> out;
-  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
+  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("runs")}));
   if (exists.Get(0, 0) != "t") return out;
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT {} FROM {} r ORDER BY created_at DESC, run_id",
-                                                            kRunColumns, T("runs"))));
+                                                            kRunColumns, ControlTable("runs"))));
   for (int i = 0; i < rows.size(); ++i) {
     LD_ASSIGN_OR_RETURN(RunStatus s, RowToStatus(rows, i));
     out.push_back(std::move(s));
@@ -172,7 +170,7 @@ Result<RunState> SettleRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
   // One settler at a time: the others wait here and then find the run settled.
   LD_ASSIGN_OR_RETURN(pg::Rows run,
-                      conn.Exec(fmt::format("SELECT state, spec::text FROM {} WHERE run_id = $1 FOR UPDATE", T("runs")),
+                      conn.Exec(fmt::format("SELECT state, spec::text FROM {} WHERE run_id = $1 FOR UPDATE", ControlTable("runs")),
                                 {run_id}));
   if (run.size() != 1) return Status::Usagef("no run {} in the job table", run_id);
   LD_ASSIGN_OR_RETURN(RunState state, StoredRunState(run.Get(0, 0), run_id));
@@ -274,7 +272,7 @@ Result<CancelReport> CancelRun(pg::Connection& conn, const std::string& run_id) 
     LD_ASSIGN_OR_RETURN(auto tx, pg::Transaction::Begin(conn));
     LD_ASSIGN_OR_RETURN(pg::Rows run,
                         conn.Exec(fmt::format("SELECT state, coalesce(error, '') FROM {} WHERE run_id = $1 FOR UPDATE",
-                                              T("runs")),
+                                              ControlTable("runs")),
                                   {run_id}));
     if (run.size() != 1) return Status::Usagef("no such run \"{}\" in this database's job table", run_id);
     const std::string error(run.Get(0, 1));
@@ -297,7 +295,7 @@ WITH old AS (
   FROM old WHERE old.state = 'running' AND a.run_id = $1 AND a.job_id = old.job_id AND a.attempt = old.attempt
 )
 SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state = 'running') FROM old)",
-                              fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts"))),
+                              fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts"))),
                   {run_id}));
     report.pending = static_cast<uint32_t>(fenced.GetInt(0, 0));
     report.running = static_cast<uint32_t>(fenced.GetInt(0, 1));

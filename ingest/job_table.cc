@@ -7,9 +7,9 @@
 
 namespace ledgerdiff::ingest {
 
-namespace {
+std::string ControlTable(const char* table) { return pg::Qualified(kControlSchema, table); }
 
-std::string T(const char* table) { return pg::Qualified(kControlSchema, table); }
+namespace {
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS {workers} (
   error text,
   PRIMARY KEY (run_id, worker)
 );)",
-                     fmt::arg("workers", T("workers")), fmt::arg("runs", T("runs")));
+                     fmt::arg("workers", ControlTable("workers")), fmt::arg("runs", ControlTable("runs")));
 }
 
 // Brings a control schema made by an older release up to date. Each change is made only when
@@ -105,7 +105,7 @@ Status MigrateControlSchema(pg::Connection& conn) {
   auto has_column = [&](const char* table, const char* column) -> Result<bool> {
     LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND "
                                                  "attname = $2 AND NOT attisdropped",
-                                                 {T(table), std::string(column)}));
+                                                 {ControlTable(table), std::string(column)}));
     return rows.size() == 1;
   };
   struct Column {
@@ -119,7 +119,7 @@ Status MigrateControlSchema(pg::Connection& conn) {
         Column{"attempts", "detector", "text"}, Column{"runs", "resumes", "integer NOT NULL DEFAULT 0"}}) {
     LD_ASSIGN_OR_RETURN(bool present, has_column(c.table, c.name));
     if (!present)
-      LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", T(c.table), c.name, c.type)));
+      LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}", ControlTable(c.table), c.name, c.type)));
   }
   // The state checks learnt 'cancelled'.
   for (const auto& [table, states] :
@@ -127,17 +127,17 @@ Status MigrateControlSchema(pg::Connection& conn) {
     LD_ASSIGN_OR_RETURN(pg::Rows checks,
                         conn.Exec("SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = "
                                   "to_regclass($1) AND contype = 'c' AND pg_get_constraintdef(oid) LIKE '%state%'",
-                                  {T(table)}));
+                                  {ControlTable(table)}));
     const bool current = checks.size() == 1 && checks.Get(0, 1).find("cancelled") != std::string_view::npos;
     if (!current) {
       std::string drops;
       for (int i = 0; i < checks.size(); ++i)
         drops += fmt::format("DROP CONSTRAINT {}, ", pg::QuoteIdent(std::string(checks.Get(i, 0))));
-      LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} {}ADD CONSTRAINT {} CHECK (state IN ({}))", T(table), drops,
+      LD_RETURN_IF_ERROR(conn.Run(fmt::format("ALTER TABLE {} {}ADD CONSTRAINT {} CHECK (state IN ({}))", ControlTable(table), drops,
                                               pg::QuoteIdent(std::string(table) + "_state_check"), states)));
     }
   }
-  LD_ASSIGN_OR_RETURN(pg::Rows workers, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("workers")}));
+  LD_ASSIGN_OR_RETURN(pg::Rows workers, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("workers")}));
   if (workers.Get(0, 0) != "t") LD_RETURN_IF_ERROR(conn.Run(WorkersTableDdl()));
   return Status::Ok();
 }
@@ -224,8 +224,8 @@ CREATE TABLE {attempts} (
   detector text,
   PRIMARY KEY (run_id, job_id, attempt)
 );)",
-                                fmt::arg("s", pg::QuoteIdent(kControlSchema)), fmt::arg("runs", T("runs")),
-                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")),
+                                fmt::arg("s", pg::QuoteIdent(kControlSchema)), fmt::arg("runs", ControlTable("runs")),
+                                fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")),
                                 fmt::arg("run_states", kRunStateLiterals), fmt::arg("job_states", kJobStateLiterals));
   LD_RETURN_IF_ERROR(conn.Run(sql + WorkersTableDdl()).With("create the control schema"));
   return tx.Commit();
@@ -237,7 +237,7 @@ Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<Le
   LD_RETURN_IF_ERROR(
       conn.Exec(fmt::format("INSERT INTO {} (run_id, schema_name, range_from, range_to, job_size, workers, spec, mode) "
                             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                            T("runs")),
+                            ControlTable("runs")),
                 {spec.run_id, spec.schema, Str(spec.range.from), Str(spec.range.to), Str(spec.job_size),
                  Str(spec.workers), spec.ToJson().dump(), mode})
           .status());
@@ -251,14 +251,14 @@ Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<Le
   LD_RETURN_IF_ERROR(conn.Exec(fmt::format("INSERT INTO {} (run_id, job_id, range_from, range_to) "
                                            "SELECT $1, n, f, t FROM unnest($2::int[], $3::int[]) WITH ORDINALITY AS "
                                            "u(f, t, n)",
-                                           T("jobs")),
+                                           ControlTable("jobs")),
                                {spec.run_id, froms, tos})
                          .status());
   return tx.Commit();
 }
 
 Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id) {
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT spec::text FROM {} WHERE run_id = $1", T("runs")), {run_id}));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT spec::text FROM {} WHERE run_id = $1", ControlTable("runs")), {run_id}));
   if (rows.size() == 0) return Status::Usagef("run \"{}\" does not exist in this database", run_id);
   nlohmann::json j = nlohmann::json::parse(rows.Get(0, 0), nullptr, false);
   if (j.is_discarded()) return Status::Runtimef("run \"{}\": spec is not JSON", run_id);
@@ -266,14 +266,14 @@ Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id) {
 }
 
 Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id) {
-  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("runs")}));
+  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("runs")}));
   if (exists.Get(0, 0) != "t") return std::optional<RunRow>();
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT run_id, schema_name, state, coalesce(to_jsonb(r) "
                                             "->> 'mode', 'orchestrated'), coalesce(to_jsonb(r) ->> "
                                             "'error', ''), coalesce((to_jsonb(r) ->> 'resumes')::int, 0) "
                                             "FROM {} r WHERE run_id = $1",
-                                            T("runs")),
+                                            ControlTable("runs")),
                                 {run_id}));
   if (rows.size() == 0) return std::optional<RunRow>();
   const std::optional<RunState> state = ParseRunState(rows.Get(0, 2));
@@ -288,13 +288,13 @@ Status SetRunState(pg::Connection& conn, const std::string& run_id, RunState sta
   return conn
       .Exec(fmt::format("UPDATE {} SET state = $2, finished_at = CASE WHEN $2 = 'running' THEN NULL ELSE now() END, "
                         "error = nullif($3, '') WHERE run_id = $1 AND state <> 'cancelled'",
-                        T("runs")),
+                        ControlTable("runs")),
             {run_id, std::string(ToString(state)), running ? std::string() : error})
       .status();
 }
 
 Status DeleteRun(pg::Connection& conn, const std::string& run_id) {
-  return conn.Exec(fmt::format("DELETE FROM {} WHERE run_id = $1", T("runs")), {run_id}).status();
+  return conn.Exec(fmt::format("DELETE FROM {} WHERE run_id = $1", ControlTable("runs")), {run_id}).status();
 }
 
 Result<std::optional<ClaimedJob>> ClaimJob(pg::Connection& conn, const std::string& run_id, const std::string& worker,
@@ -314,8 +314,8 @@ WITH next AS (
   INSERT INTO {attempts} (run_id, job_id, attempt, worker, slot) SELECT $1, job_id, attempt, $2, $4::int FROM claimed
 )
 SELECT job_id, range_from, range_to, attempt FROM claimed)",
-                                fmt::arg("jobs", T("jobs")), fmt::arg("runs", T("runs")),
-                                fmt::arg("attempts", T("attempts")));
+                                fmt::arg("jobs", ControlTable("jobs")), fmt::arg("runs", ControlTable("runs")),
+                                fmt::arg("attempts", ControlTable("attempts")));
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {run_id, worker, Str(worker_pid), Str(slot)}));
   if (rows.size() == 0) return std::optional<ClaimedJob>();
   return std::optional<ClaimedJob>(ClaimedJob{static_cast<uint32_t>(rows.GetInt(0, 0)),
@@ -328,7 +328,7 @@ Result<bool> Heartbeat(pg::Connection& conn, const std::string& run_id, const Cl
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("UPDATE {} SET heartbeat = now(), stage = $4 WHERE run_id = $1 AND "
                                             "job_id = $2 AND attempt = $3 AND state = 'running'",
-                                            T("jobs")),
+                                            ControlTable("jobs")),
                                 {run_id, Str(job.job_id), Str(job.attempt), stage}));
   return rows.AffectedRows() == 1;
 }
@@ -342,7 +342,7 @@ WITH done AS (
 )
 UPDATE {attempts} a SET finished_at = now(), outcome = 'done'
 FROM done WHERE a.run_id = $1 AND a.job_id = done.job_id AND a.attempt = $3)",
-                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")));
+                                fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")));
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {run_id, Str(job.job_id), Str(job.attempt), Str(rows_written)}));
   if (rows.AffectedRows() != 1)
     return Status::Runtimef("job {} attempt {} was handed to another worker or its run was cancelled; this attempt "
@@ -375,7 +375,7 @@ WITH failed AS (
 )
 UPDATE {attempts} a SET finished_at = now(), outcome = 'failed', error = $4, detector = $5
 FROM failed WHERE a.run_id = $1 AND a.job_id = failed.job_id AND a.attempt = $3)",
-                  fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")), fmt::arg("set", RequeueSet(spec)));
+                  fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")), fmt::arg("set", RequeueSet(spec)));
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(sql, {spec.run_id, Str(job.job_id), Str(job.attempt), error,
                                                      std::string(ToString(detector))}));
   if (rows.AffectedRows() == 0) {
@@ -384,7 +384,7 @@ FROM failed WHERE a.run_id = $1 AND a.job_id = failed.job_id AND a.attempt = $3)
     LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET outcome = 'fenced', error = $4, finished_at = "
                                              "coalesce(finished_at, now()) WHERE run_id = $1 AND job_id = $2 AND "
                                              "attempt = $3",
-                                             T("attempts")),
+                                             ControlTable("attempts")),
                                  {spec.run_id, Str(job.job_id), Str(job.attempt), error})
                            .status());
   }
@@ -426,7 +426,7 @@ WITH lost AS (
 )
 SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coalesce(worker_pid, 0),
        coalesce(backend_pid, 0), why, 0, '', detector FROM requeued ORDER BY job_id)",
-      fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")), fmt::arg("set", RequeueSet(spec)),
+      fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")), fmt::arg("set", RequeueSet(spec)),
       fmt::arg("timeout", spec.job_timeout_s),
       fmt::arg("stale", fmt::format("j.heartbeat < now() - make_interval(secs => {})", spec.job_timeout_s)),
       // Workers are named "wN[.G]@host:pid:start" after their orchestrator instance; $4 is the caller's.
@@ -453,7 +453,7 @@ WITH requeued AS (
 )
 UPDATE {attempts} a SET finished_at = now(), outcome = 'interrupted', error = $2
 FROM requeued r WHERE a.run_id = $1 AND a.job_id = r.job_id AND a.attempt = r.attempt)",
-                                fmt::arg("jobs", T("jobs")), fmt::arg("attempts", T("attempts")));
+                                fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")));
   return conn.Exec(sql, {spec.run_id, why}).status();
 }
 
@@ -461,7 +461,7 @@ Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT state, count(*), coalesce(sum(range_to - range_from + 1), 0) "
                                             "FROM {} WHERE run_id = $1 GROUP BY state",
-                                            T("jobs")),
+                                            ControlTable("jobs")),
                                 {run_id}));
   RunCounts c;
   for (int i = 0; i < rows.size(); ++i) {
@@ -498,7 +498,7 @@ Result<std::vector<JobRow>> ListJobs(pg::Connection& conn, const std::string& ru
                                             "coalesce(extract(epoch FROM now() - heartbeat)::float8, -1), "
                                             "backend_pid IS NULL OR EXISTS (SELECT 1 FROM pg_stat_activity a WHERE "
                                             "a.pid = backend_pid) FROM {} WHERE run_id = $1 ORDER BY job_id",
-                                            T("jobs")),
+                                            ControlTable("jobs")),
                                 {run_id}));
   return JobRows(rows);
 }
@@ -512,7 +512,7 @@ Result<std::vector<AttemptRow>> ListAttempts(pg::Connection& conn, const std::st
                     "j.range_from, j.range_to, coalesce(a.slot, 0), coalesce(a.detector, '') "
                     "FROM {} a JOIN {} r USING (run_id) JOIN {} j USING (run_id, job_id) "
                     "WHERE a.run_id = $1 ORDER BY a.started_at, a.job_id, a.attempt",
-                    T("attempts"), T("runs"), T("jobs")),
+                    ControlTable("attempts"), ControlTable("runs"), ControlTable("jobs")),
                 {run_id}));
   std::vector<AttemptRow> out;
   for (int i = 0; i < rows.size(); ++i) {
@@ -549,7 +549,7 @@ Status RegisterWorker(pg::Connection& conn, const std::string& run_id, const std
                         "pg_backend_pid()) ON CONFLICT (run_id, worker) DO UPDATE SET host = excluded.host, pid = "
                         "excluded.pid, slot = excluded.slot, backend_pid = excluded.backend_pid, started_at = now(), "
                         "last_seen = now(), exited_at = NULL, exit_code = NULL, error = NULL",
-                        T("workers")),
+                        ControlTable("workers")),
             {run_id, worker, std::string(host), Str(pid), Str(slot)})
       .status();
 }
@@ -558,7 +558,7 @@ Status TouchWorker(pg::Connection& conn, const std::string& run_id, const std::s
   return conn
       .Exec(fmt::format("UPDATE {} SET last_seen = now(), backend_pid = pg_backend_pid() WHERE run_id = $1 AND "
                         "worker = $2 AND exited_at IS NULL",
-                        T("workers")),
+                        ControlTable("workers")),
             {run_id, worker})
       .status();
 }
@@ -568,21 +568,21 @@ Status RecordWorkerExit(pg::Connection& conn, const std::string& run_id, const s
   return conn
       .Exec(fmt::format("UPDATE {} SET exited_at = now(), last_seen = now(), exit_code = $3, error = nullif($4, '') "
                         "WHERE run_id = $1 AND worker = $2",
-                        T("workers")),
+                        ControlTable("workers")),
             {run_id, worker, Str(exit_code), error})
       .status();
 }
 
 Result<WorkerCounts> CountWorkers(pg::Connection& conn, const std::string& run_id, double job_timeout_s) {
   WorkerCounts c;
-  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {T("workers")}));
+  LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("workers")}));
   if (exists.Get(0, 0) != "t") return c;
   LD_ASSIGN_OR_RETURN(
       pg::Rows rows,
       conn.Exec(fmt::format("SELECT count(*), count(*) FILTER (WHERE exited_at IS NULL AND last_seen >= now() - "
                             "make_interval(secs => $2::float8) AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE "
                             "a.pid = w.backend_pid)) FROM {} w WHERE run_id = $1",
-                            T("workers")),
+                            ControlTable("workers")),
                 {run_id, fmt::format("{}", job_timeout_s)}));
   c.joined = static_cast<uint32_t>(rows.GetInt(0, 0));
   c.alive = static_cast<uint32_t>(rows.GetInt(0, 1));

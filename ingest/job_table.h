@@ -44,6 +44,9 @@ namespace ledgerdiff::ingest {
 
 inline constexpr const char* kControlSchema = "ledgerdiff_control";
 
+// The quoted name of one of the control schema's tables ("runs", "jobs", "attempts", ...).
+std::string ControlTable(const char* table);
+
 // Run ids are what NewRunId makes ("20261130_142501_3f9a") and the ids derived from one
 // ("<id>_p", "<id>_r3", "<id>_w4_j250_r1"): ASCII letters, digits and '_', 1 to 40 characters
 // (so that derived ids and schema names such as "ld_<id>_parallel" stay within 63 bytes).

@@ -81,7 +81,8 @@ std::string CsvField(const std::string& s) {
   return out + "\"";
 }
 
-std::string N(double v) { return fmt::format("{:.1f}", v); }
+// An SVG coordinate with one decimal.
+std::string Svg1(double v) { return fmt::format("{:.1f}", v); }
 
 // A cell's interval of wall times, "2.95-3.40", or "-" when it was measured once (no interval).
 std::string Interval(const SweepCell& c) {
@@ -124,16 +125,16 @@ std::string Heatmap(const SweepReport& r) {
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
       "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
-      N(width), N(height));
+      Svg1(width), Svg1(height));
   s += fmt::format("<text x=\"{}\" y=\"16\" text-anchor=\"middle\" fill=\"#59636e\">job size (ledgers)</text>\n",
-                   N(left + grid_w / 2));
-  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", N(top - 6));
+                   Svg1(left + grid_w / 2));
+  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", Svg1(top - 6));
   for (size_t j = 0; j < job_sizes.size(); ++j)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n",
-                     N(left + cw * (static_cast<double>(j) + 0.5)), N(top - 8), job_sizes[j]);
+                     Svg1(left + cw * (static_cast<double>(j) + 0.5)), Svg1(top - 8), job_sizes[j]);
   for (size_t w = 0; w < workers.size(); ++w)
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", N(left - 10),
-                     N(top + ch * (static_cast<double>(w) + 0.5) + 4), workers[w]);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", Svg1(left - 10),
+                     Svg1(top + ch * (static_cast<double>(w) + 0.5) + 4), workers[w]);
   bool any_chosen = false;
   for (const auto& c : r.cells) {
     auto wi = std::find(workers.begin(), workers.end(), c.workers) - workers.begin();
@@ -169,14 +170,14 @@ std::string Heatmap(const SweepReport& r) {
     s += fmt::format(
         "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
         "stroke-width=\"{}\"><title>{}</title></rect>\n",
-        verify::ToString(c.verdict), N(x + 2), N(y + 2), N(cw - 4), N(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
+        verify::ToString(c.verdict), Svg1(x + 2), Svg1(y + 2), Svg1(cw - 4), Svg1(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
         chosen ? 3 : 1, XmlEscape(title));
     double label_y = sublabel.empty() ? y + ch / 2 + 4 : y + ch / 2 - 1;
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
-                     N(x + cw / 2), N(label_y), text_fill, XmlEscape(label));
+                     Svg1(x + cw / 2), Svg1(label_y), text_fill, XmlEscape(label));
     if (!sublabel.empty())
       s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-size=\"10\">{}</text>\n",
-                       N(x + cw / 2), N(label_y + 13), text_fill, XmlEscape(sublabel));
+                       Svg1(x + cw / 2), Svg1(label_y + 13), text_fill, XmlEscape(sublabel));
   }
 
   // The legend: the scale as drawn (a gradient between the two ends of Blue, 0 to `hi`), then a
@@ -191,23 +192,23 @@ std::string Heatmap(const SweepReport& r) {
                      Blue(0), Blue(1));
     s += fmt::format("<rect class=\"scale\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"12\" fill=\"url(#sweep-scale)\" "
                      "data-min=\"0\" data-max=\"{:.0f}\"/>\n",
-                     N(lx), N(legend_y), N(bar_w), hi);
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"start\" fill=\"#59636e\">0</text>\n", N(lx),
-                     N(legend_y + 26));
+                     Svg1(lx), Svg1(legend_y), Svg1(bar_w), hi);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"start\" fill=\"#59636e\">0</text>\n", Svg1(lx),
+                     Svg1(legend_y + 26));
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f} ledgers/s</text>\n",
-                     N(lx + bar_w), N(legend_y + 26), hi);
+                     Svg1(lx + bar_w), Svg1(legend_y + 26), hi);
     // Two lines: one would run past the chart's 660 px in a wide fallback font (DejaVu Sans).
     s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#59636e\">colour: median ledgers/s of an identical cell, "
                      "on a scale from 0;</text>\n<text x=\"{}\" y=\"{}\" fill=\"#59636e\">small print: min-max "
                      "over its repeats</text>\n",
-                     N(lx), N(legend_y + 44), N(lx), N(legend_y + 60));
+                     Svg1(lx), Svg1(legend_y + 44), Svg1(lx), Svg1(legend_y + 60));
     lx += bar_w + 16;
   }
   auto swatch = [&](const std::string& cls, const std::string& fill, const std::string& stroke, int stroke_w,
                     const std::string& text) {
     s += fmt::format("<rect class=\"key {}\" x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\" stroke=\"{}\" "
                      "stroke-width=\"{}\"/><text x=\"{}\" y=\"{}\" fill=\"#59636e\">{}</text>\n",
-                     cls, N(lx), N(legend_y), fill, stroke, stroke_w, N(lx + 17), N(legend_y + 10), text);
+                     cls, Svg1(lx), Svg1(legend_y), fill, stroke, stroke_w, Svg1(lx + 17), Svg1(legend_y + 10), text);
     lx += 17 + 7.0 * static_cast<double>(text.size()) + 12;
   };
   if (any_divergent) swatch("divergent", "#ffebe9", "#cf222e", 1, "divergent");
@@ -237,20 +238,20 @@ std::string ThroughputCurve(const SweepReport& r) {
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"throughput\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
       "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"11\">\n",
-      N(w), N(h));
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#d1d9e0\"/>\n", N(l), N(h - b), N(w - rt));
-  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#d1d9e0\"/>\n", N(l), N(t), N(h - b));
+      Svg1(w), Svg1(h));
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"#d1d9e0\"/>\n", Svg1(l), Svg1(h - b), Svg1(w - rt));
+  s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#d1d9e0\"/>\n", Svg1(l), Svg1(t), Svg1(h - b));
   for (int i = 0; i <= 4; ++i) {
     double v = ymax * i / 4;
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f}</text>\n", N(l - 6),
-                     N(Y(v) + 4), v);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f}</text>\n", Svg1(l - 6),
+                     Svg1(Y(v) + 4), v);
   }
   int step = std::max(1, static_cast<int>(xmax / 8));
   for (int n = 0; n <= static_cast<int>(xmax); n += step)
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n", N(X(n)),
-                     N(h - b + 16), n);
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n", Svg1(X(n)),
+                     Svg1(h - b + 16), n);
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">workers</text>\n",
-                   N((l + w - rt) / 2), N(h - 4));
+                   Svg1((l + w - rt) / 2), Svg1(h - 4));
   s += "<text x=\"12\" y=\"14\" fill=\"#59636e\">ledgers/s</text>\n";
   // The legend: the marks drawn, and the USL entry only when its line is drawn.
   const bool whiskers = std::any_of(pts.begin(), pts.end(), [](const SweepCell* c) { return c->HasNoiseEstimate(); });
@@ -263,14 +264,14 @@ std::string ThroughputCurve(const SweepReport& r) {
     s += fmt::format("<line class=\"usl-key\" x1=\"{0}\" y1=\"24\" x2=\"{1}\" y2=\"24\" stroke=\"#0969da\" "
                      "stroke-width=\"2\" stroke-dasharray=\"{2}\"/><text x=\"{3}\" y=\"28\" fill=\"#0969da\">"
                      "Universal Scalability Law fit{4}</text>\n",
-                     N(126), N(150), dash, N(156),
+                     Svg1(126), Svg1(150), dash, Svg1(156),
                      r.usl.poor ? " (dashed: a poor fit, see below)" : "");
   s += "</g>\n";
   if (r.usl.fitted) {
     std::string d;
     for (int i = 0; i <= 100; ++i) {
       double n = 1 + (xmax - 1) * i / 100.0;
-      d += fmt::format("{}{},{}", i ? " L" : "M", N(X(n)), N(Y(r.usl.Predict(n))));
+      d += fmt::format("{}{},{}", i ? " L" : "M", Svg1(X(n)), Svg1(Y(r.usl.Predict(n))));
     }
     s += fmt::format("<path class=\"usl\" d=\"{}\" fill=\"none\" stroke=\"#0969da\" stroke-width=\"2\" "
                      "stroke-dasharray=\"{}\"/>\n",
@@ -280,15 +281,15 @@ std::string ThroughputCurve(const SweepReport& r) {
     if (c->HasNoiseEstimate())
       s += fmt::format("<line class=\"interval\" x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#1f2328\" "
                        "stroke-width=\"1.5\"/>\n",
-                       N(X(c->workers)), N(Y(c->ledgers_per_s_min)), N(Y(c->ledgers_per_s_max)));
+                       Svg1(X(c->workers)), Svg1(Y(c->ledgers_per_s_min)), Svg1(Y(c->ledgers_per_s_max)));
     s += fmt::format("<circle class=\"measured\" cx=\"{}\" cy=\"{}\" r=\"5\" fill=\"#1f2328\"><title>{}: {:.0f} "
                      "ledgers/s</title></circle>\n",
-                     N(X(c->workers)), N(Y(c->ledgers_per_s)), c->Name(), c->ledgers_per_s);
+                     Svg1(X(c->workers)), Svg1(Y(c->ledgers_per_s)), c->Name(), c->ledgers_per_s);
   }
   return s + "</svg>\n";
 }
 
-constexpr const char* kCss = R"(body{margin:0;color:#1f2328;font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif}
+constexpr const char* kSweepCss = R"(body{margin:0;color:#1f2328;font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif}
 main{max-width:1100px;margin:0 auto;padding:24px}
 .banner{border-radius:10px;padding:16px 22px;color:#fff;font-size:15px}
 .banner.ok{background:#1a7f37}.banner.bad{background:#cf222e}
@@ -401,7 +402,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
   h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-                   XmlEscape(r.options.range.str()), kCss);
+                   XmlEscape(r.options.range.str()), kSweepCss);
   h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
                    "&#183; repeat {} &#183; reference: {}</p>\n",
                    XmlEscape(r.run_id), r.options.range.size(), XmlEscape(r.options.range.str()), r.options.repeat,
