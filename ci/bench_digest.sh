@@ -27,7 +27,10 @@
 #                `ledgerdiff diff`, `verify-range` (its digest/diff phases from --format json),
 #                `ledgerdiff diff --engine server-hash`,
 #                pg_comparator (its C checksum extension; one run per table, with the table's key)
-#                and Horizon's way on both sides, all on the same two copies; diff / pg_comparator
+#                twice: "pg_comparator" reads views of every column (arrays cast to text), "direct"
+#                reads each table as its users run it (key and content columns, created_at,
+#                updated_at and importer_version left out), and Horizon's way on both sides, all
+#                on the same two copies; diff / pg_comparator
 #   verify phases --verify-to N: one `ledgerdiff verify --range 2:N --workers 2` on the embedded
 #                default (two fresh ingests, then the digests and the diff), its phase times
 #
@@ -337,11 +340,47 @@ if ((PEERS)); then
         "pgsql://ledgerdiff@/postgres/pgc_$COPY.${tk%%\?*}" >>"$WORK/pgc.txt" 2>>"$WORK/pgc.err" || true
     done
   }
+  # pg_comparator as its users run it (issue 24): each table read directly, its key, and the
+  # columns that carry the ledger's content (created_at, updated_at and importer_version left out:
+  # they differ between two ingestions of the same ledgers); names quoted in the URL, which
+  # pg_comparator keeps. It joins the columns with || '|' ||, which an array column turns into an
+  # array concatenation ("malformed array literal"), so a table with arrays (history_transactions'
+  # signatures) is read through a view of the same columns with the arrays cast to text: the
+  # least a user must do to compare it at all.
+  PGC_SKIP="'created_at','updated_at','importer_version'"
+  pgc_direct_url() {  # SIDE TABLE KEY: pgsql URL of SIDE.TABLE?key:cols (or of its view)
+    local side=$1 t=$2 key=$3 cols arrays rel=$1.$2
+    local where="table_schema = '$side' AND table_name = '$t' AND column_name NOT IN ($PGC_SKIP)"
+    cols=$(psql -X -At -d "$DB" -c "SELECT string_agg(quote_ident(column_name), ',' ORDER BY ordinal_position)
+      FROM information_schema.columns WHERE $where AND quote_ident(column_name) <> ALL (string_to_array('$key', ','))")
+    arrays=$(psql -X -At -d "$DB" -c "SELECT count(*) FROM information_schema.columns WHERE $where AND data_type = 'ARRAY'")
+    if [ "$arrays" != 0 ]; then
+      rel=pgcd_$side.$t
+      psql -X -q -d "$DB" -v ON_ERROR_STOP=1 -c "CREATE SCHEMA IF NOT EXISTS pgcd_$side; DROP VIEW IF EXISTS $rel;
+        CREATE VIEW $rel AS SELECT $(psql -X -At -d "$DB" -c "SELECT string_agg(quote_ident(column_name)
+          || CASE WHEN data_type = 'ARRAY' THEN '::text AS ' || quote_ident(column_name) ELSE '' END, ', '
+          ORDER BY ordinal_position) FROM information_schema.columns WHERE $where") FROM $side.$t" >/dev/null
+    fi
+    printf 'pgsql://ledgerdiff@/postgres/%s?%s:%s' "$rel" "$key" "$cols"
+  }
+  : >"$WORK/pgc-direct-urls"
+  for tk in $PGC_TABLES; do
+    t=${tk%%\?*} key=${tk#*\?}
+    key=${key//order_/\"order\"}
+    printf '%s %s\n' "$(pgc_direct_url "$SCHEMA" "$t" "$key")" "$(pgc_direct_url "$COPY" "$t" "$key")" >>"$WORK/pgc-direct-urls"
+  done
+  run_pg_comparator_direct() {
+    : >"$WORK/pgcd.txt"
+    while read -r left right; do
+      PGHOST=$DIR PGPORT=$PORT pg_comparator --no-lock --clear "$left" "$right" >>"$WORK/pgcd.txt" 2>>"$WORK/pgcd.err" || true
+    done <"$WORK/pgc-direct-urls"
+  }
   run_horizon_both() { run_verify_range; SCHEMA=$COPY run_verify_range; }
   measure "ledgerdiff diff" run_diff
   measure "diff server-hash" run_diff server-hash
   measure "ld verify-range" run_verify_range_ld
   measure "pg_comparator" run_pg_comparator
+  measure "pg_comparator direct" run_pg_comparator_direct
   if [ "${MED[verify-range]:-0}" != 0 ]; then
     # Both sides are the same rows: twice the single-side median measured above, not re-run.
     MED[horizon way x2]=$(echo "2 * ${MED[verify-range]}" | bc -l)
@@ -357,8 +396,12 @@ if ((PEERS)); then
     "$(ratio "${MED[horizon way x2]}" "${MED[ledgerdiff diff]}")"
   echo "ledgerdiff diff: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print("identical", j.get("identical"), "first divergent ledger", j.get("first_divergent_ledger"), "phases", [(p["name"], round(p["seconds"], 1)) for p in j.get("phases", [])])' "$WORK/diff.json" 2>/dev/null)"
   echo "verify-range phases: $(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j.get("phases", j.get("seconds")))' "$WORK/vr.json" 2>/dev/null)"
+  printf "diff server-hash / pg_comparator direct %5.2fx   ledgerdiff diff / pg_comparator direct %5.2fx\n" \
+    "$(ratio "${MED[diff server-hash]}" "${MED[pg_comparator direct]}")" "$(ratio "${MED[ledgerdiff diff]}" "${MED[pg_comparator direct]}")"
   echo "pg_comparator found: $(grep -c -E '^(UPDATE|INSERT|DELETE)' "$WORK/pgc.txt") differing rows: $(head -3 "$WORK/pgc.txt" | tr '\n' ' ')"
   [ ! -s "$WORK/pgc.err" ] || { echo "pg_comparator stderr:"; head -5 "$WORK/pgc.err"; }
+  echo "pg_comparator direct found: $(grep -c -E '^(UPDATE|INSERT|DELETE)' "$WORK/pgcd.txt") differing rows: $(head -3 "$WORK/pgcd.txt" | tr '\n' ' ')"
+  [ ! -s "$WORK/pgcd.err" ] || { echo "pg_comparator direct stderr:"; head -5 "$WORK/pgcd.err"; }
 fi
 
 if [ -n "$VERIFY_TO" ]; then
