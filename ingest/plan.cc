@@ -11,6 +11,20 @@
 
 namespace ledgerdiff::ingest {
 
+std::string_view ToString(CrashAction action) {
+  switch (action) {
+    case CrashAction::kAbort: return "abort";
+    case CrashAction::kFail: return "fail";
+  }
+  return "abort";  // not reached: the switch names every action
+}
+
+std::optional<CrashAction> ParseCrashAction(std::string_view text) {
+  for (CrashAction a : {CrashAction::kAbort, CrashAction::kFail})
+    if (ToString(a) == text) return a;
+  return std::nullopt;
+}
+
 Result<CrashPoint> ParseFaultPoint(const std::string& text) {
   std::vector<std::string> parts;
   size_t start = 0;
@@ -21,10 +35,13 @@ Result<CrashPoint> ParseFaultPoint(const std::string& text) {
     start = colon + 1;
   }
   auto bad = [&] { return Status::Usagef("fault point \"{}\": expected JOB:ATTEMPT:STAGE:abort|fail", text); };
-  if (parts.size() != 4 || (parts[3] != "abort" && parts[3] != "fail")) return bad();
+  const std::optional<CrashAction> action = parts.size() == 4 ? ParseCrashAction(parts[3]) : std::nullopt;
+  if (!action) return bad();
+  if (*action == CrashAction::kFail && parts[2] != "start")
+    return Status::Usagef("fault point \"{}\": fail is only at stage start (abort works at any stage)", text);
   try {
     return CrashPoint{static_cast<uint32_t>(std::stoul(parts[0])), static_cast<uint32_t>(std::stoul(parts[1])), parts[2],
-                      parts[3]};
+                      *action};
   } catch (const std::exception&) {
     return bad();
   }
@@ -90,7 +107,7 @@ double IngestPlan::heartbeat_s() const { return std::min(1.0, job_timeout_s / 4)
 nlohmann::json IngestPlan::ToJson() const {
   nlohmann::json crash = nlohmann::json::array();
   for (const auto& c : crash_points)
-    crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", c.action}});
+    crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", ToString(c.action)}});
   nlohmann::json hold = nlohmann::json::array();
   for (const auto& h : hold_points)
     hold.push_back({{"job", h.job_id}, {"attempt", h.attempt}, {"stage", h.stage}, {"seconds", h.seconds}});
@@ -126,9 +143,15 @@ Result<IngestPlan> IngestPlan::FromJson(const nlohmann::json& j) {
     p.retries = j.at("retries").get<uint32_t>();
     p.retry_backoff_s = j.at("retry_backoff_s").get<double>();
     p.job_timeout_s = j.at("job_timeout_s").get<double>();
-    for (const auto& c : j.value("crash_points", nlohmann::json::array()))
-      p.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(),
-                                c.at("stage").get<std::string>(), c.at("action").get<std::string>()});
+    for (const auto& c : j.value("crash_points", nlohmann::json::array())) {
+      const auto action_text = c.at("action").get<std::string>();
+      const std::optional<CrashAction> action = ParseCrashAction(action_text);
+      const auto stage = c.at("stage").get<std::string>();
+      if (!action || (*action == CrashAction::kFail && stage != "start"))
+        return Status::Runtimef("ingestion plan is unreadable: crash point action \"{}\" at stage \"{}\"", action_text,
+                                stage);
+      p.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(), stage, *action});
+    }
     for (const auto& h : j.value("hold_points", nlohmann::json::array()))
       p.hold_points.push_back({h.at("job").get<uint32_t>(), h.at("attempt").get<uint32_t>(),
                                h.at("stage").get<std::string>(), h.at("seconds").get<double>()});

@@ -4,7 +4,9 @@
 // stores as a run's spec, so a worker anywhere can carry out any job of the run.
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -14,14 +16,21 @@
 
 namespace ledgerdiff::ingest {
 
+// What a fault point does. kAbort kills the worker (std::abort) inside its open data transaction,
+// as a segfault would, at any stage; kFail makes the attempt fail with an error before anything
+// is written, so it is only at stage "start". Spelled "abort" and "fail" in flags and run specs.
+enum class CrashAction { kAbort, kFail };
+std::string_view ToString(CrashAction action);
+std::optional<CrashAction> ParseCrashAction(std::string_view text);
+
 // Fault point inside a worker, for chaos and tests: at (job, attempt), after `stage` (a table
-// name, or "start" before anything is written), action "abort" kills the worker inside its open
-// data transaction (a crash), action "fail" makes the attempt fail with an error.
+// name, or "start" before anything is written), `action`.
+// INVARIANT: action == kFail implies stage == "start" (ParseFaultPoint and FromJson refuse the rest).
 struct CrashPoint {
   uint32_t job_id;
   uint32_t attempt;
   std::string stage;
-  std::string action = "abort";
+  CrashAction action = CrashAction::kAbort;
 };
 
 // Hold point (chaos): at (job, attempt), after `stage`, the worker waits `seconds` inside its
@@ -34,7 +43,8 @@ struct HoldPoint {
   double seconds;
 };
 
-// Parses "JOB:ATTEMPT:STAGE:ACTION" (e.g. "3:1:history_effects:abort", "2:1:start:fail").
+// Parses "JOB:ATTEMPT:STAGE:ACTION" (e.g. "3:1:history_effects:abort", "2:1:start:fail"); "fail"
+// at a stage other than "start" is a usage error (it would never fire).
 Result<CrashPoint> ParseFaultPoint(const std::string& text);
 // Parses "JOB:ATTEMPT:STAGE:SECONDS" (e.g. "3:1:history_operations:2.5").
 Result<HoldPoint> ParseHoldPoint(const std::string& text);

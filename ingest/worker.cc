@@ -197,8 +197,12 @@ int RunWorker(const WorkerOptions& o) {
     Status result;
     for (const auto& cp : spec.crash_points) {
       if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == "start") {
-        if (cp.action == "abort") std::abort();
-        result = Status::Runtimef("injected failure of job {} attempt {}", job.job_id, job.attempt);
+        switch (cp.action) {
+          case ingest::CrashAction::kAbort: std::abort();
+          case ingest::CrashAction::kFail:
+            result = Status::Runtimef("injected failure of job {} attempt {}", job.job_id, job.attempt);
+            break;
+        }
       }
     }
     if (!result.ok()) {
@@ -210,7 +214,8 @@ int RunWorker(const WorkerOptions& o) {
       ingest.on_stage = [&](const std::string& stage) {
         for (const auto& cp : spec.crash_points) {
           // A chaos "crash": die inside the open data transaction, as a segfault would.
-          if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == stage && cp.action == "abort")
+          if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == stage &&
+              cp.action == ingest::CrashAction::kAbort)
             std::abort();
         }
         for (const auto& hp : spec.hold_points) {

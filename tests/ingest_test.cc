@@ -114,7 +114,7 @@ TEST(Ingest, ParallelWorkersReallyRunInSeparateProcesses) {
 TEST(Ingest, JobThatFailsOnceSucceedsOnRetry) {
   std::string schema = UniqueName("retry");
   auto o = Options(schema, {2, 101}, 2, 25);
-  o.crash_points = {{2, 1, "start", "fail"}};
+  o.crash_points = {{2, 1, "start", ingest::CrashAction::kFail}};
   auto report = Ingest(o);
   EXPECT_TRUE(report.ok);
   EXPECT_EQ(report.retried_jobs, 1u);
@@ -129,7 +129,7 @@ TEST(Ingest, JobThatFailsOnceSucceedsOnRetry) {
 TEST(Ingest, WorkerCrashInsideTransactionLeavesNothingAndIsRetried) {
   std::string schema = UniqueName("crash");
   auto o = Options(schema, {2, 101}, 2, 25);
-  o.crash_points = {{3, 1, "history_effects", "abort"}};
+  o.crash_points = {{3, 1, "history_effects", ingest::CrashAction::kAbort}};
   auto report = Ingest(o);
   EXPECT_TRUE(report.ok);
   EXPECT_GE(report.workers_replaced, 1u);
@@ -141,7 +141,7 @@ TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
   std::string schema = UniqueName("slots");
   // One lane: w1 dies inside job 2, its replacement w1.1 does the rest in the same lane.
   auto o = Options(schema, {2, 61}, 1, 10);
-  o.crash_points = {{2, 1, "history_effects", "abort"}};
+  o.crash_points = {{2, 1, "history_effects", ingest::CrashAction::kAbort}};
   auto report = Ingest(o);
   ASSERT_TRUE(report.ok);
   ASSERT_GE(report.workers_replaced, 1u);
@@ -234,7 +234,8 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   std::string schema = UniqueName("fail");
   auto o = Options(schema, {2, 201}, 2, 50);
   o.retries = 2;
-  for (uint32_t attempt = 1; attempt <= 3; ++attempt) o.crash_points.push_back({3, attempt, "start", "fail"});
+  for (uint32_t attempt = 1; attempt <= 3; ++attempt)
+    o.crash_points.push_back({3, attempt, "start", ingest::CrashAction::kFail});
   NullReporter reporter;
   auto r = RunIngest(TestConninfo(), o, reporter);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -293,6 +294,10 @@ TEST(IngestCli, BadInputIsOneLineAndExit2) {
       {{"ingest", "--range", "2:10", "--schema", "x", "--workers", "0", db}, "--workers"},
       {{"ingest", "--range", "2:10", "--schema", "x", "--density", "lumpy", db}, "lumpy"},
       {{"ingest", "--range", "2:10", db}, "--schema"},
+      // Test fault points: an unknown action, and "fail" where it would never fire.
+      {{"ingest", "--range", "2:10", "--schema", "x", "--fault", "1:1:start:explode", db}, "abort|fail"},
+      {{"ingest", "--range", "2:10", "--schema", "x", "--fault", "1:1:history_effects:fail", db},
+       "fail is only at stage start"},
   };
   for (const auto& c : cases) {
     auto r = RunCli(c.args);
@@ -424,7 +429,13 @@ TEST(IngestCli, CtrlCStopsWorkersAndRemovesTheEmbeddedServer) {
       running = running || std::filesystem::exists(e.path() / "data" / "postmaster.pid");
   }
   ASSERT_TRUE(running);
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Workers are ingesting once a job is reported done ("job N [A:B] done by ..."): interrupt then.
+  bool ingesting = false;
+  for (int i = 0; i < 1200 && !ingesting; ++i) {
+    ingesting = testing::ReadFileBytes(so.output_file).find("] done by ") != std::string::npos;
+    if (!ingesting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(ingesting) << testing::ReadFileBytes(so.output_file);
   kill(*pid, SIGINT);
   int ws = 0;
   waitpid(*pid, &ws, 0);

@@ -281,7 +281,7 @@ class Round {
     uint32_t kills = 0;
     for (const auto& f : plan_.faults) kills += f.kind == FaultKind::kOrchestrator ? 1 : 0;
     for (const auto& f : plan_.faults) {
-      if (f.kind == FaultKind::kCrash) io.crash_points.push_back({f.job, 1, f.stage, "abort"});
+      if (f.kind == FaultKind::kCrash) io.crash_points.push_back({f.job, 1, f.stage, ingest::CrashAction::kAbort});
       if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kHang || f.kind == FaultKind::kDisconnect) && o_.ingest_cmd.empty())
         io.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
       if (f.kind == FaultKind::kHang && o_.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
@@ -454,7 +454,7 @@ class Round {
         if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
         ++f.attempt;
         if (f.plan.kind == FaultKind::kCrash) {
-          spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, "abort"});
+          spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, ingest::CrashAction::kAbort});
         } else if (o_.ingest_cmd.empty()) {
           // The full hold (a hang's job may hold briefly in this attempt already: RegisterRound).
           std::erase_if(spec.hold_points, [&](const ingest::HoldPoint& h) {
@@ -521,8 +521,8 @@ Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::str
   options.max_rows = 1;
   options.jobs = 2;
   LD_ASSIGN_OR_RETURN(diff::DiffReport report,
-                      diff::DiffSources(diff::Source::Schema(conninfo, baseline),
-                                        diff::Source::Schema(conninfo, schema), spec, options, reporter));
+                      diff::DiffSources(diff::SchemaSource{conninfo, baseline},
+                                        diff::SchemaSource{conninfo, schema}, spec, options, reporter));
   if (report.identical) return Anomalies{};
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff chaos"));
   // Per divergent ledger: did some table gain or lose rows, and is the ledger row gone?
