@@ -213,8 +213,8 @@ Action SetupDiff(CLI::App* sub) {
     for (const std::string* side : {&f->left, &f->right}) {
       if (diff::SourceNeedsDefaultDatabase(*side)) continue;
       auto source = diff::ParseSource(*side, "");
-      if (source.ok() && source->kind == diff::Source::Kind::kManifest)
-        LD_RETURN_IF_ERROR(CheckRegularFile(source->manifest_path, "manifest " + source->manifest_path));
+      const auto* manifest = source.ok() ? std::get_if<diff::ManifestSource>(&*source) : nullptr;
+      if (manifest) LD_RETURN_IF_ERROR(CheckRegularFile(manifest->path, "manifest " + manifest->path));
     }
     return Status::Ok();
   };
@@ -231,8 +231,9 @@ Action SetupDiff(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(auto left, diff::ParseSource(f->left, conninfo));
     LD_ASSIGN_OR_RETURN(auto right, diff::ParseSource(f->right, conninfo));
     // Each side as it is reached: a manifest file, a schema in --db, or in a database of its own.
-    auto side = [db](const diff::Source& s) -> Result<Target> {
-      if (s.kind == diff::Source::Kind::kManifest) return Target::Manifest(s.manifest_path);
+    auto side = [db](const diff::Source& source) -> Result<Target> {
+      if (const auto* m = std::get_if<diff::ManifestSource>(&source)) return Target::Manifest(m->path);
+      const auto& s = std::get<diff::SchemaSource>(source);
       if (db && s.conninfo == db->conninfo()) return db->target({s.schema});
       return ConnectedTarget(s.conninfo, {s.schema});
     };

@@ -146,7 +146,9 @@ struct SideStream {
   SideStream& operator=(const SideStream&) = delete;
   ~SideStream() { Stop(); }
 
-  bool is_schema() const { return source.kind == Source::Kind::kSchema; }
+  bool is_schema() const { return std::holds_alternative<SchemaSource>(source); }
+  // REQUIRES: is_schema().
+  const SchemaSource& db() const { return std::get<SchemaSource>(source); }
   // Cancels the digest (if still running), releases its snapshot and joins it.
   void Stop() {
     queue.Cancel();
@@ -192,9 +194,9 @@ struct SideStream {
     if (!id) {
       Stop();
       Status st = queue.status();
-      return st.ok() ? Status::Runtimef("{}: the digest ended without a snapshot", source.Describe()) : st;
+      return st.ok() ? Status::Runtimef("{}: the digest ended without a snapshot", Describe(source)) : st;
     }
-    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(source.conninfo, "ledgerdiff diff checks"));
+    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db().conninfo, "ledgerdiff diff checks"));
     LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
     LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(*id)));
     return conn;
@@ -310,24 +312,10 @@ const char* VerdictName(Verdict v) {
   return "";
 }
 
-Source Source::Schema(std::string conninfo, std::string schema) {
-  Source s;
-  s.kind = Kind::kSchema;
-  s.conninfo = std::move(conninfo);
-  s.schema = std::move(schema);
-  return s;
-}
-
-Source Source::Manifest(std::string path) {
-  Source s;
-  s.kind = Kind::kManifest;
-  s.manifest_path = std::move(path);
-  return s;
-}
-
-std::string Source::Describe() const {
-  if (kind == Kind::kManifest) return "manifest " + manifest_path;
-  return fmt::format("schema \"{}\" ({})", schema, pg::RedactConninfo(conninfo));
+std::string Describe(const Source& source) {
+  if (const auto* m = std::get_if<ManifestSource>(&source)) return "manifest " + m->path;
+  const auto& s = std::get<SchemaSource>(source);
+  return fmt::format("schema \"{}\" ({})", s.schema, pg::RedactConninfo(s.conninfo));
 }
 
 bool SourceNeedsDefaultDatabase(const std::string& t) {
@@ -339,23 +327,23 @@ bool SourceNeedsDefaultDatabase(const std::string& t) {
 
 Result<Source> ParseSource(const std::string& t, const std::optional<std::string>& default_database) {
   if (t.empty()) return Status::Usage("empty side: give a schema, file:PATH or CONNINFO::SCHEMA");
-  if (t.rfind("file:", 0) == 0) return Source::Manifest(t.substr(5));
-  if (EndsWith(t, ".ldm")) return Source::Manifest(t);
+  if (t.rfind("file:", 0) == 0) return Source{ManifestSource{t.substr(5)}};
+  if (EndsWith(t, ".ldm")) return Source{ManifestSource{t}};
   if (t.rfind("postgresql://", 0) == 0 || t.rfind("postgres://", 0) == 0) {
     size_t hash = t.rfind('#');
     if (hash != std::string::npos) {
       if (hash + 1 == t.size()) return Status::Usagef("side \"{}\": no schema after '#'", pg::RedactConninfo(t));
-      return Source::Schema(t.substr(0, hash), t.substr(hash + 1));
+      return Source{SchemaSource{t.substr(0, hash), t.substr(hash + 1)}};
     }
   }
   size_t sep = t.rfind("::");
   if (sep != std::string::npos) {
     if (sep + 2 == t.size()) return Status::Usagef("side \"{}\": no schema after '::'", pg::RedactConninfo(t));
-    return Source::Schema(t.substr(0, sep), t.substr(sep + 2));
+    return Source{SchemaSource{t.substr(0, sep), t.substr(sep + 2)}};
   }
   if (!default_database)
     return Status::Usagef("side \"{}\": a schema needs a database (--db, LEDGERDIFF_DB or the PG* environment)", t);
-  return Source::Schema(*default_database, t);
+  return Source{SchemaSource{*default_database, t}};
 }
 
 void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& right, const std::vector<size_t>& key,
@@ -442,8 +430,8 @@ class DiffRun {
     sides_[0].source = left;
     sides_[1].source = right;
     sides_[1].name = "right";
-    report_.left = left.Describe();
-    report_.right = right.Describe();
+    report_.left = Describe(left);
+    report_.right = Describe(right);
     report_.all = options.all;
   }
 
@@ -451,17 +439,17 @@ class DiffRun {
   Status OpenSides() {
     for (SideStream& s : sides_) {
       if (!s.is_schema()) {
-        LD_ASSIGN_OR_RETURN(s.reader, dump::ManifestReader::Open(s.source.manifest_path));
+        LD_ASSIGN_OR_RETURN(s.reader, dump::ManifestReader::Open(std::get<ManifestSource>(s.source).path));
         s.profile = s.reader->header().profile;
         s.present = s.reader->header().range;
         continue;
       }
-      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.source.conninfo, "ledgerdiff diff"));
-      auto p = dump::ResolveProfile(*conn, s.source.schema, spec_);
-      if (!p.ok()) return p.status().With(s.source.Describe());
+      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.db().conninfo, "ledgerdiff diff"));
+      auto p = dump::ResolveProfile(*conn, s.db().schema, spec_);
+      if (!p.ok()) return p.status().With(Describe(s.source));
       s.profile = std::move(p).value();
       if (!options_.range) {
-        auto r = dump::DetectRange(*conn, s.source.schema, s.profile);
+        auto r = dump::DetectRange(*conn, s.db().schema, s.profile);
         if (r.ok()) s.present = *r;  // an empty side is compared against the other side's range
       }
     }
@@ -479,12 +467,12 @@ class DiffRun {
       if (from_manifest && e != from_manifest->reader->header().engine)
         return Status::Usagef("{} was digested by engine {}, {} by engine {}: digests of different engines "
                               "cannot be compared (digest both with the same --engine)",
-                              from_manifest->source.Describe(), dump::ToString(from_manifest->reader->header().engine),
-                              s.source.Describe(), dump::ToString(e));
+                              Describe(from_manifest->source), dump::ToString(from_manifest->reader->header().engine),
+                              Describe(s.source), dump::ToString(e));
       if (!from_manifest && options_.engine && *options_.engine != e)
         return Status::Usagef("--engine {}, but {} was digested by engine {}: digests of different engines cannot "
                               "be compared (leave --engine out to use the manifest's)",
-                              dump::ToString(*options_.engine), s.source.Describe(), dump::ToString(e));
+                              dump::ToString(*options_.engine), Describe(s.source), dump::ToString(e));
       from_manifest = &s;
       chosen = e;
     }
@@ -500,7 +488,7 @@ class DiffRun {
       range_ = *options_.range;
       for (SideStream& s : sides_)
         if (s.reader && !s.present->contains(range_))
-          return Status::Usagef("range {} is outside {} (which covers {})", range_.str(), s.source.Describe(),
+          return Status::Usagef("range {} is outside {} (which covers {})", range_.str(), Describe(s.source),
                                 s.present->str());
     } else if (l.reader && r.reader) {
       if (!(*l.present == *r.present))
@@ -595,7 +583,7 @@ class DiffRun {
       s.thread = std::jthread([&s, this, dopts, tapped, side, resumed] {
         // Part of the range replayed: the roots are taken over every chunk, not the digest's part.
         std::optional<dump::SummaryBuilder> whole;
-        if (resumed) whole.emplace(dump::RestrictProfile(s.profile, common_), range_, s.source.Describe());
+        if (resumed) whole.emplace(dump::RestrictProfile(s.profile, common_), range_, Describe(s.source));
         auto forward = [&](const Chunk& c) -> Status {
           if (tapped) LD_RETURN_IF_ERROR(options_.left_chunks(common_, c));
           if (whole) whole->Add(c);
@@ -605,7 +593,7 @@ class DiffRun {
         Result<DigestSummary> r =
             !replayed.ok() ? Result<DigestSummary>(replayed)
                            : dump::DigestSchema(
-                                 s.source.conninfo, s.source.schema, spec_, dopts,
+                                 s.db().conninfo, s.db().schema, spec_, dopts,
                                  [&](const Chunk& c) {
                                    if (options_.digested_chunks)
                                      LD_RETURN_IF_ERROR(options_.digested_chunks(side, c));
@@ -623,7 +611,7 @@ class DiffRun {
           }
           s.queue.Close(Status::Ok());
         } else {
-          s.queue.Close(r.status().With(s.source.Describe()));
+          s.queue.Close(r.status().With(Describe(s.source)));
         }
         s.gate.Finished();
       });
@@ -654,7 +642,7 @@ class DiffRun {
     for (uint64_t cur = range_.from; cur < end;) {
       for (SideStream& s : sides_) {
         LD_ASSIGN_OR_RETURN(bool ok, s.Seek(static_cast<Ledger>(cur)));
-        if (!ok) return Status::Runtimef("{} ended before ledger {}", s.source.Describe(), cur);
+        if (!ok) return Status::Runtimef("{} ended before ledger {}", Describe(s.source), cur);
       }
       const uint64_t next = std::min({sides_[0].NextListed(), sides_[1].NextListed(), end});
       if (next > cur) {
@@ -761,15 +749,15 @@ class DiffRun {
     auto check_side = [&](int i) -> Status {
       const SideStream& s = sides_[i];
       const bool without_ledger_only = scoped && options_.outside_rows == DiffOptions::OutsideRows::kWithoutLedger;
-      LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.source.schema, s.profile, range_,
+      LD_ASSIGN_OR_RETURN(checks[i].outside, dump::CountRowsOutsideRange(*conns[i], s.db().schema, s.profile, range_,
                                                                          without_ledger_only));
       // What the digest saw, where it saw all of it (its range is range_ unless resumed).
       const dump::SeenReferences& seen = s.gate.seen();
-      LD_ASSIGN_OR_RETURN(facts[i], ReadLookupFacts(*conns[i], s.source.schema, spec_, s.profile,
+      LD_ASSIGN_OR_RETURN(facts[i], ReadLookupFacts(*conns[i], s.db().schema, spec_, s.profile,
                                                     scoped ? std::optional<LedgerRange>(range_) : std::nullopt,
                                                     KnownReferences{&seen, range_, checks[i].outside}));
       LD_ASSIGN_OR_RETURN(checks[i].invariants,
-                          CheckInvariants(*conns[i], s.source.schema, s.profile, range_, SideAt(i), &seen));
+                          CheckInvariants(*conns[i], s.db().schema, s.profile, range_, SideAt(i), &seen));
       return Status::Ok();
     };
     std::thread right;
@@ -914,7 +902,7 @@ class DiffRun {
         const ResolvedTable* st = s.profile.Find(dt.table);
         if (!st) continue;
         // The side's own SQL, restricted to the common columns (as its digest read them).
-        LD_ASSIGN_OR_RETURN(rows[i], FetchRows(*conns[i], s.source.schema, dump::RestrictColumns(*st, rd.columns), l));
+        LD_ASSIGN_OR_RETURN(rows[i], FetchRows(*conns[i], s.db().schema, dump::RestrictColumns(*st, rd.columns), l));
       }
       std::vector<size_t> key;
       for (const auto& k : rd.key)

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -26,18 +27,19 @@
 
 namespace ledgerdiff::diff {
 
-// One side of a comparison.
-struct Source {
-  enum class Kind { kSchema, kManifest };
-  Kind kind = Kind::kSchema;
-  std::string conninfo;       // kSchema
-  std::string schema;         // kSchema
-  std::string manifest_path;  // kManifest
-  // "schema \"s\"", "schema \"s\" in host=... (password redacted)", "manifest PATH".
-  std::string Describe() const;
-  static Source Schema(std::string conninfo, std::string schema);
-  static Source Manifest(std::string path);
+// One side of a comparison: a schema in a database, read by a digest, or a manifest file that
+// a digest wrote. What a side is, is its alternative (std::holds_alternative / std::visit).
+struct SchemaSource {
+  std::string conninfo;
+  std::string schema;
 };
+struct ManifestSource {
+  std::string path;
+};
+using Source = std::variant<SchemaSource, ManifestSource>;
+
+// "schema \"s\" (host=... password redacted)" or "manifest PATH".
+std::string Describe(const Source& source);
 
 // Parses a side given on the command line:
 //   file:PATH, or an existing PATH ending in .ldm  -> a manifest file

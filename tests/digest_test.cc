@@ -274,7 +274,7 @@ Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff
   return diff::DiffSources(a, b, dump::HorizonProfileSpec(), o, rep);
 }
 diff::Source Db(const std::string& conninfo, const std::string& schema = "public") {
-  return diff::Source::Schema(conninfo, schema);
+  return diff::SchemaSource{conninfo, schema};
 }
 
 TEST(Horizon, EveryLoadableDumpRenumberedIsIdentical) {
@@ -503,18 +503,24 @@ TEST(Diff, RowDiffIsAMultiset) {
 TEST(Diff, SourceSyntax) {
   auto m = diff::ParseSource("file:/x/y", "");
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(m->kind, diff::Source::Kind::kManifest);
-  EXPECT_EQ(diff::ParseSource("a.ldm", "")->kind, diff::Source::Kind::kManifest);
-  auto u = diff::ParseSource("postgresql://u@h/db#my schema", "");
-  ASSERT_TRUE(u.ok());
-  EXPECT_EQ(u->schema, "my schema");
-  EXPECT_EQ(u->conninfo, "postgresql://u@h/db");
-  auto k = diff::ParseSource("host=/tmp dbname=b::public", "");
-  EXPECT_EQ(k->conninfo, "host=/tmp dbname=b");
-  EXPECT_EQ(diff::ParseSource("s1", "host=x")->schema, "s1");
+  ASSERT_TRUE(std::holds_alternative<diff::ManifestSource>(*m));
+  EXPECT_EQ(std::get<diff::ManifestSource>(*m).path, "/x/y");
+  EXPECT_TRUE(std::holds_alternative<diff::ManifestSource>(*diff::ParseSource("a.ldm", "")));
+  // REQUIRES: the text parses as a schema side.
+  auto schema_of = [](const std::string& text, const std::optional<std::string>& db) {
+    auto s = diff::ParseSource(text, db);
+    EXPECT_TRUE(s.ok() && std::holds_alternative<diff::SchemaSource>(*s)) << text;
+    return s.ok() && std::holds_alternative<diff::SchemaSource>(*s) ? std::get<diff::SchemaSource>(*s)
+                                                                      : diff::SchemaSource{"?", "?"};
+  };
+  auto u = schema_of("postgresql://u@h/db#my schema", "");
+  EXPECT_EQ(u.schema, "my schema");
+  EXPECT_EQ(u.conninfo, "postgresql://u@h/db");
+  EXPECT_EQ(schema_of("host=/tmp dbname=b::public", "").conninfo, "host=/tmp dbname=b");
+  EXPECT_EQ(schema_of("s1", "host=x").schema, "s1");
   EXPECT_FALSE(diff::ParseSource("s1", std::nullopt).ok());
   // "" is a database too: libpq's defaults, the PG* environment of a reader.
-  EXPECT_EQ(diff::ParseSource("s1", "")->conninfo, "");
+  EXPECT_EQ(schema_of("s1", "").conninfo, "");
 }
 
 TEST(Diff, MissingSchemaIsAClearUsageError) {
@@ -543,7 +549,7 @@ TEST(Manifest, RoundTripAndSchemaVsManifestEqualsSchemaVsSchema) {
     EXPECT_EQ(back->rows, s->rows);
     EXPECT_EQ(back->range, s->range);
     // identical vs the schema and vs itself
-    auto r = Diff(diff::Source::Manifest(path), Db(KahunaLeft()));
+    auto r = Diff(diff::ManifestSource{path}, Db(KahunaLeft()));
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
     EXPECT_EQ(r->left_root, r->right_root);
@@ -551,7 +557,7 @@ TEST(Manifest, RoundTripAndSchemaVsManifestEqualsSchemaVsSchema) {
     std::string b = LoadDump("kahuna-horizon.sql");
     ExecSql(*Connect(b), "UPDATE history_effects SET type = type + 1 WHERE history_operation_id = 21474844673");
     auto rs = Diff(Db(KahunaLeft()), Db(b));
-    auto rm = Diff(diff::Source::Manifest(path), Db(b));
+    auto rm = Diff(diff::ManifestSource{path}, Db(b));
     ASSERT_TRUE(rs.ok() && rm.ok());
     EXPECT_EQ(rs->first_divergent_ledger, rm->first_divergent_ledger);
     ASSERT_EQ(rm->divergent_tables.size(), 1u);
@@ -570,12 +576,12 @@ TEST(Manifest, CompactSizeAndSubRange) {
   ASSERT_TRUE(s.ok());
   diff::DiffOptions o;
   o.range = LedgerRange{10, 20};
-  auto r = Diff(diff::Source::Manifest(path), Db(KahunaLeft()), o);
+  auto r = Diff(diff::ManifestSource{path}, Db(KahunaLeft()), o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->identical);
   EXPECT_EQ(r->ledgers_compared, 11u);
   o.range = LedgerRange{50, 70};
-  auto bad = Diff(diff::Source::Manifest(path), Db(KahunaLeft()), o);
+  auto bad = Diff(diff::ManifestSource{path}, Db(KahunaLeft()), o);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("outside"), std::string::npos);
 }
@@ -604,7 +610,7 @@ TEST(Manifest, CorruptTruncatedAndForeignVersionAreRejected) {
     ASSERT_FALSE(r.ok()) << name;
     EXPECT_NE(r.status().message().find(expect), std::string::npos) << r.status().message();
     EXPECT_EQ(r.status().exit_code(), ExitCode::kUsage);
-    auto d = Diff(diff::Source::Manifest(p), Db(KahunaLeft()));
+    auto d = Diff(diff::ManifestSource{p}, Db(KahunaLeft()));
     EXPECT_FALSE(d.ok()) << name;
     auto cli = testing::RunCli({"diff", "--db", KahunaLeft(), "file:" + p, "public"});
     EXPECT_EQ(cli.exit_code, 2) << name << cli.err;

@@ -185,7 +185,7 @@ Verdict DiffBy(DigestEngine engine, const std::string& a, const std::string& b) 
   o.engine = engine;
   o.all = true;
   NullReporter quiet;
-  auto r = diff::DiffSources(diff::Source::Schema(a, "public"), diff::Source::Schema(b, "public"),
+  auto r = diff::DiffSources(diff::SchemaSource{a, "public"}, diff::SchemaSource{b, "public"},
                              dump::HorizonProfileSpec(), o, quiet);
   EXPECT_TRUE(r.ok()) << r.status().message();
   Verdict v;

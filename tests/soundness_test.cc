@@ -56,7 +56,7 @@ void DropForeignKeys(const std::string& conninfo) {
 }
 
 diff::Source Db(const std::string& conninfo, const std::string& schema = "public") {
-  return diff::Source::Schema(conninfo, schema);
+  return diff::SchemaSource{conninfo, schema};
 }
 
 Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff::DiffOptions o = {},
@@ -1040,7 +1040,7 @@ TEST(Manifest, OldVersionIsAClearErrorSayingToReSave) {
     const char v1[4] = {1, 0, 0, 0};
     f.write(v1, 4);
   }
-  auto r = diff::DiffSources(diff::Source::Manifest(path), Db(conninfo), dump::HorizonProfileSpec(), {}, rep);
+  auto r = diff::DiffSources(diff::ManifestSource{path}, Db(conninfo), dump::HorizonProfileSpec(), {}, rep);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().kind(), Status::Kind::kUsage);
   EXPECT_NE(r.status().message().find("version 1 is not supported"), std::string::npos) << r.status().message();

@@ -480,7 +480,7 @@ class Follower {
 
   Status ScrubSlice(const Segment& seg, const LedgerRange& slice, FollowCycle& cycle) {
     LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o_.sides.table_profile));
-    const diff::Source stored = diff::Source::Manifest((fs::path(segments_dir_) / seg.file).string());
+    const diff::Source stored = diff::ManifestSource{(fs::path(segments_dir_) / seg.file).string()};
     diff::DiffOptions d;
     d.range = slice;
     d.jobs = o_.sides.jobs;
@@ -495,7 +495,7 @@ class Follower {
     for (auto [conninfo, schema, side] : {std::tuple{&o_.sides.left, &o_.sides.left_schema, "left"},
                                           std::tuple{&o_.sides.right, &o_.sides.right_schema, "right"}}) {
       LD_ASSIGN_OR_RETURN(diff::DiffReport r,
-                          diff::DiffSources(stored, diff::Source::Schema(*conninfo, *schema), spec, d, quiet));
+                          diff::DiffSources(stored, diff::SchemaSource{*conninfo, *schema}, spec, d, quiet));
       if (side[0] == 'l')
         cycle.rows_left += r.rows_compared_right;
       else

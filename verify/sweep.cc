@@ -387,7 +387,7 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
     dopt.jobs = o.digest_jobs;
     dopt.max_rows = 5;
     dopt.engine = engine;
-    auto diffed = diff::DiffSources(diff::Source::Manifest(reference_manifest), diff::Source::Schema(conninfo, io.schema),
+    auto diffed = diff::DiffSources(diff::ManifestSource{reference_manifest}, diff::SchemaSource{conninfo, io.schema},
                                     spec, dopt, reporter);
     if (!diffed.ok()) {
       r.error = "diff: " + diffed.status().message();

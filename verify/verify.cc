@@ -316,9 +316,9 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   }
 
   // 4. Digests of both sides and the diff.
-  diff::Source left = o.baseline.empty() ? diff::Source::Schema(conninfo, r.serial_schema)
-                                         : diff::Source::Manifest(o.baseline);
-  diff::Source right = diff::Source::Schema(conninfo, r.parallel_schema);
+  diff::Source left = o.baseline.empty() ? diff::Source{diff::SchemaSource{conninfo, r.serial_schema}}
+                                         : diff::Source{diff::ManifestSource{o.baseline}};
+  diff::Source right = diff::SchemaSource{conninfo, r.parallel_schema};
   diff::DiffOptions dopt;
   dopt.range = o.range;
   dopt.max_rows = o.max_rows;
@@ -441,10 +441,10 @@ struct SideIdentity {
   dump::SourceIdentity source;
   nlohmann::json job;  // the source's JSON and "profile_fingerprint"
 };
-Result<SideIdentity> ReadSideIdentity(const diff::Source& side, const dump::ProfileSpec& spec) {
+Result<SideIdentity> ReadSideIdentity(const diff::SchemaSource& side, const dump::ProfileSpec& spec) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side.conninfo, "ledgerdiff verify-range"));
   auto profile = dump::ResolveProfile(*conn, side.schema, spec);
-  if (!profile.ok()) return profile.status().With(side.Describe());
+  if (!profile.ok()) return profile.status().With(diff::Describe(side));
   SideIdentity id;
   LD_ASSIGN_OR_RETURN(id.source, dump::ReadSourceIdentity(*conn, side.schema));
   id.job = dump::SourceIdentityToJson(id.source);
@@ -498,8 +498,8 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     reporter.Note(
         fmt::format("verify-range shard {} of {}: ledgers {} of {}", index, o.shards, compared.str(), o.range.str()));
   }
-  const diff::Source left = diff::Source::Schema(o.left, o.left_schema);
-  const diff::Source right = diff::Source::Schema(o.right, o.right_schema);
+  const diff::SchemaSource left{o.left, o.left_schema};
+  const diff::SchemaSource right{o.right, o.right_schema};
   diff::DiffOptions dopt;
   dopt.range = compared;
   dopt.jobs = o.jobs;
@@ -542,7 +542,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     dopt.resumed_ledgers = report.ledgers_resumed;
     dopt.replay = [&](int side, const dump::ChunkSink& sink) { return checkpoint->Replay(side, 0, sink); };
     dopt.digested_chunks = [&](int side, const dump::Chunk& c) { return checkpoint->Append(side, c); };
-    manifest.emplace(o.out, left.Describe(), left_id.source, right_id.source, compared, report.shard, o.engine);
+    manifest.emplace(o.out, diff::Describe(left), left_id.source, right_id.source, compared, report.shard, o.engine);
     dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
       return manifest->Add(common, c);
     };
