@@ -9,7 +9,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "core/process.h"
@@ -19,27 +21,42 @@ namespace ledgerdiff::testing {
 
 namespace {
 
+std::once_flag g_started;
 std::unique_ptr<EmbeddedPostgres> g_server;
 std::string g_conninfo;
 
+// Stops the server after the last test, if a test started one.
 class ServerEnvironment : public ::testing::Environment {
  public:
-  void SetUp() override {
-    auto started = EmbeddedPostgres::Start({});
-    ASSERT_TRUE(started.ok()) << started.status().message();
-    g_server = std::move(started).value();
-    g_conninfo = g_server->conninfo();
-  }
   void TearDown() override {
     if (g_server) (void)g_server->Stop();
     g_server.reset();
   }
 };
 
+void StartServerOnce() {
+  std::call_once(g_started, [] {
+    auto started = EmbeddedPostgres::Start({});
+    if (!started.ok()) {
+      std::fprintf(stderr, "test harness: the PostgreSQL server did not start: %s\n",
+                   started.status().message().c_str());
+      std::exit(1);
+    }
+    g_server = std::move(started).value();
+    g_conninfo = g_server->conninfo();
+  });
+}
+
 }  // namespace
 
-const std::string& TestConninfo() { return g_conninfo; }
-EmbeddedPostgres& TestServer() { return *g_server; }
+const std::string& TestConninfo() {
+  StartServerOnce();
+  return g_conninfo;
+}
+EmbeddedPostgres& TestServer() {
+  StartServerOnce();
+  return *g_server;
+}
 
 std::unique_ptr<pg::Connection> Connect(const std::string& conninfo) {
   auto c = pg::Connection::Open(conninfo, "ledgerdiff-test");

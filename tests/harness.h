@@ -1,6 +1,8 @@
 #pragma once
 // Test harness: one real PostgreSQL per test binary, started with the same embedded mechanism
-// the tool uses (core/embedded_pg.h). Tests create their own uniquely named schemas/databases.
+// the tool uses (core/embedded_pg.h) when a test first asks for it (TestConninfo, TestServer,
+// Connect, LoadDump), so a binary whose tests need no server starts none; stopped after the last
+// test. Tests create their own uniquely named schemas/databases.
 
 #include <sys/types.h>
 
@@ -16,9 +18,11 @@
 
 namespace ledgerdiff::testing {
 
-// Conninfo of the harness server's `postgres` database.
+// Conninfo of the harness server's `postgres` database; starts the server on the first call (a
+// server that does not start ends the binary with its message: no test could pass without it).
+// Thread-safe. Call it in the test process, not in a forked child.
 const std::string& TestConninfo();
-// The harness server (to create extra databases).
+// The harness server (to create extra databases); started as TestConninfo starts it.
 EmbeddedPostgres& TestServer();
 // A fresh connection; fails the test on error.
 std::unique_ptr<pg::Connection> Connect(const std::string& conninfo = TestConninfo());
