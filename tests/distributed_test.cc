@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
@@ -51,6 +52,21 @@ int ExitCodeOf(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+// Polls the run's job table every 50 ms until `pred(jobs)` holds (true) or 60 s pass (false).
+// Events between workers are ordered by what the job table shows, never by fixed sleeps.
+bool PollJobs(pg::Connection& conn, const std::string& run_id,
+              const std::function<bool(const std::vector<ingest::JobRow>&)>& pred) {
+  for (int i = 0; i < 1200; ++i) {
+    auto jobs = ingest::ListJobs(conn, run_id);
+    if (jobs.ok() && pred(*jobs)) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+size_t CountJobs(const std::vector<ingest::JobRow>& jobs, const std::function<bool(const ingest::JobRow&)>& pred) {
+  return static_cast<size_t>(std::count_if(jobs.begin(), jobs.end(), pred));
+}
+
 std::string RootOf(const std::string& schema, const std::string& range) {
   auto r = RunCli({"digest", "--db", TestConninfo(), "--schema", schema, "--range", range, "--format", "json"});
   EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -82,10 +98,18 @@ TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob
   }
   ASSERT_TRUE(held) << "job 1 was never held by the first worker";
   pid_t second = StartWorker(run_id, logs + "_2");
-  std::this_thread::sleep_for(300ms);
+  // The second worker is at work (it holds a job) before the first dies, ...
+  EXPECT_TRUE(PollJobs(*conn, run_id, [&](const auto& jobs) {
+    return CountJobs(jobs, [&](const ingest::JobRow& j) { return j.worker_pid == second; }) > 0;
+  })) << "the second worker never claimed a job";
   kill(first, SIGKILL);
   EXPECT_EQ(ExitCodeOf(first), 128 + SIGKILL);
-  std::this_thread::sleep_for(500ms);
+  // ... and has finished another one after it died, before the third joins.
+  const size_t done_at_kill = CountJobs(*ingest::ListJobs(*conn, run_id),
+                                        [](const ingest::JobRow& j) { return j.state == ingest::JobState::kDone; });
+  EXPECT_TRUE(PollJobs(*conn, run_id, [&](const auto& jobs) {
+    return CountJobs(jobs, [](const ingest::JobRow& j) { return j.state == ingest::JobState::kDone; }) > done_at_kill;
+  })) << "no job was done after the first worker died";
   pid_t third = StartWorker(run_id, logs + "_3");
 
   auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "240", "--format", "json"});
@@ -259,7 +283,10 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
   EXPECT_TRUE(before->empty());
 
   pid_t a = StartWorker(run_id, log + "_a");
-  std::this_thread::sleep_for(700ms);
+  // The second worker joins a run the first is already working on.
+  EXPECT_TRUE(PollJobs(*conn, run_id, [&](const auto& jobs) {
+    return CountJobs(jobs, [&](const ingest::JobRow& j) { return j.worker_pid == a; }) > 0;
+  })) << "the first external worker never claimed a job";
   pid_t b = StartWorker(run_id, log + "_b");
   EXPECT_EQ(ExitCodeOf(*verify), 0) << testing::ReadFileBytes(log);
   EXPECT_EQ(ExitCodeOf(a), 0) << testing::ReadFileBytes(log + "_a");

@@ -446,7 +446,17 @@ TEST(AtomicOutput, AnInterruptedDumpOrDigestLeavesNothingBehind) {
       if (!staged) std::this_thread::sleep_for(std::chrono::milliseconds(25));
     }
     ASSERT_TRUE(staged) << c.args[0] << " never started writing";
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // now blocked on z_last
+    // Interrupt it once pg_locks shows a backend waiting for z_last's lock.
+    bool blocked = false;
+    for (int i = 0; i < 1200 && !blocked; ++i) {
+      auto waiting = conn->Exec("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                                "WHERE NOT l.granted AND c.relname = 'z_last' AND c.relnamespace = "
+                                "(SELECT oid FROM pg_namespace WHERE nspname = $1)",
+                                {schema});
+      blocked = waiting.ok() && waiting->Get(0, 0) != "0";
+      if (!blocked) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+    }
+    ASSERT_TRUE(blocked) << c.args[0] << " never waited for z_last";
     kill(pid, SIGINT);
     int ws = 0;
     waitpid(pid, &ws, 0);
