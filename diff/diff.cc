@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <array>
 #include <condition_variable>
-#include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -13,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "core/concurrency.h"
 #include "core/history_tables.h"
 #include "core/pg.h"
 #include "dump/canonical.h"
@@ -31,52 +31,6 @@ namespace {
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-// A bounded queue of chunks between a digest thread and the comparator.
-class ChunkQueue {
- public:
-  // Blocks while full. False when the consumer cancelled.
-  bool Push(Chunk c) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return cancelled_ || q_.size() < 4; });
-    if (cancelled_) return false;
-    q_.push_back(std::move(c));
-    cv_.notify_all();
-    return true;
-  }
-  void Close(Status s) {
-    std::lock_guard<std::mutex> lock(mu_);
-    closed_ = true;
-    status_ = std::move(s);
-    cv_.notify_all();
-  }
-  void Cancel() {
-    std::lock_guard<std::mutex> lock(mu_);
-    cancelled_ = true;
-    cv_.notify_all();
-  }
-  // Next chunk; false at the end (status() tells whether it ended in an error).
-  bool Pop(Chunk& c) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return !q_.empty() || closed_; });
-    if (q_.empty()) return false;
-    c = std::move(q_.front());
-    q_.pop_front();
-    cv_.notify_all();
-    return true;
-  }
-  Status status() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return status_;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Chunk> q_;
-  bool closed_ = false, cancelled_ = false;
-  Status status_;
-};
 
 // The digest's snapshot of a schema side, held open for the checks and the row diff.
 // The digest thread publishes the snapshot id and waits until the comparator releases it.
@@ -132,7 +86,7 @@ struct SideStream {
   ResolvedProfile profile;               // as resolved before the digest (schema) or from the header
   std::optional<LedgerRange> present;    // range present in the schema (none: empty) / the manifest's
   std::unique_ptr<dump::ManifestReader> reader;
-  ChunkQueue queue;
+  BoundedQueue<Chunk> queue{4};  // digest thread -> comparator
   SnapshotGate gate;
   DigestSummary summary;       // schema: filled by the digest thread
   Chunk chunk;                 // current chunk
@@ -618,102 +572,105 @@ class DiffRun {
     }
   }
 
-  // Compares the sides ledger by ledger: divergent ledgers per table, the first one's tables.
-  Status CompareLedgers() {
+  // What the ledger-by-ledger walk carries between ledgers.
+  struct LedgerWalk {
+    int ledger_table = -1;  // index of kLedgerTable among the common tables, -1 when not compared
+    std::optional<CoverageBuilder> coverage[2];
+    bool combined_comparable = false;
+    bool unlocalised_noted = false;
+  };
+
+  LedgerWalk StartLedgerWalk() {
     const size_t T = common_.tables.size();
     report_.tables.resize(T);
     for (size_t t = 0; t < T; ++t) report_.tables[t].table = common_.tables[t].name;
-    const bool combined_comparable =
+    LedgerWalk w;
+    w.combined_comparable =
         report_.schema_differences.empty() &&
         std::all_of(std::begin(sides_), std::end(sides_), [&](const SideStream& s) { return s.profile.tables.size() == T; });
-    bool unlocalised_noted = false;
     // Coverage from the ledger table's counts, when both sides compare it.
     const auto ledger_table = std::find_if(common_.tables.begin(), common_.tables.end(),
                                            [](const ResolvedTable& t) { return t.name == kLedgerTable; });
-    const int lt = ledger_table == common_.tables.end() ? -1 : int(ledger_table - common_.tables.begin());
+    w.ledger_table = ledger_table == common_.tables.end() ? -1 : int(ledger_table - common_.tables.begin());
     std::vector<std::string> names;
     for (const auto& t : common_.tables) names.push_back(t.name);
-    std::optional<CoverageBuilder> coverage[2];
-    if (lt >= 0)
-      for (auto& c : coverage) c.emplace(options_.range.has_value(), names);
-    // Walks the ledgers either side lists, in order; a span that neither lists holds no row on
-    // either side (equal, and held by neither) and costs one step whatever its width.
-    const uint64_t end = uint64_t{range_.to} + 1;
-    for (uint64_t cur = range_.from; cur < end;) {
-      for (SideStream& s : sides_) {
-        LD_ASSIGN_OR_RETURN(bool ok, s.Seek(static_cast<Ledger>(cur)));
-        if (!ok) return Status::Runtimef("{} ended before ledger {}", Describe(s.source), cur);
+    if (w.ledger_table >= 0)
+      for (auto& c : w.coverage) c.emplace(options_.range.has_value(), names);
+    return w;
+  }
+
+  // Rows of common table t in the ledger side i is at (`at[i]`: its entry index, none when the
+  // ledger is not listed there).
+  uint64_t ListedCount(const std::optional<size_t> (&at)[2], int i, size_t t) const {
+    return at[i] ? sides_[i].chunk.counts[sides_[i].chunk.At(*at[i], sides_[i].map[t])] : 0;
+  }
+
+  // The common tables whose rows of ledger l differ between the sides.
+  std::vector<size_t> DifferingTables(LedgerWalk& w, Ledger l, const std::optional<size_t> (&at)[2]) {
+    const size_t T = common_.tables.size();
+    const Chunk& a = sides_[0].chunk;
+    const Chunk& b = sides_[1].chunk;
+    std::vector<size_t> differing;
+    for (size_t t = 0; t < T; ++t) {
+      const uint64_t ca = ListedCount(at, 0, t), cb = ListedCount(at, 1, t);
+      report_.tables[t].left_rows += ca;
+      report_.tables[t].right_rows += cb;
+      bool diff = ca != cb;
+      if (!diff && ca != 0) {  // both list l (a count is non-zero)
+        const size_t ia = a.At(*at[0], sides_[0].map[t]), ib = b.At(*at[1], sides_[1].map[t]);
+        diff = a.full && b.full ? !(a.digests[ia] == b.digests[ib])
+                                : a.Tag(*at[0], sides_[0].map[t]) != b.Tag(*at[1], sides_[1].map[t]);
       }
-      const uint64_t next = std::min({sides_[0].NextListed(), sides_[1].NextListed(), end});
-      if (next > cur) {
-        const LedgerRange run{static_cast<Ledger>(cur), static_cast<Ledger>(next - 1)};
-        if (lt >= 0)
-          for (auto& c : coverage) c->AddEmpty(run);
-        report_.ledgers_compared += run.size();
-        cur = next;
-        continue;
-      }
-      const Ledger l = static_cast<Ledger>(cur);
-      // Per side: its entry index of (l, common table t), or none when l is not listed there.
-      std::optional<size_t> at[2];
-      for (int i = 0; i < 2; ++i)
-        if (sides_[i].NextListed() == cur) at[i] = sides_[i].pos;
-      auto count = [&](int i, size_t t) -> uint64_t {
-        return at[i] ? sides_[i].chunk.counts[sides_[i].chunk.At(*at[i], sides_[i].map[t])] : 0;
-      };
-      if (lt >= 0)
-        for (int i = 0; i < 2; ++i)
-          coverage[i]->Add(l, count(i, lt) > 0, [&](size_t t) { return count(i, t); });
-      const Chunk& a = sides_[0].chunk;
-      const Chunk& b = sides_[1].chunk;
-      std::vector<size_t> differing;
-      for (size_t t = 0; t < T; ++t) {
-        const uint64_t ca = count(0, t), cb = count(1, t);
-        report_.tables[t].left_rows += ca;
-        report_.tables[t].right_rows += cb;
-        bool diff = ca != cb;
-        if (!diff && ca != 0) {  // both list l (a count is non-zero)
-          const size_t ia = a.At(*at[0], sides_[0].map[t]), ib = b.At(*at[1], sides_[1].map[t]);
-          diff = a.full && b.full ? !(a.digests[ia] == b.digests[ib])
-                                  : a.Tag(*at[0], sides_[0].map[t]) != b.Tag(*at[1], sides_[1].map[t]);
-        }
-        if (diff) differing.push_back(t);
-      }
-      if (differing.empty() && combined_comparable && at[0] && at[1] && !(a.combined[*at[0]] == b.combined[*at[1]])) {
-        // The 32-bit tags collided; the 128-bit combined digest still tells the ledger differs.
-        for (size_t t = 0; t < T; ++t) differing.push_back(t);
-        if (!unlocalised_noted)
-          report_.notes.push_back(
-              fmt::format("ledger {}: combined digest differs but no table tag does: every table is listed", l));
-        unlocalised_noted = true;
-      }
-      for (size_t t : differing) {
-        auto& tc = report_.tables[t];
-        ++tc.divergent_ledgers;
-        if (options_.all) {
-          if (!tc.divergent.empty() && tc.divergent.back().to + 1 == l) tc.divergent.back().to = l;
-          else tc.divergent.push_back({l, l});
-        }
-        if (!report_.first_divergent_ledger || *report_.first_divergent_ledger == l)
-          report_.divergent_tables.push_back({common_.tables[t].name, count(0, t), count(1, t)});
-      }
-      if (!differing.empty()) {
-        ++report_.divergent_ledgers;
-        if (report_.divergent_sample.size() < kDivergentSample) report_.divergent_sample.push_back(l);
-        if (!report_.first_divergent_ledger) report_.first_divergent_ledger = l;
-      }
-      ++report_.ledgers_compared;
-      cur = uint64_t{l} + 1;
+      if (diff) differing.push_back(t);
     }
-    for (SideStream& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
+    if (differing.empty() && w.combined_comparable && at[0] && at[1] && !(a.combined[*at[0]] == b.combined[*at[1]])) {
+      // The 32-bit tags collided; the 128-bit combined digest still tells the ledger differs.
+      for (size_t t = 0; t < T; ++t) differing.push_back(t);
+      if (!w.unlocalised_noted)
+        report_.notes.push_back(
+            fmt::format("ledger {}: combined digest differs but no table tag does: every table is listed", l));
+      w.unlocalised_noted = true;
+    }
+    return differing;
+  }
+
+  // Compares ledger l, listed by at least one side: coverage, row counts, divergent tables.
+  void CompareListedLedger(LedgerWalk& w, Ledger l) {
+    std::optional<size_t> at[2];
+    for (int i = 0; i < 2; ++i)
+      if (sides_[i].NextListed() == l) at[i] = sides_[i].pos;
+    if (w.ledger_table >= 0)
+      for (int i = 0; i < 2; ++i)
+        w.coverage[i]->Add(l, ListedCount(at, i, static_cast<size_t>(w.ledger_table)) > 0, [&](size_t t) { return ListedCount(at, i, t); });
+    const std::vector<size_t> differing = DifferingTables(w, l, at);
+    for (size_t t : differing) {
+      auto& tc = report_.tables[t];
+      ++tc.divergent_ledgers;
+      if (options_.all) {
+        if (!tc.divergent.empty() && tc.divergent.back().to + 1 == l) tc.divergent.back().to = l;
+        else tc.divergent.push_back({l, l});
+      }
+      if (!report_.first_divergent_ledger || *report_.first_divergent_ledger == l)
+        report_.divergent_tables.push_back({common_.tables[t].name, ListedCount(at, 0, t), ListedCount(at, 1, t)});
+    }
+    if (!differing.empty()) {
+      ++report_.divergent_ledgers;
+      if (report_.divergent_sample.size() < kDivergentSample) report_.divergent_sample.push_back(l);
+      if (!report_.first_divergent_ledger) report_.first_divergent_ledger = l;
+    }
+    ++report_.ledgers_compared;
+  }
+
+  // Coverage (which ledgers each side holds) and the totals, once both sides are drained.
+  void FinishLedgerWalk(LedgerWalk& w) {
     Coverage& cov = report_.coverage;
     cov.explicit_range = options_.range.has_value();
     cov.allow_gaps = options_.allow_gaps;
-    if (lt >= 0) {
+    if (w.ledger_table >= 0) {
       cov.checked = true;
       cov.table = kLedgerTable;
-      cov.left = coverage[0]->Finish();
-      cov.right = coverage[1]->Finish();
+      cov.left = w.coverage[0]->Finish();
+      cov.right = w.coverage[1]->Finish();
     } else {
       report_.notes.push_back(fmt::format("coverage not checked: {} is not compared on both sides, so which ledgers "
                                           "each side holds is unknown",
@@ -724,6 +681,33 @@ class DiffRun {
       report_.rows_compared_right += t.right_rows;
     }
     report_.digest_seconds = SecondsSince(started_);
+  }
+
+  // Compares the sides ledger by ledger: divergent ledgers per table, the first one's tables.
+  // Walks the ledgers either side lists, in order; a span that neither lists holds no row on
+  // either side (equal, and held by neither) and costs one step whatever its width.
+  Status CompareLedgers() {
+    LedgerWalk w = StartLedgerWalk();
+    const uint64_t end = uint64_t{range_.to} + 1;
+    for (uint64_t cur = range_.from; cur < end;) {
+      for (SideStream& s : sides_) {
+        LD_ASSIGN_OR_RETURN(bool ok, s.Seek(static_cast<Ledger>(cur)));
+        if (!ok) return Status::Runtimef("{} ended before ledger {}", Describe(s.source), cur);
+      }
+      const uint64_t next = std::min({sides_[0].NextListed(), sides_[1].NextListed(), end});
+      if (next > cur) {
+        const LedgerRange run{static_cast<Ledger>(cur), static_cast<Ledger>(next - 1)};
+        if (w.ledger_table >= 0)
+          for (auto& c : w.coverage) c->AddEmpty(run);
+        report_.ledgers_compared += run.size();
+        cur = next;
+        continue;
+      }
+      CompareListedLedger(w, static_cast<Ledger>(cur));
+      cur = cur + 1;
+    }
+    for (SideStream& s : sides_) LD_RETURN_IF_ERROR(s.Drain());
+    FinishLedgerWalk(w);
     return Status::Ok();
   }
 
