@@ -104,10 +104,82 @@ nlohmann::json CoverageToJson(const Coverage& c) {
 // "  (note)" after a listed row, or "".
 std::string NoteSuffix(const std::string& note) { return note.empty() ? "" : "  (" + note + ")"; }
 
-}  // namespace
+nlohmann::ordered_json RowDiffToJson(const TableRowDiff& rd) {
+  auto row_obj = [&](const RowValues& v) {
+    nlohmann::ordered_json o;
+    for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) o[rd.columns[i]] = ValueJson(v[i]);
+    return o;
+  };
+  nlohmann::ordered_json t;
+  t["table"] = rd.table;
+  t["key"] = rd.key;
+  t["left_available"] = rd.left_available;
+  t["right_available"] = rd.right_available;
+  t["only_left"] = nlohmann::json::array();
+  t["only_left_stored_flipped"] = nlohmann::json::array();
+  for (size_t i = 0; i < rd.only_left.size(); ++i) {
+    t["only_left"].push_back(row_obj(rd.only_left[i]));
+    t["only_left_stored_flipped"].push_back(rd.OnlyLeftStoredFlipped(i));
+  }
+  t["only_right"] = nlohmann::json::array();
+  t["only_right_stored_flipped"] = nlohmann::json::array();
+  for (size_t i = 0; i < rd.only_right.size(); ++i) {
+    t["only_right"].push_back(row_obj(rd.only_right[i]));
+    t["only_right_stored_flipped"].push_back(rd.OnlyRightStoredFlipped(i));
+  }
+  t["changed"] = nlohmann::json::array();
+  for (const auto& c : rd.changed) {
+    nlohmann::ordered_json cj;
+    nlohmann::ordered_json key;
+    for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key[rd.key[i]] = ValueJson(c.key[i]);
+    cj["key"] = key;
+    cj["changes"] = nlohmann::json::array();
+    for (const auto& ch : c.changes)
+      cj["changes"].push_back({{"column", ch.column}, {"left", ValueJson(ch.left)}, {"right", ValueJson(ch.right)}});
+    cj["left_stored_flipped"] = c.left_stored_flipped;
+    cj["right_stored_flipped"] = c.right_stored_flipped;
+    t["changed"].push_back(cj);
+  }
+  t["class_differences"] = nlohmann::json(rd.class_differences);
+  t["notes"] = RowNotes(rd);
+  t["only_left_total"] = rd.only_left_total;
+  t["only_right_total"] = rd.only_right_total;
+  t["changed_total"] = rd.changed_total;
+  return t;
+}
 
-nlohmann::json DiffReportToJson(const DiffReport& r) {
-  nlohmann::ordered_json j;
+nlohmann::json LookupChecksToJson(const DiffReport& r) {
+  nlohmann::json lookups = nlohmann::json::array();
+  for (const auto& c : r.lookups) {
+    nlohmann::json issues = nlohmann::json::array();
+    for (const auto& i : c.issues) issues.push_back({{"side", ToString(i.side)}, {"kind", i.kind}, {"detail", i.detail}});
+    lookups.push_back({{"table", c.table},
+                       {"divergent", c.divergent()},
+                       {"left_keys", c.left_keys},
+                       {"right_keys", c.right_keys},
+                       {"only_left", c.only_left},
+                       {"only_right", c.only_right},
+                       {"only_left_total", c.only_left_total},
+                       {"only_right_total", c.only_right_total},
+                       {"issues", issues},
+                       {"issues_total", c.issues_total},
+                       {"unreferenced", {{"left", c.unreferenced_left}, {"right", c.unreferenced_right}}}});
+  }
+  return lookups;
+}
+
+nlohmann::json InvariantsToJson(const DiffReport& r) {
+  nlohmann::json invariants = nlohmann::json::array();
+  for (const auto& v : r.invariants) {
+    nlohmann::json o = v;
+    o["first_ledger"] = v.first_ledger ? nlohmann::json(*v.first_ledger) : nlohmann::json(nullptr);
+    invariants.push_back(std::move(o));
+  }
+  return invariants;
+}
+
+// The verdict's part: what differs first (keys in the documented order).
+void AddVerdictJson(const DiffReport& r, nlohmann::ordered_json& j) {
   j["identical"] = r.identical;
   j["verdict"] = VerdictName(r.verdict);
   if (r.targets) j["target"] = r.targets->ToJson();
@@ -118,49 +190,11 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   for (const auto& t : r.divergent_tables)
     j["divergent_table_counts"].push_back({{"table", t.table}, {"left_rows", t.left_rows}, {"right_rows", t.right_rows}});
   j["rows"] = nlohmann::json::array();
-  for (const auto& rd : r.rows) {
-    auto row_obj = [&](const RowValues& v) {
-      nlohmann::ordered_json o;
-      for (size_t i = 0; i < v.size() && i < rd.columns.size(); ++i) o[rd.columns[i]] = ValueJson(v[i]);
-      return o;
-    };
-    nlohmann::ordered_json t;
-    t["table"] = rd.table;
-    t["key"] = rd.key;
-    t["left_available"] = rd.left_available;
-    t["right_available"] = rd.right_available;
-    t["only_left"] = nlohmann::json::array();
-    t["only_left_stored_flipped"] = nlohmann::json::array();
-    for (size_t i = 0; i < rd.only_left.size(); ++i) {
-      t["only_left"].push_back(row_obj(rd.only_left[i]));
-      t["only_left_stored_flipped"].push_back(rd.OnlyLeftStoredFlipped(i));
-    }
-    t["only_right"] = nlohmann::json::array();
-    t["only_right_stored_flipped"] = nlohmann::json::array();
-    for (size_t i = 0; i < rd.only_right.size(); ++i) {
-      t["only_right"].push_back(row_obj(rd.only_right[i]));
-      t["only_right_stored_flipped"].push_back(rd.OnlyRightStoredFlipped(i));
-    }
-    t["changed"] = nlohmann::json::array();
-    for (const auto& c : rd.changed) {
-      nlohmann::ordered_json cj;
-      nlohmann::ordered_json key;
-      for (size_t i = 0; i < c.key.size() && i < rd.key.size(); ++i) key[rd.key[i]] = ValueJson(c.key[i]);
-      cj["key"] = key;
-      cj["changes"] = nlohmann::json::array();
-      for (const auto& ch : c.changes)
-        cj["changes"].push_back({{"column", ch.column}, {"left", ValueJson(ch.left)}, {"right", ValueJson(ch.right)}});
-      cj["left_stored_flipped"] = c.left_stored_flipped;
-      cj["right_stored_flipped"] = c.right_stored_flipped;
-      t["changed"].push_back(cj);
-    }
-    t["class_differences"] = nlohmann::json(rd.class_differences);
-    t["notes"] = RowNotes(rd);
-    t["only_left_total"] = rd.only_left_total;
-    t["only_right_total"] = rd.only_right_total;
-    t["changed_total"] = rd.changed_total;
-    j["rows"].push_back(t);
-  }
+  for (const auto& rd : r.rows) j["rows"].push_back(RowDiffToJson(rd));
+}
+
+// What was compared and what was not (keys in the documented order).
+void AddScopeJson(const DiffReport& r, nlohmann::ordered_json& j) {
   j["coverage"] = CoverageToJson(r.coverage);
   j["ledgers_compared"] = r.ledgers_compared;
   j["range"] = {{"from", r.range.from}, {"to", r.range.to}};
@@ -176,29 +210,16 @@ nlohmann::json DiffReportToJson(const DiffReport& r) {
   j["schema_notes"] = r.schema_notes;
   j["outside_range_differences"] = r.outside_range_differences;
   j["rows_outside_range"] = nlohmann::json(r.rows_outside_range);
-  j["lookups"] = nlohmann::json::array();
-  for (const auto& c : r.lookups) {
-    nlohmann::json issues = nlohmann::json::array();
-    for (const auto& i : c.issues) issues.push_back({{"side", ToString(i.side)}, {"kind", i.kind}, {"detail", i.detail}});
-    j["lookups"].push_back({{"table", c.table},
-                            {"divergent", c.divergent()},
-                            {"left_keys", c.left_keys},
-                            {"right_keys", c.right_keys},
-                            {"only_left", c.only_left},
-                            {"only_right", c.only_right},
-                            {"only_left_total", c.only_left_total},
-                            {"only_right_total", c.only_right_total},
-                            {"issues", issues},
-                            {"issues_total", c.issues_total},
-                            {"unreferenced", {{"left", c.unreferenced_left}, {"right", c.unreferenced_right}}}});
-  }
-  nlohmann::json invariants = nlohmann::json::array();
-  for (const auto& v : r.invariants) {
-    nlohmann::json o = v;
-    o["first_ledger"] = v.first_ledger ? nlohmann::json(*v.first_ledger) : nlohmann::json(nullptr);
-    invariants.push_back(std::move(o));
-  }
-  j["invariants"] = invariants;
+}
+
+}  // namespace
+
+nlohmann::json DiffReportToJson(const DiffReport& r) {
+  nlohmann::ordered_json j;
+  AddVerdictJson(r, j);
+  AddScopeJson(r, j);
+  j["lookups"] = LookupChecksToJson(r);
+  j["invariants"] = InvariantsToJson(r);
   j["left"] = {{"source", r.left}, {"root", r.left_root}};
   j["right"] = {{"source", r.right}, {"root", r.right_root}};
   j["profile"] = r.profile;
