@@ -202,16 +202,33 @@ std::vector<std::string> VerifyReport::schemas() const {
   return out;
 }
 
-Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter) {
-  VerifyOptions o = options;
-  if (!options.resume_run.empty()) {
-    LD_ASSIGN_OR_RETURN(o, ResumeOptions(conninfo, options));
-  }
-  LD_RETURN_IF_ERROR(ValidateVerifyOptions(o));
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
-  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaseline(o.baseline, o, spec));
+namespace {
 
-  VerifyReport r;
+// One verify run's state, shared by its stages. Each stage returns an error (the run ends with it)
+// or fills `report`; a stage that ends the run early with a report sets `done`.
+struct VerifyRunState {
+  const std::string& conninfo;
+  VerifyOptions o;
+  Reporter& reporter;
+  dump::ProfileSpec spec;
+  VerifyReport report;
+  std::vector<std::string> schemas;  // this run's own schemas (a reused serial schema is not)
+  std::unique_ptr<pg::Connection> conn;
+  bool done = false;
+};
+
+// Resume, validation, the profile and the baseline's compatibility: nothing is ingested before
+// every input is known good.
+Status PrepareVerifyRun(VerifyRunState& s, const VerifyOptions& given) {
+  if (!given.resume_run.empty()) {
+    LD_ASSIGN_OR_RETURN(s.o, ResumeOptions(s.conninfo, given));
+  }
+  const VerifyOptions& o = s.o;
+  LD_RETURN_IF_ERROR(ValidateVerifyOptions(o));
+  LD_ASSIGN_OR_RETURN(s.spec, dump::LoadProfileSpec(o.table_profile));
+  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaseline(o.baseline, o, s.spec));
+
+  VerifyReport& r = s.report;
   r.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
   r.range = o.range;
   r.workers = o.workers;
@@ -219,59 +236,67 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   r.bug = o.bug;
   r.baseline = o.baseline;
   r.parallel_schema = SideSchema(r.run_id, false);
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
-  std::vector<std::string> schemas;
-  if (o.baseline.empty()) schemas.push_back(o.reuse_serial_schema.empty() ? SideSchema(r.run_id, true) : "");
-  if (!schemas.empty() && schemas.back().empty()) schemas.pop_back();  // a reused serial schema is not this run's
-  schemas.push_back(r.parallel_schema);
-  // Ctrl-C: in a database that outlives the process the run and its schemas stay; say so and how
-  // to go on or drop them (in the embedded default they go with the cluster, which says so).
-  ScopedCleanup interrupted(
-      o.database_removed_on_exit
-          ? nullptr
-          : std::function<std::string()>([run_id = r.run_id, schemas, flags = o.reconnect_flags] {
-              return fmt::format(
-                  "verify run {} stays in the database with its schemas {} (those created so far): "
-                  "continue it with `ledgerdiff verify --resume {}{}{}`, or drop them with `{}`",
-                  run_id, QuotedList(schemas), run_id, flags.empty() ? "" : " ", flags,
-                  DropSchemasCommand(flags, schemas));
-            }));
+  LD_ASSIGN_OR_RETURN(s.conn, pg::Connection::Open(s.conninfo, "ledgerdiff verify"));
+  if (o.baseline.empty() && o.reuse_serial_schema.empty()) s.schemas.push_back(SideSchema(r.run_id, true));
+  s.schemas.push_back(r.parallel_schema);
+  return Status::Ok();
+}
 
-  // 1. Serial side (unless a baseline stands in for it).
-  if (o.baseline.empty()) {
-    if (!o.reuse_serial_schema.empty()) {
-      r.serial_schema = o.reuse_serial_schema;
-    } else {
-      r.serial_schema = SideSchema(r.run_id, true);
-      reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.range.str(), r.serial_schema));
-      IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
-      so.run_id = r.run_id + "_s";
-      if (!o.resume_run.empty() && RunExists(conninfo, so.run_id)) so.resume_run = so.run_id;
-      LD_ASSIGN_OR_RETURN(IngestReport serial, ingest::RunIngest(conninfo, so, reporter));
-      r.phases.push_back({"serial ingest", serial.wall_s});
-      r.serial = serial;
-      if (!serial.ok) {
-        r.error = "serial ingest failed: " + ResumeHintOfVerify(serial.error, so.run_id, r.run_id);
-        // A resume hint kept the embedded cluster (ingest::ResumeHint): the report says where.
-        if (o.keep_database && serial.error.find("--resume ") != std::string::npos) {
-          if (auto kept = o.keep_database(); kept.ok()) {
-            r.kept_cluster = kept->dir;
-            r.remove_command = kept->remove_command;
-          }
-        }
-        return r;
-      }
+// Ctrl-C: in a database that outlives the process the run and its schemas stay; the message says
+// so and how to go on or drop them (in the embedded default they go with the cluster, which says so).
+std::function<std::string()> VerifyInterruptedMessage(const VerifyRunState& s) {
+  if (s.o.database_removed_on_exit) return nullptr;
+  return [run_id = s.report.run_id, schemas = s.schemas, flags = s.o.reconnect_flags] {
+    return fmt::format(
+        "verify run {} stays in the database with its schemas {} (those created so far): "
+        "continue it with `ledgerdiff verify --resume {}{}{}`, or drop them with `{}`",
+        run_id, QuotedList(schemas), run_id, flags.empty() ? "" : " ", flags, DropSchemasCommand(flags, schemas));
+  };
+}
+
+// The serial side (unless a baseline stands in for it, or a reused schema is it). A failed
+// ingestion ends the run with a report that says how to resume it.
+Status IngestSerialSide(VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  VerifyReport& r = s.report;
+  if (!o.baseline.empty()) return Status::Ok();
+  if (!o.reuse_serial_schema.empty()) {
+    r.serial_schema = o.reuse_serial_schema;
+    return Status::Ok();
+  }
+  r.serial_schema = SideSchema(r.run_id, true);
+  s.reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.range.str(), r.serial_schema));
+  IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
+  so.run_id = r.run_id + "_s";
+  if (!o.resume_run.empty() && RunExists(s.conninfo, so.run_id)) so.resume_run = so.run_id;
+  LD_ASSIGN_OR_RETURN(IngestReport serial, ingest::RunIngest(s.conninfo, so, s.reporter));
+  r.phases.push_back({"serial ingest", serial.wall_s});
+  r.serial = serial;
+  if (serial.ok) return Status::Ok();
+  r.error = "serial ingest failed: " + ResumeHintOfVerify(serial.error, so.run_id, r.run_id);
+  // A resume hint kept the embedded cluster (ingest::ResumeHint): the report says where.
+  if (o.keep_database && serial.error.find("--resume ") != std::string::npos) {
+    if (auto kept = o.keep_database(); kept.ok()) {
+      r.kept_cluster = kept->dir;
+      r.remove_command = kept->remove_command;
     }
   }
+  s.done = true;
+  return Status::Ok();
+}
 
-  // 2. Parallel side.
-  reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {}, jobs of {}", o.range.str(),
-                            r.parallel_schema, FormatCountOf(o.workers, "worker"), FormatCountOf(o.job_size, "ledger")));
+// The parallel side, by the orchestrator's workers or by external ones (`ledgerdiff worker`).
+Status IngestParallelSide(VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  VerifyReport& r = s.report;
+  s.reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {}, jobs of {}", o.range.str(),
+                              r.parallel_schema, FormatCountOf(o.workers, "worker"),
+                              FormatCountOf(o.job_size, "ledger")));
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
-  if (!o.resume_run.empty() && RunExists(conninfo, po.run_id)) po.resume_run = po.run_id;
+  if (!o.resume_run.empty() && RunExists(s.conninfo, po.run_id)) po.resume_run = po.run_id;
   if (o.workers_external) {
-    auto external = ingest::RunWithExternalWorkers(conninfo, po, o.workers_timeout_s, o.reconnect_flags, reporter);
+    auto external = ingest::RunWithExternalWorkers(s.conninfo, po, o.workers_timeout_s, o.reconnect_flags, s.reporter);
     if (!external.ok()) {
       if (external.status().kind() != Status::Kind::kRuntime) return external.status();
       // Given up on (a timeout): say what stays and how to remove it.
@@ -279,12 +304,12 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
         return external.status().With(
             fmt::format("verify {} (its schemas go with the embedded cluster, removed on exit)", r.run_id));
       return Status::Runtimef("verify {}: {}; its schemas {} remain in the database: drop them with `{}`", r.run_id,
-                              external.status().message(), QuotedList(schemas),
-                              DropSchemasCommand(o.reconnect_flags, schemas));
+                              external.status().message(), QuotedList(s.schemas),
+                              DropSchemasCommand(o.reconnect_flags, s.schemas));
     }
     r.parallel = std::move(external).value();
   } else {
-    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(conninfo, po, reporter));
+    LD_ASSIGN_OR_RETURN(r.parallel, ingest::RunIngest(s.conninfo, po, s.reporter));
   }
   // What the parallel side really ran with (a resumed run takes its plan from the job table).
   r.workers = r.parallel.workers ? r.parallel.workers : r.workers;
@@ -294,40 +319,49 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   if (!r.parallel.ok) {
     r.error = "parallel ingest failed: " + ResumeHintOfVerify(r.parallel.error, po.run_id, r.run_id);
     (void)KeepEvidence(o, r);
-    return r;
+    s.done = true;
   }
+  return Status::Ok();
+}
 
-  // 3. Baseline of the serial side, when asked.
-  if (!o.save_baseline.empty()) {
-    auto t = Clock::now();
-    dump::DigestOptions dopt;
-    dopt.range = o.range;
-    dopt.jobs = o.digest_jobs;
-    dopt.phase = "baseline digest";
-    dopt.engine = o.engine.value_or(dump::kDefaultEngine);
-    std::optional<dump::ManifestWorkload> workload;  // what the built-in ingester generated
-    if (o.ingest_cmd.empty()) workload = dump::ManifestWorkload{o.density, o.seed};
-    LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(conninfo, r.serial_schema, spec, dopt, o.save_baseline,
-                                                             dump::ManifestDetail::kCompact, reporter, std::nullopt,
-                                                             workload));
-    r.saved_baseline = o.save_baseline;
-    r.phases.push_back({"save baseline", SecondsSince(t)});
-    reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, FormatCount(summary.manifest_bytes)));
-  }
+// --save-baseline: the serial side's manifest.
+Status SaveSerialBaseline(VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  VerifyReport& r = s.report;
+  if (o.save_baseline.empty()) return Status::Ok();
+  auto t = Clock::now();
+  dump::DigestOptions dopt;
+  dopt.range = o.range;
+  dopt.jobs = o.digest_jobs;
+  dopt.phase = "baseline digest";
+  dopt.engine = o.engine.value_or(dump::kDefaultEngine);
+  std::optional<dump::ManifestWorkload> workload;  // what the built-in ingester generated
+  if (o.ingest_cmd.empty()) workload = dump::ManifestWorkload{o.density, o.seed};
+  LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(s.conninfo, r.serial_schema, s.spec, dopt, o.save_baseline,
+                                                           dump::ManifestDetail::kCompact, s.reporter, std::nullopt,
+                                                           workload));
+  r.saved_baseline = o.save_baseline;
+  r.phases.push_back({"save baseline", SecondsSince(t)});
+  s.reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, FormatCount(summary.manifest_bytes)));
+  return Status::Ok();
+}
 
-  // 4. Digests of both sides and the diff.
-  diff::Source left = o.baseline.empty() ? diff::Source{diff::SchemaSource{conninfo, r.serial_schema}}
+// Both sides' digests and the diff. A failed diff keeps the evidence and says where it is, so
+// nothing is left behind unannounced.
+Status DiffVerifySides(VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  VerifyReport& r = s.report;
+  diff::Source left = o.baseline.empty() ? diff::Source{diff::SchemaSource{s.conninfo, r.serial_schema}}
                                          : diff::Source{diff::ManifestSource{o.baseline}};
-  diff::Source right = diff::SchemaSource{conninfo, r.parallel_schema};
+  diff::Source right = diff::SchemaSource{s.conninfo, r.parallel_schema};
   diff::DiffOptions dopt;
   dopt.range = o.range;
   dopt.max_rows = o.max_rows;
   dopt.jobs = o.digest_jobs;
   dopt.all = true;
   dopt.engine = o.engine;
-  auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
+  auto diffed = diff::DiffSources(left, right, s.spec, dopt, s.reporter);
   if (!diffed.ok()) {
-    // The evidence stays: say where it is, so nothing is left behind unannounced.
     std::string flags = KeepEvidence(o, r);
     if (!r.schemas_kept) return diffed.status().With("diff (" + r.evidence_gone + ")");
     return diffed.status().With(fmt::format("diff (schemas kept: {}{}{})",
@@ -341,24 +375,43 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
   r.identical = r.diff.identical;
   if (r.diff.first_divergent_ledger)
     r.first_divergent_job = FindWritingJob(r.parallel, *r.diff.first_divergent_ledger);
+  return Status::Ok();
+}
 
-  // 5. Clean up after a pass; keep the evidence after a divergence.
+// After a pass the run's schemas and job-table runs go (unless --keep); after a divergence the
+// evidence stays and the report says how to look again.
+Status CleanUpOrKeepEvidence(VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  VerifyReport& r = s.report;
   if (r.identical && !o.keep) {
     if (o.reuse_serial_schema.empty() && !r.serial_schema.empty())
-      LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.serial_schema));
-    LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, r.parallel_schema));
-    (void)ingest::DeleteRun(*conn, r.run_id + "_s");
-    (void)ingest::DeleteRun(*conn, r.run_id + "_p");
-  } else {
-    const std::string reconnect_flags = KeepEvidence(o, r);
-    if (!r.schemas_kept) return r;
-    std::string left_arg = o.baseline.empty() ? r.serial_schema : "file:" + o.baseline;
-    r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", reconnect_flags,
-                               reconnect_flags.empty() ? "" : " ", ShellQuote(left_arg, ShellQuoting::kWhenNeeded),
-                               ShellQuote(r.parallel_schema, ShellQuoting::kWhenNeeded),
-                               o.range.str());
+      LD_RETURN_IF_ERROR(DropOwnedSchema(*s.conn, r.serial_schema));
+    LD_RETURN_IF_ERROR(DropOwnedSchema(*s.conn, r.parallel_schema));
+    (void)ingest::DeleteRun(*s.conn, r.run_id + "_s");
+    (void)ingest::DeleteRun(*s.conn, r.run_id + "_p");
+    return Status::Ok();
   }
-  return r;
+  const std::string reconnect_flags = KeepEvidence(o, r);
+  if (!r.schemas_kept) return Status::Ok();
+  std::string left_arg = o.baseline.empty() ? r.serial_schema : "file:" + o.baseline;
+  r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", reconnect_flags, reconnect_flags.empty() ? "" : " ",
+                             ShellQuote(left_arg, ShellQuoting::kWhenNeeded),
+                             ShellQuote(r.parallel_schema, ShellQuoting::kWhenNeeded), o.range.str());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter) {
+  VerifyRunState s{conninfo, options, reporter, {}, {}, {}, nullptr};
+  LD_RETURN_IF_ERROR(PrepareVerifyRun(s, options));
+  ScopedCleanup interrupted(VerifyInterruptedMessage(s));
+  for (Status (*stage)(VerifyRunState&) :
+       {IngestSerialSide, IngestParallelSide, SaveSerialBaseline, DiffVerifySides, CleanUpOrKeepEvidence}) {
+    LD_RETURN_IF_ERROR(stage(s));
+    if (s.done) break;
+  }
+  return std::move(s.report);
 }
 
 Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
