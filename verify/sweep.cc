@@ -1,16 +1,13 @@
 #include "verify/sweep.h"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <cmath>
-#include <condition_variable>
 #include <filesystem>
-#include <mutex>
 #include <set>
-#include <thread>
 
 #include "core/atomic_file.h"
+#include "core/concurrency.h"
 #include "core/database.h"
 #include "core/pg.h"
 #include "core/process.h"
@@ -44,40 +41,26 @@ class ConnectionSampler {
     auto conn = pg::Connection::Open(conninfo, "ledgerdiff sweep sampler");
     if (!conn.ok()) return;  // no sample: peak stays 0
     conn_ = std::move(conn).value();
-    thread_ = std::thread([this] { Loop(); });
+    sampling_.emplace(std::chrono::milliseconds(50), PeriodicThread::Start::kTickAtOnce, [this] { Sample(); });
   }
-  ~ConnectionSampler() { Stop(); }
+  // Stops sampling; the peak seen.
   uint32_t Stop() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    if (sampling_) sampling_->Stop();
     return peak_;
   }
 
  private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      lock.unlock();
-      auto rows = conn_->Exec(
-          "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-          "AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND pid <> $1",
-          {std::to_string(exclude_pid_)});
-      if (rows.ok() && rows->size() == 1) peak_ = std::max(peak_, static_cast<uint32_t>(rows->GetInt(0, 0)));
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return stop_; });
-    }
+  void Sample() {
+    auto rows = conn_->Exec(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+        "AND backend_type = 'client backend' AND pid <> pg_backend_pid() AND pid <> $1",
+        {std::to_string(exclude_pid_)});
+    if (rows.ok() && rows->size() == 1) peak_ = std::max(peak_, static_cast<uint32_t>(rows->GetInt(0, 0)));
   }
   int exclude_pid_;
   std::unique_ptr<pg::Connection> conn_;
-  std::thread thread_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  uint32_t peak_ = 0;
+  uint32_t peak_ = 0;                       // written by the sampling thread only; read after Stop
+  std::optional<PeriodicThread> sampling_;  // last: stopped before the members above go
 };
 
 // The directory of the reference manifest of a serial ingest: an owned temporary directory
@@ -409,52 +392,51 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
 
 }  // namespace
 
-Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& options, Reporter& reporter) {
-  const SweepOptions& o = options;
-  LD_RETURN_IF_ERROR(ValidateSweepOptions(o));
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+namespace {
 
-  SweepReport rep;
-  rep.options = o;
-  rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff sweep"));
-
-  // 1. The reference: a serial ingest digested once into a manifest, or the given baseline.
-  TempManifestDir temp_manifest;
-  std::string reference_manifest = o.baseline;
+// The reference every cell is diffed against: a serial ingest digested once into a manifest
+// (kept in `temp_manifest` for the run), or the given baseline. Fills the report's reference
+// fields and engine; returns the manifest's path.
+Result<std::string> MakeSweepReference(const std::string& conninfo, const SweepOptions& o,
+                                       const dump::ProfileSpec& spec, TempManifestDir& temp_manifest,
+                                       SweepReport& rep, Reporter& reporter) {
   rep.engine = o.engine.value_or(dump::kDefaultEngine);
-  if (!o.baseline.empty() && !o.engine) {
-    LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(o.baseline));
-    rep.engine = reader->header().engine;
-  }
-  if (o.baseline.empty()) {
-    uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
-                                             : static_cast<uint32_t>(o.range.size());
-    IngestOptions io = CellIngestOptions(o, 1, job_size);
-    io.bug.clear();
-    io.schema = "ld_" + rep.run_id + "_reference";
-    io.run_id = rep.run_id + "_ref";
-    rep.reference = fmt::format("serial ingest (1 worker, jobs of {})", job_size);
-    reporter.Note(fmt::format("sweep: serial reference of {} into \"{}\"", o.range.str(), io.schema));
-    LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, io, reporter));
-    if (!serial.ok) return Status::Runtimef("the serial reference ingest failed: {}", serial.error);
-    rep.reference_s = serial.wall_s;
-    LD_ASSIGN_OR_RETURN(const std::string manifest_path, temp_manifest.Make(rep.run_id));
-    dump::DigestOptions dopt;
-    dopt.range = o.range;
-    dopt.jobs = o.digest_jobs;
-    dopt.phase = "reference digest";
-    dopt.engine = rep.engine;
-    LD_RETURN_IF_ERROR(dump::DigestToManifest(conninfo, io.schema, spec, dopt, manifest_path,
-                                              dump::ManifestDetail::kCompact, reporter)
-                           .status());
-    reference_manifest = manifest_path;
-    rep.reference_schema = io.schema;
-  } else {
+  if (!o.baseline.empty()) {
+    if (!o.engine) {
+      LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(o.baseline));
+      rep.engine = reader->header().engine;
+    }
     rep.reference = "manifest " + o.baseline;
+    return o.baseline;
   }
+  uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
+                                                : static_cast<uint32_t>(o.range.size());
+  IngestOptions io = CellIngestOptions(o, 1, job_size);
+  io.bug.clear();
+  io.schema = "ld_" + rep.run_id + "_reference";
+  io.run_id = rep.run_id + "_ref";
+  rep.reference = fmt::format("serial ingest (1 worker, jobs of {})", job_size);
+  reporter.Note(fmt::format("sweep: serial reference of {} into \"{}\"", o.range.str(), io.schema));
+  LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, io, reporter));
+  if (!serial.ok) return Status::Runtimef("the serial reference ingest failed: {}", serial.error);
+  rep.reference_s = serial.wall_s;
+  LD_ASSIGN_OR_RETURN(const std::string manifest_path, temp_manifest.Make(rep.run_id));
+  dump::DigestOptions dopt;
+  dopt.range = o.range;
+  dopt.jobs = o.digest_jobs;
+  dopt.phase = "reference digest";
+  dopt.engine = rep.engine;
+  LD_RETURN_IF_ERROR(
+      dump::DigestToManifest(conninfo, io.schema, spec, dopt, manifest_path, dump::ManifestDetail::kCompact, reporter)
+          .status());
+  rep.reference_schema = io.schema;
+  return manifest_path;
+}
 
-  // 2. The grid, workers-major.
+// The grid, workers-major, each cell --repeat times against the reference.
+Status RunSweepGrid(const std::string& conninfo, const SweepOptions& o, const dump::ProfileSpec& spec,
+                    const std::string& reference_manifest, pg::Connection& conn, SweepReport& rep,
+                    Reporter& reporter) {
   size_t total = o.workers.size() * o.job_sizes.size(), index = 0;
   for (uint32_t w : o.workers) {
     for (uint32_t j : o.job_sizes) {
@@ -471,7 +453,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
         io.run_id = fmt::format("{}_w{}_j{}_r{}", rep.run_id, w, j, k);
         reporter.Note(fmt::format("sweep: cell {}/{} (workers {}, job size {}), repeat {}/{}", index, total, w, j, k,
                                   o.repeat));
-        SweepRepeat r = RunRepeat(conninfo, o, spec, reference_manifest, rep.engine, io, *conn, reporter);
+        SweepRepeat r = RunRepeat(conninfo, o, spec, reference_manifest, rep.engine, io, conn, reporter);
         reporter.Note(r.ok ? fmt::format("sweep: {} in {:.2f} s: {}", cell.Name(), r.wall_s,
                                          r.identical ? "identical"
                                                      : fmt::format("divergent at ledger {}",
@@ -482,19 +464,22 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
       rep.cells.push_back(std::move(cell));
     }
   }
+  return Status::Ok();
+}
 
-  // 3. Aggregates. Without a serial ingest, the 1-worker cell of the same job size is the
-  // serial time the speed-up is measured against.
+// Aggregates, the recommendation, and the USL fit at the recommended job size (or the job size
+// with the highest throughput). Without a serial ingest, the 1-worker cell of the same job size
+// is the serial time the speed-up is measured against.
+void SummarizeSweep(const SweepOptions& o, SweepReport& rep) {
   for (auto& c : rep.cells) SummarizeCell(c, o.range, rep.reference_s);
   if (rep.reference_s == 0) {
     for (auto& c : rep.cells) {
       for (const auto& s : rep.cells)
-        if (s.workers == 1 && s.job_size == c.job_size && s.verdict == CellVerdict::kIdentical) SummarizeCell(c, o.range, s.median_s);
+        if (s.workers == 1 && s.job_size == c.job_size && s.verdict == CellVerdict::kIdentical)
+          SummarizeCell(c, o.range, s.median_s);
     }
   }
   rep.recommendation = Recommend(rep.cells);
-
-  // 4. USL at the recommended job size (or the job size with the highest throughput).
   rep.usl_job_size = rep.recommendation.found ? rep.recommendation.job_size : 0;
   if (!rep.recommendation.found) {
     double best = 0;
@@ -502,14 +487,34 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& op
       if (c.ledgers_per_s > best) best = c.ledgers_per_s, rep.usl_job_size = c.job_size;
   }
   if (rep.usl_job_size) rep.usl = FitCells(rep.cells, rep.usl_job_size);
+}
 
-  // 5. The reference schema stays with the evidence (or with --keep).
-  bool any_divergent = std::any_of(rep.cells.begin(), rep.cells.end(), [](const SweepCell& c) { return c.verdict == CellVerdict::kDivergent; });
-  if (!rep.reference_schema.empty() && !o.keep && !any_divergent) {
-    LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, rep.reference_schema));
-    (void)DeleteRun(*conn, rep.run_id + "_ref");
-    rep.reference_schema.clear();
-  }
+// The reference schema stays with the evidence (or with --keep).
+Status DropSweepReference(const SweepOptions& o, pg::Connection& conn, SweepReport& rep) {
+  bool any_divergent = std::any_of(rep.cells.begin(), rep.cells.end(),
+                                   [](const SweepCell& c) { return c.verdict == CellVerdict::kDivergent; });
+  if (rep.reference_schema.empty() || o.keep || any_divergent) return Status::Ok();
+  LD_RETURN_IF_ERROR(DropOwnedSchema(conn, rep.reference_schema));
+  (void)DeleteRun(conn, rep.run_id + "_ref");
+  rep.reference_schema.clear();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& o, Reporter& reporter) {
+  LD_RETURN_IF_ERROR(ValidateSweepOptions(o));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  SweepReport rep;
+  rep.options = o;
+  rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff sweep"));
+  TempManifestDir temp_manifest;
+  LD_ASSIGN_OR_RETURN(const std::string reference_manifest,
+                      MakeSweepReference(conninfo, o, spec, temp_manifest, rep, reporter));
+  LD_RETURN_IF_ERROR(RunSweepGrid(conninfo, o, spec, reference_manifest, *conn, rep, reporter));
+  SummarizeSweep(o, rep);
+  LD_RETURN_IF_ERROR(DropSweepReference(o, *conn, rep));
   return rep;
 }
 

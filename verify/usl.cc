@@ -59,63 +59,113 @@ double UslFit::Predict(double n) const {
   return denom > 0 ? lambda * n / denom : 0;
 }
 
-UslFit FitUsl(const std::vector<UslPoint>& points) {
-  UslFit fit;
+namespace {
+
+// The points in the linearised form N/X(N) = a + b·(N-1) + c·(N-1)², with a = 1/λ, b = (σ+κ)/λ,
+// c = κ/λ; points with no workers or no throughput are left out.
+struct UslLinearised {
   std::vector<double> xs, ys;
+  size_t distinct_workers = 0;
+};
+
+UslLinearised LineariseUslPoints(const std::vector<UslPoint>& points) {
+  UslLinearised l;
   std::set<double> distinct;
   for (const auto& p : points) {
     if (p.workers < 1 || !(p.throughput > 0)) continue;
-    xs.push_back(p.workers - 1);
-    ys.push_back(p.workers / p.throughput);
+    l.xs.push_back(p.workers - 1);
+    l.ys.push_back(p.workers / p.throughput);
     distinct.insert(p.workers);
   }
-  fit.points = distinct.size();
+  l.distinct_workers = distinct.size();
+  return l;
+}
+
+// From linearised coefficients (a, b, c) to (σ, κ, λ); nullopt when a bound is broken.
+std::optional<Candidate> UslCandidate(const UslLinearised& l, double a, double b, double c, const char* pinned) {
+  if (!(a > 0)) return std::nullopt;
+  Candidate cand;
+  cand.lambda = 1 / a;
+  cand.kappa = c / a;
+  cand.sigma = b / a - cand.kappa;
+  if (cand.kappa < -kEps || cand.sigma < -kEps) return std::nullopt;
+  cand.kappa = std::max(0.0, cand.kappa);
+  cand.sigma = std::max(0.0, cand.sigma);
+  for (size_t i = 0; i < l.xs.size(); ++i) {
+    double e = l.ys[i] - (a + b * l.xs[i] + c * l.xs[i] * l.xs[i]);
+    cand.sse += e * e;
+  }
+  cand.pinned = pinned;
+  return cand;
+}
+
+// The free fit; when it breaks a bound, the best of the fits with σ, κ or both pinned at 0.
+std::optional<Candidate> BestUslCandidate(const UslLinearised& l) {
+  const std::function<double(double)> one = [](double) { return 1.0; };
+  const std::function<double(double)> lin = [](double x) { return x; };
+  const std::function<double(double)> sq = [](double x) { return x * x; };
+  const std::function<double(double)> nn1 = [](double x) { return x * x + x; };  // N(N-1)
+  if (auto c = LeastSquares(l.xs, l.ys, {one, lin, sq}))
+    if (auto free_fit = UslCandidate(l, (*c)[0], (*c)[1], (*c)[2], nullptr)) return free_fit;
+  std::vector<Candidate> options;
+  if (auto c = LeastSquares(l.xs, l.ys, {one, lin}))
+    if (auto m = UslCandidate(l, (*c)[0], (*c)[1], 0, "κ")) options.push_back(*m);
+  if (auto c = LeastSquares(l.xs, l.ys, {one, nn1}))
+    if (auto m = UslCandidate(l, (*c)[0], (*c)[1], (*c)[1], "σ")) options.push_back(*m);
+  if (auto c = LeastSquares(l.xs, l.ys, {one}))
+    if (auto m = UslCandidate(l, (*c)[0], 0, 0, "σ and κ")) options.push_back(*m);
+  std::optional<Candidate> best;
+  for (const auto& o : options)
+    if (!best || o.sse < best->sse) best = o;
+  return best;
+}
+
+// R² of the throughput itself, not of the linearised form.
+double UslRSquared(const UslFit& fit, const std::vector<UslPoint>& points) {
+  double mean = 0, n = 0;
+  for (const auto& p : points)
+    if (p.workers >= 1 && p.throughput > 0) mean += p.throughput, n += 1;
+  mean /= n;
+  double ss_res = 0, ss_tot = 0;
+  for (const auto& p : points) {
+    if (p.workers < 1 || !(p.throughput > 0)) continue;
+    double e = p.throughput - fit.Predict(p.workers);
+    ss_res += e * e;
+    ss_tot += (p.throughput - mean) * (p.throughput - mean);
+  }
+  return ss_tot > 0 ? 1 - ss_res / ss_tot : (ss_res < 1e-12 ? 1 : 0);
+}
+
+// What makes a fit poor, as notes; and the note that no peak is predicted.
+void NoteUslFitQuality(UslFit& fit, const char* pinned) {
+  bool poor = false;
+  if (fit.points < 4) {
+    poor = true;
+    fit.notes.push_back(fmt::format("only {} worker counts for 3 parameters: nothing is left to test the fit", fit.points));
+  }
+  if (fit.r_squared < 0.9) {
+    poor = true;
+    fit.notes.push_back(fmt::format("R² {:.3f} is below 0.9", fit.r_squared));
+  }
+  if (pinned) {
+    poor = true;
+    fit.notes.push_back(fmt::format("the free fit made {} negative; pinned at 0", pinned));
+  }
+  if (!fit.peak_workers) fit.notes.push_back("κ = 0: no peak predicted, throughput approaches λ/σ");
+  fit.poor = poor;
+}
+
+}  // namespace
+
+UslFit FitUsl(const std::vector<UslPoint>& points) {
+  UslFit fit;
+  const UslLinearised l = LineariseUslPoints(points);
+  fit.points = l.distinct_workers;
   if (fit.points < 3) {
     fit.notes.push_back(fmt::format("{} measured: the fit needs at least 3", FormatCountOf(fit.points, "worker count")));
     return fit;
   }
-
-  auto sse = [&](double a, double b, double c) {
-    double s = 0;
-    for (size_t i = 0; i < xs.size(); ++i) {
-      double e = ys[i] - (a + b * xs[i] + c * xs[i] * xs[i]);
-      s += e * e;
-    }
-    return s;
-  };
-  std::function<double(double)> one = [](double) { return 1.0; };
-  std::function<double(double)> lin = [](double x) { return x; };
-  std::function<double(double)> sq = [](double x) { return x * x; };
-  std::function<double(double)> nn1 = [](double x) { return x * x + x; };  // N(N-1)
-
-  // From linearised coefficients (a, b, c) to (σ, κ, λ); nullopt when a bound is broken.
-  auto make = [&](double a, double b, double c, const char* pinned) -> std::optional<Candidate> {
-    if (!(a > 0)) return std::nullopt;
-    Candidate cand;
-    cand.lambda = 1 / a;
-    cand.kappa = c / a;
-    cand.sigma = b / a - cand.kappa;
-    if (cand.kappa < -kEps || cand.sigma < -kEps) return std::nullopt;
-    cand.kappa = std::max(0.0, cand.kappa);
-    cand.sigma = std::max(0.0, cand.sigma);
-    cand.sse = sse(a, b, c);
-    cand.pinned = pinned;
-    return cand;
-  };
-
-  std::optional<Candidate> best;
-  if (auto c = LeastSquares(xs, ys, {one, lin, sq})) best = make((*c)[0], (*c)[1], (*c)[2], nullptr);
-  if (!best) {
-    std::vector<Candidate> options;
-    if (auto c = LeastSquares(xs, ys, {one, lin}))
-      if (auto m = make((*c)[0], (*c)[1], 0, "κ")) options.push_back(*m);
-    if (auto c = LeastSquares(xs, ys, {one, nn1}))
-      if (auto m = make((*c)[0], (*c)[1], (*c)[1], "σ")) options.push_back(*m);
-    if (auto c = LeastSquares(xs, ys, {one}))
-      if (auto m = make((*c)[0], 0, 0, "σ and κ")) options.push_back(*m);
-    for (const auto& o : options)
-      if (!best || o.sse < best->sse) best = o;
-  }
+  const std::optional<Candidate> best = BestUslCandidate(l);
   if (!best) {
     fit.notes.push_back("no fit with non-negative σ and κ and positive λ exists for these points");
     return fit;
@@ -129,38 +179,9 @@ UslFit FitUsl(const std::vector<UslPoint>& points) {
   } else if (fit.sigma >= 1) {
     fit.peak_workers = 1;
   }
-
-  // R² of the throughput itself, not of the linearised form.
-  double mean = 0;
-  for (const auto& p : points)
-    if (p.workers >= 1 && p.throughput > 0) mean += p.throughput;
-  mean /= static_cast<double>(xs.size());
-  double ss_res = 0, ss_tot = 0;
-  for (const auto& p : points) {
-    if (p.workers < 1 || !(p.throughput > 0)) continue;
-    double e = p.throughput - fit.Predict(p.workers);
-    ss_res += e * e;
-    ss_tot += (p.throughput - mean) * (p.throughput - mean);
-  }
-  fit.r_squared = ss_tot > 0 ? 1 - ss_res / ss_tot : (ss_res < 1e-12 ? 1 : 0);
-
-  bool poor = false;
-  if (fit.points < 4) {
-    poor = true;
-    fit.notes.push_back(fmt::format("only {} worker counts for 3 parameters: nothing is left to test the fit", fit.points));
-  }
-  if (fit.r_squared < 0.9) {
-    poor = true;
-    fit.notes.push_back(fmt::format("R² {:.3f} is below 0.9", fit.r_squared));
-  }
-  if (best->pinned) {
-    poor = true;
-    fit.notes.push_back(fmt::format("the free fit made {} negative; pinned at 0", best->pinned));
-  }
-  if (!fit.peak_workers) fit.notes.push_back("κ = 0: no peak predicted, throughput approaches λ/σ");
-  fit.poor = poor;
+  fit.r_squared = UslRSquared(fit, points);
+  NoteUslFitQuality(fit, best->pinned);
   return fit;
 }
-
 
 }  // namespace ledgerdiff::verify
