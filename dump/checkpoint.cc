@@ -159,16 +159,77 @@ Result<std::unique_ptr<Checkpoint>> Checkpoint::OpenLocked(const std::string& pa
   return cp;
 }
 
+Status Checkpoint::Corrupt(const std::string& what) const {
+  return Status::Usagef("checkpoint {} is corrupted ({}): delete it to start over", path_, what);
+}
+
+Status Checkpoint::ScanHeaderRecord(const std::string& p, bool verify_job, const nlohmann::json& job) {
+  if (p[0] != 'H') return Corrupt("no header");
+  if (p.size() > kMaxHeaderRecord) return Corrupt(fmt::format("header of {} bytes, beyond {}", p.size(), kMaxHeaderRecord));
+  auto parsed = ParseBoundedJson(std::string_view(p).substr(1));
+  if (!parsed.ok()) return Corrupt("header: " + parsed.status().message());
+  try {
+    const nlohmann::json& h = *parsed;
+    if (JsonString(h, "", "format") != "ledgerdiff-checkpoint") return Corrupt("not a ledgerdiff checkpoint");
+    if (verify_job) {
+      if (auto d = FirstDifference(JsonField(h, "", "job"), job, "")) {
+        return Status::Usagef("checkpoint {} belongs to another run: {} (delete it to start over)", path_, *d);
+      }
+    }
+    const int sides = static_cast<int>(JsonUnsigned(h, "", "sides", 2));
+    const nlohmann::json& jr = JsonObject(h, "", "range");
+    const LedgerRange range{static_cast<Ledger>(JsonUnsigned(jr, "range", "from", kMaxManifestLedger)),
+                            static_cast<Ledger>(JsonUnsigned(jr, "range", "to", kMaxManifestLedger))};
+    if (sides < 1 || range.to < range.from) return Corrupt("header");
+    if (!verify_job) {  // Create asks whether it holds ledgers, of whichever job
+      sides_ = sides;
+      range_ = range;
+      records_.assign(sides_, {});
+      next_.assign(sides_, 0);
+    } else if (sides != sides_ || !(range == range_)) {
+      return Corrupt("header");
+    }
+  } catch (const std::exception& e) {
+    return Corrupt(fmt::format("header: {}", e.what()));
+  }
+  return Status::Ok();
+}
+
+Status Checkpoint::ScanChunkRecord(const std::string& p, size_t n, uint64_t offset, size_t& tables) {
+  if (p.size() < kChunkHead) return Corrupt(fmt::format("record {}", n));
+  const int side = static_cast<unsigned char>(p[1]);
+  const Ledger from = GetU32(p.data() + 2), to = GetU32(p.data() + 6);
+  const size_t t = GetU32(p.data() + 10);
+  if (!ChunkHeadFits(from, to, t, p.size()))
+    return Corrupt(fmt::format("record {}: {} tables of ledgers {}:{} in {} bytes", n, t, from, to, p.size()));
+  if (side >= sides_ || uint64_t{from} != range_.from + next_[side] || to < from || to > range_.to ||
+      (tables && t != tables))
+    return Corrupt(fmt::format("record {} out of order", n));
+  tables = t;
+  records_[side].push_back({offset + 4, static_cast<uint32_t>(p.size()), from, to});
+  next_[side] = uint64_t{to} - range_.from + 1;
+  return Status::Ok();
+}
+
+Status Checkpoint::ScanResumeRecord(const std::string& p, size_t n) {
+  const uint64_t keep = GetU64(p.data() + 1);
+  for (int s = 0; s < sides_; ++s) {
+    if (keep > next_[s]) return Corrupt(fmt::format("record {}: a resume past the chunks", n));
+    auto& recs = records_[s];
+    while (!recs.empty() && uint64_t{recs.back().from} - range_.from >= keep) recs.pop_back();
+    if (!recs.empty()) recs.back().to = std::min<Ledger>(recs.back().to, static_cast<Ledger>(range_.from + keep - 1));
+    next_[s] = keep;
+  }
+  return Status::Ok();
+}
+
 Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* ledgers_in_file) {
-  auto corrupt = [&](const std::string& what) {
-    return Status::Usagef("checkpoint {} is corrupted ({}): delete it to start over", path_, what);
-  };
   struct stat st;
   if (fstat(fd_, &st) != 0) return Status::Usagef("checkpoint {}: {}", path_, std::strerror(errno));
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   std::string buf;
   if (!ReadAt(fd_, 0, 12, buf) || std::memcmp(buf.data(), kCheckpointMagic, 8) != 0)
-    return corrupt("not a ledgerdiff checkpoint");
+    return Corrupt("not a ledgerdiff checkpoint");
   if (GetU32(buf.data() + 8) != kCheckpointVersion)
     return Status::Usagef("checkpoint {} has format version {} (this ledgerdiff writes {}): delete it to start over",
                           path_, GetU32(buf.data() + 8), kCheckpointVersion);
@@ -191,7 +252,7 @@ Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* le
     }
     if (!ReadAt(fd_, off, 4, buf)) return Status::Usagef("checkpoint {}: read failed", path_);
     len = GetU32(buf.data());
-    if (len > kMaxRecord) return corrupt(fmt::format("record {} of {} bytes, beyond {}", n, len, kMaxRecord));
+    if (len > kMaxRecord) return Corrupt(fmt::format("record {} of {} bytes, beyond {}", n, len, kMaxRecord));
     if (off + 4 + uint64_t{len} + 16 > size) {
       torn_ = true;
       break;
@@ -204,68 +265,23 @@ Status Checkpoint::Scan(bool verify_job, const nlohmann::json& job, uint64_t* le
         torn_ = true;
         break;
       }
-      return corrupt(fmt::format("checksum mismatch in record {}", n));
+      return Corrupt(fmt::format("checksum mismatch in record {}", n));
     }
-    if (p.empty()) return corrupt(fmt::format("empty record {}", n));
+    if (p.empty()) return Corrupt(fmt::format("empty record {}", n));
     if (!header) {
-      if (p[0] != 'H') return corrupt("no header");
-      if (len > kMaxHeaderRecord) return corrupt(fmt::format("header of {} bytes, beyond {}", len, kMaxHeaderRecord));
-      auto parsed = ParseBoundedJson(std::string_view(p).substr(1));
-      if (!parsed.ok()) return corrupt("header: " + parsed.status().message());
-      try {
-        const nlohmann::json& h = *parsed;
-        if (JsonString(h, "", "format") != "ledgerdiff-checkpoint") return corrupt("not a ledgerdiff checkpoint");
-        if (verify_job) {
-          if (auto d = FirstDifference(JsonField(h, "", "job"), job, "")) {
-            return Status::Usagef("checkpoint {} belongs to another run: {} (delete it to start over)", path_, *d);
-          }
-        }
-        const int sides = static_cast<int>(JsonUnsigned(h, "", "sides", 2));
-        const nlohmann::json& jr = JsonObject(h, "", "range");
-        const LedgerRange range{static_cast<Ledger>(JsonUnsigned(jr, "range", "from", kMaxManifestLedger)),
-                                static_cast<Ledger>(JsonUnsigned(jr, "range", "to", kMaxManifestLedger))};
-        if (sides < 1 || range.to < range.from) return corrupt("header");
-        if (!verify_job) {  // Create asks whether it holds ledgers, of whichever job
-          sides_ = sides;
-          range_ = range;
-          records_.assign(sides_, {});
-          next_.assign(sides_, 0);
-        } else if (sides != sides_ || !(range == range_)) {
-          return corrupt("header");
-        }
-      } catch (const std::exception& e) {
-        return corrupt(fmt::format("header: {}", e.what()));
-      }
+      LD_RETURN_IF_ERROR(ScanHeaderRecord(p, verify_job, job));
       header = true;
     } else if (p[0] == 'C') {
-      if (p.size() < kChunkHead) return corrupt(fmt::format("record {}", n));
-      const int side = static_cast<unsigned char>(p[1]);
-      const Ledger from = GetU32(p.data() + 2), to = GetU32(p.data() + 6);
-      const size_t t = GetU32(p.data() + 10);
-      if (!ChunkHeadFits(from, to, t, p.size()))
-        return corrupt(fmt::format("record {}: {} tables of ledgers {}:{} in {} bytes", n, t, from, to, p.size()));
-      if (side >= sides_ || uint64_t{from} != range_.from + next_[side] || to < from || to > range_.to ||
-          (tables && t != tables))
-        return corrupt(fmt::format("record {} out of order", n));
-      tables = t;
-      records_[side].push_back({off + 4, len, from, to});
-      next_[side] = uint64_t{to} - range_.from + 1;
+      LD_RETURN_IF_ERROR(ScanChunkRecord(p, n, off, tables));
     } else if (p[0] == 'R' && p.size() == 9) {
-      const uint64_t keep = GetU64(p.data() + 1);
-      for (int s = 0; s < sides_; ++s) {
-        if (keep > next_[s]) return corrupt(fmt::format("record {}: a resume past the chunks", n));
-        auto& recs = records_[s];
-        while (!recs.empty() && uint64_t{recs.back().from} - range_.from >= keep) recs.pop_back();
-        if (!recs.empty()) recs.back().to = std::min<Ledger>(recs.back().to, static_cast<Ledger>(range_.from + keep - 1));
-        next_[s] = keep;
-      }
+      LD_RETURN_IF_ERROR(ScanResumeRecord(p, n));
     } else {
-      return corrupt(fmt::format("record {} of unknown type", n));
+      return Corrupt(fmt::format("record {} of unknown type", n));
     }
     off += 4 + uint64_t{len} + 16;
     end_ = off;
   }
-  if (!header) return corrupt("no header");
+  if (!header) return Corrupt("no header");
   *ledgers_in_file = *std::min_element(next_.begin(), next_.end());
   return Status::Ok();
 }

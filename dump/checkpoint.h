@@ -90,6 +90,12 @@ class Checkpoint {
   Checkpoint() = default;
   static Result<std::unique_ptr<Checkpoint>> OpenLocked(const std::string& path, bool create);
   Status Scan(bool verify_job, const nlohmann::json& job, uint64_t* ledgers_in_file);
+  // Scan's record kinds. A record is the payload `p` of record number n; each returns the
+  // corruption it finds, or takes the record into records_/next_ (a header: sides_/range_).
+  Status ScanHeaderRecord(const std::string& p, bool verify_job, const nlohmann::json& job);
+  Status ScanChunkRecord(const std::string& p, size_t n, uint64_t offset, size_t& tables);
+  Status ScanResumeRecord(const std::string& p, size_t n);
+  Status Corrupt(const std::string& what) const;
   Status WriteRecord(const std::string& payload);
   // Removes the file when it holds no ledger yet; says what it did (for an interruption's line).
   std::string DeleteIfEmpty();

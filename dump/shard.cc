@@ -139,22 +139,20 @@ void JoinOutcome(ComparisonOutcome& joined, const ComparisonOutcome& part, bool 
   joined.allow_gaps = part.allow_gaps;
 }
 
-}  // namespace
+struct MergePart {
+  std::string path;
+  std::unique_ptr<ManifestReader> reader;
+};
 
-Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
-                                      ManifestDetail detail) {
+// Opens every part; each must be a full partial manifest. The output must not be one of the parts
+// (the rename at the end would replace it): checked before anything is read or written.
+Result<std::vector<MergePart>> OpenMergeParts(const std::vector<std::string>& parts, const std::string& out) {
   if (parts.empty()) return Status::Usage("manifest merge needs at least one part");
-  // Before anything is read or written: the output must not be one of the parts (the rename at
-  // the end would replace it).
   for (const auto& path : parts)
     if (SameFile(out, path))
       return Status::Usagef("--out {} is the part {}: write the merged manifest to another file; nothing merged", out,
                             path);
-  struct Part {
-    std::string path;
-    std::unique_ptr<ManifestReader> reader;
-  };
-  std::vector<Part> opened;
+  std::vector<MergePart> opened;
   for (const auto& path : parts) {
     // Open validates the whole header (ManifestHeaderFromJson): a shard's index, count and slice
     // are within bounds before anything is sized by them.
@@ -165,11 +163,23 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
       return Status::Usagef("{} is a compact partial manifest; parts must be full", path);
     opened.push_back({path, std::move(reader)});
   }
+  return opened;
+}
+
+// The parts as one: shard index -> part (sized by the parts, never by a count read), and the
+// sources' joined identity.
+struct MergePlan {
+  std::map<uint32_t, size_t> slot;
+  SourceIdentity identity;
+  std::optional<SourceIdentity> right_identity;
+};
+
+// Every part must be of the same command, sources, split, range, profile, tables and tool
+// version as the first; every shard present once.
+Result<MergePlan> PlanMerge(const std::vector<MergePart>& opened) {
   const ManifestHeader& ref = opened[0].reader->header();
   const ShardInfo& rs = *ref.shard;
-  std::map<uint32_t, size_t> slot;  // shard index -> part; sized by the parts, never by a count read
-  SourceIdentity identity = ref.identity;
-  std::optional<SourceIdentity> right_identity = ref.right_identity;
+  MergePlan plan{{}, ref.identity, ref.right_identity};
   for (size_t i = 0; i < opened.size(); ++i) {
     const ManifestHeader& h = opened[i].reader->header();
     const ShardInfo& s = *h.shard;
@@ -179,8 +189,8 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
       return Status::Usagef("{} is a {} part, {} a {} part: parts of different commands", p,
                             h.comparison ? "verify-range" : "digest", p0, ref.comparison ? "verify-range" : "digest");
     if (std::string why = SourceMismatch(p, h, p0, ref); !why.empty()) return Status::Usage(why);
-    identity = JoinSourceIdentity(identity, h.identity);
-    if (right_identity) right_identity = JoinSourceIdentity(*right_identity, *h.right_identity);
+    plan.identity = JoinSourceIdentity(plan.identity, h.identity);
+    if (plan.right_identity) plan.right_identity = JoinSourceIdentity(*plan.right_identity, *h.right_identity);
     if (s.count != rs.count)
       return Status::Usagef("{} is shard {} of {}, {} of {}: parts of different splits", p, s.index, s.count, p0, rs.count);
     if (s.full_range.from != rs.full_range.from || s.full_range.to != rs.full_range.to)
@@ -194,30 +204,40 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
     if (h.tool_version != ref.tool_version)
       return Status::Usagef("{} was written by ledgerdiff {}, {} by {}", p, h.tool_version, p0, ref.tool_version);
     // The reader checked that the part's range is its slice.
-    if (auto it = slot.find(s.index); it != slot.end())
+    if (auto it = plan.slot.find(s.index); it != plan.slot.end())
       return Status::Usagef("duplicate shard {} of {}: {} and {}", s.index, s.count, opened[it->second].path, p);
-    slot[s.index] = i;
+    plan.slot[s.index] = i;
   }
-  if (slot.size() != rs.count) {
-    LD_ASSIGN_OR_RETURN(std::string missing, MissingShards(slot, rs));
+  if (plan.slot.size() != rs.count) {
+    LD_ASSIGN_OR_RETURN(std::string missing, MissingShards(plan.slot, rs));
     return Status::Usagef("missing {} (of {} shards); nothing merged", missing, rs.count);
   }
+  return plan;
+}
 
+}  // namespace
+
+Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
+                                      ManifestDetail detail) {
+  LD_ASSIGN_OR_RETURN(std::vector<MergePart> opened, OpenMergeParts(parts, out));
+  LD_ASSIGN_OR_RETURN(const MergePlan plan, PlanMerge(opened));
+  const ManifestHeader& ref = opened[0].reader->header();
+  const ShardInfo& rs = *ref.shard;
   // The merged header: shard 0's (its source text), of the whole range, with the sources' joined
   // identity, so that the parts' order on the command line does not change a byte.
-  ManifestHeader header = opened[slot.at(0)].reader->header();
+  ManifestHeader header = opened[plan.slot.at(0)].reader->header();
   header.range = rs.full_range;
   header.shard.reset();
   header.detail = detail;
-  header.identity = identity;
-  header.right_identity = right_identity;
+  header.identity = plan.identity;
+  header.right_identity = plan.right_identity;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
   SummaryBuilder builder(header.profile, rs.full_range, header.source);
   std::optional<ComparisonOutcome> outcome;
   if (ref.comparison) outcome = ComparisonOutcome{};
   bool first_part = true;
   Chunk chunk;
-  for (const auto& [index, i] : slot) {
+  for (const auto& [index, i] : plan.slot) {
     ManifestReader& reader = *opened[i].reader;
     for (;;) {
       LD_ASSIGN_OR_RETURN(bool more, reader.Next(chunk));
