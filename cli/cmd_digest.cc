@@ -43,146 +43,163 @@ struct Common {
   }
 };
 
-}  // namespace
+struct DigestFlags {
+  Common c;
+  std::string schema, out, detail = "compact";
+  int jobs = 1;
+  uint32_t chunk = 0;
+  bool print_sql = false;
+  bool resume = false;
+  uint32_t shards = 0;  // 0: not sharded
+  int64_t shard_flag = -1;
+  CLI::Option* shard_opt = nullptr;
+  uint32_t shard = 0;
+  bool append = false;
+  CLI::Option* append_opt = nullptr;
+  CLI::Option* detail_opt = nullptr;
+};
 
-Action SetupDigest(CLI::App* sub) {
-  struct Flags {
-    Common c;
-    std::string schema, out, detail = "compact";
-    int jobs = 1;
-    uint32_t chunk = 0;
-    bool print_sql = false;
-    bool resume = false;
-    uint32_t shards = 0;  // 0: not sharded
-    int64_t shard_flag = -1;
-    CLI::Option* shard_opt = nullptr;
-    uint32_t shard = 0;
-    bool append = false;
-    CLI::Option* append_opt = nullptr;
-    CLI::Option* detail_opt = nullptr;
-  };
-  auto f = std::make_shared<Flags>();
-  f->c.AddFlags(sub);
-  sub->add_option("--schema", f->schema, "Schema to digest")->required();
-  sub->add_option("--out", f->out, "Write a manifest file (.ldm)")->check(WritableFile());
-  f->detail_opt = sub->add_option("--manifest-detail", f->detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
+void AddDigestFlags(CLI::App* sub, DigestFlags& f) {
+  f.c.AddFlags(sub);
+  sub->add_option("--schema", f.schema, "Schema to digest")->required();
+  sub->add_option("--out", f.out, "Write a manifest file (.ldm)")->check(WritableFile());
+  f.detail_opt = sub->add_option("--manifest-detail", f.detail, "compact (default: 128-bit per ledger + 32-bit table tags) or full")
       ->check(CLI::IsMember({"compact", "full"}));
-  sub->add_option("--jobs", f->jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
-  sub->add_flag("--resume", f->resume,
+  sub->add_option("--jobs", f.jobs, "Connections reading one exported snapshot")->check(CLI::Range(1, 64));
+  sub->add_flag("--resume", f.resume,
                 "Continue an interrupted digest --out FILE from its checkpoint FILE.partial (same schema, range, "
                 "profile, detail and shard; the ledgers in it are not digested again)");
-  f->append_opt = sub->add_flag("--append", f->append,
+  f.append_opt = sub->add_flag("--append", f.append,
                 "Extend the full-detail manifest --out FILE with the ledgers after its last one (through --range's "
                 "end, else the schema's last ledger), reading only those: the result is the manifest one digest of "
                 "the whole range writes");
-  sub->add_option("--shards", f->shards,
+  sub->add_option("--shards", f.shards,
                   "Digest one shard of N (deterministic contiguous slices of --range) into a partial manifest "
                   "(--out); join the parts with `manifest merge`");
-  f->shard_opt = sub->add_option("--shard", f->shard_flag,
+  f.shard_opt = sub->add_option("--shard", f.shard_flag,
                                  "This shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX, else $SLURM_ARRAY_TASK_ID)");
-  sub->add_option("--chunk-ledgers", f->chunk, "Ledgers per chunk (default: the whole range, at most 50000)")->group("");
-  sub->add_flag("--print-sql", f->print_sql, "Print the canonical COPY statements, one per line (benchmarks)")->group("");
-  Action a;
-  a.check = [f]() -> Status {
-    LD_RETURN_IF_ERROR(f->c.Check());
-    if (f->shard_opt->count() && !f->shards) return Status::Usage("--shard needs --shards N");
-    if (f->resume && f->out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
-    if (f->resume && f->print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
-    if (f->append) {
-      if (f->out.empty() || f->out == "-") return Status::Usage("--append needs --out FILE (the manifest to extend)");
-      for (const auto& [given, name] : {std::pair{f->resume, "--resume"}, std::pair{f->shards != 0, "--shards"},
-                                        std::pair{f->print_sql, "--print-sql"}})
-        if (given) return Status::Usagef("--append and {} cannot be combined", name);
-      if (f->detail_opt->count() && f->detail != "full")
-        return Status::Usage("--append extends a full-detail manifest (--manifest-detail full), not a compact one");
-      if (!std::filesystem::exists(f->out))
-        return Status::Usagef("--append {}: no such manifest (write it first with digest --out {} "
-                              "--manifest-detail full)",
-                              f->out, f->out);
-      LD_RETURN_IF_ERROR(CheckRegularFile(f->out, "manifest " + f->out));
-    }
-    // The checkpoint it will read or replace is a regular file, refused before the server starts.
-    if (!f->out.empty() && f->out != "-") {
-      std::error_code ec;
-      const std::string cp = dump::CheckpointPath(f->out);
-      if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
-    }
-    if (!f->shards) return Status::Ok();
-    if (!f->c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
-    if (f->out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");
-    if (f->print_sql) return Status::Usage("--print-sql and --shards cannot be combined");
-    LD_ASSIGN_OR_RETURN(f->shard, dump::ResolveShardIndex(
-                                      f->shard_opt->count() ? std::optional<int64_t>(f->shard_flag) : std::nullopt,
-                                      f->shards));
-    return dump::ShardSlice(*f->c.range, f->shards, f->shard).status();
-  };
-  a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
-    ctx.Announce(db->target({f->schema}));
-    if (f->shards) {
-      dump::DigestOptions opts;
-      opts.jobs = f->jobs;
-      opts.chunk_ledgers = f->chunk;
-      opts.checkpoint = true;
-      opts.resume = f->resume;
-      opts.engine = f->c.engine.value_or(dump::kDefaultEngine);
-      LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db->conninfo(), f->schema, f->c.spec, opts,
-                                                                    *f->c.range, f->shards, f->shard, f->out,
-                                                                    ctx.reporter()));
-      summary.target = db->target({f->schema});
-      Outcome out;
-      out.json = dump::DigestSummaryToJson(summary);
-      out.json["shard"] = {{"index", f->shard}, {"count", f->shards},
-                           {"full_range", {{"from", f->c.range->from}, {"to", f->c.range->to}}}};
-      out.text = fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
-                             f->shard, f->shards, f->c.range->from, f->c.range->to) +
-                 dump::RenderDigestText(summary);
-      return out;
-    }
-    if (f->append) {
-      dump::DigestOptions opts;
-      opts.jobs = f->jobs;
-      opts.chunk_ledgers = f->chunk;
-      LD_ASSIGN_OR_RETURN(auto appended, dump::AppendToManifest(db->conninfo(), f->schema, f->c.spec, opts, f->out,
-                                                                f->c.range, ctx.reporter()));
-      appended.summary.target = db->target({f->schema});
-      Outcome out;
-      out.json = dump::DigestSummaryToJson(appended.summary);
-      out.json["append"] = {{"kept", {{"from", appended.kept.from}, {"to", appended.kept.to}}},
-                            {"appended", appended.appended ? nlohmann::json{{"from", appended.appended->from},
-                                                                             {"to", appended.appended->to}}
-                                                           : nlohmann::json()}};
-      out.text = (appended.appended ? fmt::format("appended ledgers {} to {} (ledgers {} taken from it)\n",
-                                                  appended.appended->str(), f->out, appended.kept.str())
-                                    : fmt::format("nothing to append: {} already covers ledgers {}\n", f->out,
-                                                  appended.kept.str())) +
-                 dump::RenderDigestText(appended.summary);
-      return out;
-    }
-    dump::DigestOptions opts;
-    opts.range = f->c.range;
-    opts.jobs = f->jobs;
-    opts.chunk_ledgers = f->chunk;
-    opts.checkpoint = true;
-    opts.resume = f->resume;
-    opts.engine = f->c.engine.value_or(dump::kDefaultEngine);
-    Outcome out;
-    if (f->print_sql) {
-      LD_ASSIGN_OR_RETURN(auto sql, dump::CanonicalStatements(db->conninfo(), f->schema, f->c.spec, opts));
-      for (const auto& s : sql) out.text += s + "\n";
-      return out;
-    }
-    const auto detail = f->detail == "full" ? dump::ManifestDetail::kFull : dump::ManifestDetail::kCompact;
-    LD_ASSIGN_OR_RETURN(auto summary,
-                        f->out.empty()
-                            ? dump::DigestSchema(db->conninfo(), f->schema, f->c.spec, opts, nullptr, ctx.reporter())
-                            : dump::DigestToManifest(db->conninfo(), f->schema, f->c.spec, opts, f->out, detail,
-                                                     ctx.reporter()));
-    summary.target = db->target({f->schema});
-    out.json = dump::DigestSummaryToJson(summary);
-    out.text = dump::RenderDigestText(summary);
+  sub->add_option("--chunk-ledgers", f.chunk, "Ledgers per chunk (default: the whole range, at most 50000)")->group("");
+  sub->add_flag("--print-sql", f.print_sql, "Print the canonical COPY statements, one per line (benchmarks)")->group("");
+}
+
+Status CheckDigestAppendFlags(const DigestFlags& f) {
+  if (f.out.empty() || f.out == "-") return Status::Usage("--append needs --out FILE (the manifest to extend)");
+  for (const auto& [given, name] : {std::pair{f.resume, "--resume"}, std::pair{f.shards != 0, "--shards"},
+                                    std::pair{f.print_sql, "--print-sql"}})
+    if (given) return Status::Usagef("--append and {} cannot be combined", name);
+  if (f.detail_opt->count() && f.detail != "full")
+    return Status::Usage("--append extends a full-detail manifest (--manifest-detail full), not a compact one");
+  if (!std::filesystem::exists(f.out))
+    return Status::Usagef("--append {}: no such manifest (write it first with digest --out {} "
+                          "--manifest-detail full)",
+                          f.out, f.out);
+  return CheckRegularFile(f.out, "manifest " + f.out);
+}
+
+Status CheckDigestShardFlags(DigestFlags& f) {
+  if (!f.c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
+  if (f.out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");
+  if (f.print_sql) return Status::Usage("--print-sql and --shards cannot be combined");
+  LD_ASSIGN_OR_RETURN(f.shard, dump::ResolveShardIndex(
+                                   f.shard_opt->count() ? std::optional<int64_t>(f.shard_flag) : std::nullopt, f.shards));
+  return dump::ShardSlice(*f.c.range, f.shards, f.shard).status();
+}
+
+Status CheckDigestFlags(DigestFlags& f) {
+  LD_RETURN_IF_ERROR(f.c.Check());
+  if (f.shard_opt->count() && !f.shards) return Status::Usage("--shard needs --shards N");
+  if (f.resume && f.out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
+  if (f.resume && f.print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
+  if (f.append) LD_RETURN_IF_ERROR(CheckDigestAppendFlags(f));
+  // The checkpoint it will read or replace is a regular file, refused before the server starts.
+  if (!f.out.empty() && f.out != "-") {
+    std::error_code ec;
+    const std::string cp = dump::CheckpointPath(f.out);
+    if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
+  }
+  if (!f.shards) return Status::Ok();
+  return CheckDigestShardFlags(f);
+}
+
+Result<Outcome> RunDigestShard(const DigestFlags& f, Database& db, Context& ctx) {
+  dump::DigestOptions opts;
+  opts.jobs = f.jobs;
+  opts.chunk_ledgers = f.chunk;
+  opts.checkpoint = true;
+  opts.resume = f.resume;
+  opts.engine = f.c.engine.value_or(dump::kDefaultEngine);
+  LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db.conninfo(), f.schema, f.c.spec, opts, *f.c.range,
+                                                                f.shards, f.shard, f.out, ctx.reporter()));
+  summary.target = db.target({f.schema});
+  Outcome out;
+  out.json = dump::DigestSummaryToJson(summary);
+  out.json["shard"] = {{"index", f.shard}, {"count", f.shards},
+                       {"full_range", {{"from", f.c.range->from}, {"to", f.c.range->to}}}};
+  out.text = fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
+                         f.shard, f.shards, f.c.range->from, f.c.range->to) +
+             dump::RenderDigestText(summary);
+  return out;
+}
+
+Result<Outcome> RunDigestAppend(const DigestFlags& f, Database& db, Context& ctx) {
+  dump::DigestOptions opts;
+  opts.jobs = f.jobs;
+  opts.chunk_ledgers = f.chunk;
+  LD_ASSIGN_OR_RETURN(auto appended, dump::AppendToManifest(db.conninfo(), f.schema, f.c.spec, opts, f.out, f.c.range,
+                                                            ctx.reporter()));
+  appended.summary.target = db.target({f.schema});
+  Outcome out;
+  out.json = dump::DigestSummaryToJson(appended.summary);
+  out.json["append"] = {{"kept", {{"from", appended.kept.from}, {"to", appended.kept.to}}},
+                        {"appended", appended.appended ? nlohmann::json{{"from", appended.appended->from},
+                                                                         {"to", appended.appended->to}}
+                                                       : nlohmann::json()}};
+  out.text = (appended.appended ? fmt::format("appended ledgers {} to {} (ledgers {} taken from it)\n",
+                                              appended.appended->str(), f.out, appended.kept.str())
+                                : fmt::format("nothing to append: {} already covers ledgers {}\n", f.out,
+                                              appended.kept.str())) +
+             dump::RenderDigestText(appended.summary);
+  return out;
+}
+
+Result<Outcome> RunDigestCommand(const DigestFlags& f, Context& ctx) {
+  LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
+  ctx.Announce(db->target({f.schema}));
+  if (f.shards) return RunDigestShard(f, *db, ctx);
+  if (f.append) return RunDigestAppend(f, *db, ctx);
+  dump::DigestOptions opts;
+  opts.range = f.c.range;
+  opts.jobs = f.jobs;
+  opts.chunk_ledgers = f.chunk;
+  opts.checkpoint = true;
+  opts.resume = f.resume;
+  opts.engine = f.c.engine.value_or(dump::kDefaultEngine);
+  Outcome out;
+  if (f.print_sql) {
+    LD_ASSIGN_OR_RETURN(auto sql, dump::CanonicalStatements(db->conninfo(), f.schema, f.c.spec, opts));
+    for (const auto& s : sql) out.text += s + "\n";
     return out;
-  };
+  }
+  const auto detail = f.detail == "full" ? dump::ManifestDetail::kFull : dump::ManifestDetail::kCompact;
+  LD_ASSIGN_OR_RETURN(auto summary,
+                      f.out.empty()
+                          ? dump::DigestSchema(db->conninfo(), f.schema, f.c.spec, opts, nullptr, ctx.reporter())
+                          : dump::DigestToManifest(db->conninfo(), f.schema, f.c.spec, opts, f.out, detail,
+                                                   ctx.reporter()));
+  summary.target = db->target({f.schema});
+  out.json = dump::DigestSummaryToJson(summary);
+  out.text = dump::RenderDigestText(summary);
+  return out;
+}
+
+}  // namespace
+
+Action SetupDigest(CLI::App* sub) {
+  auto f = std::make_shared<DigestFlags>();
+  AddDigestFlags(sub, *f);
+  Action a;
+  a.check = [f]() -> Status { return CheckDigestFlags(*f); };
+  a.run = [f](Context& ctx) -> Result<Outcome> { return RunDigestCommand(*f, ctx); };
   return a;
 }
 

@@ -165,28 +165,28 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
   return out;
 }
 
-}  // namespace
+struct VerifyRangeFlags {
+  std::string range;
+  int64_t shard = -1;
+  verify::VerifyRangeOptions options;
+  ReportFiles reports;
+  bool follow = false;
+  verify::FollowOptions follow_options;
+  Ledger until = 0;
+};
 
-Action SetupVerifyRange(CLI::App* sub) {
-  struct Flags {
-    std::string range;
-    int64_t shard = -1;
-    verify::VerifyRangeOptions options;
-    ReportFiles reports;
-    bool follow = false;
-    verify::FollowOptions follow_options;
-    Ledger until = 0;
-  };
-  auto f = std::make_shared<Flags>();
-  auto& o = f->options;
-  auto& fo = f->follow_options;
-  sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive); with --follow also FROM: (open-ended)");
+void AddVerifyRangeSideFlags(CLI::App* sub, VerifyRangeFlags& f) {
+  auto& o = f.options;
+  sub->add_option("--range", f.range, "Ledgers FROM:TO (inclusive); with --follow also FROM: (open-ended)");
   sub->add_option("--left", o.left, "The database that served so far (conninfo)")->required();
   sub->add_option("--right", o.right, "The re-ingested database (conninfo)")->required();
   sub->add_option("--left-schema", o.left_schema, "Schema on the left")->capture_default_str();
   sub->add_option("--right-schema", o.right_schema, "Schema on the right")->capture_default_str();
   AddDigestProfileFlag(sub, o.table_profile);
-  auto engine = AddDigestEngineFlag(sub);
+}
+
+void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
+  auto& o = f.options;
   sub->add_option("--jobs", o.jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
@@ -197,7 +197,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_option("--shards", o.shards,
                   "Compare one shard of N (deterministic contiguous slices of --range) and write its part (--out); "
                   "join the parts with `manifest merge`");
-  sub->add_option("--shard", f->shard,
+  sub->add_option("--shard", f.shard,
                   "Which shard, 0..N-1 (default: $JOB_COMPLETION_INDEX, else $AWS_BATCH_JOB_ARRAY_INDEX, else $SLURM_ARRAY_TASK_ID)");
   sub->add_option("--out", o.out,
                   "Write the left side's manifest with the outcome (.ldm; a partial one with --shards)")
@@ -205,13 +205,17 @@ Action SetupVerifyRange(CLI::App* sub) {
   sub->add_flag("--resume", o.resume,
                 "Continue an interrupted verify-range --out FILE from its checkpoint FILE.partial (same range, "
                 "shard, profile, schemas and databases; the ledgers in it are not digested again)");
-  sub->add_flag("--follow", f->follow,
+}
+
+void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {
+  auto& fo = f.follow_options;
+  sub->add_flag("--follow", f.follow,
                 "Verify continuously: every --interval, compare the ledgers both sides gained since, and scrub the "
                 "verified ones (needs --state and --from)");
   sub->add_option("--state", fo.state_dir,
                   "With --follow: the directory that keeps what was verified (a restart continues from it)");
   sub->add_option("--from", fo.from, "With --follow: the first ledger to verify");
-  sub->add_option("--until", f->until, "With --follow: stop once verified through this ledger (default: never)");
+  sub->add_option("--until", f.until, "With --follow: stop once verified through this ledger (default: never)");
   sub->add_option("--interval", fo.interval_s, "With --follow: seconds between the starts of two cycles")
       ->capture_default_str();
   sub->add_option("--settle", fo.settle, "With --follow: ignore each side's newest N ledgers")->capture_default_str();
@@ -224,89 +228,114 @@ Action SetupVerifyRange(CLI::App* sub) {
                   "With --follow: re-verify every verified ledger at least once in this many seconds")
       ->capture_default_str();
   sub->add_option("--cycles", fo.max_cycles, "With --follow: stop after N cycles (tests)")->group("");
+}
+
+Status CheckFollowFlags(VerifyRangeFlags& f) {
+  auto& fo = f.follow_options;
+  if (!f.range.empty()) {
+    if (fo.from != 0 || f.until != 0) return Status::Usage("give --range or --from/--until, not both");
+    const bool open = f.range.back() == ':';
+    LD_ASSIGN_OR_RETURN(LedgerRange r, ParseLedgerRange(open ? f.range.substr(0, f.range.size() - 1) : f.range));
+    fo.from = r.from;
+    if (!open) fo.until = r.to;
+  }
+  if (f.until != 0) fo.until = f.until;
+  fo.sides = f.options;
+  if (f.shard != -1) return Status::Usage("--follow keeps its own manifests in --state: --shard does not apply");
+  return verify::ValidateFollowOptions(fo);
+}
+
+Status CheckVerifyRangeFlags(VerifyRangeFlags& f) {
+  if (f.follow) return CheckFollowFlags(f);
+  if (!f.follow_options.state_dir.empty() || f.follow_options.from != 0 || f.until != 0)
+    return Status::Usage("--state, --from and --until go with --follow");
+  if (f.range.empty()) return Status::Usage("--range FROM:TO is required (or --follow)");
+  LD_ASSIGN_OR_RETURN(f.options.range, ParseLedgerRange(f.range, RangeUse::kCompare));
+  if (f.shard != -1) {
+    if (f.shard < 0) return Status::Usagef("--shard {} is not a shard index (a number from 0)", f.shard);
+    f.options.shard = f.shard;
+  }
+  return verify::ValidateVerifyRangeOptions(f.options);
+}
+
+// A follower outlives restarts of its servers: one unreachable now is retried (RunFollow), and
+// the target line is printed once both answer.
+Result<Outcome> RunFollowVerifyRange(const VerifyRangeFlags& f, Context& ctx) {
+  const auto& o = f.options;
+  auto left = ConnectedTarget(o.left, {o.left_schema});
+  auto right = left.ok() ? ConnectedTarget(o.right, {o.right_schema}) : left.status();
+  if (!right.ok() && right.status().kind() != Status::Kind::kRuntime) return right.status();
+  std::optional<TargetPair> targets;
+  if (right.ok()) {
+    targets = TargetPair{*left, *right};
+    ctx.Announce(*targets);
+  }
+  return RunFollowCommand(f.follow_options, targets, f.reports, ctx);
+}
+
+// What a one-shot verify-range adds to the diff's output: its part or manifest, its checkpoint.
+void AddVerifyRangeOutputs(const verify::VerifyRangeReport& report, Outcome& out) {
+  if (!report.look_again.empty()) {  // as verify prints its own, and the reports carry it
+    out.text += fmt::format("  look again: {}\n", report.look_again);
+    out.json["look_again"] = report.look_again;
+  }
+  if (report.shard)
+    out.json["shard"] = {
+        {"index", report.shard->index},
+        {"count", report.shard->count},
+        {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
+  if (report.manifest) {
+    out.json["manifest"] = {{"path", report.manifest->manifest_path},
+                            {"bytes", report.manifest->manifest_bytes},
+                            {"root", report.manifest->root}};
+    out.text += report.shard ? fmt::format(
+                                   "part {} (shard {} of {}) written: join the parts with `ledgerdiff "
+                                   "manifest merge --out FULL PART...`\n",
+                                   report.manifest->manifest_path, report.shard->index, report.shard->count)
+                             : fmt::format("manifest {} written\n", report.manifest->manifest_path);
+  }
+  if (!report.checkpoint.empty()) {
+    const uint64_t ledgers = report.diff.range.size();
+    out.json["resume"] = {{"checkpoint", report.checkpoint},
+                          {"ledgers_resumed", report.ledgers_resumed},
+                          {"ledgers_digested", ledgers - report.ledgers_resumed}};
+    if (report.ledgers_resumed)
+      out.text += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n", report.checkpoint,
+                              FormatCountOf(report.ledgers_resumed, "ledger"),
+                              FormatCount(ledgers - report.ledgers_resumed));
+  }
+}
+
+Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
+  if (f.follow) return RunFollowVerifyRange(f, ctx);
+  const auto& o = f.options;
+  LD_ASSIGN_OR_RETURN(Target left, ConnectedTarget(o.left, {o.left_schema}));
+  LD_ASSIGN_OR_RETURN(Target right, ConnectedTarget(o.right, {o.right_schema}));
+  const TargetPair targets{left, right};
+  ctx.Announce(targets);
+  LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(o, ctx.reporter()));
+  report.diff.targets = targets;
+  Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff), ""};
+  AddVerifyRangeOutputs(report, out);
+  AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f.reports));
+  return out;
+}
+
+}  // namespace
+
+Action SetupVerifyRange(CLI::App* sub) {
+  auto f = std::make_shared<VerifyRangeFlags>();
+  AddVerifyRangeSideFlags(sub, *f);
+  auto engine = AddDigestEngineFlag(sub);
+  AddVerifyRangeCompareFlags(sub, *f);
+  AddVerifyRangeFollowFlags(sub, *f);
   AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f, engine]() -> Status {
     f->options.engine = engine().value_or(dump::kDefaultEngine);
-    if (f->follow) {
-      auto& fo = f->follow_options;
-      if (!f->range.empty()) {
-        if (fo.from != 0 || f->until != 0) return Status::Usage("give --range or --from/--until, not both");
-        const bool open = f->range.back() == ':';
-        LD_ASSIGN_OR_RETURN(LedgerRange r, ParseLedgerRange(open ? f->range.substr(0, f->range.size() - 1) : f->range));
-        fo.from = r.from;
-        if (!open) fo.until = r.to;
-      }
-      if (f->until != 0) fo.until = f->until;
-      fo.sides = f->options;
-      if (f->shard != -1) return Status::Usage("--follow keeps its own manifests in --state: --shard does not apply");
-      return verify::ValidateFollowOptions(fo);
-    }
-    if (!f->follow_options.state_dir.empty() || f->follow_options.from != 0 || f->until != 0)
-      return Status::Usage("--state, --from and --until go with --follow");
-    if (f->range.empty()) return Status::Usage("--range FROM:TO is required (or --follow)");
-    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range, RangeUse::kCompare));
-    if (f->shard != -1) {
-      if (f->shard < 0) return Status::Usagef("--shard {} is not a shard index (a number from 0)", f->shard);
-      f->options.shard = f->shard;
-    }
-    return verify::ValidateVerifyRangeOptions(f->options);
+    return CheckVerifyRangeFlags(*f);
   };
-  a.run = [f](Context& ctx) -> Result<Outcome> {
-    const auto& o = f->options;
-    if (f->follow) {
-      // A follower outlives restarts of its servers: one unreachable now is retried (RunFollow),
-      // and the target line is printed once both answer.
-      auto left = ConnectedTarget(o.left, {o.left_schema});
-      auto right = left.ok() ? ConnectedTarget(o.right, {o.right_schema}) : left.status();
-      if (!right.ok() && right.status().kind() != Status::Kind::kRuntime) return right.status();
-      std::optional<TargetPair> targets;
-      if (right.ok()) {
-        targets = TargetPair{*left, *right};
-        ctx.Announce(*targets);
-      }
-      return RunFollowCommand(f->follow_options, targets, f->reports, ctx);
-    }
-    LD_ASSIGN_OR_RETURN(Target left, ConnectedTarget(o.left, {o.left_schema}));
-    LD_ASSIGN_OR_RETURN(Target right, ConnectedTarget(o.right, {o.right_schema}));
-    const TargetPair targets{left, right};
-    ctx.Announce(targets);
-    LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(o, ctx.reporter()));
-    report.diff.targets = targets;
-    Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff),
-                ""};
-    if (!report.look_again.empty()) {  // as verify prints its own, and the reports carry it
-      out.text += fmt::format("  look again: {}\n", report.look_again);
-      out.json["look_again"] = report.look_again;
-    }
-    if (report.shard)
-      out.json["shard"] = {
-          {"index", report.shard->index},
-          {"count", report.shard->count},
-          {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
-    if (report.manifest) {
-      out.json["manifest"] = {{"path", report.manifest->manifest_path},
-                              {"bytes", report.manifest->manifest_bytes},
-                              {"root", report.manifest->root}};
-      out.text += report.shard ? fmt::format(
-                                     "part {} (shard {} of {}) written: join the parts with `ledgerdiff "
-                                     "manifest merge --out FULL PART...`\n",
-                                     report.manifest->manifest_path, report.shard->index, report.shard->count)
-                               : fmt::format("manifest {} written\n", report.manifest->manifest_path);
-    }
-    if (!report.checkpoint.empty()) {
-      const uint64_t ledgers = report.diff.range.size();
-      out.json["resume"] = {{"checkpoint", report.checkpoint},
-                            {"ledgers_resumed", report.ledgers_resumed},
-                            {"ledgers_digested", ledgers - report.ledgers_resumed}};
-      if (report.ledgers_resumed)
-        out.text += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n",
-                                report.checkpoint, FormatCountOf(report.ledgers_resumed, "ledger"),
-                                FormatCount(ledgers - report.ledgers_resumed));
-    }
-    AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f->reports));
-    return out;
-  };
+  a.run = [f](Context& ctx) -> Result<Outcome> { return RunVerifyRangeCommand(*f, ctx); };
   return a;
 }
 
