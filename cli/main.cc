@@ -227,6 +227,7 @@ struct Entry {
   Action action;
   DatabaseOptions db;
   OutputFormat format = OutputFormat::kText;
+  std::string json_file;  // --json FILE: the JSON document also written there, whatever --format prints
 };
 
 int Run(Entry& e) {
@@ -237,11 +238,15 @@ int Run(Entry& e) {
   // error as stderr's one line says it, and the exit code.
   auto fail = [&e](const Status& status) {
     const int code = Fail(status);
-    if (e.format == OutputFormat::kJson && !TerminationInProgress())
-      fmt::print("{}\n",
-                 nlohmann::json{{"verdict", "error"}, {"error", status.message()}, {"exit_code", code}}.dump(2));
+    if (TerminationInProgress()) return code;
+    const std::string doc =
+        nlohmann::json{{"verdict", "error"}, {"error", status.message()}, {"exit_code", code}}.dump(2) + "\n";
+    if (e.format == OutputFormat::kJson) fmt::print("{}", doc);
+    if (!e.json_file.empty() && e.json_file != "-")
+      (void)WriteFileAtomic(e.json_file, doc);  // best effort: stderr already said the failure
     return code;
   };
+  if (e.json_file == "-") return fail(Status::Usage("--json takes a FILE; for the document on stdout use --format json"));
   if (e.action.check) {
     if (Status s = e.action.check(); !s.ok()) return fail(s);
   }
@@ -251,6 +256,8 @@ int Run(Entry& e) {
   if (outcome.ok()) context.FlushAnnouncement();  // a command that made no progress names its target now
   reporter.Done();
   if (!outcome.ok()) return fail(outcome.status());
+  if (!e.json_file.empty() && !outcome->json.is_null())
+    AddWriteFailure(*outcome, WriteFileAtomic(e.json_file, outcome->json.dump(2) + "\n"));
   if (e.format == OutputFormat::kJson && !outcome->json.is_null())
     fmt::print("{}\n", outcome->json.dump(2));
   else
@@ -308,6 +315,9 @@ int main(int argc, char** argv) {
           ->transform(CLI::CheckedTransformer(
               std::map<std::string, OutputFormat>{{"text", OutputFormat::kText}, {"json", OutputFormat::kJson}},
               CLI::ignore_case));
+      e->sub->add_option("--json", e->json_file,
+                         "Also write the JSON document (what --format json prints) to FILE, replaced atomically")
+          ->check(WritableFile());
     }
     entries.push_back(std::move(e));
   }

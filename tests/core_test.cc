@@ -1,6 +1,12 @@
 // Core: ranges, job splitting, quoting, the embedded server and schema ownership.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "core/concurrency.h"
 #include "core/database.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
@@ -14,6 +20,66 @@ namespace {
 
 using testing::Connect;
 using testing::UniqueName;
+
+// The concurrency kit (core/concurrency.h): what the digest streams and the heartbeats rely on.
+TEST(BoundedQueue, KeepsOrderBlocksWhenFullAndDrainsAfterClose) {
+  BoundedQueue<int> q(2);
+  std::atomic<int> pushed{0};
+  std::thread producer([&] {
+    for (int i = 0; i < 5; ++i) {
+      ASSERT_TRUE(q.Push(i));
+      ++pushed;
+    }
+    q.Close(Status::Runtime("the producer's end"));
+  });
+  // The third push waits for a pop: the bound holds.
+  for (int spins = 0; spins < 200 && pushed.load() < 2; ++spins) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(pushed.load(), 2);
+  std::vector<int> got;
+  int v = -1;
+  while (q.Pop(v)) got.push_back(v);
+  producer.join();
+  EXPECT_EQ(got, (std::vector<int>{0, 1, 2, 3, 4}));  // nothing queued before Close is dropped
+  EXPECT_EQ(q.status().message(), "the producer's end");
+}
+
+TEST(BoundedQueue, CancelReleasesABlockedProducer) {
+  BoundedQueue<int> q(1);
+  ASSERT_TRUE(q.Push(1));
+  std::atomic<int> second{-1};
+  std::thread producer([&] { second = q.Push(2) ? 1 : 0; });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(second.load(), -1);  // still blocked: the queue is full
+  q.Cancel();
+  producer.join();
+  EXPECT_EQ(second.load(), 0);
+  EXPECT_FALSE(q.Push(3));
+}
+
+TEST(PeriodicThread, TicksUntilStoppedAndTickNowWaitsForAFreshTick) {
+  std::atomic<int> ticks{0};
+  {
+    PeriodicThread t(std::chrono::hours(1), PeriodicThread::Start::kAfterOnePeriod, [&] { ++ticks; });
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_EQ(ticks.load(), 0);  // an hour's period: no tick without a request
+    EXPECT_TRUE(t.TickNow(std::chrono::seconds(5)));
+    EXPECT_EQ(ticks.load(), 1);
+    EXPECT_TRUE(t.TickNow(std::chrono::seconds(5)));
+    EXPECT_EQ(ticks.load(), 2);
+    t.Stop();
+    EXPECT_FALSE(t.TickNow(std::chrono::milliseconds(10)));  // stopped: nothing runs
+  }
+  EXPECT_EQ(ticks.load(), 2);
+  std::atomic<int> fast{0};
+  PeriodicThread f(std::chrono::milliseconds(5), PeriodicThread::Start::kTickAtOnce, [&] { ++fast; });
+  for (int spins = 0; spins < 400 && fast.load() < 3; ++spins) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  f.Stop();
+  const int at_stop = fast.load();
+  EXPECT_GE(at_stop, 3);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  EXPECT_EQ(fast.load(), at_stop);  // none after Stop returned
+}
 
 TEST(LedgerRange, ParsesAndRejects) {
   auto r = ParseLedgerRange("2:5001");

@@ -287,13 +287,19 @@ TEST(VerifyRange, TwoDatabasesEqualThenOneChangedRowAndNothingWritten) {
 // ---------------------------------------------------------------------------------------------
 // 2. The README's first set-up step: a clean verify on the embedded default.
 
+// One run serves the text and the JSON assertions: the README's command, with --json writing the
+// document that --format json prints.
 TEST(VerifyCli, CleanRunOverTheIssueRangeOnTheEmbeddedDefault) {
-  // The README's command (default density) as JSON.
-  auto r = RunCli(
-      {"verify", "--range", "2:5001", "--workers", "4", "--format", "json"},
-      kEmbeddedEnv);
+  testing::ScratchDir scratch("ledgerdiff-verify-readme-");
+  const std::string json_file = scratch.path + "/verify.json";
+  auto r = RunCli({"verify", "--range", "2:5001", "--workers", "4", "--json", json_file}, kEmbeddedEnv);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  json j = ParseJson(r);
+  EXPECT_TRUE(Contains(r.out, "verdict: IDENTICAL")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "4 workers")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "parallel ingest")) << r.out;
+  EXPECT_FALSE(Contains(r.out, "\"verdict\"")) << "text on stdout, the JSON in the file: " << r.out;
+
+  json j = json::parse(testing::ReadFileBytes(json_file));
   EXPECT_EQ(j["verdict"], "identical");
   EXPECT_EQ(j["identical"], true);
   EXPECT_TRUE(j["first_divergent_ledger"].is_null());
@@ -321,14 +327,20 @@ TEST(VerifyCli, CleanRunOverTheIssueRangeOnTheEmbeddedDefault) {
   EXPECT_GE(j["parallel_run"]["jobs"].get<uint32_t>(), 4u);
 }
 
-TEST(VerifyCli, TextVerdictOverTheIssueRangeOnTheEmbeddedDefault) {
-  // Exactly the README's first set-up command.
-  auto r =
-      RunCli({"verify", "--range", "2:5001", "--workers", "4"}, kEmbeddedEnv);
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(Contains(r.out, "verdict: IDENTICAL")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "4 workers")) << r.out;
-  EXPECT_TRUE(Contains(r.out, "parallel ingest")) << r.out;
+// --json FILE: a failure writes the error document there too; "-" is refused (stdout is
+// --format json's).
+TEST(VerifyCli, JsonFileCarriesTheErrorDocumentAndRefusesStdout) {
+  testing::ScratchDir scratch("ledgerdiff-verify-jsonfile-");
+  const std::string json_file = scratch.path + "/error.json";
+  auto r = RunCli({"verify", "--range", "9:2", "--json", json_file}, kEmbeddedEnv);
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  json j = json::parse(testing::ReadFileBytes(json_file));
+  EXPECT_EQ(j["verdict"], "error");
+  EXPECT_EQ(j["exit_code"], 2);
+  EXPECT_TRUE(Contains(r.err, j["error"].get<std::string>())) << r.err;
+  auto dash = RunCli({"verify", "--range", "2:11", "--json", "-"}, kEmbeddedEnv);
+  EXPECT_EQ(dash.exit_code, 2) << dash.err;
+  EXPECT_TRUE(Contains(dash.err, "--json takes a FILE")) << dash.err;
 }
 
 // ---------------------------------------------------------------------------------------------
