@@ -18,6 +18,9 @@ namespace ledgerdiff::report {
 std::string RenderVerifyHtml(const verify::VerifyReport& report);
 // The style sheet every HTML report of report/ inlines (verify, the gates of gate.h).
 std::string_view ReportCss();
+// The page shell of a verify report's page: doctype, head (charset, viewport, the escaped
+// `title`, ReportCss inline), then `body` (markup, inserted as is) inside <body><main>.
+std::string HtmlPage(std::string_view title, std::string_view body);
 
 // Writes `html` to DIR/index.html, creating DIR (and its parents) if needed. The page is
 // written to a temporary file in DIR and renamed: DIR/index.html is never half-written.
