@@ -1,5 +1,6 @@
 #include "report/sweep.h"
 
+#include "report/escape.h"
 #include "report/html.h"
 
 #include <algorithm>
@@ -179,13 +180,13 @@ std::string HeatmapCell(const SweepCell& c, const SweepReport& r, const HeatmapL
       "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
       "stroke-width=\"{}\"><title>{}</title></rect>\n",
       verify::ToString(c.verdict), Svg1(x + 2), Svg1(y + 2), Svg1(cw - 4), Svg1(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
-      chosen ? 3 : 1, XmlEscape(title));
+      chosen ? 3 : 1, Esc(title));
   double label_y = sublabel.empty() ? y + ch / 2 + 4 : y + ch / 2 - 1;
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
-                   Svg1(x + cw / 2), Svg1(label_y), text_fill, XmlEscape(label));
+                   Svg1(x + cw / 2), Svg1(label_y), text_fill, Esc(label));
   if (!sublabel.empty())
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-size=\"10\">{}</text>\n",
-                     Svg1(x + cw / 2), Svg1(label_y + 13), text_fill, XmlEscape(sublabel));
+                     Svg1(x + cw / 2), Svg1(label_y + 13), text_fill, Esc(sublabel));
   return s;
 }
 
@@ -434,23 +435,23 @@ std::string RenderSweepHtml(const SweepReport& r) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
   h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-                   XmlEscape(r.options.range.str()), kSweepCss);
+                   Esc(r.options.range.str()), kSweepCss);
   h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
                    "&#183; repeat {} &#183; reference: {}</p>\n",
-                   XmlEscape(r.run_id), r.options.range.size(), XmlEscape(r.options.range.str()), r.options.repeat,
-                   XmlEscape(r.reference));
-  if (r.target) h += fmt::format("<p class=\"muted\">target: {}</p>\n", XmlEscape(r.target->Describe()));
+                   Esc(r.run_id), r.options.range.size(), Esc(r.options.range.str()), r.options.repeat,
+                   Esc(r.reference));
+  if (r.target) h += fmt::format("<p class=\"muted\">target: {}</p>\n", Esc(r.target->Describe()));
   bool good = rec.found && !rec.every_parallel_divergent;
-  h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", XmlEscape(RecommendationLine(rec)));
-  if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", XmlEscape(rec.noise));
+  h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", Esc(RecommendationLine(rec)));
+  if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", Esc(rec.noise));
   if (const std::string& bug = r.options.plan.bug; !bug.empty())
-    h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", XmlEscape(bug));
+    h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", Esc(bug));
   h += "<h2>Ledgers per second, workers &#215; job size</h2>\n" + Heatmap(r);
   h += "<p class=\"muted\">Darker is faster, on a scale from 0 to the fastest identical cell; red cells diverged "
        "from the reference (first divergent ledger shown), grey cells failed; the green outline is the "
        "recommendation.</p>\n";
   h += fmt::format("<h2>Throughput against workers at jobs of {}</h2>\n", r.usl_job_size) + ThroughputCurve(r);
-  h += "<p class=\"muted\">" + XmlEscape(UslLine(r)) + "</p>\n";
+  h += "<p class=\"muted\">" + Esc(UslLine(r)) + "</p>\n";
   h += "<h2>Cells</h2>\n<div class=\"wide\"><table class=\"cells\">\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>min-max "
        "s</th><th>ledgers/s</th><th>min-max ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
        "connections</th><th>verdict</th></tr>\n";
@@ -465,7 +466,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
                                           : std::string("-"),
                      c.rows_per_s,
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
-                     c.peak_connections, verify::ToString(c.verdict), XmlEscape(verdict));
+                     c.peak_connections, verify::ToString(c.verdict), Esc(verdict));
   }
   h += "</table></div>\n</main>\n</body>\n</html>\n";
   return h;
