@@ -361,10 +361,7 @@ std::string RenderGateMarkdown(const GateSummary& s) {
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) {
   const std::string title = "ledgerdiff " + s.command + ": " + s.verdict;
   const char* banner = s.passed ? "identical" : "divergent";
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  h += "<title>" + Esc(title) + "</title>\n<style>" + std::string(ReportCss()) + "</style>\n</head>\n<body>\n<main>\n";
-  h += "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
+  std::string h = "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
   h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
                    Esc(s.verdict));
   h += "<dl class=\"facts\">\n";
@@ -385,8 +382,7 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
   }
   for (const auto& [label, command] : s.next_steps)
     h += "<h2>" + Esc(label) + "</h2>\n<pre class=\"look-again\">" + Esc(command) + "</pre>\n";
-  h += "</main>\n</body>\n</html>\n";
-  return h;
+  return HtmlPage(title, h);
 }
 
 std::string ChaosTimelineHtml(const verify::ChaosReport& r) {

@@ -34,6 +34,9 @@ using verify::VerifyReport;
 
 namespace {
 
+// The one stylesheet of every page (verify, the gates, sweep). The last block is sweep's: its
+// recommendation banner (ok, bad), noise caveat, right-aligned cells table with its verdict
+// column, and its charts, which sit directly in <main> and shrink to fit.
 constexpr const char* kCss = R"css(
 :root{--ok:#1a7f37;--ok-bg:#dafbe1;--bad:#cf222e;--bad-bg:#ffebe9;--warn:#9a6700;--warn-bg:#fff8c5;
 --fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--accent:#0969da}
@@ -92,6 +95,13 @@ ins{background:var(--ok-bg);color:#116329;text-decoration:none;padding:0 3px;bor
 figure{margin:6px 0 0;overflow-x:auto}figure svg{width:100%;min-width:960px;height:auto;display:block}
 figcaption{font-size:12px;color:var(--muted);margin-top:4px}
 footer{margin-top:44px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
+.banner.ok{background:linear-gradient(90deg,#1a7f37,#2da44e)}.banner.bad{background:linear-gradient(90deg,#b62324,#cf222e)}
+.banner.ok,.banner.bad{font-size:15px}
+.noise{margin:8px 0 0;padding:8px 14px;border-left:4px solid var(--warn);background:var(--warn-bg)}
+table.cells th,table.cells td{text-align:right;font-variant-numeric:tabular-nums}
+table.cells td.v{text-align:left;overflow-wrap:anywhere;min-width:9em}
+td.v.identical{color:var(--ok)}td.v.divergent{color:var(--bad)}td.v.failed{color:var(--muted)}
+main>svg{max-width:100%;height:auto}
 )css";
 
 // The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
@@ -254,8 +264,6 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
 }
 
 }  // namespace
-
-std::string_view ReportCss() { return kCss; }
 
 std::string HtmlPage(std::string_view title, std::string_view body) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";

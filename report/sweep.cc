@@ -322,22 +322,6 @@ std::string ThroughputCurve(const SweepReport& r) {
   return s + "</svg>\n";
 }
 
-constexpr const char* kSweepCss = R"(body{margin:0;color:#1f2328;font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif}
-main{max-width:1100px;margin:0 auto;padding:24px}
-.banner{border-radius:10px;padding:16px 22px;color:#fff;font-size:15px}
-.banner.ok{background:#1a7f37}.banner.bad{background:#cf222e}
-h2{font-size:17px;margin:30px 0 10px;padding-bottom:6px;border-bottom:1px solid #d1d9e0}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{padding:5px 9px;border-bottom:1px solid #d1d9e0;text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f6f8fa;color:#59636e;font-size:12px}
-td.v{text-align:left}.identical{color:#1a7f37}.divergent{color:#cf222e}.failed{color:#59636e}
-code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
-.muted{color:#59636e}
-.noise{margin:8px 0 0;padding:8px 14px;border-left:4px solid #9a6700;background:#fff8c5}
-.wide{overflow-x:auto}svg{max-width:100%;height:auto}td.v{overflow-wrap:anywhere;min-width:9em}
-@media (max-width:900px){main{padding:16px}th,td{padding:5px 6px}}
-)";
-
 }  // namespace
 
 std::string RenderSweepText(const SweepReport& r) {
@@ -432,11 +416,7 @@ std::string RenderSweepCsv(const SweepReport& r) {
 
 std::string RenderSweepHtml(const SweepReport& r) {
   const auto& rec = r.recommendation;
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-                   Esc(r.options.range.str()), kSweepCss);
-  h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
+  std::string h = fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
                    "&#183; repeat {} &#183; reference: {}</p>\n",
                    Esc(r.run_id), r.options.range.size(), Esc(r.options.range.str()), r.options.repeat,
                    Esc(r.reference));
@@ -468,8 +448,8 @@ std::string RenderSweepHtml(const SweepReport& r) {
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
                      c.peak_connections, verify::ToString(c.verdict), Esc(verdict));
   }
-  h += "</table></div>\n</main>\n</body>\n</html>\n";
-  return h;
+  h += "</table></div>\n";
+  return HtmlPage("ledgerdiff sweep " + r.options.range.str(), h);
 }
 
 Status WriteSweepHtml(const SweepReport& report, const std::string& dir) {
