@@ -296,41 +296,28 @@ GateSummary SweepGate(const verify::SweepReport& r) {
 }
 
 std::string RenderGateJUnit(const GateSummary& s) {
-  size_t failures = 0, errors = 0;
+  JUnitSuite suite;
+  suite.suites_name = "ledgerdiff " + s.command;
+  suite.name = "ledgerdiff." + s.command;
+  suite.classname = "ledgerdiff." + s.command;
+  suite.properties.emplace_back("verdict", s.verdict);
+  if (!s.target.empty()) suite.properties.emplace_back("target", s.target);
+  for (const auto& [k, v] : s.facts) suite.properties.emplace_back(k, v);
+  for (const auto& [k, v] : s.next_steps) suite.properties.emplace_back(k, v);
   for (const auto& c : s.checks) {
-    failures += c.state == State::kFail;
-    errors += c.state == State::kError;
-  }
-  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x += fmt::format("<testsuites name=\"ledgerdiff {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n", Attr(s.command),
-                   s.checks.size(), failures, errors);
-  x += fmt::format("  <testsuite name=\"ledgerdiff.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n",
-                   Attr(s.command), s.checks.size(), failures, errors);
-  x += "    <properties>\n";
-  auto prop = [&](const std::string& k, const std::string& v) {
-    x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", Attr(k), Attr(v));
-  };
-  prop("verdict", s.verdict);
-  if (!s.target.empty()) prop("target", s.target);
-  for (const auto& [k, v] : s.facts) prop(k, v);
-  for (const auto& [k, v] : s.next_steps) prop(k, v);
-  x += "    </properties>\n";
-  for (const auto& c : s.checks) {
-    x += fmt::format("    <testcase classname=\"ledgerdiff.{}\" name=\"{}\"", Attr(s.command), Attr(c.name));
     if (c.state == State::kPass || c.state == State::kWarning) {
-      std::string out = c.state == State::kWarning ? "warning: " + c.message + "\n" + c.detail : c.detail;
-      x += out.empty() ? "/>\n" : ">\n      <system-out>" + Esc(out) + "</system-out>\n    </testcase>\n";
+      suite.cases.push_back({c.name, JUnitCase::Kind::kPass, "", "",
+                             c.state == State::kWarning ? "warning: " + c.message + "\n" + c.detail : c.detail});
       continue;
     }
-    const char* kind = c.state == State::kFail ? "failure" : "error";
     std::string body = c.message + "\n" + c.detail;
     for (const auto& [k, v] : s.next_steps) body += k + ": " + v + "\n";
-    x += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n", kind, Attr(c.message),
-                     c.state == State::kFail ? "Divergence" : "Error", Esc(body), kind);
+    const bool failed = c.state == State::kFail;
+    suite.cases.push_back({c.name, failed ? JUnitCase::Kind::kFailure : JUnitCase::Kind::kError,
+                           failed ? "Divergence" : "Error", c.message, body});
   }
-  if (!s.text.empty()) x += "    <system-out>" + Esc(s.text) + "</system-out>\n";
-  x += "  </testsuite>\n</testsuites>\n";
-  return x;
+  suite.system_out = s.text;
+  return RenderJUnitXml(suite);
 }
 
 std::string RenderGateMarkdown(const GateSummary& s) {
