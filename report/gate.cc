@@ -327,19 +327,19 @@ std::string RenderGateMarkdown(const GateSummary& s) {
   for (const auto& [k, v] : s.facts) m += fmt::format("- {}: {}\n", MdText(k), MdCode(v));
   m += "\n";
   if (!s.checks.empty()) {
-    m += "| check | result | detail |\n|---|---|---|\n";
+    std::vector<std::vector<std::string>> rows;
     for (const GateCheck* c : Ordered(s)) {
       const char* mark = c->state == State::kPass      ? "\xe2\x9c\x85 pass"
                          : c->state == State::kWarning ? "\xe2\x9a\xa0\xef\xb8\x8f warning"
                          : c->state == State::kFail    ? "\xe2\x9d\x8c FAIL"
                                                        : "\xe2\x9d\x8c ERROR";
-      m += fmt::format("| {} | {} | {} |\n", MdCode(c->name, true), mark, MdText(c->message));
+      rows.push_back({MdCode(c->name, true), mark, MdText(c->message)});
     }
-    m += "\n";
+    m += MdTable({"check", "result", "detail"}, "lll", rows);
   }
   for (const GateCheck* c : Ordered(s)) {
     if (c->state == State::kPass || c->detail.empty()) continue;
-    m += fmt::format("<details><summary>{}</summary>\n\n{}\n</details>\n\n", MdText(c->name), MdBlock("", c->detail));
+    m += MdDetails(c->name, MdBlock("", c->detail));
   }
   for (const auto& [label, command] : s.next_steps) m += MdText(label) + ":\n\n" + MdBlock("sh", command) + "\n";
   return m;
