@@ -3,6 +3,13 @@
 //
 // Every string that comes from data (table and column names, row values, errors, schema names)
 // goes through one of these before it reaches a report. All are pure functions.
+//
+// One escaper per language, and every renderer of report/ uses it:
+// - XML and HTML (JUnit, the HTML pages, SVG): Esc for element content, Attr for attribute
+//   values. Never core's plain XmlEscape: it keeps control characters and invalid UTF-8, which
+//   make the document ill-formed; Esc cleans them first.
+// - Markdown: MdCode (code spans), MdText (plain text), MdBlock (fenced blocks); inside the raw
+//   HTML Markdown passes through (a <details> summary), Esc.
 
 #include <cstddef>
 #include <cstdint>

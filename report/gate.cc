@@ -296,41 +296,28 @@ GateSummary SweepGate(const verify::SweepReport& r) {
 }
 
 std::string RenderGateJUnit(const GateSummary& s) {
-  size_t failures = 0, errors = 0;
+  JUnitSuite suite;
+  suite.suites_name = "ledgerdiff " + s.command;
+  suite.name = "ledgerdiff." + s.command;
+  suite.classname = "ledgerdiff." + s.command;
+  suite.properties.emplace_back("verdict", s.verdict);
+  if (!s.target.empty()) suite.properties.emplace_back("target", s.target);
+  for (const auto& [k, v] : s.facts) suite.properties.emplace_back(k, v);
+  for (const auto& [k, v] : s.next_steps) suite.properties.emplace_back(k, v);
   for (const auto& c : s.checks) {
-    failures += c.state == State::kFail;
-    errors += c.state == State::kError;
-  }
-  std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x += fmt::format("<testsuites name=\"ledgerdiff {}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">\n", Attr(s.command),
-                   s.checks.size(), failures, errors);
-  x += fmt::format("  <testsuite name=\"ledgerdiff.{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\">\n",
-                   Attr(s.command), s.checks.size(), failures, errors);
-  x += "    <properties>\n";
-  auto prop = [&](const std::string& k, const std::string& v) {
-    x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", Attr(k), Attr(v));
-  };
-  prop("verdict", s.verdict);
-  if (!s.target.empty()) prop("target", s.target);
-  for (const auto& [k, v] : s.facts) prop(k, v);
-  for (const auto& [k, v] : s.next_steps) prop(k, v);
-  x += "    </properties>\n";
-  for (const auto& c : s.checks) {
-    x += fmt::format("    <testcase classname=\"ledgerdiff.{}\" name=\"{}\"", Attr(s.command), Attr(c.name));
     if (c.state == State::kPass || c.state == State::kWarning) {
-      std::string out = c.state == State::kWarning ? "warning: " + c.message + "\n" + c.detail : c.detail;
-      x += out.empty() ? "/>\n" : ">\n      <system-out>" + Esc(out) + "</system-out>\n    </testcase>\n";
+      suite.cases.push_back({c.name, JUnitCase::Kind::kPass, "", "",
+                             c.state == State::kWarning ? "warning: " + c.message + "\n" + c.detail : c.detail});
       continue;
     }
-    const char* kind = c.state == State::kFail ? "failure" : "error";
     std::string body = c.message + "\n" + c.detail;
     for (const auto& [k, v] : s.next_steps) body += k + ": " + v + "\n";
-    x += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n", kind, Attr(c.message),
-                     c.state == State::kFail ? "Divergence" : "Error", Esc(body), kind);
+    const bool failed = c.state == State::kFail;
+    suite.cases.push_back({c.name, failed ? JUnitCase::Kind::kFailure : JUnitCase::Kind::kError,
+                           failed ? "Divergence" : "Error", c.message, body});
   }
-  if (!s.text.empty()) x += "    <system-out>" + Esc(s.text) + "</system-out>\n";
-  x += "  </testsuite>\n</testsuites>\n";
-  return x;
+  suite.system_out = s.text;
+  return RenderJUnitXml(suite);
 }
 
 std::string RenderGateMarkdown(const GateSummary& s) {
@@ -340,19 +327,19 @@ std::string RenderGateMarkdown(const GateSummary& s) {
   for (const auto& [k, v] : s.facts) m += fmt::format("- {}: {}\n", MdText(k), MdCode(v));
   m += "\n";
   if (!s.checks.empty()) {
-    m += "| check | result | detail |\n|---|---|---|\n";
+    std::vector<std::vector<std::string>> rows;
     for (const GateCheck* c : Ordered(s)) {
       const char* mark = c->state == State::kPass      ? "\xe2\x9c\x85 pass"
                          : c->state == State::kWarning ? "\xe2\x9a\xa0\xef\xb8\x8f warning"
                          : c->state == State::kFail    ? "\xe2\x9d\x8c FAIL"
                                                        : "\xe2\x9d\x8c ERROR";
-      m += fmt::format("| {} | {} | {} |\n", MdCode(c->name, true), mark, MdText(c->message));
+      rows.push_back({MdCode(c->name, true), mark, MdText(c->message)});
     }
-    m += "\n";
+    m += MdTable({"check", "result", "detail"}, "lll", rows);
   }
   for (const GateCheck* c : Ordered(s)) {
     if (c->state == State::kPass || c->detail.empty()) continue;
-    m += fmt::format("<details><summary>{}</summary>\n\n{}\n</details>\n\n", MdText(c->name), MdBlock("", c->detail));
+    m += MdDetails(c->name, MdBlock("", c->detail));
   }
   for (const auto& [label, command] : s.next_steps) m += MdText(label) + ":\n\n" + MdBlock("sh", command) + "\n";
   return m;
@@ -361,10 +348,7 @@ std::string RenderGateMarkdown(const GateSummary& s) {
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) {
   const std::string title = "ledgerdiff " + s.command + ": " + s.verdict;
   const char* banner = s.passed ? "identical" : "divergent";
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  h += "<title>" + Esc(title) + "</title>\n<style>" + std::string(ReportCss()) + "</style>\n</head>\n<body>\n<main>\n";
-  h += "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
+  std::string h = "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
   h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
                    Esc(s.verdict));
   h += "<dl class=\"facts\">\n";
@@ -385,8 +369,7 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
   }
   for (const auto& [label, command] : s.next_steps)
     h += "<h2>" + Esc(label) + "</h2>\n<pre class=\"look-again\">" + Esc(command) + "</pre>\n";
-  h += "</main>\n</body>\n</html>\n";
-  return h;
+  return HtmlPage(title, h);
 }
 
 std::string ChaosTimelineHtml(const verify::ChaosReport& r) {

@@ -34,6 +34,9 @@ using verify::VerifyReport;
 
 namespace {
 
+// The one stylesheet of every page (verify, the gates, sweep). The last block is sweep's: its
+// recommendation banner (ok, bad), noise caveat, right-aligned cells table with its verdict
+// column, and its charts, which sit directly in <main> and shrink to fit.
 constexpr const char* kCss = R"css(
 :root{--ok:#1a7f37;--ok-bg:#dafbe1;--bad:#cf222e;--bad-bg:#ffebe9;--warn:#9a6700;--warn-bg:#fff8c5;
 --fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--accent:#0969da}
@@ -92,6 +95,13 @@ ins{background:var(--ok-bg);color:#116329;text-decoration:none;padding:0 3px;bor
 figure{margin:6px 0 0;overflow-x:auto}figure svg{width:100%;min-width:960px;height:auto;display:block}
 figcaption{font-size:12px;color:var(--muted);margin-top:4px}
 footer{margin-top:44px;color:var(--muted);font-size:12px;border-top:1px solid var(--line);padding-top:10px}
+.banner.ok{background:linear-gradient(90deg,#1a7f37,#2da44e)}.banner.bad{background:linear-gradient(90deg,#b62324,#cf222e)}
+.banner.ok,.banner.bad{font-size:15px}
+.noise{margin:8px 0 0;padding:8px 14px;border-left:4px solid var(--warn);background:var(--warn-bg)}
+table.cells th,table.cells td{text-align:right;font-variant-numeric:tabular-nums}
+table.cells td.v{text-align:left;overflow-wrap:anywhere;min-width:9em}
+td.v.identical{color:var(--ok)}td.v.divergent{color:var(--bad)}td.v.failed{color:var(--muted)}
+main>svg{max-width:100%;height:auto}
 )css";
 
 // The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
@@ -255,28 +265,27 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
 
 }  // namespace
 
-std::string_view ReportCss() { return kCss; }
-
-std::string RenderVerifyHtml(const VerifyReport& r) {
-  const auto [sides, tables, sound] = ViewOf(r);
-  const std::string verdict = r.verdict();
-  const std::string title = fmt::format("ledgerdiff verify {}: {}", r.range.str(), verdict);
-
-  std::string h;
-  h += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
+std::string HtmlPage(std::string_view title, std::string_view body) {
+  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
   h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
   h += "<title>" + Esc(title) + "</title>\n<style>" + std::string(kCss) + "</style>\n</head>\n<body>\n<main>\n";
-  h += fmt::format("<div class=\"brand\"><b>ledgerdiff</b><span>verify &#183; serial vs parallel ingestion "
-                   "&#183; run <code>{}</code></span></div>\n",
-                   Esc(r.run_id));
+  h += body;
+  h += "</main>\n</body>\n</html>\n";
+  return h;
+}
 
-  // Verdict banner.
+namespace {
+
+// The verdict banner: the verdict word and what it means in one or two sentences.
+std::string VerifyHtmlBanner(const VerifyReport& r, const VerifyView& view) {
+  const Sides& sides = view.sides;
+  const std::string verdict = r.verdict();
   std::string what;
   if (verdict == "identical") {
     what = fmt::format("The parallel ingestion wrote exactly what the {} one wrote.<br/>{} ledgers ({}) and {} rows "
                        "compared in {}.",
                        sides.left, FormatCount(r.diff.ledgers_compared), Esc(r.range.str()),
-                       FormatCount(r.diff.rows_compared_left), Plural(tables.size(), "table", "tables"));
+                       FormatCount(r.diff.rows_compared_left), Plural(view.tables.size(), "table", "tables"));
   } else if (verdict == "divergent") {
     if (r.diff.first_divergent_ledger) {
       std::vector<std::string> names;
@@ -295,13 +304,14 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   } else {
     what = "The run did not finish: " + Esc(r.error);
   }
-  std::string word = UpperAscii(verdict);
-  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
-                   "</div>\n",
-                   verdict, word, what);
+  return fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
+                     "</div>\n",
+                     verdict, UpperAscii(verdict), what);
+}
 
-  // Run facts.
-  h += "<dl class=\"facts\">\n";
+// The run facts: target, range, workers, times, schemas and what was kept.
+std::string VerifyHtmlFacts(const VerifyReport& r) {
+  std::string h = "<dl class=\"facts\">\n";
   auto fact = [&](const std::string& k, const std::string& v_html) {
     h += "<div><dt>" + k + "</dt><dd>" + v_html + "</dd></div>\n";
   };
@@ -322,26 +332,31 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   if (!r.saved_baseline.empty()) fact("baseline saved to", "<code>" + Esc(r.saved_baseline) + "</code>");
   if (!r.diff.profile.empty()) fact("table profile", Esc(r.diff.profile));
   h += "</dl>\n";
+  return h;
+}
 
-  // Error details.
-  if (!r.error.empty()) {
-    h += "<h2>Error</h2>\n<pre>" + Esc(r.error) + "</pre>\n";
-    for (const auto& [side, run] : SideRuns(r)) {
-      if (run->failed_jobs.empty() && !run->restart_range) continue;
-      h += fmt::format("<h3>Failed jobs of the {} run</h3>\n<div class=\"wide\"><table><tr><th class=\"n\">job</th>"
-                       "<th>range</th><th class=\"n\">attempts</th><th>last error</th></tr>\n",
-                       side);
-      for (const auto& j : run->failed_jobs)
-        h += fmt::format("<tr><td class=\"n\">{}</td><td class=\"mono\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
-                         j.job_id, Esc(j.range.str()), j.attempt, Esc(j.error));
-      h += "</table></div>\n";
-      if (run->restart_range)
-        h += fmt::format("<p>Restart range: <code>{}</code></p>\n", Esc(run->restart_range->str()));
-    }
+// An errored run: the error, then each run's failed jobs and restart range.
+std::string VerifyHtmlError(const VerifyReport& r) {
+  if (r.error.empty()) return "";
+  std::string h = "<h2>Error</h2>\n<pre>" + Esc(r.error) + "</pre>\n";
+  for (const auto& [side, run] : SideRuns(r)) {
+    if (run->failed_jobs.empty() && !run->restart_range) continue;
+    h += fmt::format("<h3>Failed jobs of the {} run</h3>\n<div class=\"wide\"><table><tr><th class=\"n\">job</th>"
+                     "<th>range</th><th class=\"n\">attempts</th><th>last error</th></tr>\n",
+                     side);
+    for (const auto& j : run->failed_jobs)
+      h += fmt::format("<tr><td class=\"n\">{}</td><td class=\"mono\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>\n",
+                       j.job_id, Esc(j.range.str()), j.attempt, Esc(j.error));
+    h += "</table></div>\n";
+    if (run->restart_range)
+      h += fmt::format("<p>Restart range: <code>{}</code></p>\n", Esc(run->restart_range->str()));
   }
+  return h;
+}
 
-  // Timings and runs.
-  h += "<div class=\"cols\">\n<div>\n<h2>Phases</h2>\n";
+// Phase times as bars beside the ingestion runs' figures.
+std::string VerifyHtmlPhasesAndRuns(const VerifyReport& r) {
+  std::string h = "<div class=\"cols\">\n<div>\n<h2>Phases</h2>\n";
   if (r.phases.empty()) {
     h += "<p class=\"muted\">No phase finished.</p>\n";
   } else {
@@ -360,65 +375,74 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     h += "</table>\n";
   }
   h += "</div>\n<div>\n<h2>Ingestion runs</h2>\n" + RunStatsTable(r) + "</div>\n</div>\n";
+  return h;
+}
 
-  // Per-table comparison.
-  h += "<h2>Tables</h2>\n";
-  if (tables.empty()) {
-    h += "<p class=\"muted\">No table was compared.</p>\n";
-  } else {
-    h += fmt::format("<div class=\"wide\"><table class=\"tables\"><tr><th>table</th><th class=\"n\">{} rows</th>"
-                     "<th class=\"n\">{} rows</th><th class=\"n\">&#916; rows</th><th class=\"n\">divergent ledgers</th><th>first divergent"
-                     "</th><th>status</th></tr>\n",
-                     sides.left, sides.right);
-    for (const auto& t : tables) {
-      std::string delta = "\xe2\x80\x94";
-      if (t.left_rows >= 0 && t.right_rows >= 0) {
-        int64_t d = t.right_rows - t.left_rows;
-        delta = d == 0 ? "0" : fmt::format("{}{}", d > 0 ? "+" : "\xe2\x88\x92", FormatCount(static_cast<uint64_t>(std::llabs(d))));
-      }
-      std::string status = TableStatus(t);
-      h += fmt::format("<tr class=\"{}\"><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                       "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td><td><span "
-                       "class=\"pill {}\">{}</span></td></tr>\n",
-                       t.differs ? "bad" : "ok", Esc(t.table), CountOrDash(t.left_rows), CountOrDash(t.right_rows),
-                       delta, t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
-                       t.first ? std::to_string(*t.first) : "", status == "not compared" ? "none" : status, status);
+// The per-table comparison: rows on each side, their difference, divergent ledgers, status.
+std::string VerifyHtmlTables(const VerifyReport& r, const VerifyView& view) {
+  std::string h = "<h2>Tables</h2>\n";
+  if (view.tables.empty()) return h + "<p class=\"muted\">No table was compared.</p>\n";
+  h += fmt::format("<div class=\"wide\"><table class=\"tables\"><tr><th>table</th><th class=\"n\">{} rows</th>"
+                   "<th class=\"n\">{} rows</th><th class=\"n\">&#916; rows</th><th class=\"n\">divergent ledgers</th><th>first divergent"
+                   "</th><th>status</th></tr>\n",
+                   view.sides.left, view.sides.right);
+  for (const auto& t : view.tables) {
+    std::string delta = "\xe2\x80\x94";
+    if (t.left_rows >= 0 && t.right_rows >= 0) {
+      int64_t d = t.right_rows - t.left_rows;
+      delta = d == 0 ? "0" : fmt::format("{}{}", d > 0 ? "+" : "\xe2\x88\x92", FormatCount(static_cast<uint64_t>(std::llabs(d))));
     }
-    h += "</table></div>\n";
-    if (!r.diff.excluded_columns.empty())
-      h += fmt::format("<p class=\"muted\">Columns left out of the comparison by the table profile: {}</p>\n",
-                       Esc(fmt::format("{}", fmt::join(r.diff.excluded_columns, ", "))));
+    std::string status = TableStatus(t);
+    h += fmt::format("<tr class=\"{}\"><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
+                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td><td><span "
+                     "class=\"pill {}\">{}</span></td></tr>\n",
+                     t.differs ? "bad" : "ok", Esc(t.table), CountOrDash(t.left_rows), CountOrDash(t.right_rows),
+                     delta, t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
+                     t.first ? std::to_string(*t.first) : "", status == "not compared" ? "none" : status, status);
   }
+  h += "</table></div>\n";
+  if (!r.diff.excluded_columns.empty())
+    h += fmt::format("<p class=\"muted\">Columns left out of the comparison by the table profile: {}</p>\n",
+                     Esc(fmt::format("{}", fmt::join(r.diff.excluded_columns, ", "))));
+  return h;
+}
 
-  // Divergence.
-  if (verdict == "divergent") {
-    h += "<h2>Divergence</h2>\n";
-    for (const auto& d : r.diff.schema_differences) h += "<p class=\"note\">schema difference: " + Esc(d) + "</p>\n";
-    if (r.diff.first_divergent_ledger) {
-      h += fmt::format("<p>First divergent ledger <b>{}</b>: {} of {} ledgers compared differ.</p>\n",
-                       *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
-                       FormatCount(r.diff.ledgers_compared));
-      if (r.first_divergent_job)
-        h += "<p class=\"note\">" + Esc(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) +
-             "</p>\n";
-      if (!r.diff.left.empty() || !r.diff.right.empty())
-        h += fmt::format("<p class=\"muted\">{}: {}<br/>{}: {}</p>\n", sides.left, Esc(r.diff.left), sides.right,
-                         Esc(r.diff.right));
-    }
-    bool any_intervals = false;
-    for (const auto& t : tables) any_intervals |= !t.divergent.empty();
-    if (any_intervals) {
-      h += "<table><tr><th>table</th><th>divergent ledgers</th></tr>\n";
-      for (const auto& t : tables)
-        if (!t.divergent.empty())
-          h += fmt::format("<tr><td><code>{}</code></td><td class=\"mono\">{}</td></tr>\n", Esc(t.table),
-                           Esc(Intervals(t.divergent, 40)));
-      h += "</table>\n";
-    }
-    for (const auto& rd : r.diff.rows) h += RowDiffHtml(r, rd, sides);
+// A divergent report: schema differences, the first divergent ledger and who wrote it, the
+// divergent ledgers per table and each table's row diff.
+std::string VerifyHtmlDivergence(const VerifyReport& r, const VerifyView& view) {
+  const Sides& sides = view.sides;
+  std::string h = "<h2>Divergence</h2>\n";
+  for (const auto& d : r.diff.schema_differences) h += "<p class=\"note\">schema difference: " + Esc(d) + "</p>\n";
+  if (r.diff.first_divergent_ledger) {
+    h += fmt::format("<p>First divergent ledger <b>{}</b>: {} of {} ledgers compared differ.</p>\n",
+                     *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
+                     FormatCount(r.diff.ledgers_compared));
+    if (r.first_divergent_job)
+      h += "<p class=\"note\">" + Esc(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) +
+           "</p>\n";
+    if (!r.diff.left.empty() || !r.diff.right.empty())
+      h += fmt::format("<p class=\"muted\">{}: {}<br/>{}: {}</p>\n", sides.left, Esc(r.diff.left), sides.right,
+                       Esc(r.diff.right));
   }
+  bool any_intervals = false;
+  for (const auto& t : view.tables) any_intervals |= !t.divergent.empty();
+  if (any_intervals) {
+    h += "<table><tr><th>table</th><th>divergent ledgers</th></tr>\n";
+    for (const auto& t : view.tables)
+      if (!t.divergent.empty())
+        h += fmt::format("<tr><td><code>{}</code></td><td class=\"mono\">{}</td></tr>\n", Esc(t.table),
+                         Esc(Intervals(t.divergent, 40)));
+    h += "</table>\n";
+  }
+  for (const auto& rd : r.diff.rows) h += RowDiffHtml(r, rd, sides);
+  return h;
+}
+
+// The diff's notes, the soundness findings and the look-again command.
+std::string VerifyHtmlFindings(const VerifyReport& r, const VerifyView& view) {
+  std::string h;
   for (const auto& n : r.diff.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
-  if (const auto lists = FindingLists(sound); !lists.empty()) {
+  if (const auto lists = FindingLists(view.soundness); !lists.empty()) {
     h += "<h2>Soundness</h2>\n";
     for (const auto& list : lists) {
       h += fmt::format("<p{}>{}:</p>\n<ul>\n", list.failing ? "" : " class=\"muted\"", list.title);
@@ -432,9 +456,13 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     if (!r.remove_command.empty())
       h += "<p class=\"muted\">Remove the kept cluster when done:</p>\n<pre>" + Esc(r.remove_command) + "</pre>\n";
   }
+  return h;
+}
 
-  // Timeline and throughput of the parallel run.
-  h += "<h2>Parallel run timeline</h2>\n";
+// The parallel run's timeline (legend, chart, lane key) and throughput, then the serial run's
+// timeline folded away.
+std::string VerifyHtmlCharts(const VerifyReport& r) {
+  std::string h = "<h2>Parallel run timeline</h2>\n";
   if (r.parallel.timeline.empty()) {
     h += "<p class=\"muted\">No job attempts were recorded for the parallel run.</p>\n";
   } else {
@@ -460,11 +488,29 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
     h += "<details><summary>Serial run timeline</summary>\n" + Legend(*r.serial) + "<figure>\n" +
          TimelineSvg(*r.serial) + "</figure>\n" + LaneKey(*r.serial) + "</details>\n";
   }
-
-  h += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
-                   Esc(r.run_id), Esc(title), verdict == "identical" ? 0 : verdict == "error" ? 2 : 1);
-  h += "</main>\n</body>\n</html>\n";
   return h;
+}
+
+}  // namespace
+
+std::string RenderVerifyHtml(const VerifyReport& r) {
+  const VerifyView view = ViewOf(r);
+  const std::string verdict = r.verdict();
+  const std::string title = fmt::format("ledgerdiff verify {}: {}", r.range.str(), verdict);
+  std::string body = fmt::format("<div class=\"brand\"><b>ledgerdiff</b><span>verify &#183; serial vs parallel ingestion "
+                                 "&#183; run <code>{}</code></span></div>\n",
+                                 Esc(r.run_id));
+  body += VerifyHtmlBanner(r, view);
+  body += VerifyHtmlFacts(r);
+  body += VerifyHtmlError(r);
+  body += VerifyHtmlPhasesAndRuns(r);
+  body += VerifyHtmlTables(r, view);
+  if (verdict == "divergent") body += VerifyHtmlDivergence(r, view);
+  body += VerifyHtmlFindings(r, view);
+  body += VerifyHtmlCharts(r);
+  body += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
+                      Esc(r.run_id), Esc(title), verdict == "identical" ? 0 : verdict == "error" ? 2 : 1);
+  return HtmlPage(title, body);
 }
 
 Status WriteHtmlReport(const std::string& html, const std::string& dir) {

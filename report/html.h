@@ -16,8 +16,10 @@
 namespace ledgerdiff::report {
 
 std::string RenderVerifyHtml(const verify::VerifyReport& report);
-// The style sheet every HTML report of report/ inlines (verify, the gates of gate.h).
-std::string_view ReportCss();
+// The page shell of every HTML report of report/ (verify, the gates of gate.h, sweep): doctype,
+// head (charset, viewport, the escaped `title`, the one stylesheet inline), then `body` (markup,
+// inserted as is) inside <body><main>. The stylesheet holds every class any of those pages uses.
+std::string HtmlPage(std::string_view title, std::string_view body);
 
 // Writes `html` to DIR/index.html, creating DIR (and its parents) if needed. The page is
 // written to a temporary file in DIR and renamed: DIR/index.html is never half-written.

@@ -1,4 +1,4 @@
-// JUnit XML of a verify report (contract in junit.h).
+// JUnit XML (contracts in junit.h).
 #include "report/junit.h"
 
 #include <algorithm>
@@ -17,117 +17,141 @@ namespace ledgerdiff::report {
 
 using verify::VerifyReport;
 
-std::string RenderVerifyJUnit(const VerifyReport& r) {
-  const auto [sides, tables, sound] = ViewOf(r);
-  const bool errored = !r.error.empty();
-
-  struct Case {
-    std::string name;
-    std::string kind;  // "" pass | "failure" | "error"
-    std::string message;
-    std::string body;
-  };
-  std::vector<Case> cases;
-  if (errored) {
-    std::string body = r.error + "\n";
-    for (const auto& [side, run] : SideRuns(r)) {
-      for (const auto& j : run->failed_jobs) body += FailedJobLine(side, j) + "\n";
-      if (run->restart_range) body += fmt::format("{} restart range: {}\n", side, run->restart_range->str());
-    }
-    cases.push_back({"ingest", "error", r.error, body});
-  } else {
-    for (const auto& t : tables) {
-      Case c{t.table, "", "", ""};
-      if (t.differs) {
-        c.kind = "failure";
-        std::string first = t.first ? fmt::format("first divergent ledger {}", *t.first) : "divergent";
-        c.message = fmt::format("{}: {}; {} {} rows, {} {} rows; {}", t.table, first, sides.left,
-                                CountOrDash(t.left_rows), sides.right, CountOrDash(t.right_rows),
-                                Plural(t.divergent_ledgers, "divergent ledger", "divergent ledgers"));
-        std::string& b = c.body;
-        b += c.message + "\n";
-        if (!t.divergent.empty()) b += "divergent ledgers: " + Intervals(t.divergent, 20) + "\n";
-        if (t.at_first && r.diff.first_divergent_ledger)
-          b += fmt::format("at ledger {}: {} {} rows, {} {} rows\n", *r.diff.first_divergent_ledger, sides.left,
-                           FormatCount(t.at_first->left_rows), sides.right, FormatCount(t.at_first->right_rows));
-        if (t.at_first && r.first_divergent_job && r.diff.first_divergent_ledger)
-          b += DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job) + "\n";
-        if (t.row_diff)
-          for (const auto& line : RowDiffLines(*t.row_diff, sides, 5, 200)) b += "  " + line + "\n";
-        if (!r.look_again.empty()) b += "look again: " + r.look_again + "\n";
-        if (!r.remove_command.empty()) b += "remove the kept cluster when done: " + r.remove_command + "\n";
-        if (!r.evidence_gone.empty()) b += "nothing kept: " + r.evidence_gone + "\n";
-      }
-      cases.push_back(std::move(c));
-    }
-    // A failing case per lookup difference, broken invariant and table whose rows outside the
-    // range differ; what was not compared rides along.
-    for (const auto& p : sound.problems) cases.push_back({p.name, "failure", p.detail, p.detail + "\n"});
-    if (!sound.warnings.empty()) {
-      std::string body;
-      for (const auto& w : sound.warnings) body += "warning: " + w + "\n";
-      cases.push_back({"soundness warnings", "", "", body});
-    }
-    // Divergent without a divergent table (schemas differ only): fail visibly anyway.
-    if (!r.identical && std::none_of(cases.begin(), cases.end(), [](const Case& c) { return !c.kind.empty(); })) {
-      std::string body;
-      for (const auto& s : r.diff.schema_differences) body += "schema difference: " + s + "\n";
-      for (const auto& n : r.diff.notes) body += "note: " + n + "\n";
-      std::string msg = r.diff.schema_differences.empty() ? "the two sides differ"
-                                                          : "schemas differ: " + r.diff.schema_differences.front();
-      cases.push_back({"schema", "failure", msg, body});
-    }
-  }
-
+std::string RenderJUnitXml(const JUnitSuite& suite) {
   size_t failures = 0, errors = 0;
-  for (const auto& c : cases) {
-    if (c.kind == "failure") ++failures;
-    if (c.kind == "error") ++errors;
+  for (const auto& c : suite.cases) {
+    failures += c.kind == JUnitCase::Kind::kFailure;
+    errors += c.kind == JUnitCase::Kind::kError;
   }
-  const std::string time = fmt::format("{:.3f}", TotalSeconds(r));
-  const std::string suite = "ledgerdiff verify " + r.range.str();
-
+  const std::string time = suite.seconds ? fmt::format(" time=\"{:.3f}\"", *suite.seconds) : "";
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x += fmt::format("<testsuites name=\"ledgerdiff verify\" tests=\"{}\" failures=\"{}\" errors=\"{}\" time=\"{}\">\n",
-                   cases.size(), failures, errors, time);
-  x += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\" time=\"{}\">\n",
-                   Attr(suite), cases.size(), failures, errors, time);
+  x += fmt::format("<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\"{}>\n", Attr(suite.suites_name),
+                   suite.cases.size(), failures, errors, time);
+  x += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"0\"{}>\n",
+                   Attr(suite.name), suite.cases.size(), failures, errors, time);
   x += "    <properties>\n";
-  auto prop = [&](std::string_view name, const std::string& value) {
-    x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", name, Attr(value));
-  };
-  prop("verdict", r.verdict());
-  if (r.target) prop("target", r.target->Describe());
-  prop("run_id", r.run_id);
-  prop("range", r.range.str());
-  prop("workers", std::to_string(r.workers));
-  prop("job_size", std::to_string(r.job_size));
-  std::string schemas = r.serial_schema.empty() ? r.parallel_schema : r.serial_schema + " " + r.parallel_schema;
-  prop("schemas", schemas);
-  if (!r.baseline.empty()) prop("baseline", r.baseline);
-  prop("bug", r.bug);
-  prop("speedup", fmt::format("{:.2f}", r.speedup));
-  if (r.diff.first_divergent_ledger) prop("first_divergent_ledger", std::to_string(*r.diff.first_divergent_ledger));
-  if (!r.look_again.empty()) prop("look_again", r.look_again);
-  if (const auto& w = r.first_divergent_job)
-    prop("first_divergent_job", fmt::format("job {} ({}) attempt {} worker {} position {}", w->job, w->range.str(),
-                                            w->attempt, w->worker, w->position));
-  prop("schemas_kept", r.schemas_kept ? "true" : "false");
-  if (!r.kept_cluster.empty()) prop("kept_cluster", r.kept_cluster);
-  if (!r.evidence_gone.empty()) prop("evidence_gone", r.evidence_gone);
+  for (const auto& [name, value] : suite.properties)
+    x += fmt::format("      <property name=\"{}\" value=\"{}\"/>\n", Attr(name), Attr(value));
   x += "    </properties>\n";
-  for (const auto& c : cases) {
-    x += fmt::format("    <testcase classname=\"ledgerdiff.verify\" name=\"{}\"", Attr(c.name));
-    if (c.kind.empty()) {
+  for (const auto& c : suite.cases) {
+    x += fmt::format("    <testcase classname=\"{}\" name=\"{}\"", Attr(suite.classname), Attr(c.name));
+    if (c.kind == JUnitCase::Kind::kPass) {
       x += c.body.empty() ? "/>\n" : ">\n      <system-out>" + Esc(c.body) + "</system-out>\n    </testcase>\n";
       continue;
     }
-    x += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n", c.kind, Attr(c.message),
-                     c.kind == "error" ? "error" : "divergent", Esc(c.body), c.kind);
+    const char* element = c.kind == JUnitCase::Kind::kFailure ? "failure" : "error";
+    x += fmt::format(">\n      <{} message=\"{}\" type=\"{}\">{}</{}>\n    </testcase>\n", element, Attr(c.message),
+                     Attr(c.type), Esc(c.body), element);
   }
-  x += "    <system-out>" + Esc(RenderVerifyText(r)) + "</system-out>\n";
+  if (!suite.system_out.empty()) x += "    <system-out>" + Esc(suite.system_out) + "</system-out>\n";
   x += "  </testsuite>\n</testsuites>\n";
   return x;
+}
+
+namespace {
+
+using JKind = JUnitCase::Kind;
+
+// A failed ingestion: its error, then each run's failed jobs and restart range.
+JUnitCase VerifyJUnitIngestCase(const VerifyReport& r) {
+  std::string body = r.error + "\n";
+  for (const auto& [side, run] : SideRuns(r)) {
+    for (const auto& j : run->failed_jobs) body += FailedJobLine(side, j) + "\n";
+    if (run->restart_range) body += fmt::format("{} restart range: {}\n", side, run->restart_range->str());
+  }
+  return {"ingest", JKind::kError, "error", r.error, body};
+}
+
+// A compared table: passing, or failing with its first divergent ledger, row counts, divergent
+// ledgers, the job that wrote the first one, up to 5 row-diff lines and what was kept.
+JUnitCase VerifyJUnitTableCase(const VerifyReport& r, const Sides& sides, const TableLine& t) {
+  JUnitCase c{t.table, JKind::kPass, "", "", ""};
+  if (!t.differs) return c;
+  c.kind = JKind::kFailure;
+  c.type = "divergent";
+  std::string first = t.first ? fmt::format("first divergent ledger {}", *t.first) : "divergent";
+  c.message = fmt::format("{}: {}; {} {} rows, {} {} rows; {}", t.table, first, sides.left, CountOrDash(t.left_rows),
+                          sides.right, CountOrDash(t.right_rows),
+                          Plural(t.divergent_ledgers, "divergent ledger", "divergent ledgers"));
+  std::string& b = c.body;
+  b += c.message + "\n";
+  if (!t.divergent.empty()) b += "divergent ledgers: " + Intervals(t.divergent, 20) + "\n";
+  if (t.at_first && r.diff.first_divergent_ledger)
+    b += fmt::format("at ledger {}: {} {} rows, {} {} rows\n", *r.diff.first_divergent_ledger, sides.left,
+                     FormatCount(t.at_first->left_rows), sides.right, FormatCount(t.at_first->right_rows));
+  if (t.at_first && r.first_divergent_job && r.diff.first_divergent_ledger)
+    b += DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job) + "\n";
+  if (t.row_diff)
+    for (const auto& line : RowDiffLines(*t.row_diff, sides, 5, 200)) b += "  " + line + "\n";
+  if (!r.look_again.empty()) b += "look again: " + r.look_again + "\n";
+  if (!r.remove_command.empty()) b += "remove the kept cluster when done: " + r.remove_command + "\n";
+  if (!r.evidence_gone.empty()) b += "nothing kept: " + r.evidence_gone + "\n";
+  return c;
+}
+
+// The cases of a finished comparison: a case per table, a failing case per lookup difference,
+// broken invariant and table whose rows outside the range differ; what was not compared rides
+// along. A divergence without a divergent table (schemas differ only) fails visibly anyway.
+std::vector<JUnitCase> VerifyJUnitComparisonCases(const VerifyReport& r, const VerifyView& view) {
+  std::vector<JUnitCase> cases;
+  for (const auto& t : view.tables) cases.push_back(VerifyJUnitTableCase(r, view.sides, t));
+  for (const auto& p : view.soundness.problems)
+    cases.push_back({p.name, JKind::kFailure, "divergent", p.detail, p.detail + "\n"});
+  if (!view.soundness.warnings.empty()) {
+    std::string body;
+    for (const auto& w : view.soundness.warnings) body += "warning: " + w + "\n";
+    cases.push_back({"soundness warnings", JKind::kPass, "", "", body});
+  }
+  if (!r.identical &&
+      std::none_of(cases.begin(), cases.end(), [](const JUnitCase& c) { return c.kind != JKind::kPass; })) {
+    std::string body;
+    for (const auto& s : r.diff.schema_differences) body += "schema difference: " + s + "\n";
+    for (const auto& n : r.diff.notes) body += "note: " + n + "\n";
+    std::string msg = r.diff.schema_differences.empty() ? "the two sides differ"
+                                                        : "schemas differ: " + r.diff.schema_differences.front();
+    cases.push_back({"schema", JKind::kFailure, "divergent", msg, body});
+  }
+  return cases;
+}
+
+std::vector<std::pair<std::string, std::string>> VerifyJUnitProperties(const VerifyReport& r) {
+  std::vector<std::pair<std::string, std::string>> p;
+  p.emplace_back("verdict", r.verdict());
+  if (r.target) p.emplace_back("target", r.target->Describe());
+  p.emplace_back("run_id", r.run_id);
+  p.emplace_back("range", r.range.str());
+  p.emplace_back("workers", std::to_string(r.workers));
+  p.emplace_back("job_size", std::to_string(r.job_size));
+  p.emplace_back("schemas", r.serial_schema.empty() ? r.parallel_schema : r.serial_schema + " " + r.parallel_schema);
+  if (!r.baseline.empty()) p.emplace_back("baseline", r.baseline);
+  p.emplace_back("bug", r.bug);
+  p.emplace_back("speedup", fmt::format("{:.2f}", r.speedup));
+  if (r.diff.first_divergent_ledger) p.emplace_back("first_divergent_ledger", std::to_string(*r.diff.first_divergent_ledger));
+  if (!r.look_again.empty()) p.emplace_back("look_again", r.look_again);
+  if (const auto& w = r.first_divergent_job)
+    p.emplace_back("first_divergent_job", fmt::format("job {} ({}) attempt {} worker {} position {}", w->job,
+                                                      w->range.str(), w->attempt, w->worker, w->position));
+  p.emplace_back("schemas_kept", r.schemas_kept ? "true" : "false");
+  if (!r.kept_cluster.empty()) p.emplace_back("kept_cluster", r.kept_cluster);
+  if (!r.evidence_gone.empty()) p.emplace_back("evidence_gone", r.evidence_gone);
+  return p;
+}
+
+}  // namespace
+
+std::string RenderVerifyJUnit(const VerifyReport& r) {
+  JUnitSuite suite;
+  suite.suites_name = "ledgerdiff verify";
+  suite.name = "ledgerdiff verify " + r.range.str();
+  suite.classname = "ledgerdiff.verify";
+  suite.seconds = TotalSeconds(r);
+  suite.properties = VerifyJUnitProperties(r);
+  if (!r.error.empty())
+    suite.cases.push_back(VerifyJUnitIngestCase(r));
+  else
+    suite.cases = VerifyJUnitComparisonCases(r, ViewOf(r));
+  suite.system_out = RenderVerifyText(r);
+  return RenderJUnitXml(suite);
 }
 
 }  // namespace ledgerdiff::report

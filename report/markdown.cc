@@ -1,4 +1,4 @@
-// Markdown of a verify report (contract in markdown.h).
+// Markdown pieces and a verify report as Markdown (contracts in markdown.h).
 #include "report/markdown.h"
 
 #include <algorithm>
@@ -16,12 +16,31 @@ namespace ledgerdiff::report {
 
 using verify::VerifyReport;
 
-std::string RenderVerifyMarkdown(const VerifyReport& r) {
-  const auto [sides, tables, sound] = ViewOf(r);
+std::string MdTable(const std::vector<std::string>& header, std::string_view align,
+                    const std::vector<std::vector<std::string>>& rows) {
+  auto line = [](const std::vector<std::string>& cells) {
+    std::string l = "|";
+    for (const auto& c : cells) l += " " + c + " |";
+    return l + "\n";
+  };
+  std::string m = line(header) + "|";
+  for (size_t i = 0; i < header.size(); ++i) m += i < align.size() && align[i] == 'r' ? "---:|" : "---|";
+  m += "\n";
+  for (const auto& row : rows) m += line(row);
+  return m + "\n";
+}
+
+std::string MdDetails(std::string_view summary, std::string_view body) {
+  return "<details><summary>" + Esc(summary) + "</summary>\n\n" + std::string(body) + "\n</details>\n\n";
+}
+
+namespace {
+
+// The heading with the verdict, and what it means in one sentence.
+std::string VerifyMdVerdict(const VerifyReport& r, const Sides& sides) {
   const std::string verdict = r.verdict();
-  std::string m;
   const char* icon = verdict == "identical" ? "\xe2\x9c\x85" : verdict == "error" ? "\xe2\x9a\xa0\xef\xb8\x8f" : "\xe2\x9d\x8c";
-  m += fmt::format("## {} ledgerdiff verify: {}\n\n", icon, verdict);
+  std::string m = fmt::format("## {} ledgerdiff verify: {}\n\n", icon, verdict);
   if (verdict == "identical") {
     m += fmt::format("The parallel ingestion wrote exactly what the {} one wrote: {} ledgers, {} rows compared.\n\n",
                      sides.left, FormatCount(r.diff.ledgers_compared), FormatCount(r.diff.rows_compared_left));
@@ -39,7 +58,12 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
   } else {
     m += "**Error:** " + MdText(r.error) + "\n\n";
   }
+  return m;
+}
 
+// The run facts as a list: target, range, workers, run, baseline, bug, what was kept.
+std::string VerifyMdFacts(const VerifyReport& r) {
+  std::string m;
   if (r.target) m += fmt::format("- target: {}\n", MdCode(r.target->Describe()));
   m += fmt::format("- range: {} ({} ledgers)\n", MdCode(r.range.str()), FormatCount(r.range.size()));
   m += fmt::format("- workers: {}, jobs of {} ledgers\n", r.workers, FormatCount(r.job_size));
@@ -53,67 +77,86 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
     m += fmt::format("- embedded cluster kept in {} (remove it when done: {})\n", MdCode(r.kept_cluster),
                      MdCode(r.remove_command));
   if (!r.evidence_gone.empty()) m += "- nothing kept: " + MdText(r.evidence_gone) + "\n";
-  m += "\n";
+  return m + "\n";
+}
 
+// The phase times, then one row per table.
+std::string VerifyMdTables(const VerifyReport& r, const VerifyView& view) {
+  std::string m;
   if (!r.phases.empty()) {
-    m += "| phase | time |\n|---|---:|\n";
-    for (const auto& p : r.phases) m += fmt::format("| {} | {} |\n", MdText(p.name), FormatDuration(p.seconds));
-    if (r.speedup > 0) m += fmt::format("| **parallel speed-up** | **{:.2f}x** |\n", r.speedup);
-    m += "\n";
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& p : r.phases) rows.push_back({MdText(p.name), FormatDuration(p.seconds)});
+    if (r.speedup > 0) rows.push_back({"**parallel speed-up**", fmt::format("**{:.2f}x**", r.speedup)});
+    m += MdTable({"phase", "time"}, "lr", rows);
   }
-
-  if (!tables.empty()) {
-    m += fmt::format("| table | {} rows | {} rows | divergent ledgers | status |\n", sides.left, sides.right);
-    m += "|---|---:|---:|---:|---|\n";
-    for (const auto& t : tables) {
+  if (!view.tables.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& t : view.tables) {
       std::string status = !t.compared ? "\xe2\x80\x94 not compared"
                            : t.differs ? "\xe2\x9d\x8c divergent"
                                        : "\xe2\x9c\x85 identical";
-      m += fmt::format("| {} | {} | {} | {} | {} |\n", MdCode(t.table, true), CountOrDash(t.left_rows),
-                       CountOrDash(t.right_rows), t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
-                       status);
+      rows.push_back({MdCode(t.table, true), CountOrDash(t.left_rows), CountOrDash(t.right_rows),
+                      t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94", status});
     }
-    m += "\n";
+    m += MdTable({"table", view.sides.left + " rows", view.sides.right + " rows", "divergent ledgers", "status"},
+                 "lrrrl", rows);
   }
+  return m;
+}
 
-  if (verdict == "divergent") {
-    std::vector<std::string> names;
-    for (const auto& t : r.diff.divergent_tables) names.push_back(MdCode(t.table));
-    if (!names.empty() && r.diff.first_divergent_ledger)
-      m += fmt::format("Divergent tables at ledger {}: {}\n\n", *r.diff.first_divergent_ledger,
-                       fmt::join(names, ", "));
-    if (r.first_divergent_job && r.diff.first_divergent_ledger)
-      m += MdText(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) + ".\n\n";
-    for (const auto& s : r.diff.schema_differences) m += "- schema difference: " + MdText(s) + "\n";
-    if (!r.diff.schema_differences.empty()) m += "\n";
-    for (const auto& rd : r.diff.rows) {
-      const diff::TableAtLedger* at = nullptr;
-      for (const auto& t : r.diff.divergent_tables)
-        if (t.table == rd.table) at = &t;
-      m += fmt::format("<details><summary>Row diff of {} at ledger {}{}</summary>\n\n", Esc(rd.table),
-                       r.diff.first_divergent_ledger.value_or(0),
-                       at ? fmt::format(" ({} {} rows, {} {} rows)", sides.left, FormatCount(at->left_rows),
-                                        sides.right, FormatCount(at->right_rows))
-                          : "");
-      std::string body;
-      for (const auto& line : RowDiffLines(rd, sides, 10, 120)) body += line + "\n";
-      m += MdBlock("diff", body) + "\n</details>\n\n";
-    }
-    for (const auto& t : tables)
-      if (t.divergent.size() > 1)
-        m += fmt::format("- {} diverges at ledgers {}\n", MdCode(t.table), MdText(Intervals(t.divergent, 10)));
-    m += "\n";
+// A divergent report: the divergent tables at the first divergent ledger and who wrote it, the
+// schema differences, a collapsible row diff per table and each table's divergent ledgers.
+std::string VerifyMdDivergence(const VerifyReport& r, const VerifyView& view) {
+  const Sides& sides = view.sides;
+  std::string m;
+  std::vector<std::string> names;
+  for (const auto& t : r.diff.divergent_tables) names.push_back(MdCode(t.table));
+  if (!names.empty() && r.diff.first_divergent_ledger)
+    m += fmt::format("Divergent tables at ledger {}: {}\n\n", *r.diff.first_divergent_ledger, fmt::join(names, ", "));
+  if (r.first_divergent_job && r.diff.first_divergent_ledger)
+    m += MdText(DescribeWritingJob(*r.diff.first_divergent_ledger, *r.first_divergent_job)) + ".\n\n";
+  for (const auto& s : r.diff.schema_differences) m += "- schema difference: " + MdText(s) + "\n";
+  if (!r.diff.schema_differences.empty()) m += "\n";
+  for (const auto& rd : r.diff.rows) {
+    const diff::TableAtLedger* at = nullptr;
+    for (const auto& t : r.diff.divergent_tables)
+      if (t.table == rd.table) at = &t;
+    std::string body;
+    for (const auto& line : RowDiffLines(rd, sides, 10, 120)) body += line + "\n";
+    m += MdDetails(fmt::format("Row diff of {} at ledger {}{}", rd.table, r.diff.first_divergent_ledger.value_or(0),
+                               at ? fmt::format(" ({} {} rows, {} {} rows)", sides.left, FormatCount(at->left_rows),
+                                                sides.right, FormatCount(at->right_rows))
+                                  : ""),
+                   MdBlock("diff", body));
   }
-  if (!r.error.empty()) {
-    for (const auto& [side, run] : SideRuns(r)) {
-      for (const auto& j : run->failed_jobs)
-        m += fmt::format("- {} job {} {} failed after {}: {}\n", side, j.job_id, MdCode(j.range.str()),
-                         Plural(j.attempt, "attempt", "attempts"), MdText(j.error));
-      if (run->restart_range) m += fmt::format("- {} restart range: {}\n", side, MdCode(run->restart_range->str()));
-    }
-    m += "\n";
+  for (const auto& t : view.tables)
+    if (t.divergent.size() > 1)
+      m += fmt::format("- {} diverges at ledgers {}\n", MdCode(t.table), MdText(Intervals(t.divergent, 10)));
+  return m + "\n";
+}
+
+// An errored report: each run's failed jobs and restart range.
+std::string VerifyMdFailedJobs(const VerifyReport& r) {
+  std::string m;
+  for (const auto& [side, run] : SideRuns(r)) {
+    for (const auto& j : run->failed_jobs)
+      m += fmt::format("- {} job {} {} failed after {}: {}\n", side, j.job_id, MdCode(j.range.str()),
+                       Plural(j.attempt, "attempt", "attempts"), MdText(j.error));
+    if (run->restart_range) m += fmt::format("- {} restart range: {}\n", side, MdCode(run->restart_range->str()));
   }
-  for (const auto& list : FindingLists(sound)) {
+  return m + "\n";
+}
+
+}  // namespace
+
+std::string RenderVerifyMarkdown(const VerifyReport& r) {
+  const VerifyView view = ViewOf(r);
+  std::string m = VerifyMdVerdict(r, view.sides);
+  m += VerifyMdFacts(r);
+  m += VerifyMdTables(r, view);
+  if (r.verdict() == "divergent") m += VerifyMdDivergence(r, view);
+  if (!r.error.empty()) m += VerifyMdFailedJobs(r);
+  for (const auto& list : FindingLists(view.soundness)) {
     m += fmt::format("**{}:**\n\n", list.title);
     for (const auto& line : list.lines) m += (list.failing ? "- \xe2\x9d\x8c " : "- ") + MdText(line) + "\n";
     m += "\n";

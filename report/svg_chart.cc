@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <cstdint>
 #include <tuple>
 #include <utility>
@@ -207,124 +208,153 @@ std::string LaneTitle(const TimelineLane& lane) {
   return t;
 }
 
-std::string TimelineSvg(const IngestReport& run) {
-  const auto& tl = run.timeline;
-  const double tmax = TimeSpan(run);
-  const XAxis ax{tmax, (kSvgWidth - kPlotLeft - kPlotRight) / tmax};
+namespace {
 
-  const std::vector<TimelineLane> lanes = TimelineLanes(run);
-  // Jobs that needed more than one attempt (by attempt number or by attempt rows).
-  std::map<uint32_t, uint32_t> rows_per_job;
-  for (const auto& a : tl) ++rows_per_job[a.job_id];
-  auto retried = [&](const AttemptRow& a) {
+// How a timeline is laid out: lanes (and their bars) get lower as lanes grow in number; up to
+// kDetailedAttempts attempts every attempt is its own labelled bar, beyond that runs of done
+// attempts closer than a pixel merge into one bar.
+struct TimelineLayout {
+  XAxis ax;
+  double lane_h, bar_h, top, bottom, height;
+  bool detailed;
+  std::map<uint32_t, uint32_t> rows_per_job;  // attempt rows per job id
+  // A job that needed more than one attempt (by attempt number or by attempt rows).
+  bool Retried(const AttemptRow& a) const {
     auto it = rows_per_job.find(a.job_id);
     return a.attempt > 1 || (it != rows_per_job.end() && it->second > 1);
-  };
+  }
+};
 
-  const double lane_h = lanes.size() > 24 ? 16 : lanes.size() > 12 ? 22 : 30;
-  const double bar_h = lane_h - (lane_h >= 30 ? 10 : 4);
-  const double top = 10;
-  const double bottom = top + lane_h * static_cast<double>(lanes.size());
-  const double height = bottom + 44;
-  const bool detailed = tl.size() <= kDetailedAttempts;
+TimelineLayout TimelineLayoutOf(const IngestReport& run, size_t lanes) {
+  const double tmax = TimeSpan(run);
+  TimelineLayout l{XAxis{tmax, (kSvgWidth - kPlotLeft - kPlotRight) / tmax}, 0, 0, 0, 0, 0, false, {}};
+  for (const auto& a : run.timeline) ++l.rows_per_job[a.job_id];
+  l.lane_h = lanes > 24 ? 16 : lanes > 12 ? 22 : 30;
+  l.bar_h = l.lane_h - (l.lane_h >= 30 ? 10 : 4);
+  l.top = 10;
+  l.bottom = l.top + l.lane_h * static_cast<double>(lanes);
+  l.height = l.bottom + 44;
+  l.detailed = run.timeline.size() <= kDetailedAttempts;
+  return l;
+}
 
+// Lane label: wN (short, so it always fits left of the plot), its replacement count when any,
+// and the full worker identities in the tooltip.
+std::string TimelineLaneLabel(const TimelineLane& lane, double y0, double lane_h) {
+  const std::string title = "<title>" + Esc(LaneTitle(lane)) + "</title>";
+  if (lane.replacements.empty())
+    return fmt::format("<text class=\"lane-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\" "
+                       "font-weight=\"600\" fill=\"#1f2328\">{}{}</text>\n",
+                       N(kPlotLeft - 10), N(y0 + lane_h / 2 + 4), title, Esc(lane.label));
+  std::string more = fmt::format("+{} replaced", lane.replacements.size());
+  return fmt::format("<text class=\"lane-label\" x=\"{0}\" y=\"{1}\" text-anchor=\"end\" font-size=\"12\" "
+                     "font-weight=\"600\" fill=\"#1f2328\">{5}{2}<tspan x=\"{0}\" dy=\"{3}\" font-size=\"9\" "
+                     "font-weight=\"400\" fill=\"#9a6700\">{4}</tspan></text>\n",
+                     N(kPlotLeft - 10), N(y0 + lane_h / 2 - (lane_h >= 22 ? 1 : 0)), Esc(lane.label),
+                     lane_h >= 22 ? "10" : "8", Esc(more), title);
+}
+
+// When the layout is not detailed: the run of done, unretried attempts starting at attempts[i]
+// whose bars lie closer than a pixel, appended to `s` as one bar. Returns the index past the run,
+// or i when no run of two or more starts there (nothing appended).
+size_t TimelineMergedRun(const std::vector<const AttemptRow*>& attempts, size_t i, const TimelineLayout& l,
+                         double yb, std::string& s) {
+  const AttemptRow& a = *attempts[i];
+  const double tmax = l.ax.tmax;
+  if (l.detailed || a.outcome != ingest::AttemptOutcome::kDone || l.Retried(a)) return i;
+  const double x = l.ax.X(a.start_s);
+  double xe = x + std::max(1.0, l.ax.X(EndOf(a, tmax)) - x);
+  double t_end = EndOf(a, tmax);
+  uint32_t jmin = a.job_id, jmax = a.job_id;
+  size_t j = i + 1;
+  while (j < attempts.size()) {
+    const AttemptRow& b = *attempts[j];
+    if (b.outcome != ingest::AttemptOutcome::kDone || l.Retried(b) || l.ax.X(b.start_s) > xe + 1.0) break;
+    xe = std::max(xe, std::max(l.ax.X(b.start_s) + 1.0, l.ax.X(EndOf(b, tmax))));
+    t_end = std::max(t_end, EndOf(b, tmax));
+    jmin = std::min(jmin, b.job_id);
+    jmax = std::max(jmax, b.job_id);
+    ++j;
+  }
+  if (j == i + 1) return i;
+  s += fmt::format(
+      "<rect class=\"att done merged\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
+      "<title>{} done attempts, jobs {} to {}, {:.1f}s to {:.1f}s</title></rect>\n",
+      N(x), N(yb), N(xe - x), N(l.bar_h), OutcomeColor(ingest::AttemptOutcome::kDone), j - i, jmin, jmax, a.start_s,
+      t_end);
+  return j;
+}
+
+// One attempt's bar with its tooltip, and in a detailed layout its job as text when it fits.
+std::string TimelineAttemptBar(const AttemptRow& a, const std::string& lane, const TimelineLayout& l, double yb) {
+  const double tmax = l.ax.tmax;
+  const double x = l.ax.X(a.start_s);
+  double w = std::max(1.0, l.ax.X(EndOf(a, tmax)) - x);
+  const bool re = l.Retried(a);
+  if (a.outcome != ingest::AttemptOutcome::kDone) w = std::max(w, 3.0);  // keep every failure visible
+  // Thin bars keep their colour; wider ones of retried jobs get an outline.
+  std::string stroke = re && w >= 6 ? " stroke=\"#1f2328\" stroke-width=\"1.5\"" : "";
+  std::string extra = a.end_s < 0 ? " fill-opacity=\"0.55\"" : "";
+  std::string s = fmt::format(
+      "<rect class=\"att {}{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\"{}{}>",
+      Attr(std::string(ingest::ToString(a.outcome))), re ? " retried" : "", N(x), N(yb), N(w), N(l.bar_h),
+      OutcomeColor(a.outcome), stroke, extra);
+  s += "<title>" + Esc(AttemptTitle(a, lane, tmax)) + "</title></rect>\n";
+  if (!l.detailed || l.bar_h < 14) return s;
+  std::string text;
+  std::string retry = a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "";
+  if (w >= 130) text = fmt::format("job {} [{}]{}", a.job_id, a.range.str(), retry);
+  else if (w >= 64) text = fmt::format("job {}{}", a.job_id, retry);
+  else if (w >= 40) text = fmt::format("{}{}", a.job_id, retry);
+  else if (w >= 18) text = fmt::format("{}", a.job_id);
+  if (!text.empty())
+    s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" font-weight=\"600\" fill=\"#fff\" "
+                     "pointer-events=\"none\">{}</text>\n",
+                     N(x + 4), N(yb + l.bar_h / 2 + 3.5), Esc(text));
+  return s;
+}
+
+// One lane: its stripe (every other lane), label, bars, and a mark where a replacement worker
+// took over.
+std::string TimelineLaneSvg(const TimelineLane& lane, size_t lane_index, const TimelineLayout& l) {
+  const double y0 = l.top + l.lane_h * static_cast<double>(lane_index);
+  const double yb = y0 + (l.lane_h - l.bar_h) / 2;
+  std::string s =
+      fmt::format("<g class=\"lane\" data-lane=\"{}\" data-worker=\"{}\">\n", Attr(lane.label), Attr(lane.name));
+  if (lane_index % 2 == 1)
+    s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f8fa\" opacity=\"0.7\"/>\n",
+                     N(kPlotLeft), N(y0), N(kSvgWidth - kPlotLeft - kPlotRight), N(l.lane_h));
+  s += TimelineLaneLabel(lane, y0, l.lane_h);
+  for (size_t i = 0; i < lane.attempts.size();) {
+    if (const size_t past = TimelineMergedRun(lane.attempts, i, l, yb, s); past > i) {
+      i = past;
+      continue;
+    }
+    s += TimelineAttemptBar(*lane.attempts[i], lane.label, l, yb);
+    ++i;
+  }
+  for (const auto& [name, start] : lane.replacements) {
+    double x = l.ax.X(start);
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#9a6700\" stroke-width=\"1.5\" "
+                     "stroke-dasharray=\"3 2\"><title>lane {5}: {3} replaces a dead or frozen worker at "
+                     "{4:.1f}s</title></line>\n",
+                     N(x - 1), N(y0 + 1), N(y0 + l.lane_h - 1), Esc(name), start, Esc(lane.label));
+  }
+  return s + "</g>\n";
+}
+
+}  // namespace
+
+std::string TimelineSvg(const IngestReport& run) {
+  const std::vector<TimelineLane> lanes = TimelineLanes(run);
+  const TimelineLayout l = TimelineLayoutOf(run, lanes.size());
   std::string s = fmt::format(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"timeline\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" "
       "role=\"img\" aria-label=\"timeline of {} attempts on {} worker lanes\" "
       "font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\">\n",
-      N(kSvgWidth), N(height), N(kSvgWidth), N(height), tl.size(), lanes.size());
-  s += TimeAxis(ax, top, bottom);
-
-  size_t lane_index = 0;
-  for (const TimelineLane& lane : lanes) {
-    const auto& attempts = lane.attempts;
-    double y0 = top + lane_h * static_cast<double>(lane_index);
-    double yb = y0 + (lane_h - bar_h) / 2;
-    s += fmt::format("<g class=\"lane\" data-lane=\"{}\" data-worker=\"{}\">\n", Attr(lane.label), Attr(lane.name));
-    if (lane_index % 2 == 1)
-      s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f8fa\" opacity=\"0.7\"/>\n",
-                       N(kPlotLeft), N(y0), N(kSvgWidth - kPlotLeft - kPlotRight), N(lane_h));
-    // Lane label: wN (short, so it always fits left of the plot), its replacement count when
-    // any, and the full worker identities in the tooltip.
-    const auto& reps = lane.replacements;
-    const std::string title = "<title>" + Esc(LaneTitle(lane)) + "</title>";
-    if (reps.empty()) {
-      s += fmt::format("<text class=\"lane-label\" x=\"{}\" y=\"{}\" text-anchor=\"end\" font-size=\"12\" "
-                       "font-weight=\"600\" fill=\"#1f2328\">{}{}</text>\n",
-                       N(kPlotLeft - 10), N(y0 + lane_h / 2 + 4), title, Esc(lane.label));
-    } else {
-      std::string more = fmt::format("+{} replaced", reps.size());
-      s += fmt::format("<text class=\"lane-label\" x=\"{0}\" y=\"{1}\" text-anchor=\"end\" font-size=\"12\" "
-                       "font-weight=\"600\" fill=\"#1f2328\">{5}{2}<tspan x=\"{0}\" dy=\"{3}\" font-size=\"9\" "
-                       "font-weight=\"400\" fill=\"#9a6700\">{4}</tspan></text>\n",
-                       N(kPlotLeft - 10), N(y0 + lane_h / 2 - (lane_h >= 22 ? 1 : 0)), Esc(lane.label),
-                       lane_h >= 22 ? "10" : "8", Esc(more), title);
-    }
-
-    // Bars.
-    size_t i = 0;
-    while (i < attempts.size()) {
-      const AttemptRow& a = *attempts[i];
-      double x = ax.X(a.start_s);
-      double w = std::max(1.0, ax.X(EndOf(a, tmax)) - x);
-      if (!detailed && a.outcome == ingest::AttemptOutcome::kDone && !retried(a)) {
-        // Merge a run of done attempts closer than a pixel.
-        size_t j = i + 1;
-        double xe = x + w;
-        double t_end = EndOf(a, tmax);
-        uint32_t jmin = a.job_id, jmax = a.job_id;
-        while (j < attempts.size()) {
-          const AttemptRow& b = *attempts[j];
-          if (b.outcome != ingest::AttemptOutcome::kDone || retried(b) || ax.X(b.start_s) > xe + 1.0) break;
-          xe = std::max(xe, std::max(ax.X(b.start_s) + 1.0, ax.X(EndOf(b, tmax))));
-          t_end = std::max(t_end, EndOf(b, tmax));
-          jmin = std::min(jmin, b.job_id);
-          jmax = std::max(jmax, b.job_id);
-          ++j;
-        }
-        if (j > i + 1) {
-          s += fmt::format(
-              "<rect class=\"att done merged\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\">"
-              "<title>{} done attempts, jobs {} to {}, {:.1f}s to {:.1f}s</title></rect>\n",
-              N(x), N(yb), N(xe - x), N(bar_h), OutcomeColor(ingest::AttemptOutcome::kDone), j - i, jmin, jmax, a.start_s, t_end);
-          i = j;
-          continue;
-        }
-      }
-      bool re = retried(a);
-      if (a.outcome != ingest::AttemptOutcome::kDone) w = std::max(w, 3.0);  // keep every failure visible
-      // Thin bars keep their colour; wider ones of retried jobs get an outline.
-      std::string stroke = re && w >= 6 ? " stroke=\"#1f2328\" stroke-width=\"1.5\"" : "";
-      std::string extra = a.end_s < 0 ? " fill-opacity=\"0.55\"" : "";
-      s += fmt::format("<rect class=\"att {}{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\"{}{}>",
-                       Attr(std::string(ingest::ToString(a.outcome))), re ? " retried" : "", N(x), N(yb), N(w), N(bar_h), OutcomeColor(a.outcome),
-                       stroke, extra);
-      s += "<title>" + Esc(AttemptTitle(a, lane.label, tmax)) + "</title></rect>\n";
-      if (detailed && bar_h >= 14) {
-        std::string text;
-        std::string retry = a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "";
-        if (w >= 130) text = fmt::format("job {} [{}]{}", a.job_id, a.range.str(), retry);
-        else if (w >= 64) text = fmt::format("job {}{}", a.job_id, a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "");
-        else if (w >= 40) text = fmt::format("{}{}", a.job_id, a.attempt > 1 ? fmt::format(" \xe2\x86\xbb{}", a.attempt) : "");
-        else if (w >= 18) text = fmt::format("{}", a.job_id);
-        if (!text.empty())
-          s += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" font-weight=\"600\" fill=\"#fff\" "
-                           "pointer-events=\"none\">{}</text>\n",
-                           N(x + 4), N(yb + bar_h / 2 + 3.5), Esc(text));
-      }
-      ++i;
-    }
-    // Where a replacement worker took over the lane.
-    for (const auto& [name, start] : reps) {
-      double x = ax.X(start);
-      s += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"#9a6700\" stroke-width=\"1.5\" "
-                       "stroke-dasharray=\"3 2\"><title>lane {5}: {3} replaces a dead or frozen worker at "
-                       "{4:.1f}s</title></line>\n",
-                       N(x - 1), N(y0 + 1), N(y0 + lane_h - 1), Esc(name), start, Esc(lane.label));
-    }
-    s += "</g>\n";
-    ++lane_index;
-  }
+      N(kSvgWidth), N(l.height), N(kSvgWidth), N(l.height), run.timeline.size(), lanes.size());
+  s += TimeAxis(l.ax, l.top, l.bottom);
+  for (size_t i = 0; i < lanes.size(); ++i) s += TimelineLaneSvg(lanes[i], i, l);
   s += "</svg>\n";
   return s;
 }

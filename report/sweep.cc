@@ -1,5 +1,6 @@
 #include "report/sweep.h"
 
+#include "report/escape.h"
 #include "report/html.h"
 
 #include <algorithm>
@@ -100,91 +101,102 @@ std::string Blue(double t) {
   return fmt::format("#{:02x}{:02x}{:02x}", mix(0), mix(1), mix(2));
 }
 
-// Workers x job size, each identical cell coloured by its median ledgers/s on a scale from 0 to the
-// fastest identical cell (so 1,396 and 1,627 ledgers/s look alike, as they nearly are), with the
-// interval of its repeats under the value. The legend under the grid draws the scale and only the
-// marks that occur.
-std::string Heatmap(const SweepReport& r) {
-  const std::vector<uint32_t>& workers = r.options.workers;
-  const std::vector<uint32_t>& job_sizes = r.options.job_sizes;
-  const double cw = 120, ch = 48, left = 90, top = 40;
+// The heatmap's geometry and what its legend shows: the colour scale's top (the fastest
+// identical cell's median ledgers/s) and which marks occur.
+struct HeatmapLayout {
+  static constexpr double cw = 120, ch = 48, left = 90, top = 40;
   double hi = 0;
   bool any_divergent = false, any_failed = false, any_identical = false;
+  double grid_w = 0, legend_y = 0, width = 0, height = 0;
+};
+
+HeatmapLayout HeatmapLayoutOf(const SweepReport& r) {
+  HeatmapLayout l;
   for (const auto& c : r.cells) {
-    any_divergent = any_divergent || c.verdict == verify::CellVerdict::kDivergent;
-    any_failed = any_failed || (c.verdict != verify::CellVerdict::kIdentical && c.verdict != verify::CellVerdict::kDivergent);
+    l.any_divergent = l.any_divergent || c.verdict == verify::CellVerdict::kDivergent;
+    l.any_failed = l.any_failed || (c.verdict != verify::CellVerdict::kIdentical && c.verdict != verify::CellVerdict::kDivergent);
     if (c.verdict != verify::CellVerdict::kIdentical) continue;
-    any_identical = true;
-    hi = std::max(hi, c.ledgers_per_s);
+    l.any_identical = true;
+    l.hi = std::max(l.hi, c.ledgers_per_s);
   }
-  const double grid_w = cw * static_cast<double>(job_sizes.size());
-  const double grid_bottom = top + ch * static_cast<double>(workers.size());
-  const double legend_y = grid_bottom + 22;  // the scale bar's top
-  const double width = std::max(left + grid_w + 20, 660.0);  // room for the legend
-  const double height = legend_y + 78;
-  std::string s = fmt::format(
-      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
-      "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
-      Svg1(width), Svg1(height));
-  s += fmt::format("<text x=\"{}\" y=\"16\" text-anchor=\"middle\" fill=\"#59636e\">job size (ledgers)</text>\n",
-                   Svg1(left + grid_w / 2));
-  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", Svg1(top - 6));
+  l.grid_w = l.cw * static_cast<double>(r.options.job_sizes.size());
+  const double grid_bottom = l.top + l.ch * static_cast<double>(r.options.workers.size());
+  l.legend_y = grid_bottom + 22;  // the scale bar's top
+  l.width = std::max(l.left + l.grid_w + 20, 660.0);  // room for the legend
+  l.height = l.legend_y + 78;
+  return l;
+}
+
+// The axis titles, a column label per job size and a row label per worker count.
+std::string HeatmapAxes(const SweepReport& r, const HeatmapLayout& l) {
+  const std::vector<uint32_t>& workers = r.options.workers;
+  const std::vector<uint32_t>& job_sizes = r.options.job_sizes;
+  std::string s = fmt::format("<text x=\"{}\" y=\"16\" text-anchor=\"middle\" fill=\"#59636e\">job size (ledgers)</text>\n",
+                              Svg1(l.left + l.grid_w / 2));
+  s += fmt::format("<text x=\"12\" y=\"{}\" fill=\"#59636e\">workers</text>\n", Svg1(l.top - 6));
   for (size_t j = 0; j < job_sizes.size(); ++j)
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#59636e\">{}</text>\n",
-                     Svg1(left + cw * (static_cast<double>(j) + 0.5)), Svg1(top - 8), job_sizes[j]);
+                     Svg1(l.left + l.cw * (static_cast<double>(j) + 0.5)), Svg1(l.top - 8), job_sizes[j]);
   for (size_t w = 0; w < workers.size(); ++w)
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", Svg1(left - 10),
-                     Svg1(top + ch * (static_cast<double>(w) + 0.5) + 4), workers[w]);
-  bool any_chosen = false;
-  for (const auto& c : r.cells) {
-    auto wi = std::find(workers.begin(), workers.end(), c.workers) - workers.begin();
-    auto ji = std::find(job_sizes.begin(), job_sizes.end(), c.job_size) - job_sizes.begin();
-    double x = left + cw * static_cast<double>(ji), y = top + ch * static_cast<double>(wi);
-    std::string fill, label, sublabel, text_fill = "#1f2328", title;
-    if (c.verdict == verify::CellVerdict::kIdentical) {
-      double t = hi > 0 ? c.ledgers_per_s / hi : 0;
-      fill = Blue(t);
-      text_fill = t > 0.55 ? "#ffffff" : "#1f2328";
-      label = fmt::format("{:.0f}/s", c.ledgers_per_s);
-      if (c.HasNoiseEstimate()) sublabel = fmt::format("{:.0f}-{:.0f}", c.ledgers_per_s_min, c.ledgers_per_s_max);
-      title = fmt::format("{}: {:.0f} ledgers/s, median {:.2f} s{}, identical", c.Name(), c.ledgers_per_s, c.median_s,
-                          c.HasNoiseEstimate()
-                              ? fmt::format(" (min-max of {} repeats {:.2f}-{:.2f} s, {:.0f}-{:.0f} ledgers/s)",
-                                            c.samples, c.min_s, c.max_s, c.ledgers_per_s_min, c.ledgers_per_s_max)
-                              : std::string(" (one repeat: no interval)"));
-    } else if (c.verdict == verify::CellVerdict::kDivergent) {
-      fill = "#ffebe9";
-      text_fill = "#cf222e";
-      label = c.first_divergent_ledger ? fmt::format("✗ ledger {}", *c.first_divergent_ledger) : "✗ divergent";
-      title = fmt::format("{}: divergent{}", c.Name(),
-                          c.first_divergent_ledger ? fmt::format(" at ledger {}", *c.first_divergent_ledger) : "");
-    } else {
-      fill = "#eaeef2";
-      text_fill = "#59636e";
-      label = "failed";
-      title = c.Name() + ": failed: " + c.error;
-    }
-    bool chosen = r.recommendation.found && r.recommendation.workers == c.workers &&
-                  r.recommendation.job_size == c.job_size;
-    any_chosen = any_chosen || chosen;
-    s += fmt::format(
-        "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
-        "stroke-width=\"{}\"><title>{}</title></rect>\n",
-        verify::ToString(c.verdict), Svg1(x + 2), Svg1(y + 2), Svg1(cw - 4), Svg1(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
-        chosen ? 3 : 1, XmlEscape(title));
-    double label_y = sublabel.empty() ? y + ch / 2 + 4 : y + ch / 2 - 1;
-    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
-                     Svg1(x + cw / 2), Svg1(label_y), text_fill, XmlEscape(label));
-    if (!sublabel.empty())
-      s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-size=\"10\">{}</text>\n",
-                       Svg1(x + cw / 2), Svg1(label_y + 13), text_fill, XmlEscape(sublabel));
-  }
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{}</text>\n", Svg1(l.left - 10),
+                     Svg1(l.top + l.ch * (static_cast<double>(w) + 0.5) + 4), workers[w]);
+  return s;
+}
 
-  // The legend: the scale as drawn (a gradient between the two ends of Blue, 0 to `hi`), then a
-  // swatch for each mark that occurs.
-  s += "<g class=\"legend\">\n";
-  double lx = left;
-  if (any_identical) {
+// One cell: its rectangle (outlined green when recommended) with a tooltip, its value and the
+// interval of its repeats.
+std::string HeatmapCell(const SweepCell& c, const SweepReport& r, const HeatmapLayout& l, bool chosen) {
+  const auto& workers = r.options.workers;
+  const auto& job_sizes = r.options.job_sizes;
+  auto wi = std::find(workers.begin(), workers.end(), c.workers) - workers.begin();
+  auto ji = std::find(job_sizes.begin(), job_sizes.end(), c.job_size) - job_sizes.begin();
+  const double cw = l.cw, ch = l.ch;
+  double x = l.left + cw * static_cast<double>(ji), y = l.top + ch * static_cast<double>(wi);
+  std::string fill, label, sublabel, text_fill = "#1f2328", title;
+  if (c.verdict == verify::CellVerdict::kIdentical) {
+    double t = l.hi > 0 ? c.ledgers_per_s / l.hi : 0;
+    fill = Blue(t);
+    text_fill = t > 0.55 ? "#ffffff" : "#1f2328";
+    label = fmt::format("{:.0f}/s", c.ledgers_per_s);
+    if (c.HasNoiseEstimate()) sublabel = fmt::format("{:.0f}-{:.0f}", c.ledgers_per_s_min, c.ledgers_per_s_max);
+    title = fmt::format("{}: {:.0f} ledgers/s, median {:.2f} s{}, identical", c.Name(), c.ledgers_per_s, c.median_s,
+                        c.HasNoiseEstimate()
+                            ? fmt::format(" (min-max of {} repeats {:.2f}-{:.2f} s, {:.0f}-{:.0f} ledgers/s)",
+                                          c.samples, c.min_s, c.max_s, c.ledgers_per_s_min, c.ledgers_per_s_max)
+                            : std::string(" (one repeat: no interval)"));
+  } else if (c.verdict == verify::CellVerdict::kDivergent) {
+    fill = "#ffebe9";
+    text_fill = "#cf222e";
+    label = c.first_divergent_ledger ? fmt::format("✗ ledger {}", *c.first_divergent_ledger) : "✗ divergent";
+    title = fmt::format("{}: divergent{}", c.Name(),
+                        c.first_divergent_ledger ? fmt::format(" at ledger {}", *c.first_divergent_ledger) : "");
+  } else {
+    fill = "#eaeef2";
+    text_fill = "#59636e";
+    label = "failed";
+    title = c.Name() + ": failed: " + c.error;
+  }
+  std::string s = fmt::format(
+      "<rect class=\"cell {}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
+      "stroke-width=\"{}\"><title>{}</title></rect>\n",
+      verify::ToString(c.verdict), Svg1(x + 2), Svg1(y + 2), Svg1(cw - 4), Svg1(ch - 4), fill, chosen ? "#1a7f37" : "#ffffff",
+      chosen ? 3 : 1, Esc(title));
+  double label_y = sublabel.empty() ? y + ch / 2 + 4 : y + ch / 2 - 1;
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-weight=\"600\">{}</text>\n",
+                   Svg1(x + cw / 2), Svg1(label_y), text_fill, Esc(label));
+  if (!sublabel.empty())
+    s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"{}\" font-size=\"10\">{}</text>\n",
+                     Svg1(x + cw / 2), Svg1(label_y + 13), text_fill, Esc(sublabel));
+  return s;
+}
+
+// The legend: the scale as drawn (a gradient between the two ends of Blue, 0 to `hi`), then a
+// swatch for each mark that occurs.
+std::string HeatmapLegend(const HeatmapLayout& l, bool any_chosen) {
+  std::string s = "<g class=\"legend\">\n";
+  double lx = l.left;
+  const double legend_y = l.legend_y;
+  if (l.any_identical) {
     const double bar_w = 200;
     s += fmt::format("<defs><linearGradient id=\"sweep-scale\" x1=\"0\" x2=\"1\" y1=\"0\" y2=\"0\">"
                      "<stop offset=\"0\" stop-color=\"{}\"/><stop offset=\"1\" stop-color=\"{}\"/>"
@@ -192,11 +204,11 @@ std::string Heatmap(const SweepReport& r) {
                      Blue(0), Blue(1));
     s += fmt::format("<rect class=\"scale\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"12\" fill=\"url(#sweep-scale)\" "
                      "data-min=\"0\" data-max=\"{:.0f}\"/>\n",
-                     Svg1(lx), Svg1(legend_y), Svg1(bar_w), hi);
+                     Svg1(lx), Svg1(legend_y), Svg1(bar_w), l.hi);
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"start\" fill=\"#59636e\">0</text>\n", Svg1(lx),
                      Svg1(legend_y + 26));
     s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#59636e\">{:.0f} ledgers/s</text>\n",
-                     Svg1(lx + bar_w), Svg1(legend_y + 26), hi);
+                     Svg1(lx + bar_w), Svg1(legend_y + 26), l.hi);
     // Two lines: one would run past the chart's 660 px in a wide fallback font (DejaVu Sans).
     s += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"#59636e\">colour: median ledgers/s of an identical cell, "
                      "on a scale from 0;</text>\n<text x=\"{}\" y=\"{}\" fill=\"#59636e\">small print: min-max "
@@ -211,10 +223,31 @@ std::string Heatmap(const SweepReport& r) {
                      cls, Svg1(lx), Svg1(legend_y), fill, stroke, stroke_w, Svg1(lx + 17), Svg1(legend_y + 10), text);
     lx += 17 + 7.0 * static_cast<double>(text.size()) + 12;
   };
-  if (any_divergent) swatch("divergent", "#ffebe9", "#cf222e", 1, "divergent");
-  if (any_failed) swatch("failed", "#eaeef2", "#59636e", 1, "failed");
+  if (l.any_divergent) swatch("divergent", "#ffebe9", "#cf222e", 1, "divergent");
+  if (l.any_failed) swatch("failed", "#eaeef2", "#59636e", 1, "failed");
   if (any_chosen) swatch("recommended", "#ffffff", "#1a7f37", 3, "recommended");
-  s += "</g>\n";
+  return s + "</g>\n";
+}
+
+// Workers x job size, each identical cell coloured by its median ledgers/s on a scale from 0 to the
+// fastest identical cell (so 1,396 and 1,627 ledgers/s look alike, as they nearly are), with the
+// interval of its repeats under the value. The legend under the grid draws the scale and only the
+// marks that occur.
+std::string Heatmap(const SweepReport& r) {
+  const HeatmapLayout l = HeatmapLayoutOf(r);
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"heatmap\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
+      "height=\"{1}\" font-family=\"-apple-system,Segoe UI,Helvetica,Arial,sans-serif\" font-size=\"12\">\n",
+      Svg1(l.width), Svg1(l.height));
+  s += HeatmapAxes(r, l);
+  bool any_chosen = false;
+  for (const auto& c : r.cells) {
+    const bool chosen = r.recommendation.found && r.recommendation.workers == c.workers &&
+                        r.recommendation.job_size == c.job_size;
+    any_chosen = any_chosen || chosen;
+    s += HeatmapCell(c, r, l, chosen);
+  }
+  s += HeatmapLegend(l, any_chosen);
   return s + "</svg>\n";
 }
 
@@ -288,22 +321,6 @@ std::string ThroughputCurve(const SweepReport& r) {
   }
   return s + "</svg>\n";
 }
-
-constexpr const char* kSweepCss = R"(body{margin:0;color:#1f2328;font:14px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI","Noto Sans",Helvetica,Arial,sans-serif}
-main{max-width:1100px;margin:0 auto;padding:24px}
-.banner{border-radius:10px;padding:16px 22px;color:#fff;font-size:15px}
-.banner.ok{background:#1a7f37}.banner.bad{background:#cf222e}
-h2{font-size:17px;margin:30px 0 10px;padding-bottom:6px;border-bottom:1px solid #d1d9e0}
-table{border-collapse:collapse;width:100%;font-size:13px}
-th,td{padding:5px 9px;border-bottom:1px solid #d1d9e0;text-align:right;font-variant-numeric:tabular-nums}
-th{background:#f6f8fa;color:#59636e;font-size:12px}
-td.v{text-align:left}.identical{color:#1a7f37}.divergent{color:#cf222e}.failed{color:#59636e}
-code{font-family:ui-monospace,SFMono-Regular,"DejaVu Sans Mono",Menlo,Consolas,monospace;font-size:12px}
-.muted{color:#59636e}
-.noise{margin:8px 0 0;padding:8px 14px;border-left:4px solid #9a6700;background:#fff8c5}
-.wide{overflow-x:auto}svg{max-width:100%;height:auto}td.v{overflow-wrap:anywhere;min-width:9em}
-@media (max-width:900px){main{padding:16px}th,td{padding:5px 6px}}
-)";
 
 }  // namespace
 
@@ -399,26 +416,22 @@ std::string RenderSweepCsv(const SweepReport& r) {
 
 std::string RenderSweepHtml(const SweepReport& r) {
   const auto& rec = r.recommendation;
-  std::string h = "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n";
-  h += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n";
-  h += fmt::format("<title>ledgerdiff sweep {}</title>\n<style>{}</style>\n</head>\n<body>\n<main>\n",
-                   XmlEscape(r.options.range.str()), kSweepCss);
-  h += fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
+  std::string h = fmt::format("<p class=\"muted\"><b>ledgerdiff</b> sweep &#183; run <code>{}</code> &#183; {} ledgers ({}) "
                    "&#183; repeat {} &#183; reference: {}</p>\n",
-                   XmlEscape(r.run_id), r.options.range.size(), XmlEscape(r.options.range.str()), r.options.repeat,
-                   XmlEscape(r.reference));
-  if (r.target) h += fmt::format("<p class=\"muted\">target: {}</p>\n", XmlEscape(r.target->Describe()));
+                   Esc(r.run_id), r.options.range.size(), Esc(r.options.range.str()), r.options.repeat,
+                   Esc(r.reference));
+  if (r.target) h += fmt::format("<p class=\"muted\">target: {}</p>\n", Esc(r.target->Describe()));
   bool good = rec.found && !rec.every_parallel_divergent;
-  h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", XmlEscape(RecommendationLine(rec)));
-  if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", XmlEscape(rec.noise));
+  h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", Esc(RecommendationLine(rec)));
+  if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", Esc(rec.noise));
   if (const std::string& bug = r.options.plan.bug; !bug.empty())
-    h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", XmlEscape(bug));
+    h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", Esc(bug));
   h += "<h2>Ledgers per second, workers &#215; job size</h2>\n" + Heatmap(r);
   h += "<p class=\"muted\">Darker is faster, on a scale from 0 to the fastest identical cell; red cells diverged "
        "from the reference (first divergent ledger shown), grey cells failed; the green outline is the "
        "recommendation.</p>\n";
   h += fmt::format("<h2>Throughput against workers at jobs of {}</h2>\n", r.usl_job_size) + ThroughputCurve(r);
-  h += "<p class=\"muted\">" + XmlEscape(UslLine(r)) + "</p>\n";
+  h += "<p class=\"muted\">" + Esc(UslLine(r)) + "</p>\n";
   h += "<h2>Cells</h2>\n<div class=\"wide\"><table class=\"cells\">\n<tr><th>workers</th><th>job size</th><th>jobs</th><th>median s</th><th>min-max "
        "s</th><th>ledgers/s</th><th>min-max ledgers/s</th><th>rows/s</th><th>speed-up</th><th>attempts</th><th>retries</th><th>peak "
        "connections</th><th>verdict</th></tr>\n";
@@ -433,10 +446,10 @@ std::string RenderSweepHtml(const SweepReport& r) {
                                           : std::string("-"),
                      c.rows_per_s,
                      c.speedup > 0 ? fmt::format("{:.2f}x", c.speedup) : std::string("-"), c.attempts, c.retries,
-                     c.peak_connections, verify::ToString(c.verdict), XmlEscape(verdict));
+                     c.peak_connections, verify::ToString(c.verdict), Esc(verdict));
   }
-  h += "</table></div>\n</main>\n</body>\n</html>\n";
-  return h;
+  h += "</table></div>\n";
+  return HtmlPage("ledgerdiff sweep " + r.options.range.str(), h);
 }
 
 Status WriteSweepHtml(const SweepReport& report, const std::string& dir) {
