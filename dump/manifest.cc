@@ -177,6 +177,19 @@ LedgerRange RangeFromJson(const nlohmann::json& j, const std::string& where, con
 
 }  // namespace
 
+ManifestHeader NewManifestHeader(std::string source, ManifestDetail detail, const LedgerRange& range,
+                                 const ResolvedProfile& profile, const std::optional<ShardInfo>& shard,
+                                 DigestEngine engine) {
+  ManifestHeader h;
+  h.source = std::move(source);
+  h.detail = detail;
+  h.range = range;
+  h.profile = profile;
+  h.shard = shard;
+  h.engine = engine;
+  return h;
+}
+
 Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std::string& path) {
   ManifestHeader h;
   try {
@@ -533,15 +546,10 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   } else {
     LD_ASSIGN_OR_RETURN(checkpoint, Checkpoint::Create(checkpoint_path, job, range, 1));
   }
-  ManifestHeader header;
-  header.source = fmt::format("schema \"{}\"", schema);
-  header.detail = detail;
-  header.range = range;
-  header.profile = profile;
-  header.shard = shard;
+  ManifestHeader header =
+      NewManifestHeader(fmt::format("schema \"{}\"", schema), detail, range, profile, shard, options.engine);
   header.identity = identity;
   header.workload = workload;
-  header.engine = options.engine;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
   SummaryBuilder builder(profile, range, header.source);
   const auto add = [&](const Chunk& c) -> Status {

@@ -145,6 +145,12 @@ struct ManifestHeader {
   DigestEngine engine = DigestEngine::kText;  // header key "engine"
 };
 
+// A header's core: what was digested (source, range, profile, shard), how (detail, engine).
+// The writer fills tool_version and fingerprint; a caller adds identity, workload, comparison.
+ManifestHeader NewManifestHeader(std::string source, ManifestDetail detail, const LedgerRange& range,
+                                 const ResolvedProfile& profile, const std::optional<ShardInfo>& shard,
+                                 DigestEngine engine);
+
 // The one validation of a manifest header's JSON (`path` names the file in errors): every key
 // and bound of the format above, the fingerprint recomputed. ManifestReader::Open applies it.
 Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std::string& path);

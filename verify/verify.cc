@@ -451,14 +451,9 @@ class ComparisonManifest {
         shard_(shard) {}
   Status Add(const dump::ResolvedProfile& common, const dump::Chunk& chunk) {
     if (!writer_) {
-      dump::ManifestHeader header;
-      header.source = source_;
-      header.detail = dump::ManifestDetail::kFull;
-      header.range = range_;
-      header.profile = common;
-      header.shard = shard_;
+      dump::ManifestHeader header =
+          dump::NewManifestHeader(source_, dump::ManifestDetail::kFull, range_, common, shard_, engine_);
       header.comparison = true;
-      header.engine = engine_;
       header.identity = left_;
       header.right_identity = right_;
       LD_ASSIGN_OR_RETURN(writer_, dump::ManifestWriter::Create(path_, header));
