@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include "core/pg.h"
@@ -213,6 +214,137 @@ Result<std::string> FindPostgresBinDir() {
                         kServerPackage);
 }
 
+namespace {
+
+// A fresh owned temporary directory for the cluster (after reaping killed runs' leftovers), under
+// a root the server user can reach.
+Result<std::string> MakeTempClusterDir(const EmbeddedOptions& options, const ServerUser& user) {
+  ReapStaleTempDirsAndReport();
+  std::string preferred = options.temp_root;
+  if (preferred.empty()) {
+    LD_ASSIGN_OR_RETURN(preferred, TempRoot());
+  }
+  LD_ASSIGN_OR_RETURN(std::string root, PickTempRoot(preferred, user));
+  return MakeOwnedTempDir("ledgerdiff-pg-", root);
+}
+
+// --keep-db DIR, normalized: created when missing; an existing one must be a directory, empty or
+// holding a ledgerdiff cluster, and the server user must reach it.
+Result<std::string> PrepareKeptClusterDir(const EmbeddedOptions& options, const ServerUser& user) {
+  std::error_code ec;
+  fs::path dir = fs::absolute(options.dir, ec).lexically_normal();
+  if (ec) return Status::Usagef("--keep-db {}: {}", options.dir, ec.message());
+  if (dir.has_filename() == false && dir.has_parent_path()) dir = dir.parent_path();  // "DIR/" -> "DIR"
+  auto st = fs::symlink_status(dir, ec);
+  if (fs::exists(st)) {
+    if (!fs::is_directory(fs::status(dir, ec)))
+      return Status::Usagef("--keep-db {}: exists and is not a directory", options.dir);
+    if (!IsDirEmpty(dir) && !IsLedgerdiffCluster(dir))
+      return Status::Usagef(
+          "--keep-db {}: the directory is not empty and does not hold a ledgerdiff cluster; refusing to use it "
+          "(give a new or empty directory)",
+          options.dir);
+  }
+  fs::create_directories(dir, ec);
+  if (ec) return Status::Runtimef("--keep-db {}: {}", options.dir, ec.message());
+  if (std::string why = UnreachableAncestor(dir, user); !why.empty())
+    return Status::Runtimef("--keep-db {}: the server runs as user {} and cannot reach it: {}", options.dir,
+                            user.name, why);
+  return dir.string();
+}
+
+// The server's unix socket, DIR/.s.PGSQL.PORT, must fit in sockaddr_un's 107 characters.
+Status CheckSocketPathFits(const std::string& socket_dir, bool kept) {
+  if (socket_dir.size() + 20 <= 107) return Status::Ok();
+  if (kept) return Status::Usagef("--keep-db {}: path too long for a unix socket (at most 87 characters)", socket_dir);
+  return Status::Usagef(
+      "the embedded cluster's directory {} is too long a path for a unix socket (at most 87 characters): set TMPDIR "
+      "to a shorter directory, or give --keep-db DIR",
+      socket_dir);
+}
+
+// What running initdb and the server of a cluster directory takes.
+struct ClusterLaunch {
+  std::string bin_dir;
+  fs::path data;  // the cluster's data directory
+  fs::path log;   // the server's log
+  std::string socket_dir;
+  int port = 0;
+  int max_connections = 0;
+  SpawnOptions as_user;  // as the server user, in the cluster directory, initdb's log as output
+};
+
+SpawnOptions AsServerUser(const std::string& dir, const ServerUser& user) {
+  SpawnOptions as_user;
+  as_user.uid = user.uid;
+  as_user.gid = user.gid;
+  as_user.output_file = (fs::path(dir) / "initdb.log").string();
+  as_user.new_process_group = false;
+  as_user.working_dir = dir;
+  as_user.unset_env_prefixes = {"PG", "LC_", "LANG"};  // the user's PGPORT etc. must not leak into the server
+  return as_user;
+}
+
+Status RunInitdb(const ClusterLaunch& launch) {
+  // A run killed during initdb must not leave initdb writing into a directory the next run
+  // reaps: initdb dies with us (and its single-user backend follows on end of input).
+  SpawnOptions init = launch.as_user;
+  init.parent_death_signal = SIGTERM;
+  LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({launch.bin_dir + "/initdb", "-D", launch.data.string(), "-U",
+                                                    kSuperuser, "-A", "trust", "-E", "UTF8", "--locale=C",
+                                                    "--no-sync", "--no-instructions"},
+                                                   init));
+  if (!ex.exited || ex.code != 0)
+    return Status::Runtimef("initdb failed ({}): {}", ex.str(), Tail(launch.as_user.output_file));
+  return Status::Ok();
+}
+
+// Marks `dir` as a ledgerdiff cluster and hands it to the server user; initdb unless it holds a
+// cluster already.
+Status PrepareClusterDir(const std::string& dir, const ServerUser& user, const ClusterLaunch& launch) {
+  std::error_code exists_ec;
+  bool reuse = fs::exists(launch.data / "PG_VERSION", exists_ec);
+  LD_RETURN_IF_ERROR(WriteClusterMarker(dir));
+  chmod(dir.c_str(), 0700);
+  LD_RETURN_IF_ERROR(ChownTree(dir, user));
+  if (reuse) return Status::Ok();
+  return RunInitdb(launch);
+}
+
+Result<pid_t> SpawnEmbeddedServer(const ClusterLaunch& launch) {
+  SpawnOptions server = launch.as_user;
+  server.output_file = launch.log.string();
+  server.new_process_group = true;  // a Ctrl-C at the terminal does not reach it: we stop it
+  server.parent_death_signal = SIGINT;
+  return Spawn({launch.bin_dir + "/postgres", "-D", launch.data.string(), "-k", launch.socket_dir, "-p",
+                std::to_string(launch.port), "-c", "listen_addresses=", "-c", "fsync=off", "-c",
+                "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
+                "max_connections=" + std::to_string(launch.max_connections), "-c", "shared_buffers=256MB", "-c",
+                "max_wal_size=4GB", "-c", "checkpoint_timeout=30min", "-c", "unix_socket_permissions=0777", "-c",
+                "logging_collector=off"},
+               server);
+}
+
+// Waits up to 60 s until the server `server_pid` accepts connections at `conninfo`. A server that
+// exits first is reaped, then `reaped` runs; the error ends with the tail of its log.
+Status AwaitServerAccepting(const std::string& conninfo, pid_t server_pid, const fs::path& log,
+                            const std::function<void()>& reaped) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!pg::Ping(conninfo)) {
+    int ws = 0;
+    if (waitpid(server_pid, &ws, WNOHANG) == server_pid) {
+      reaped();
+      return Status::Runtimef("PostgreSQL server did not start ({}): {}", DecodeWaitStatus(ws).str(), Tail(log));
+    }
+    if (std::chrono::steady_clock::now() > deadline)
+      return Status::Runtimef("PostgreSQL server did not accept connections within 60 s: {}", Tail(log));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const EmbeddedOptions& options) {
   std::unique_ptr<EmbeddedPostgres> pg(new EmbeddedPostgres());
   LD_ASSIGN_OR_RETURN(pg->bin_dir_, FindPostgresBinDir());
@@ -223,44 +355,13 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     return Status::Usagef("embedded server: max_connections {} is more than 10000", max_connections);
 
   if (options.dir.empty()) {
-    ReapStaleTempDirsAndReport();
-    std::string preferred = options.temp_root;
-    if (preferred.empty()) {
-      LD_ASSIGN_OR_RETURN(preferred, TempRoot());
-    }
-    LD_ASSIGN_OR_RETURN(std::string root, PickTempRoot(preferred, user));
-    LD_ASSIGN_OR_RETURN(pg->dir_, MakeOwnedTempDir("ledgerdiff-pg-", root));
+    LD_ASSIGN_OR_RETURN(pg->dir_, MakeTempClusterDir(options, user));
   } else {
-    std::error_code ec;
-    fs::path dir = fs::absolute(options.dir, ec).lexically_normal();
-    if (ec) return Status::Usagef("--keep-db {}: {}", options.dir, ec.message());
-    if (dir.has_filename() == false && dir.has_parent_path()) dir = dir.parent_path();  // "DIR/" -> "DIR"
-    auto st = fs::symlink_status(dir, ec);
-    if (fs::exists(st)) {
-      if (!fs::is_directory(fs::status(dir, ec)))
-        return Status::Usagef("--keep-db {}: exists and is not a directory", options.dir);
-      if (!IsDirEmpty(dir) && !IsLedgerdiffCluster(dir))
-        return Status::Usagef(
-            "--keep-db {}: the directory is not empty and does not hold a ledgerdiff cluster; refusing to use it "
-            "(give a new or empty directory)",
-            options.dir);
-    }
-    fs::create_directories(dir, ec);
-    if (ec) return Status::Runtimef("--keep-db {}: {}", options.dir, ec.message());
-    if (std::string why = UnreachableAncestor(dir, user); !why.empty())
-      return Status::Runtimef("--keep-db {}: the server runs as user {} and cannot reach it: {}", options.dir,
-                              user.name, why);
-    pg->dir_ = dir.string();
+    LD_ASSIGN_OR_RETURN(pg->dir_, PrepareKeptClusterDir(options, user));
     pg->keep_ = true;
   }
   pg->socket_dir_ = pg->dir_;
-  if (pg->socket_dir_.size() + 20 > 107) {
-    if (pg->keep_) return Status::Usagef("--keep-db {}: path too long for a unix socket (at most 87 characters)", pg->dir_);
-    return Status::Usagef(
-        "the embedded cluster's directory {} is too long a path for a unix socket (at most 87 characters): set TMPDIR "
-        "to a shorter directory, or give --keep-db DIR",
-        pg->dir_);
-  }
+  LD_RETURN_IF_ERROR(CheckSocketPathFits(pg->socket_dir_, pg->keep_));
   // From now on a Ctrl-C (even during initdb) stops the server and removes what was made.
   EmbeddedPostgres* self = pg.get();
   // The cleanup may run on the signal thread at once: every field Stop() reads that is written
@@ -271,61 +372,23 @@ Result<std::unique_ptr<EmbeddedPostgres>> EmbeddedPostgres::Start(const Embedded
     pg->cleanup_ = cleanup;
   }
 
-  fs::path data = fs::path(pg->dir_) / "data";
-  fs::path log = fs::path(pg->dir_) / kServerLogFile;
-  std::error_code exists_ec;
-  bool reuse = fs::exists(data / "PG_VERSION", exists_ec);
-  LD_RETURN_IF_ERROR(WriteClusterMarker(pg->dir_));
-  chmod(pg->dir_.c_str(), 0700);
-  LD_RETURN_IF_ERROR(ChownTree(pg->dir_, user));
-  SpawnOptions as_user;
-  as_user.uid = user.uid;
-  as_user.gid = user.gid;
-  as_user.output_file = (fs::path(pg->dir_) / "initdb.log").string();
-  as_user.new_process_group = false;
-  as_user.working_dir = pg->dir_;
-  as_user.unset_env_prefixes = {"PG", "LC_", "LANG"};  // the user's PGPORT etc. must not leak into the server
-  if (!reuse) {
-    // A run killed during initdb must not leave initdb writing into a directory the next run
-    // reaps: initdb dies with us (and its single-user backend follows on end of input).
-    SpawnOptions init = as_user;
-    init.parent_death_signal = SIGTERM;
-    LD_ASSIGN_OR_RETURN(ExitInfo ex, RunToCompletion({pg->bin_dir_ + "/initdb", "-D", data.string(), "-U", kSuperuser,
-                                                      "-A", "trust", "-E", "UTF8", "--locale=C", "--no-sync",
-                                                      "--no-instructions"},
-                                                     init));
-    if (!ex.exited || ex.code != 0)
-      return Status::Runtimef("initdb failed ({}): {}", ex.str(), Tail(as_user.output_file));
-  }
-
-  SpawnOptions server = as_user;
-  server.output_file = log.string();
-  server.new_process_group = true;  // a Ctrl-C at the terminal does not reach it: we stop it
-  server.parent_death_signal = SIGINT;
-  LD_ASSIGN_OR_RETURN(const pid_t server_pid,
-                      Spawn({pg->bin_dir_ + "/postgres", "-D", data.string(), "-k", pg->socket_dir_, "-p",
-                             std::to_string(pg->port_), "-c", "listen_addresses=", "-c", "fsync=off", "-c",
-                             "synchronous_commit=off", "-c", "full_page_writes=off", "-c",
-                             "max_connections=" + std::to_string(max_connections), "-c",
-                             "shared_buffers=256MB", "-c", "max_wal_size=4GB", "-c", "checkpoint_timeout=30min",
-                             "-c", "unix_socket_permissions=0777", "-c", "logging_collector=off"},
-                            server));
+  const ClusterLaunch launch{.bin_dir = pg->bin_dir_,
+                             .data = fs::path(pg->dir_) / "data",
+                             .log = fs::path(pg->dir_) / kServerLogFile,
+                             .socket_dir = pg->socket_dir_,
+                             .port = pg->port_,
+                             .max_connections = max_connections,
+                             .as_user = AsServerUser(pg->dir_, user)};
+  LD_RETURN_IF_ERROR(PrepareClusterDir(pg->dir_, user, launch));
+  LD_ASSIGN_OR_RETURN(const pid_t server_pid, SpawnEmbeddedServer(launch));
   {
     std::lock_guard<std::mutex> lock(pg->stop_mu_);
     pg->server_pid_ = server_pid;
   }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!pg::Ping(pg->conninfo())) {
-    int ws = 0;
-    if (waitpid(server_pid, &ws, WNOHANG) == server_pid) {
-      std::lock_guard<std::mutex> lock(pg->stop_mu_);
-      pg->server_pid_ = -1;
-      return Status::Runtimef("PostgreSQL server did not start ({}): {}", DecodeWaitStatus(ws).str(), Tail(log));
-    }
-    if (std::chrono::steady_clock::now() > deadline)
-      return Status::Runtimef("PostgreSQL server did not accept connections within 60 s: {}", Tail(log));
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  LD_RETURN_IF_ERROR(AwaitServerAccepting(pg->conninfo(), server_pid, launch.log, [&pg] {
+    std::lock_guard<std::mutex> lock(pg->stop_mu_);
+    pg->server_pid_ = -1;
+  }));
   return pg;
 }
 

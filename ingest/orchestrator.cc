@@ -335,188 +335,255 @@ std::optional<fixtures::GeneratorConfig> PlannedContent(const RunSpec& spec) {
   return fixtures::GeneratorConfig{spec.seed, *density};
 }
 
-// Keeps the run's workers going until every job is done, a job is out of retries, or the run is
-// cancelled; then the end-of-run checks and the report. `conn` holds the schema's run lock.
-Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo, const RunSpec& spec,
-                               const IngestOptions& options, Reporter& reporter, Clock::time_point started) {
+// The report's heading: which run, into which schema, over which range, with how many workers
+// and what job size.
+IngestReport SupervisedReportHeading(const RunSpec& spec) {
   IngestReport report;
   report.run_id = spec.run_id;
   report.schema = spec.schema;
   report.range = spec.range;
   report.workers = spec.workers;
   report.job_size = spec.job_size;
+  return report;
+}
 
-  if (!spec.ingest_cmd.empty()) {
-    LD_ASSIGN_OR_RETURN(report.log_dir, RunLogDir(spec.run_id, options.log_root));
-  }
-  WorkerPool pool(options.worker_binary.empty() ? SelfExecutable() : options.worker_binary, conninfo, spec.run_id,
-                  report.log_dir);
-  for (uint32_t slot = 1; slot <= spec.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
+// What Supervise's stages share: the run, its workers, the report being filled, and the
+// progress and restart bookkeeping of the supervision loop.
+struct SupervisedRun {
+  SupervisedRun(pg::Connection& conn, const RunSpec& spec, const IngestOptions& options, Reporter& reporter,
+                WorkerPool& pool, IngestReport& report)
+      : conn(conn), spec(spec), options(options), reporter(reporter), pool(pool), report(report),
+        total_ledgers(spec.range.size()), generated(PlannedContent(spec)),
+        rows_planned(generated ? fixtures::EstimatedRowCount(*generated, spec.range) : 0) {}
+
+  pg::Connection& conn;
+  const RunSpec& spec;
+  const IngestOptions& options;
+  Reporter& reporter;
+  WorkerPool& pool;
+  IngestReport& report;
 
   std::set<uint32_t> reported_done;
-  auto last_lost_check = Clock::now();
-  auto phase_start = Clock::now();
-  uint64_t total_ledgers = spec.range.size();
+  Clock::time_point last_lost_check = Clock::now();
+  Clock::time_point phase_start = Clock::now();
+  uint64_t total_ledgers;
   std::optional<uint64_t> ledgers_at_start;
   // What the ETA weighs ledgers by (Progress::work_*): the rows the built-in ingester writes,
   // estimated from the plan (its density); both totals alike, the done jobs' and the range's.
   // An external ingester writes what it finds, which the plan does not describe: ledgers then.
-  const std::optional<fixtures::GeneratorConfig> generated = PlannedContent(spec);
-  const uint64_t rows_planned = generated ? fixtures::EstimatedRowCount(*generated, spec.range) : 0;
+  const std::optional<fixtures::GeneratorConfig> generated;
+  const uint64_t rows_planned;
   uint64_t rows_planned_done = 0;  // of the jobs in reported_done
   RunCounts counts;
-  bool aborted = false, cancelled = false;
-  std::string integrity_error;  // set when the end-of-run checks fail
   uint32_t worker_errors = 0;
   std::vector<Restart> restarts;
-  // A worker that ended: a clean exit means no work was left for it; anything else means its job
-  // (if any) is lost (caught by its process exit) and the worker is replaced. Each counts in the report.
-  auto worker_ended = [&](const WorkerProcess& w, const ExitInfo& how) -> Status {
-    bool clean = how.exited && how.code == 0;
-    if (clean) return Status::Ok();
-    ++report.workers_failed;
-    double backoff_s = 0;
-    if (how.exited) {
-      // It could not work (a refused connection, an unreachable database, a broken run): it
-      // printed why. Replaced after a backoff, and not forever.
-      if (++worker_errors > 3 * spec.workers)
-        return Status::Runtimef("workers keep failing to start (last: {} exited with code {}); see its message above",
-                                w.name, how.code);
-      backoff_s = std::min(0.2 * std::pow(2.0, worker_errors - 1), 3.0);
+};
+
+// How the supervision loop ended.
+enum class SupervisedOutcome { kAllJobsFinished, kJobOutOfRetries, kCancelled };
+
+// The run's verdict once its workers are stopped.
+struct SupervisedVerdict {
+  bool aborted = false;
+  std::string integrity_error;  // set when the end-of-run checks fail, or the run was cancelled
+};
+
+// A worker that ended: a clean exit means no work was left for it; anything else means its job
+// (if any) is lost (caught by its process exit) and the worker is replaced. Each counts in the report.
+Status SuperviseWorkerEnded(SupervisedRun& run, const WorkerProcess& w, const ExitInfo& how) {
+  bool clean = how.exited && how.code == 0;
+  if (clean) return Status::Ok();
+  ++run.report.workers_failed;
+  double backoff_s = 0;
+  if (how.exited) {
+    // It could not work (a refused connection, an unreachable database, a broken run): it
+    // printed why. Replaced after a backoff, and not forever.
+    if (++run.worker_errors > 3 * run.spec.workers)
+      return Status::Runtimef("workers keep failing to start (last: {} exited with code {}); see its message above",
+                              w.name, how.code);
+    backoff_s = std::min(0.2 * std::pow(2.0, run.worker_errors - 1), 3.0);
+  }
+  std::string why = fmt::format("worker {} died ({})", w.name, how.str());
+  LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(run.conn, run.spec, w.name, why, run.pool.instance()));
+  for (const auto& j : lost)
+    run.reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
+                                  j.state == JobState::kFailed ? "out of retries" : "requeued"));
+  if (lost.empty()) run.reporter.Note(why);
+  LD_ASSIGN_OR_RETURN(run.counts, CountJobs(run.conn, run.spec.run_id));
+  if (run.counts.pending + run.counts.running > 0 && run.counts.failed == 0)
+    run.restarts.push_back({w.slot, Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                       std::chrono::duration<double>(backoff_s))});
+  return Status::Ok();
+}
+
+Status SuperviseEndedWorkers(SupervisedRun& run) {
+  for (auto& [w, how] : run.pool.Reap()) LD_RETURN_IF_ERROR(SuperviseWorkerEnded(run, w, how));
+  return Status::Ok();
+}
+
+// Starts the replacements whose backoff has passed.
+Status SuperviseDueRestarts(SupervisedRun& run) {
+  for (auto it = run.restarts.begin(); it != run.restarts.end();) {
+    if (it->at > Clock::now()) {
+      ++it;
+      continue;
     }
-    std::string why = fmt::format("worker {} died ({})", w.name, how.str());
-    LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, w.name, why, pool.instance()));
-    for (const auto& j : lost)
-      reporter.Note(fmt::format("job {} [{}] lost: {}; {}", j.job_id, j.range.str(), why,
-                                j.state == JobState::kFailed ? "out of retries" : "requeued"));
-    if (lost.empty()) reporter.Note(why);
-    LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
-    if (counts.pending + counts.running > 0 && counts.failed == 0)
-      restarts.push_back({w.slot, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                     std::chrono::duration<double>(backoff_s))});
-    return Status::Ok();
-  };
+    LD_RETURN_IF_ERROR(run.pool.Start(it->slot));
+    ++run.report.workers_replaced;
+    it = run.restarts.erase(it);
+  }
+  return Status::Ok();
+}
+
+// A vanished session of one of our workers (its heartbeat fresh) is ours to judge, not the
+// general check's: a worker that died a moment ago and is not reaped yet (its process exit
+// caught the job: reaped below) or a live one whose session was terminated (lost
+// connection). A dying process is gone before its session (the server sees the socket
+// close), so a short wait tells them apart.
+Status SuperviseVanishedSessions(SupervisedRun& run) {
+  LD_ASSIGN_OR_RETURN(auto running, ListJobs(run.conn, run.spec.run_id));
+  for (const auto& j : running) {
+    if (j.state != JobState::kRunning || j.session_alive || j.heartbeat_age_s >= run.spec.job_timeout_s) continue;
+    if (!j.worker.ends_with("@" + run.pool.instance())) continue;  // not ours: the general check below
+    const WorkerProcess* w = run.pool.Find(j.worker);
+    if (w && run.pool.AwaitExit(w->pid, std::chrono::milliseconds(50))) continue;  // died: reaped below
+    const std::string why = "its database session ended";
+    LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(run.conn, run.spec, j.worker, why, run.pool.instance(),
+                                               Detector::kLostConnection));
+    for (const auto& l : lost)
+      run.reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", l.job_id, l.range.str(), l.worker, why,
+                                    l.state == JobState::kFailed ? "out of retries" : "requeued"));
+    if (w) run.pool.Kill(w->pid, SIGKILL);  // reaped next tick
+  }
+  return Status::Ok();
+}
+
+// The general check: jobs of any worker, here or elsewhere, whose heartbeat is too old or whose
+// session is gone.
+Status SuperviseLostJobs(SupervisedRun& run) {
+  LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(run.conn, run.spec, std::nullopt, "", run.pool.instance()));
+  for (const auto& j : lost) {
+    run.reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
+                                  j.state == JobState::kFailed ? "out of retries" : "requeued"));
+    if (const WorkerProcess* w = run.pool.Find(j.worker)) run.pool.Kill(w->pid, SIGKILL);  // reaped next tick
+  }
+  return Status::Ok();
+}
+
+// The running jobs into `p`, and a note per job newly done (unless the progress is live).
+Status SuperviseNoteJobs(SupervisedRun& run, Progress& p) {
+  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(run.conn, run.spec.run_id));
+  // Each note counts the ledgers done up to its own job: those done before this tick, then
+  // the jobs newly done in it one by one (one snapshot: this job list).
+  uint64_t done_ledgers = 0;
+  for (const auto& j : jobs)
+    if (j.state == JobState::kDone && run.reported_done.count(j.job_id)) done_ledgers += j.range.size();
+  for (const auto& j : jobs) {
+    if (j.state == JobState::kRunning)
+      p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
+    if (j.state == JobState::kDone && run.reported_done.insert(j.job_id).second) {
+      done_ledgers += j.range.size();
+      if (run.generated) run.rows_planned_done += fixtures::EstimatedRowCount(*run.generated, j.range);
+      if (!run.reporter.live())
+        run.reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
+                                      j.worker, j.attempt, FormatCount(done_ledgers), FormatCount(run.total_ledgers)));
+    }
+  }
+  return Status::Ok();
+}
+
+// Counts the run's jobs (run.counts) and reports the progress.
+Status SuperviseProgress(SupervisedRun& run) {
+  LD_ASSIGN_OR_RETURN(run.counts, CountJobs(run.conn, run.spec.run_id));
+  if (!run.ledgers_at_start) run.ledgers_at_start = run.counts.ledgers_done;
+  double elapsed = SecondsSince(run.phase_start);
+  double rate = elapsed > 0 ? static_cast<double>(run.counts.ledgers_done - *run.ledgers_at_start) / elapsed : 0;
+  Progress p;
+  p.phase = fmt::format("ingest \"{}\"", run.spec.schema);
+  p.done = run.counts.ledgers_done;
+  p.total = run.total_ledgers;
+  p.rate_per_s = rate;
+  bool want_jobs = run.reporter.live() || run.counts.done > run.reported_done.size();
+  if (want_jobs) LD_RETURN_IF_ERROR(SuperviseNoteJobs(run, p));
+  p.work_done = run.rows_planned_done;
+  p.work_total = run.rows_planned;
+  run.reporter.Update(p);
+  return Status::Ok();
+}
+
+// Keeps the workers going until no job is pending or running, a job is out of retries, or the
+// run is cancelled.
+Result<SupervisedOutcome> SuperviseUntilSettled(SupervisedRun& run) {
   for (;;) {
     // 1. Workers that ended.
-    for (auto& [w, how] : pool.Reap()) LD_RETURN_IF_ERROR(worker_ended(w, how));
-    for (auto it = restarts.begin(); it != restarts.end();) {
-      if (it->at > Clock::now()) {
-        ++it;
-        continue;
-      }
-      LD_RETURN_IF_ERROR(pool.Start(it->slot));
-      ++report.workers_replaced;
-      it = restarts.erase(it);
-    }
+    LD_RETURN_IF_ERROR(SuperviseEndedWorkers(run));
+    LD_RETURN_IF_ERROR(SuperviseDueRestarts(run));
     // 2. Jobs whose worker froze, or whose session vanished (including workers elsewhere).
-    if (Clock::now() - last_lost_check > std::chrono::milliseconds(250)) {
-      last_lost_check = Clock::now();
-      // A vanished session of one of our workers (its heartbeat fresh) is ours to judge, not the
-      // general check's: a worker that died a moment ago and is not reaped yet (its process exit
-      // caught the job: reaped below) or a live one whose session was terminated (lost
-      // connection). A dying process is gone before its session (the server sees the socket
-      // close), so a short wait tells them apart.
-      LD_ASSIGN_OR_RETURN(auto running, ListJobs(conn, spec.run_id));
-      for (const auto& j : running) {
-        if (j.state != JobState::kRunning || j.session_alive || j.heartbeat_age_s >= spec.job_timeout_s) continue;
-        if (!j.worker.ends_with("@" + pool.instance())) continue;  // not ours: the general check below
-        const WorkerProcess* w = pool.Find(j.worker);
-        if (w && pool.AwaitExit(w->pid, std::chrono::milliseconds(50))) continue;  // died: reaped below
-        const std::string why = "its database session ended";
-        LD_ASSIGN_OR_RETURN(auto lost,
-                            RequeueLost(conn, spec, j.worker, why, pool.instance(), Detector::kLostConnection));
-        for (const auto& l : lost)
-          reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", l.job_id, l.range.str(), l.worker, why,
-                                    l.state == JobState::kFailed ? "out of retries" : "requeued"));
-        if (w) pool.Kill(w->pid, SIGKILL);  // reaped next tick
-      }
-      for (auto& [w, how] : pool.Reap()) LD_RETURN_IF_ERROR(worker_ended(w, how));
-      LD_ASSIGN_OR_RETURN(auto lost, RequeueLost(conn, spec, std::nullopt, "", pool.instance()));
-      for (const auto& j : lost) {
-        reporter.Note(fmt::format("job {} [{}] on {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
-                                  j.state == JobState::kFailed ? "out of retries" : "requeued"));
-        if (const WorkerProcess* w = pool.Find(j.worker)) pool.Kill(w->pid, SIGKILL);  // reaped next tick
-      }
+    if (Clock::now() - run.last_lost_check > std::chrono::milliseconds(250)) {
+      run.last_lost_check = Clock::now();
+      LD_RETURN_IF_ERROR(SuperviseVanishedSessions(run));
+      LD_RETURN_IF_ERROR(SuperviseEndedWorkers(run));
+      LD_RETURN_IF_ERROR(SuperviseLostJobs(run));
     }
 
     // 3. Progress.
-    LD_ASSIGN_OR_RETURN(counts, CountJobs(conn, spec.run_id));
-    if (!ledgers_at_start) ledgers_at_start = counts.ledgers_done;
-    double elapsed = SecondsSince(phase_start);
-    double rate = elapsed > 0 ? static_cast<double>(counts.ledgers_done - *ledgers_at_start) / elapsed : 0;
-    Progress p;
-    p.phase = fmt::format("ingest \"{}\"", spec.schema);
-    p.done = counts.ledgers_done;
-    p.total = total_ledgers;
-    p.rate_per_s = rate;
-    bool want_jobs = reporter.live() || counts.done > reported_done.size();
-    if (want_jobs) {
-      LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
-      // Each note counts the ledgers done up to its own job: those done before this tick, then
-      // the jobs newly done in it one by one (one snapshot: this job list).
-      uint64_t done_ledgers = 0;
-      for (const auto& j : jobs)
-        if (j.state == JobState::kDone && reported_done.count(j.job_id)) done_ledgers += j.range.size();
-      for (const auto& j : jobs) {
-        if (j.state == JobState::kRunning) p.workers.push_back(fmt::format("{}: job {} [{}] attempt {}", j.worker, j.job_id, j.range.str(), j.attempt));
-        if (j.state == JobState::kDone && reported_done.insert(j.job_id).second) {
-          done_ledgers += j.range.size();
-          if (generated) rows_planned_done += fixtures::EstimatedRowCount(*generated, j.range);
-          if (!reporter.live())
-            reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
-                                      j.worker, j.attempt, FormatCount(done_ledgers), FormatCount(total_ledgers)));
-        }
-      }
-    }
-    p.work_done = rows_planned_done;
-    p.work_total = rows_planned;
-    reporter.Update(p);
+    LD_RETURN_IF_ERROR(SuperviseProgress(run));
 
-    if (counts.cancelled > 0) {  // `ledgerdiff cancel` fenced the run's jobs
-      cancelled = aborted = true;
-      break;
-    }
-    if (counts.failed > 0) {
-      aborted = true;
-      break;
-    }
-    if (counts.pending == 0 && counts.running == 0) break;
-    if (pool.empty() && restarts.empty()) {
+    if (run.counts.cancelled > 0) return SupervisedOutcome::kCancelled;  // `ledgerdiff cancel` fenced the run's jobs
+    if (run.counts.failed > 0) return SupervisedOutcome::kJobOutOfRetries;
+    if (run.counts.pending == 0 && run.counts.running == 0) return SupervisedOutcome::kAllJobsFinished;
+    if (run.pool.empty() && run.restarts.empty()) {
       // Every worker exited cleanly but work remains (e.g. all jobs in backoff): restart one.
-      LD_RETURN_IF_ERROR(pool.Start(1));
+      LD_RETURN_IF_ERROR(run.pool.Start(1));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  reporter.Done();
+}
 
-  if (cancelled) {
-    pool.StopAll(std::chrono::seconds(5));
-    LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(conn, spec.run_id));
-    integrity_error = fmt::format("run {} was cancelled{}; schema \"{}\" keeps what its done jobs committed", spec.run_id,
-                                  row && !row->error.empty() ? " (" + row->error + ")" : "", spec.schema);
-  } else if (aborted) {
-    // Stops every worker's claims at once (the reason is completed below).
-    LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, RunState::kFailed, "a job ran out of retries"));
-    pool.StopAll(std::chrono::seconds(5));
-    LD_RETURN_IF_ERROR(RequeueAllRunning(conn, spec, "stopped: another job ran out of retries"));
-  } else {
-    pool.StopAll(std::chrono::seconds(5));
-    // The run's end: its schema is still its own and holds exactly what its jobs committed
-    // (not checked for the negative control, whose unsafe commits are the point).
-    Status intact = CheckRunOwnsSchema(conn, spec);
-    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(conn, spec);
-    if (!intact.ok()) {
-      aborted = true;
-      integrity_error = intact.message();
+// Stops the workers and judges the run: a cancelled run and a run with a job out of retries are
+// aborted; a run whose jobs all finished must pass the end-of-run checks.
+Result<SupervisedVerdict> SuperviseStopAndJudge(SupervisedRun& run, SupervisedOutcome outcome) {
+  SupervisedVerdict verdict;
+  switch (outcome) {
+    case SupervisedOutcome::kCancelled: {
+      verdict.aborted = true;
+      run.pool.StopAll(std::chrono::seconds(5));
+      LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(run.conn, run.spec.run_id));
+      verdict.integrity_error =
+          fmt::format("run {} was cancelled{}; schema \"{}\" keeps what its done jobs committed", run.spec.run_id,
+                      row && !row->error.empty() ? " (" + row->error + ")" : "", run.spec.schema);
+      break;
+    }
+    case SupervisedOutcome::kJobOutOfRetries:
+      verdict.aborted = true;
+      // Stops every worker's claims at once (the reason is completed below).
+      LD_RETURN_IF_ERROR(SetRunState(run.conn, run.spec.run_id, RunState::kFailed, "a job ran out of retries"));
+      run.pool.StopAll(std::chrono::seconds(5));
+      LD_RETURN_IF_ERROR(RequeueAllRunning(run.conn, run.spec, "stopped: another job ran out of retries"));
+      break;
+    case SupervisedOutcome::kAllJobsFinished: {
+      run.pool.StopAll(std::chrono::seconds(5));
+      // The run's end: its schema is still its own and holds exactly what its jobs committed
+      // (not checked for the negative control, whose unsafe commits are the point).
+      Status intact = CheckRunOwnsSchema(run.conn, run.spec);
+      if (intact.ok() && run.spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(run.conn, run.spec);
+      if (!intact.ok()) {
+        verdict.aborted = true;
+        verdict.integrity_error = intact.message();
+      }
+      break;
     }
   }
-  report.wall_s = SecondsSince(started);
-  // Statistics of the rows just written (not part of the ingest's wall time): a digest that
-  // follows estimates its work by rows, not by ledgers.
-  if (!aborted) LD_RETURN_IF_ERROR(AnalyzeOwnedSchema(conn, spec.schema));
+  return verdict;
+}
 
-  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(conn, spec.run_id));
-  LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(conn, spec.run_id));
+// The report's account of the jobs: counts, the attempts' timeline, the ledgers done, the failed
+// jobs, the range to restart, and the rows in the range (a failure to count them is the run's
+// error only when it has no other).
+Status SuperviseTallyJobs(SupervisedRun& run, const SupervisedVerdict& verdict) {
+  IngestReport& report = run.report;
+  LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(run.conn, run.spec.run_id));
+  LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(run.conn, run.spec.run_id));
   report.jobs = static_cast<uint32_t>(jobs.size());
   report.attempts = static_cast<uint32_t>(report.timeline.size());
   Ledger restart_from = 0, restart_to = 0;
@@ -531,26 +598,57 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
     if (j.state == JobState::kFailed) report.failed_jobs.push_back(j);
   }
   if (restart_from) report.restart_range = LedgerRange{restart_from, restart_to};
-  auto counted = CountRowsInRange(conn, spec.schema, spec.range);
+  auto counted = CountRowsInRange(run.conn, run.spec.schema, run.spec.range);
   if (counted.ok()) {
     report.rows_per_table = *counted;
-  } else if (integrity_error.empty()) {
+  } else if (verdict.integrity_error.empty()) {
     return counted.status();
   }
   for (auto& [t, n] : report.rows_per_table) report.rows += n;
-  report.ok = !aborted;
-  if (!integrity_error.empty()) {
-    report.error = integrity_error;
-  } else if (aborted) {
+  return Status::Ok();
+}
+
+// The report's ok and error: the integrity error, else for an aborted run the jobs out of
+// retries with the resume hint.
+void SuperviseReportVerdict(SupervisedRun& run, const SupervisedVerdict& verdict) {
+  IngestReport& report = run.report;
+  report.ok = !verdict.aborted;
+  if (!verdict.integrity_error.empty()) {
+    report.error = verdict.integrity_error;
+  } else if (verdict.aborted) {
     std::string ranges;
     for (const auto& j : report.failed_jobs) ranges += (ranges.empty() ? "" : ", ") + j.range.str();
     report.error = fmt::format("jobs ran out of retries: {} ({}){}", ranges,
                                report.failed_jobs.empty() ? "" : report.failed_jobs.front().error,
-                               ResumeHint(options, spec.run_id,
-                                          report.restart_range ? report.restart_range->str() : spec.range.str()));
+                               ResumeHint(run.options, run.spec.run_id,
+                                          report.restart_range ? report.restart_range->str() : run.spec.range.str()));
   }
+}
+
+// Keeps the run's workers going until every job is done, a job is out of retries, or the run is
+// cancelled; then the end-of-run checks and the report. `conn` holds the schema's run lock.
+Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo, const RunSpec& spec,
+                               const IngestOptions& options, Reporter& reporter, Clock::time_point started) {
+  IngestReport report = SupervisedReportHeading(spec);
+  if (!spec.ingest_cmd.empty()) {
+    LD_ASSIGN_OR_RETURN(report.log_dir, RunLogDir(spec.run_id, options.log_root));
+  }
+  WorkerPool pool(options.worker_binary.empty() ? SelfExecutable() : options.worker_binary, conninfo, spec.run_id,
+                  report.log_dir);
+  for (uint32_t slot = 1; slot <= spec.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
+
+  SupervisedRun run(conn, spec, options, reporter, pool, report);
+  LD_ASSIGN_OR_RETURN(const SupervisedOutcome outcome, SuperviseUntilSettled(run));
+  reporter.Done();
+  LD_ASSIGN_OR_RETURN(const SupervisedVerdict verdict, SuperviseStopAndJudge(run, outcome));
+  report.wall_s = SecondsSince(started);
+  // Statistics of the rows just written (not part of the ingest's wall time): a digest that
+  // follows estimates its work by rows, not by ledgers.
+  if (!verdict.aborted) LD_RETURN_IF_ERROR(AnalyzeOwnedSchema(conn, spec.schema));
+  LD_RETURN_IF_ERROR(SuperviseTallyJobs(run, verdict));
+  SuperviseReportVerdict(run, verdict);
   // A cancelled run stays cancelled (SetRunState never changes it).
-  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, aborted ? RunState::kFailed : RunState::kDone, report.error));
+  LD_RETURN_IF_ERROR(SetRunState(conn, spec.run_id, verdict.aborted ? RunState::kFailed : RunState::kDone, report.error));
   return report;
 }
 
