@@ -6,7 +6,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "fixtures/ingester.h"
 #include "ingest/ingest_command.h"
 #include "ingest/job_table.h"
+#include "core/concurrency.h"
 #include "ingest/orchestrator.h"
 
 namespace ledgerdiff::ingest {
@@ -30,62 +30,42 @@ class HeartbeatThread {
  public:
   HeartbeatThread(std::unique_ptr<pg::Connection> conn, std::string run_id, double period_s, std::string worker,
                   bool touch_worker)
-      : conn_(std::move(conn)), run_id_(std::move(run_id)), period_(period_s), worker_(std::move(worker)),
-        touch_worker_(touch_worker) {
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~HeartbeatThread() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-  }
+      : conn_(std::move(conn)), run_id_(std::move(run_id)), worker_(std::move(worker)), touch_worker_(touch_worker),
+        beating_(std::chrono::duration<double>(period_s), PeriodicThread::Start::kAfterOnePeriod, [this] { Beat(); }) {}
   void SetJob(std::optional<ClaimedJob> job) {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = job;
     stage_ = "claimed";
   }
-  // Reports `stage`; with `now`, sends it at once (and waits until it is sent).
+  // Reports `stage`; with `now`, sends it at once (and waits, at most 5 s, until it is sent).
   void SetStage(const std::string& stage, bool now = false) {
-    std::unique_lock<std::mutex> lock(mu_);
-    stage_ = stage;
-    if (!now) return;
-    uint64_t want = ++requested_;
-    cv_.notify_all();
-    cv_.wait_for(lock, std::chrono::seconds(5), [&] { return sent_ >= want || stop_; });
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stage_ = stage;
+    }
+    if (now) (void)beating_.TickNow(std::chrono::seconds(5));  // a late beat is the detector's to judge
   }
 
  private:
-  void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      cv_.wait_for(lock, std::chrono::duration<double>(period_), [&] { return stop_ || requested_ > sent_; });
-      if (stop_) break;
-      uint64_t serving = requested_;
-      std::optional<ClaimedJob> job = job_;
-      std::string stage = stage_;
-      lock.unlock();
-      if (job) (void)Heartbeat(*conn_, run_id_, *job, stage);
-      if (touch_worker_) (void)TouchWorker(*conn_, run_id_, worker_);
-      lock.lock();
-      sent_ = serving;
-      cv_.notify_all();
+  void Beat() {
+    std::optional<ClaimedJob> job;
+    std::string stage;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      job = job_;
+      stage = stage_;
     }
+    if (job) (void)Heartbeat(*conn_, run_id_, *job, stage);
+    if (touch_worker_) (void)TouchWorker(*conn_, run_id_, worker_);
   }
   std::unique_ptr<pg::Connection> conn_;
-  std::string run_id_;
-  double period_;
-  std::string worker_;
-  bool touch_worker_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
+  const std::string run_id_;
+  const std::string worker_;
+  const bool touch_worker_;
+  std::mutex mu_;  // guards job_ and stage_
   std::optional<ClaimedJob> job_;
   std::string stage_;
-  uint64_t requested_ = 0, sent_ = 0;
-  std::thread thread_;
+  PeriodicThread beating_;  // last: started once the members above exist, stopped before they go
 };
 
 // The session settings of a worker's job connection: a frozen worker's transaction is ended by the
