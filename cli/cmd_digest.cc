@@ -13,6 +13,8 @@
 #include "dump/dump.h"
 #include "dump/manifest.h"
 #include "dump/shard.h"
+#include "report/diff_text_json.h"
+#include "report/dump_text_json.h"
 
 namespace ledgerdiff::cli {
 
@@ -132,12 +134,12 @@ Result<Outcome> RunDigestShard(const DigestFlags& f, Database& db, Context& ctx)
                                                                 f.shards, f.shard, f.out, ctx.reporter()));
   summary.target = db.target({f.schema});
   Outcome out;
-  out.json = dump::DigestSummaryToJson(summary);
+  out.json = report::DigestSummaryToJson(summary);
   out.json["shard"] = {{"index", f.shard}, {"count", f.shards},
                        {"full_range", {{"from", f.c.range->from}, {"to", f.c.range->to}}}};
   out.text = fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
                          f.shard, f.shards, f.c.range->from, f.c.range->to) +
-             dump::RenderDigestText(summary);
+             report::RenderDigestText(summary);
   return out;
 }
 
@@ -149,7 +151,7 @@ Result<Outcome> RunDigestAppend(const DigestFlags& f, Database& db, Context& ctx
                                                             ctx.reporter()));
   appended.summary.target = db.target({f.schema});
   Outcome out;
-  out.json = dump::DigestSummaryToJson(appended.summary);
+  out.json = report::DigestSummaryToJson(appended.summary);
   out.json["append"] = {{"kept", {{"from", appended.kept.from}, {"to", appended.kept.to}}},
                         {"appended", appended.appended ? nlohmann::json{{"from", appended.appended->from},
                                                                          {"to", appended.appended->to}}
@@ -158,7 +160,7 @@ Result<Outcome> RunDigestAppend(const DigestFlags& f, Database& db, Context& ctx
                                               appended.appended->str(), f.out, appended.kept.str())
                                 : fmt::format("nothing to append: {} already covers ledgers {}\n", f.out,
                                               appended.kept.str())) +
-             dump::RenderDigestText(appended.summary);
+             report::RenderDigestText(appended.summary);
   return out;
 }
 
@@ -187,8 +189,8 @@ Result<Outcome> RunDigestCommand(const DigestFlags& f, Context& ctx) {
                           : dump::DigestToManifest(db->conninfo(), f.schema, f.c.spec, opts, f.out, detail,
                                                    ctx.reporter()));
   summary.target = db->target({f.schema});
-  out.json = dump::DigestSummaryToJson(summary);
-  out.text = dump::RenderDigestText(summary);
+  out.json = report::DigestSummaryToJson(summary);
+  out.text = report::RenderDigestText(summary);
   return out;
 }
 
@@ -260,7 +262,7 @@ Action SetupDiff(CLI::App* sub) {
     ctx.Announce(targets);
     LD_ASSIGN_OR_RETURN(auto report, diff::DiffSources(left, right, f->c.spec, f->opts, ctx.reporter()));
     report.targets = targets;
-    return Outcome{report.identical ? 0 : 1, diff::RenderDiffText(report), diff::DiffReportToJson(report), ""};
+    return Outcome{report.identical ? 0 : 1, report::RenderDiffText(report), report::DiffReportToJson(report), ""};
   };
   return a;
 }

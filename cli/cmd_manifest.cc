@@ -6,6 +6,7 @@
 #include "core/atomic_file.h"
 #include "dump/manifest.h"
 #include "dump/shard.h"
+#include "report/dump_text_json.h"
 
 namespace ledgerdiff::cli {
 
@@ -41,21 +42,21 @@ Action SetupManifest(CLI::App* sub) {
     if (f->merge->parsed()) {
       const auto detail = f->detail == "full" ? dump::ManifestDetail::kFull : dump::ManifestDetail::kCompact;
       LD_ASSIGN_OR_RETURN(auto merged, dump::MergeManifests(f->parts, f->out, detail));
-      out.json = dump::DigestSummaryToJson(merged.summary);
+      out.json = report::DigestSummaryToJson(merged.summary);
       out.json["parts"] = f->parts.size();
       out.text = fmt::format("merged {} parts into {}\n", f->parts.size(), f->out);
       if (merged.comparison) {
         // verify-range parts: the exit code is the joined verdict, as verify-range's own.
         out.json["comparison"] = dump::ComparisonOutcomeToJson(*merged.comparison);
-        out.text += "comparison (verify-range): " + dump::RenderComparisonOutcome(*merged.comparison) + "\n";
+        out.text += "comparison (verify-range): " + report::RenderComparisonOutcome(*merged.comparison) + "\n";
         out.exit_code = merged.comparison->identical ? 0 : 1;
       }
-      out.text += dump::RenderDigestText(merged.summary);
+      out.text += report::RenderDigestText(merged.summary);
       return out;
     }
     LD_ASSIGN_OR_RETURN(auto info, dump::ReadManifestInfo(f->file));
-    out.json = dump::ManifestInfoToJson(info);
-    out.text = dump::RenderManifestText(info);
+    out.json = report::ManifestInfoToJson(info);
+    out.text = report::RenderManifestText(info);
     out.exit_code = info.comparison && !info.comparison->identical ? 1 : 0;
     return out;
   };

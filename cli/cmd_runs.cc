@@ -14,91 +14,16 @@
 #include "ingest/distributed.h"
 #include "ingest/orchestrator.h"
 #include "ingest/schema_guard.h"
+#include "report/runs_text_json.h"
 
 namespace ledgerdiff::cli {
 
 namespace {
 
-nlohmann::json JobJson(const ingest::JobRow& j) {
-  return {{"job", j.job_id}, {"range", {{"from", j.range.from}, {"to", j.range.to}}}, {"attempt", j.attempt},
-          {"worker", j.worker}, {"error", j.error.empty() ? nlohmann::json() : nlohmann::json(j.error)}};
-}
-
-// A run's status; "target": the database holding the job table, and the run's schema.
-nlohmann::json RunStatusToJson(const ingest::RunStatus& s, const Database& db) {
-  nlohmann::json stale = nlohmann::json::array(), failed = nlohmann::json::array();
-  for (const auto& j : s.stale_jobs) {
-    nlohmann::json o = JobJson(j);
-    o["heartbeat_age_s"] = j.heartbeat_age_s;
-    o["session_ended"] = !j.session_alive;
-    o["status"] = ingest::StaleJobText(j);
-    stale.push_back(o);
-  }
-  for (const auto& j : s.failed_jobs) failed.push_back(JobJson(j));
-  return {{"run_id", s.run_id},
-          {"schema", s.schema},
-          {"state", ingest::ToString(s.state)},
-          {"mode", s.mode},
-          {"error", s.error.empty() ? nlohmann::json() : nlohmann::json(s.error)},
-          {"range", {{"from", s.range.from}, {"to", s.range.to}}},
-          {"job_size", s.job_size},
-          {"created_at", s.created_at},
-          {"jobs", {{"total", s.counts.total()},
-                    {"pending", s.counts.pending},
-                    {"running", s.counts.running},
-                    {"done", s.counts.done},
-                    {"failed", s.counts.failed},
-                    {"cancelled", s.counts.cancelled}}},
-          {"ledgers_done", s.counts.ledgers_done},
-          {"workers", s.workers},
-          {"workers_joined", s.worker_counts.joined},
-          {"workers_alive", s.worker_counts.alive},
-          {"liveness", ingest::LivenessName(s.liveness)},
-          {"stale_jobs", stale},
-          {"failed_jobs", failed},
-          {"target", db.target({s.schema}).ToJson()}};
-}
-
-// One line per run, then what needs attention (stale and failed jobs, no live worker, why the
-// run failed), indented.
-std::string RunStatusText(const ingest::RunStatus& s) {
-  std::string workers;
-  const size_t seen = std::max<size_t>(s.workers.size(), s.worker_counts.joined);
-  switch (s.liveness) {
-    case ingest::Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
-    case ingest::Liveness::kNoWorkerAlive:
-      workers = fmt::format("{} seen, no worker alive", FormatCountOf(seen, "worker"));
-      break;
-    case ingest::Liveness::kWorkersAlive:
-      workers = s.worker_counts.joined > 0
-                    ? fmt::format("{} seen, {} alive", FormatCountOf(seen, "worker"), FormatCount(s.worker_counts.alive))
-                    : fmt::format("{} seen", FormatCountOf(seen, "worker"));
-      break;
-    case ingest::Liveness::kNotRunning: workers = FormatCountOf(s.workers.size(), "worker"); break;
-  }
-  std::string out = fmt::format(
-      "{}  {:<7}  schema \"{}\"  ledgers {}  jobs {}/{} done, {} running, {} pending, {} failed{}  {}  created {}\n",
-      s.run_id, ingest::ToString(s.state), s.schema, s.range.str(), s.counts.done, s.counts.total(), s.counts.running, s.counts.pending,
-      s.counts.failed, s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers,
-      s.created_at);
-  for (const auto& j : s.stale_jobs)
-    out += fmt::format("    job {} [{}] attempt {}: {}\n", j.job_id, j.range.str(), j.attempt, ingest::StaleJobText(j));
-  if (s.liveness == ingest::Liveness::kNoWorkerAlive)
-    out += fmt::format("    no worker alive: {} pending, {} running; start `ledgerdiff worker --run {}`\n",
-                       FormatCountOf(s.counts.pending, "job"), FormatCount(s.counts.running), s.run_id);
-  if (s.liveness == ingest::Liveness::kNeverHadWorker)
-    out += fmt::format("    start workers with `ledgerdiff worker --run {}`\n", s.run_id);
-  for (const auto& j : s.failed_jobs)
-    out += fmt::format("    job {} [{}] failed after {}: {}\n", j.job_id, j.range.str(), FormatCountOf(j.attempt, "attempt"),
-                       j.error.empty() ? "no error recorded" : j.error);
-  if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == ingest::RunState::kCancelled ? "cancelled" : "error", s.error);
-  return out;
-}
-
 // wait's exit code and error line for a run that is no longer running.
 Outcome SettledOutcome(const ingest::RunStatus& s, const Database& db) {
-  Outcome out{s.state == ingest::RunState::kDone ? 0 : 1, db.target({s.schema}).Line() + "\n" + RunStatusText(s),
-              RunStatusToJson(s, db), ""};
+  Outcome out{s.state == ingest::RunState::kDone ? 0 : 1, db.target({s.schema}).Line() + "\n" + report::RunStatusText(s),
+              report::RunStatusToJson(s, db.target({s.schema})), ""};
   if (s.state == ingest::RunState::kCancelled)
     out.error = fmt::format("run {} was cancelled{}", s.run_id, s.error.empty() ? "" : " (" + s.error + ")");
   else if (s.state != ingest::RunState::kDone)
@@ -200,7 +125,7 @@ Action SetupWait(CLI::App* sub) {
       if (last.run_id.empty()) return status.status();
       // Timed out: where the run stands (stale jobs, no live worker), then the error.
       return Outcome{static_cast<int>(status.status().exit_code()),
-                     db->target({last.schema}).Line() + "\n" + RunStatusText(last), RunStatusToJson(last, *db),
+                     db->target({last.schema}).Line() + "\n" + report::RunStatusText(last), report::RunStatusToJson(last, db->target({last.schema})),
                      status.status().message()};
     }
     return SettledOutcome(*status, *db);
@@ -222,8 +147,8 @@ Action SetupRuns(CLI::App* sub) {
     // An array, one object per run (each names its target: the array has no other place).
     out.json = nlohmann::json::array();
     for (const auto& r : runs) {
-      out.json.push_back(RunStatusToJson(r, *db));
-      out.text += RunStatusText(r);
+      out.json.push_back(report::RunStatusToJson(r, db->target({r.schema})));
+      out.text += report::RunStatusText(r);
     }
     if (runs.empty()) out.text += "no runs\n";
     return out;

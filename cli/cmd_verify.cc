@@ -13,6 +13,7 @@
 #include "report/metrics.h"
 #include "report/selftest_text_json.h"
 #include "report/verify_text_json.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::cli {
 
@@ -153,9 +154,9 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
     // The last finding in full: the same report (and files) a verify-range over it gives.
     verify::VerifyRangeReport vr = stopped->finding->report;
     vr.diff.targets = targets;  // unset when a server did not answer at start
-    out.text += report::RenderFollowCycle(*stopped) + "\n" + diff::RenderDiffText(vr.diff);
+    out.text += report::RenderFollowCycle(*stopped) + "\n" + report::RenderDiffText(vr.diff);
     if (!vr.look_again.empty()) out.text += fmt::format("  look again: {}\n", vr.look_again);
-    out.json["diff"] = diff::DiffReportToJson(vr.diff);
+    out.json["diff"] = report::DiffReportToJson(vr.diff);
     if (!vr.look_again.empty()) out.json["look_again"] = vr.look_again;
     ReportFiles rest = files;
     rest.metrics.clear();  // written per cycle
@@ -315,7 +316,7 @@ Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
   ctx.Announce(targets);
   LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(o, ctx.reporter()));
   report.diff.targets = targets;
-  Outcome out{report.diff.identical ? 0 : 1, diff::RenderDiffText(report.diff), diff::DiffReportToJson(report.diff), ""};
+  Outcome out{report.diff.identical ? 0 : 1, report::RenderDiffText(report.diff), report::DiffReportToJson(report.diff), ""};
   AddVerifyRangeOutputs(report, out);
   AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f.reports));
   return out;

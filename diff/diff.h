@@ -4,7 +4,7 @@
 //
 // Each side is read once for its per-ledger digests (both sides concurrently); only the first
 // divergent ledger's rows are read again, from the sides that are schemas. Computing is separate
-// from rendering: DiffSources returns a DiffReport; RenderDiffText / DiffReportToJson render it.
+// from rendering: DiffSources returns a DiffReport; report/diff_text_json.h renders it.
 
 #include <array>
 #include <cstdint>
@@ -279,17 +279,5 @@ void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& 
               const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out,
               const std::vector<bool>& left_flipped = {}, const std::vector<bool>& right_flipped = {});
 
-// Renderers. The JSON object is stable and documented in diff/README.md.
-nlohmann::json DiffReportToJson(const DiffReport& report);
-std::string RenderDiffText(const DiffReport& report);
-
-// What every renderer shows for a divergent table at a ledger in place of an empty row diff when
-// the table has columns of another type class: "columns of another type class: details (jsonb on
-// the left, json on the right); the rows read the same as text" (sides named `left_name` /
-// `right_name`, as StoredFlippedNote does). "" when the row diff is not empty, a side's rows are
-// not available (a manifest: nothing is known of them), or no column's class differs; the
-// renderers then show the row diff as it is.
-std::string ClassDifferenceExplanation(const TableRowDiff& rd, const std::string& left_name = "left",
-                                       const std::string& right_name = "right");
 
 }  // namespace ledgerdiff::diff

@@ -201,8 +201,5 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
 Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo, const std::string& schema,
                                                      const ProfileSpec& spec, const DigestOptions& options);
 
-// Renders a summary: per table rows, ledgers with rows, root; overall root; exclusions.
-std::string RenderDigestText(const DigestSummary& summary);
-nlohmann::json DigestSummaryToJson(const DigestSummary& summary);
 
 }  // namespace ledgerdiff::dump

@@ -738,24 +738,4 @@ nlohmann::json ComparisonOutcomeToJson(const ComparisonOutcome& c) {
   return j;
 }
 
-std::string RenderComparisonOutcome(const ComparisonOutcome& c) {
-  const std::string gaps =
-      c.coverage_checked && (c.missing_left || c.missing_right)
-          ? fmt::format("; ledgers missing: {} left, {} right{}", FormatCount(c.missing_left),
-                        FormatCount(c.missing_right), c.allow_gaps ? " (accepted by --allow-gaps)" : "")
-          : "";
-  if (c.identical)
-    return fmt::format("identical over {} ledgers ({} rows left, {} rows right){}", FormatCount(c.ledgers_compared),
-                       FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
-  if (c.incomplete())
-    return fmt::format("incomplete: the {} ledgers held are identical ({} rows left, {} rows right){}",
-                       FormatCount(c.ledgers_compared), FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
-  const std::string where = c.first_divergent_ledger
-                                ? fmt::format("first divergent ledger {}", *c.first_divergent_ledger)
-                                : std::string("no ledger differs (tables, columns, lookups or invariants do)");
-  return fmt::format("divergent: {}, {} divergent ledgers of {} ({} rows left, {} rows right){}", where,
-                     FormatCount(c.divergent_ledgers), FormatCount(c.ledgers_compared), FormatCount(c.rows_left),
-                     FormatCount(c.rows_right), gaps);
-}
-
 }  // namespace ledgerdiff::dump

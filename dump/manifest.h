@@ -278,7 +278,5 @@ inline Result<DigestSummary> ReadManifestSummary(const std::string& path) {
 }
 
 nlohmann::json ComparisonOutcomeToJson(const ComparisonOutcome& outcome);
-// "identical over N ledgers (R rows left, R rows right)" / "divergent: first divergent ledger L, ...".
-std::string RenderComparisonOutcome(const ComparisonOutcome& outcome);
 
 }  // namespace ledgerdiff::dump

@@ -263,52 +263,6 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
   return MergedManifest{std::move(summary), outcome};
 }
 
-std::string RenderManifestText(const ManifestInfo& info) {
-  const ManifestHeader& h = info.header;
-  std::string s = fmt::format("manifest {} ({} bytes, format {}, detail {}, ledgerdiff {})\n",
-                              info.summary.manifest_path, FormatCount(info.summary.manifest_bytes), kManifestVersion,
-                              ManifestDetailName(h.detail), h.tool_version);
-  s += fmt::format("  source: {}\n", h.source);
-  if (h.right_identity)
-    s += fmt::format("  source identity: left {}\n                   right {}\n", DescribeSourceIdentity(h.identity),
-                     DescribeSourceIdentity(*h.right_identity));
-  else
-    s += fmt::format("  source identity: {}\n", DescribeSourceIdentity(h.identity));
-  s += fmt::format("  profile: {} (fingerprint {})\n", h.profile.name, h.fingerprint);
-  if (h.shard)
-    s += fmt::format("  coverage: ledgers {} ({} ledgers) = shard {} of {} of range {} (partial: merge it)\n",
-                     RangeText(h.range), h.range.size(), h.shard->index, h.shard->count, RangeText(h.shard->full_range));
-  else
-    s += fmt::format("  coverage: ledgers {} ({} ledgers, complete)\n", RangeText(h.range), h.range.size());
-  if (info.comparison) s += "  comparison (verify-range): " + RenderComparisonOutcome(*info.comparison) + "\n";
-  return s + RenderDigestText(info.summary);
-}
-
-nlohmann::json ManifestInfoToJson(const ManifestInfo& info) {
-  const ManifestHeader& h = info.header;
-  nlohmann::json j;
-  j["path"] = info.summary.manifest_path;
-  j["bytes"] = info.summary.manifest_bytes;
-  j["format_version"] = kManifestVersion;
-  j["tool_version"] = h.tool_version;
-  j["detail"] = ManifestDetailName(h.detail);
-  j["source"] = h.source;
-  j["source_identity"] = ManifestIdentityToJson(h);
-  j["profile"] = h.profile.name;
-  j["fingerprint"] = h.fingerprint;
-  j["range"] = {{"from", h.range.from}, {"to", h.range.to}};
-  j["complete"] = !h.shard.has_value();
-  if (h.shard)
-    j["shard"] = {{"index", h.shard->index},
-                  {"count", h.shard->count},
-                  {"full_range", {{"from", h.shard->full_range.from}, {"to", h.shard->full_range.to}}}};
-  else
-    j["shard"] = nullptr;
-  j["comparison"] = info.comparison ? ComparisonOutcomeToJson(*info.comparison) : nlohmann::json(nullptr);
-  j["digest"] = DigestSummaryToJson(info.summary);
-  return j;
-}
-
 }  // namespace ledgerdiff::dump
 
 namespace ledgerdiff::dump {

@@ -71,8 +71,5 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
 // written): `out` is one of them, a gap or overlap, another kind, profile, tool version or source.
 Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& parts, const std::string& out);
 
-// Header, coverage (ledgers with entries, shard), roots and outcome of a manifest (ReadManifestInfo).
-std::string RenderManifestText(const ManifestInfo& info);
-nlohmann::json ManifestInfoToJson(const ManifestInfo& info);
 
 }  // namespace ledgerdiff::dump

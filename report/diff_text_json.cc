@@ -1,8 +1,9 @@
 // Renderers of a DiffReport: text and JSON (keys documented in diff/README.md).
+#include "report/diff_text_json.h"
+
 #include <fmt/format.h>
 
 #include "core/text.h"
-#include "diff/diff.h"
 
 namespace ledgerdiff {
 NLOHMANN_JSON_SERIALIZE_ENUM(Side, {{Side::kLeft, "left"}, {Side::kRight, "right"}})
@@ -17,6 +18,20 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TableComparison, table, left_rows, right_rows
                                    right_root)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InvariantResult, name, table, side, violations, description)  // + first_ledger
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ColumnClassDifference, column, left, right)
+
+}  // namespace ledgerdiff::diff
+
+namespace ledgerdiff::report {
+
+using diff::ChangedRow;
+using diff::Coverage;
+using diff::DiffReport;
+using diff::SideCoverage;
+using diff::TableRowDiff;
+using diff::RowValues;
+using diff::StoredFlippedNote;
+using diff::Verdict;
+using diff::VerdictName;
 
 std::string ClassDifferenceExplanation(const TableRowDiff& rd, const std::string& left_name,
                                        const std::string& right_name) {
@@ -418,4 +433,4 @@ std::string RenderDiffText(const DiffReport& r) {
   return (r.targets ? r.targets->Line() + "\n" : "") + RenderDiffBody(r);
 }
 
-}  // namespace ledgerdiff::diff
+}  // namespace ledgerdiff::report

@@ -18,6 +18,7 @@
 #include "report/sweep.h"
 #include "report/verify_text_json.h"
 #include "report/verify_view.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::report {
 
@@ -175,7 +176,7 @@ GateSummary VerifyRangeGate(const diff::DiffReport& d, const std::string& look_a
   view.sides = {"left", "right"};
   AddDiffChecks(shell, view, s);
   if (!d.identical && !look_again.empty()) s.next_steps.push_back({"look again", look_again});
-  s.text = diff::RenderDiffText(d);
+  s.text = report::RenderDiffText(d);
   return s;
 }
 

@@ -26,6 +26,7 @@
 #include "report/escape.h"
 #include "report/svg_chart.h"
 #include "report/verify_view.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::report {
 
@@ -194,7 +195,7 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
     s += fmt::format(" <span class=\"muted\">&#183; {} {} rows, {} {} rows</span>", sides.left,
                      FormatCount(at->left_rows), sides.right, FormatCount(at->right_rows));
   s += "</h3>\n";
-  if (const std::string why = diff::ClassDifferenceExplanation(rd, sides.left, sides.right); !why.empty())
+  if (const std::string why = report::ClassDifferenceExplanation(rd, sides.left, sides.right); !why.empty())
     return s + "<p class=\"note\">" + Esc(why) + "</p>\n";  // in place of an empty row diff
   s += fmt::format("<p class=\"muted\">{} only {}, {} only {}, {} changed{}</p>\n",
                    Plural(rd.only_left_total, "row", "rows"), sides.left, Plural(rd.only_right_total, "row", "rows"),

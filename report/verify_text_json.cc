@@ -6,6 +6,7 @@
 #include "core/report.h"
 #include "core/text.h"
 #include "report/ingest_text_json.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::report {
 
@@ -14,7 +15,7 @@ using verify::VerifyReport;
 nlohmann::json VerifyReportToJson(const VerifyReport& r) {
   nlohmann::json phases = nlohmann::json::array();
   for (const auto& p : r.phases) phases.push_back({{"name", p.name}, {"seconds", p.seconds}});
-  nlohmann::json diff = diff::DiffReportToJson(r.diff);
+  nlohmann::json diff = report::DiffReportToJson(r.diff);
   nlohmann::json j = {
       {"verdict", r.verdict()},
       {"identical", r.identical},
@@ -66,7 +67,7 @@ std::string RenderVerifyText(const VerifyReport& r) {
   if (!r.error.empty()) {
     out += fmt::format("ERROR: {}\n", r.error);
   } else {
-    out += diff::RenderDiffText(r.diff);
+    out += report::RenderDiffText(r.diff);
     if (!out.empty() && out.back() != '\n') out += '\n';
   }
   if (r.first_divergent_job && r.diff.first_divergent_ledger)

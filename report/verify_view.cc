@@ -11,6 +11,7 @@
 
 #include "core/report.h"
 #include "report/escape.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::report {
 
@@ -113,7 +114,7 @@ double TotalSeconds(const VerifyReport& r) {
 std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides& sides, size_t max_lines,
                                       size_t max_value_bytes) {
   // An empty row diff that a class difference explains is that explanation alone.
-  if (std::string why = diff::ClassDifferenceExplanation(rd, sides.left, sides.right); !why.empty()) return {why};
+  if (std::string why = report::ClassDifferenceExplanation(rd, sides.left, sides.right); !why.empty()) return {why};
   std::vector<std::string> lines;
   auto row_text = [&](const diff::RowValues& v) {
     std::string s;

@@ -15,6 +15,7 @@
 #include "core/ledger_range.h"
 #include "diff/diff.h"
 #include "verify/verify.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::report {
 
@@ -66,7 +67,7 @@ double TotalSeconds(const verify::VerifyReport& r);
 // Row diff of one table as plain text lines ("- only serial: ...", "+ only parallel: ...",
 // "~ changed (key): col: old -> new"), at most `max_lines` row lines plus a summary line;
 // values cut at `max_value_bytes`. An empty row diff that columns of another type class explain
-// is one line, diff::ClassDifferenceExplanation ("columns of another type class: ...").
+// is one line, report::ClassDifferenceExplanation ("columns of another type class: ...").
 std::vector<std::string> RowDiffLines(const diff::TableRowDiff& rd, const Sides& sides, size_t max_lines,
                                       size_t max_value_bytes);
 

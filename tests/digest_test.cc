@@ -28,6 +28,7 @@
 #include "fixtures/schema.h"
 #include "tests/harness.h"
 #include "tests/horizon_dumps.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff {
 namespace {
@@ -285,7 +286,7 @@ TEST(Horizon, EveryLoadableDumpRenumberedIsIdentical) {
     Renumber(b);
     auto r = Diff(Db(a), Db(b));
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+    EXPECT_TRUE(r->identical) << report::RenderDiffText(*r);
     EXPECT_GT(r->ledgers_compared, 0u);
     EXPECT_EQ(r->left_root, r->right_root);
     EXPECT_EQ(r->rows_compared_left, r->rows_compared_right);
@@ -365,15 +366,15 @@ TEST(Horizon, RowDiffSaysWhenATradeIsStoredFlipped) {
   auto r = Diff(Db(KahunaLeft()), Db(flipped));
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->rows.size(), 1u);
-  ASSERT_EQ(r->rows[0].changed.size(), 1u) << diff::RenderDiffText(*r);
+  ASSERT_EQ(r->rows[0].changed.size(), 1u) << report::RenderDiffText(*r);
   const diff::ChangedRow& c = r->rows[0].changed[0];
   EXPECT_FALSE(c.left_stored_flipped);
   EXPECT_TRUE(c.right_stored_flipped);
   ASSERT_EQ(c.changes.size(), 1u);
   EXPECT_EQ(c.changes[0].column, "price_d");
-  std::string text = diff::RenderDiffText(*r);
+  std::string text = report::RenderDiffText(*r);
   EXPECT_NE(text.find("(" + note + " on the right)"), std::string::npos) << text;
-  auto j = diff::DiffReportToJson(*r);
+  auto j = report::DiffReportToJson(*r);
   EXPECT_EQ(j["rows"][0]["changed"][0]["left_stored_flipped"], false);
   EXPECT_EQ(j["rows"][0]["changed"][0]["right_stored_flipped"], true);
   ASSERT_EQ(j["rows"][0]["notes"].size(), 1u) << j["rows"][0].dump();
@@ -385,11 +386,11 @@ TEST(Horizon, RowDiffSaysWhenATradeIsStoredFlipped) {
   r = Diff(Db(flipped), Db(deleted));
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_EQ(r->rows.size(), 1u);
-  ASSERT_EQ(r->rows[0].only_left.size(), 1u) << diff::RenderDiffText(*r);
+  ASSERT_EQ(r->rows[0].only_left.size(), 1u) << report::RenderDiffText(*r);
   EXPECT_TRUE(r->rows[0].OnlyLeftStoredFlipped(0));
-  text = diff::RenderDiffText(*r);
+  text = report::RenderDiffText(*r);
   EXPECT_NE(text.find("(" + note + ")"), std::string::npos) << text;
-  j = diff::DiffReportToJson(*r);
+  j = report::DiffReportToJson(*r);
   EXPECT_EQ(j["rows"][0]["only_left_stored_flipped"], nlohmann::json::array({true}));
   EXPECT_EQ(j["rows"][0]["notes"], nlohmann::json::array({"only left row 1: " + note}));
 
@@ -406,9 +407,9 @@ TEST(Horizon, RowDiffSaysWhenATradeIsStoredFlipped) {
       EXPECT_FALSE(r->rows[0].changed[0].right_stored_flipped);
       EXPECT_EQ(r->rows[0].changed[0].changes[0].column, "price_n");
     }
-    text = diff::RenderDiffText(*r);
+    text = report::RenderDiffText(*r);
     EXPECT_EQ(text.find("stored flipped"), std::string::npos) << text;
-    j = diff::DiffReportToJson(*r);
+    j = report::DiffReportToJson(*r);
     EXPECT_EQ(j["rows"][0]["notes"], nlohmann::json::array());
     EXPECT_EQ(j.dump().find("stored flipped"), std::string::npos);
   }
@@ -434,14 +435,14 @@ TEST_P(NoMisses, ReportedAtExactlyThatLedgerAndTable) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(r->identical);
   ASSERT_TRUE(r->first_divergent_ledger.has_value());
-  EXPECT_EQ(*r->first_divergent_ledger, m.ledger) << diff::RenderDiffText(*r);
-  ASSERT_EQ(r->divergent_tables.size(), 1u) << diff::RenderDiffText(*r);
+  EXPECT_EQ(*r->first_divergent_ledger, m.ledger) << report::RenderDiffText(*r);
+  ASSERT_EQ(r->divergent_tables.size(), 1u) << report::RenderDiffText(*r);
   EXPECT_EQ(r->divergent_tables[0].table, m.table);
   ASSERT_EQ(r->rows.size(), 1u);
-  EXPECT_EQ(r->rows[0].only_left_total, static_cast<uint64_t>(m.only_left)) << diff::RenderDiffText(*r);
-  EXPECT_EQ(r->rows[0].only_right_total, static_cast<uint64_t>(m.only_right)) << diff::RenderDiffText(*r);
-  EXPECT_EQ(r->rows[0].changed_total, static_cast<uint64_t>(m.changed)) << diff::RenderDiffText(*r);
-  auto j = diff::DiffReportToJson(*r);
+  EXPECT_EQ(r->rows[0].only_left_total, static_cast<uint64_t>(m.only_left)) << report::RenderDiffText(*r);
+  EXPECT_EQ(r->rows[0].only_right_total, static_cast<uint64_t>(m.only_right)) << report::RenderDiffText(*r);
+  EXPECT_EQ(r->rows[0].changed_total, static_cast<uint64_t>(m.changed)) << report::RenderDiffText(*r);
+  auto j = report::DiffReportToJson(*r);
   EXPECT_EQ(j["first_divergent_ledger"], m.ledger);
   EXPECT_EQ(j["divergent_tables"][0], m.table);
 }
@@ -482,7 +483,7 @@ TEST(NoMisses, TwoChangesReportTheLowerLedgerFirstAndAllListsBoth) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->first_divergent_ledger, std::optional<Ledger>(12));
   EXPECT_EQ(r->divergent_ledgers, 3u);
-  std::string text = diff::RenderDiffText(*r);
+  std::string text = report::RenderDiffText(*r);
   EXPECT_NE(text.find("history_ledgers: 12-13, 40"), std::string::npos) << text;
   EXPECT_NE(text.find("total_coins"), std::string::npos) << text;
 }
@@ -551,7 +552,7 @@ TEST(Manifest, RoundTripAndSchemaVsManifestEqualsSchemaVsSchema) {
     // identical vs the schema and vs itself
     auto r = Diff(diff::ManifestSource{path}, Db(KahunaLeft()));
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+    EXPECT_TRUE(r->identical) << report::RenderDiffText(*r);
     EXPECT_EQ(r->left_root, r->right_root);
     // a change: same first ledger and tables as schema vs schema
     std::string b = LoadDump("kahuna-horizon.sql");
@@ -825,7 +826,7 @@ TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {
   o.jobs = 3;
   auto d = Diff(Db(TestConninfo(), serial), Db(TestConninfo(), parallel), o);
   ASSERT_TRUE(d.ok()) << d.status().message();
-  EXPECT_TRUE(d->identical) << diff::RenderDiffText(*d);
+  EXPECT_TRUE(d->identical) << report::RenderDiffText(*d);
   EXPECT_EQ(d->ledgers_compared, 400u);
   EXPECT_GT(d->rows_compared_left, 1000u);
 
@@ -845,9 +846,9 @@ TEST(Digest, SerialAndReorderedParallelIngestAreIdentical) {
   ASSERT_TRUE(rb.ok()) << rb.status().message();
   auto db = Diff(Db(TestConninfo(), serial), Db(TestConninfo(), buggy));
   ASSERT_TRUE(db.ok());
-  EXPECT_EQ(db->first_divergent_ledger, std::optional<Ledger>(target)) << diff::RenderDiffText(*db);
+  EXPECT_EQ(db->first_divergent_ledger, std::optional<Ledger>(target)) << report::RenderDiffText(*db);
   ASSERT_EQ(db->rows.size(), 1u);
-  EXPECT_EQ(db->rows[0].only_right_total, 1u) << diff::RenderDiffText(*db);
+  EXPECT_EQ(db->rows[0].only_right_total, 1u) << report::RenderDiffText(*db);
 
   // Manifest size for our 9-table schema.
   std::string path = TempPath("own.ldm");
@@ -974,12 +975,12 @@ TEST(Coverage, ARangePastTheDataIsIncompleteAndAllowGapsAcceptsIt) {
     ASSERT_EQ(side->missing.size(), 1u);
     EXPECT_EQ(side->missing[0], (LedgerRange{held.to + 1, held.to + 1000}));
   }
-  const std::string text = diff::RenderDiffText(*r);
+  const std::string text = report::RenderDiffText(*r);
   EXPECT_NE(text.find(fmt::format("incomplete: 1,000 ledgers missing on both sides: {}-{}", held.to + 1, held.to + 1000)),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("\nincomplete: ledgers of "), std::string::npos) << text;
-  const nlohmann::json j = diff::DiffReportToJson(*r);
+  const nlohmann::json j = report::DiffReportToJson(*r);
   EXPECT_EQ(j["verdict"], "incomplete");
   EXPECT_EQ(j["identical"], false);
   EXPECT_EQ(j["coverage"]["complete"], false);
@@ -991,7 +992,7 @@ TEST(Coverage, ARangePastTheDataIsIncompleteAndAllowGapsAcceptsIt) {
   EXPECT_EQ(r->verdict, diff::Verdict::kIdentical);
   EXPECT_TRUE(r->identical);
   EXPECT_EQ(r->coverage.left.missing_ledgers, 1000u);  // still listed
-  EXPECT_NE(diff::RenderDiffText(*r).find("gaps (accepted by --allow-gaps)"), std::string::npos);
+  EXPECT_NE(report::RenderDiffText(*r).find("gaps (accepted by --allow-gaps)"), std::string::npos);
 
   // The range inside the data: complete.
   o.allow_gaps = false;
@@ -1014,7 +1015,7 @@ TEST(Coverage, AGapInsideBothSidesIsIncompleteWithOrWithoutARange) {
     if (ranged) o.range = held;
     auto r = Diff(Db(a), Db(b), o);
     ASSERT_TRUE(r.ok()) << r.status().message();
-    EXPECT_EQ(r->verdict, diff::Verdict::kIncomplete) << diff::RenderDiffText(*r);
+    EXPECT_EQ(r->verdict, diff::Verdict::kIncomplete) << report::RenderDiffText(*r);
     EXPECT_EQ(r->coverage.left.missing, std::vector<LedgerRange>{(LedgerRange{gap, gap})});
     EXPECT_EQ(r->coverage.right.missing, std::vector<LedgerRange>{(LedgerRange{gap, gap})});
     EXPECT_EQ(r->coverage.left.held, held.size() - 1);
@@ -1050,8 +1051,8 @@ TEST(Coverage, ALostLedgerRowIsDivergentAndItsRowsAreNamed) {
       EXPECT_EQ(o.at, at_lost);
       EXPECT_GT(o.rows, 0u);
     }
-  EXPECT_TRUE(transactions_named) << diff::RenderDiffText(*r);
-  EXPECT_NE(diff::RenderDiffText(*r).find("history_transactions (right): "), std::string::npos);
+  EXPECT_TRUE(transactions_named) << report::RenderDiffText(*r);
+  EXPECT_NE(report::RenderDiffText(*r).find("history_transactions (right): "), std::string::npos);
 }
 
 TEST(Coverage, EveryOutputFormatOfVerifyRangeSaysIncomplete) {
@@ -1181,8 +1182,8 @@ TEST(Sparse, AStrayRowAtTheLastLedgerIsFoundWithoutWalkingTheRange) {
       named = true;
       EXPECT_EQ(o.at, (std::vector<LedgerRange>{{kLast, kLast}}));
     }
-  EXPECT_TRUE(named) << diff::RenderDiffText(*r);
-  ASSERT_EQ(r->rows.size(), 1u) << diff::RenderDiffText(*r);
+  EXPECT_TRUE(named) << report::RenderDiffText(*r);
+  ASSERT_EQ(r->rows.size(), 1u) << report::RenderDiffText(*r);
   EXPECT_EQ(r->rows[0].table, "history_effects");
 
   // The digest of the stray side: the data's chunk and one chunk at the stray ledger, which
@@ -1242,7 +1243,7 @@ TEST(Sparse, AStrayRowOfEveryTableIsNamedAtItsFarLedger) {
     EXPECT_EQ(o.at[0].from, o.at[0].to);
     named[o.table] = o.at[0].from;
   }
-  EXPECT_EQ(named, stray_at) << diff::RenderDiffText(*r);
+  EXPECT_EQ(named, stray_at) << report::RenderDiffText(*r);
 }
 
 TEST(Sparse, EntriesAndRootsDoNotDependOnProbingOrChunking) {
@@ -1273,7 +1274,7 @@ TEST(Sparse, EntriesAndRootsDoNotDependOnProbingOrChunking) {
   o.allow_gaps = true;
   auto r = Diff(Db(a), Db(b), o);
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->verdict, diff::Verdict::kIdentical) << diff::RenderDiffText(*r);
+  EXPECT_EQ(r->verdict, diff::Verdict::kIdentical) << report::RenderDiffText(*r);
   EXPECT_EQ(r->coverage.left.missing_ledgers, 1u + 100000u);
 }
 

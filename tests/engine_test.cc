@@ -21,6 +21,7 @@
 #include "dump/profile.h"
 #include "tests/harness.h"
 #include "tests/horizon_dumps.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff {
 namespace {
@@ -198,7 +199,7 @@ Verdict DiffBy(DigestEngine engine, const std::string& a, const std::string& b) 
   v.rows_left = r->rows_compared_left;
   v.rows_right = r->rows_compared_right;
   for (const auto& t : r->divergent_tables) v.tables.push_back(t.table);
-  v.text = diff::RenderDiffText(*r);
+  v.text = report::RenderDiffText(*r);
   return v;
 }
 

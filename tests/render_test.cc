@@ -35,6 +35,7 @@
 #include "report/verify_text_json.h"
 #include "tests/harness.h"
 #include "verify/verify.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff::verify {
 namespace {
@@ -538,7 +539,7 @@ TEST(RenderRows, ColumnsOfAnotherTypeClassExplainAnEmptyRowDiffInEveryFormat) {
   rd.changed_total = 0;
   r.diff.divergent_tables[0].right_rows = 31;
   // Without a class difference an empty row diff prints as before: the table at its ledger.
-  EXPECT_EQ(diff::ClassDifferenceExplanation(rd), "");
+  EXPECT_EQ(report::ClassDifferenceExplanation(rd), "");
   EXPECT_NE(report::RenderVerifyText(r).find("history_effects at ledger 200:\n"), std::string::npos);
   rd.class_differences = {{"details", "jsonb", "json"}, {"type", "int", "numeric"}};
   r.diff.schema_differences = {"column history_effects.details is jsonb on the left, json on the right",
@@ -549,7 +550,7 @@ TEST(RenderRows, ColumnsOfAnotherTypeClassExplainAnEmptyRowDiffInEveryFormat) {
   const std::string why_verify =
       "columns of another type class: details (jsonb on the serial, json on the parallel), type (int on the serial, "
       "numeric on the parallel); the rows read the same as text";
-  EXPECT_EQ(diff::ClassDifferenceExplanation(rd), why);
+  EXPECT_EQ(report::ClassDifferenceExplanation(rd), why);
 
   const std::string text = report::RenderVerifyText(r);
   EXPECT_NE(text.find("history_effects at ledger 200: " + why + "\n"), std::string::npos) << text;
@@ -579,13 +580,13 @@ TEST(RenderRows, ColumnsOfAnotherTypeClassExplainAnEmptyRowDiffInEveryFormat) {
   // A row that does differ is shown as such: the classes stay data, the explanation is not shown.
   VerifyReport changed = DivergentReport();
   changed.diff.rows[0].class_differences = rd.class_differences;
-  EXPECT_EQ(diff::ClassDifferenceExplanation(changed.diff.rows[0]), "");
+  EXPECT_EQ(report::ClassDifferenceExplanation(changed.diff.rows[0]), "");
   EXPECT_EQ(report::RenderVerifyText(changed).find("columns of another type class"), std::string::npos);
   EXPECT_NE(report::RenderVerifyText(changed).find("  - only left:  "), std::string::npos);
   EXPECT_EQ(report::VerifyReportToJson(changed)["rows"][0]["class_differences"].size(), 2u);
   // A manifest side: its rows are unknown, so nothing is claimed about them.
   rd.right_available = false;
-  EXPECT_EQ(diff::ClassDifferenceExplanation(rd), "");
+  EXPECT_EQ(report::ClassDifferenceExplanation(rd), "");
   EXPECT_NE(report::RenderVerifyText(r).find("history_effects at ledger 200:\n  (rows of the right side are not "
                                               "available: it is a manifest)\n"),
             std::string::npos)
@@ -1201,7 +1202,7 @@ TEST(GateReports, OneOfEachIsSingularInEveryFormat) {
     for (const char* wrong : {"1 divergent ledgers", "1 ledgers", "1 rows"})
       EXPECT_FALSE(has_wrong(out, wrong)) << wrong << " in " << out;
   }
-  const std::string text = diff::RenderDiffText(v.diff);
+  const std::string text = report::RenderDiffText(v.diff);
   EXPECT_NE(text.find("1 row at 1 ledger without a history_ledgers row"), std::string::npos) << text;
   EXPECT_FALSE(has_wrong(text, "1 rows")) << text;
 }
@@ -1608,8 +1609,8 @@ TEST(TargetInReports, EveryRendererOfEveryGateShowsIt) {
   // Two sides (verify-range): the gate summary's renderers.
   diff::DiffReport d = DivergentReport().diff;
   d.targets = TargetPair{t, Target::Manifest("base.ldm")};
-  EXPECT_EQ(diff::DiffReportToJson(d)["target"], d.targets->ToJson());
-  EXPECT_EQ(diff::RenderDiffText(d).rfind(d.targets->Line() + "\n", 0), 0u);
+  EXPECT_EQ(report::DiffReportToJson(d)["target"], d.targets->ToJson());
+  EXPECT_EQ(report::RenderDiffText(d).rfind(d.targets->Line() + "\n", 0), 0u);
   const GateSummary g = report::VerifyRangeGate(d);
   EXPECT_EQ(g.target, d.targets->Describe());
   EXPECT_NE(report::RenderGateJUnit(g).find("<property name=\"target\" value=\"" + XmlEscape(g.target) + "\"/>"),
@@ -1767,7 +1768,7 @@ TEST(DocumentedJson, DiffKeysAreTheEmittedKeys) {
   diff::DiffReport d = DivergentReport().diff;
   d.all = true;  // every optional key present
   d.targets = TargetPair{SampleTarget(), Target::Manifest("base.ldm")};
-  EXPECT_EQ(DocumentedProseKeys(readme, "## JSON (`--format json`), stable keys\n"), Keys(diff::DiffReportToJson(d)));
+  EXPECT_EQ(DocumentedProseKeys(readme, "## JSON (`--format json`), stable keys\n"), Keys(report::DiffReportToJson(d)));
 }
 
 TEST(DocumentedJson, ChaosKeysAreTheEmittedKeys) {

@@ -23,6 +23,7 @@
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "tests/harness.h"
+#include "report/diff_text_json.h"
 
 namespace ledgerdiff {
 namespace {
@@ -97,13 +98,13 @@ TEST(Range, RowsPastTheLastLedgerAreCompared) {
   o.range = LedgerRange{1, static_cast<Ledger>(top)};
   auto scoped = Diff(Db(a), Db(b), o);
   ASSERT_TRUE(scoped.ok()) << scoped.status().message();
-  ASSERT_EQ(scoped->rows_outside_range.size(), 1u) << diff::RenderDiffText(*scoped);
+  ASSERT_EQ(scoped->rows_outside_range.size(), 1u) << report::RenderDiffText(*scoped);
   EXPECT_EQ(scoped->rows_outside_range[0].table, "history_operations");
   EXPECT_EQ(scoped->rows_outside_range[0].side, Side::kRight);
   EXPECT_EQ(scoped->rows_outside_range[0].after, 1u);
-  EXPECT_NE(diff::RenderDiffText(*scoped).find("warning: history_operations (right): 1 rows outside"),
+  EXPECT_NE(report::RenderDiffText(*scoped).find("warning: history_operations (right): 1 rows outside"),
             std::string::npos);
-  EXPECT_EQ(diff::DiffReportToJson(*scoped)["rows_outside_range"][0]["after"], 1);
+  EXPECT_EQ(report::DiffReportToJson(*scoped)["rows_outside_range"][0]["after"], 1);
 }
 
 // --range A:B with B well below the top: a row at TOID (B+1)<<32 and one at (A-1)<<32, in two
@@ -203,13 +204,13 @@ TEST(Range, RowWithoutALedgerOnOneSideIsADivergenceWithoutRange) {
   ExecSql(a, "ALTER TABLE history_transactions ALTER COLUMN ledger_sequence DROP NOT NULL");
   auto r = Diff(Db(a), Db(b));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_FALSE(r->identical) << diff::RenderDiffText(*r);
+  EXPECT_FALSE(r->identical) << report::RenderDiffText(*r);
   EXPECT_FALSE(r->first_divergent_ledger.has_value());
   ASSERT_EQ(r->outside_range_differences.size(), 1u);
   EXPECT_EQ(r->outside_range_differences[0].rfind("history_transactions: ", 0), 0u) << r->outside_range_differences[0];
-  EXPECT_NE(diff::RenderDiffText(*r).find("divergent: rows outside the range differ"), std::string::npos)
-      << diff::RenderDiffText(*r);
-  EXPECT_EQ(diff::DiffReportToJson(*r)["outside_range_differences"].size(), 1u);
+  EXPECT_NE(report::RenderDiffText(*r).find("divergent: rows outside the range differ"), std::string::npos)
+      << report::RenderDiffText(*r);
+  EXPECT_EQ(report::DiffReportToJson(*r)["outside_range_differences"].size(), 1u);
   auto cli = testing::RunCli({"diff", a + "::public", b + "::public"});
   EXPECT_EQ(cli.exit_code, 1) << cli.out << cli.err;
   // With --range the user chose the scope: a warning, counted.
@@ -217,16 +218,16 @@ TEST(Range, RowWithoutALedgerOnOneSideIsADivergenceWithoutRange) {
   o.range = LedgerRange{1, static_cast<Ledger>(QueryInt(a, "SELECT max(sequence) FROM history_ledgers"))};
   auto scoped = Diff(Db(a), Db(b), o);
   ASSERT_TRUE(scoped.ok()) << scoped.status().message();
-  EXPECT_TRUE(scoped->identical) << diff::RenderDiffText(*scoped);
+  EXPECT_TRUE(scoped->identical) << report::RenderDiffText(*scoped);
   ASSERT_EQ(scoped->rows_outside_range.size(), 1u);
   EXPECT_EQ(scoped->rows_outside_range[0].no_ledger, 1u);
   // The same row on both sides: nothing tells them apart; warned, not divergent.
   ExecSql(a, plant.substr(plant.find("CREATE TEMP")));
   auto both = Diff(Db(a), Db(b));
   ASSERT_TRUE(both.ok()) << both.status().message();
-  EXPECT_TRUE(both->identical) << diff::RenderDiffText(*both);
+  EXPECT_TRUE(both->identical) << report::RenderDiffText(*both);
   EXPECT_EQ(both->rows_outside_range.size(), 2u);
-  EXPECT_NE(diff::RenderDiffText(*both).find("1 rows outside ledgers"), std::string::npos);
+  EXPECT_NE(report::RenderDiffText(*both).find("1 rows outside ledgers"), std::string::npos);
 }
 
 // A schema with a TOID table (profile auto) holding rows at the top ledger 2^31 - 1.
@@ -273,8 +274,8 @@ TEST(Lookups, ExtraAccountRowIsADivergence) {
   ASSERT_EQ(c->only_right.size(), 1u);
   EXPECT_EQ(c->only_right[0], "[\"GEXTRAACCOUNT\"]");
   EXPECT_EQ(c->unreferenced_right, c->unreferenced_left + 1);
-  EXPECT_NE(diff::RenderDiffText(*r).find("lookup history_accounts differs"), std::string::npos);
-  EXPECT_TRUE(diff::DiffReportToJson(*r)["lookups"].is_array());
+  EXPECT_NE(report::RenderDiffText(*r).find("lookup history_accounts differs"), std::string::npos);
+  EXPECT_TRUE(report::DiffReportToJson(*r)["lookups"].is_array());
 }
 
 TEST(Lookups, OneAddressUnderTwoIdsIsADivergence) {
@@ -377,10 +378,10 @@ TEST(Lookups, ReferencedButMissingIdAndUnreferencedExtras) {
   for (const auto& c : {a, b}) ExecSql(c, "INSERT INTO history_accounts (id, address) VALUES (88888, 'GUNUSED')");
   auto same = Diff(Db(a), Db(b));
   ASSERT_TRUE(same.ok()) << same.status().message();
-  EXPECT_TRUE(same->identical) << diff::RenderDiffText(*same);
+  EXPECT_TRUE(same->identical) << report::RenderDiffText(*same);
   ASSERT_NE(Lookup(*same, "history_accounts"), nullptr);
   EXPECT_GE(Lookup(*same, "history_accounts")->unreferenced_left, 1u);
-  EXPECT_NE(diff::RenderDiffText(*same).find("ids no compared row references"), std::string::npos);
+  EXPECT_NE(report::RenderDiffText(*same).find("ids no compared row references"), std::string::npos);
   // A referenced account deleted: its id is referenced but missing.
   ExecSql(b, "DELETE FROM history_accounts WHERE id = (SELECT min(history_account_id) FROM "
              "history_transaction_participants)");
@@ -457,7 +458,7 @@ TEST(Tables, TradeAggregationsAreComparedByTheirOpenLedger) {
              "(19::bigint << 32) | 4097, 1, 2, (19::bigint << 32) | 4097, 1, 2)");
   auto flipped = Diff(Db(a), Db(c));
   ASSERT_TRUE(flipped.ok()) << flipped.status().message();
-  for (const auto& t : flipped->divergent_tables) EXPECT_NE(t.table, "history_trades_60000") << diff::RenderDiffText(*flipped);
+  for (const auto& t : flipped->divergent_tables) EXPECT_NE(t.table, "history_trades_60000") << report::RenderDiffText(*flipped);
 }
 
 TEST(Tables, HistoryTableOnOneSideOnlyIsADivergenceAndInventoryIsFromBothSides) {
@@ -476,10 +477,10 @@ TEST(Tables, HistoryTableOnOneSideOnlyIsADivergenceAndInventoryIsFromBothSides) 
             r->uncompared_right.end());
   EXPECT_NE(std::find(r->tables_only_right.begin(), r->tables_only_right.end(), "right_notes"),
             r->tables_only_right.end());
-  std::string text = diff::RenderDiffText(*r);
+  std::string text = report::RenderDiffText(*r);
   EXPECT_NE(text.find("not compared (no ledger mapping): left "), std::string::npos);
   EXPECT_NE(text.find("right_notes"), std::string::npos);
-  auto j = diff::DiffReportToJson(*r);
+  auto j = report::DiffReportToJson(*r);
   EXPECT_EQ(j["tables_one_side"]["left"], nlohmann::json::array({"left_notes"}));
   // A row in the staging table is compared at its ledger.
   ExecSql(a, "CREATE TABLE history_transactions_filtered_tmp AS SELECT * FROM history_transactions WHERE false");
@@ -487,7 +488,7 @@ TEST(Tables, HistoryTableOnOneSideOnlyIsADivergenceAndInventoryIsFromBothSides) 
              "LIMIT 1");
   auto staged = Diff(Db(a), Db(b));
   ASSERT_TRUE(staged.ok()) << staged.status().message();
-  ASSERT_TRUE(staged->first_divergent_ledger.has_value()) << diff::RenderDiffText(*staged);
+  ASSERT_TRUE(staged->first_divergent_ledger.has_value()) << report::RenderDiffText(*staged);
   EXPECT_EQ(*staged->first_divergent_ledger, 7u);
 }
 
@@ -510,7 +511,7 @@ TEST(Invariants, TradeAgainstHorizonsOrientationIsADivergence) {
   EXPECT_FALSE(r->identical);
   EXPECT_EQ(Violations(*r, "horizon_trade_orientation", "right"), 1u);
   EXPECT_EQ(Violations(*r, "horizon_trade_orientation", "left"), 0u);
-  EXPECT_NE(diff::RenderDiffText(*r).find("invariant horizon_trade_orientation broken on the right side: 1 rows of "
+  EXPECT_NE(report::RenderDiffText(*r).find("invariant horizon_trade_orientation broken on the right side: 1 rows of "
                                           "history_trades, first at ledger 19"),
             std::string::npos);
 }
@@ -603,7 +604,7 @@ TEST(NoFalseAlarms, ColumnOrderIsNotDataAndRowDiffLabelsAreRight) {
              "RENAME COLUMN id_moved TO id");
   auto r = Diff(Db(a), Db(b));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+  EXPECT_TRUE(r->identical) << report::RenderDiffText(*r);
   ExecSql(b, "UPDATE history_ledgers SET successful_transaction_count = successful_transaction_count + 7 WHERE "
              "sequence = 5");
   auto d = Diff(Db(a), Db(b));
@@ -636,7 +637,7 @@ TEST(NoFalseAlarms, ColumnOrderIsNotDataAndRowDiffLabelsAreRight) {
   }
   auto back = Diff(Db(a), Db(b));
   ASSERT_TRUE(back.ok()) << back.status().message();
-  EXPECT_TRUE(back->identical) << diff::RenderDiffText(*back);
+  EXPECT_TRUE(back->identical) << report::RenderDiffText(*back);
 }
 
 TEST(NoFalseAlarms, TimestampVersusTimestamptzAtUtcIsEqualAndNoted) {
@@ -644,7 +645,7 @@ TEST(NoFalseAlarms, TimestampVersusTimestamptzAtUtcIsEqualAndNoted) {
   ExecSql(b, "ALTER TABLE history_ledgers ALTER COLUMN closed_at TYPE timestamptz USING closed_at AT TIME ZONE 'UTC'");
   auto r = Diff(Db(a), Db(b));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+  EXPECT_TRUE(r->identical) << report::RenderDiffText(*r);
   ASSERT_EQ(r->schema_notes.size(), 1u);
   EXPECT_NE(r->schema_notes[0].find("history_ledgers.closed_at is timestamp on the left, timestamptz"),
             std::string::npos);
@@ -676,8 +677,8 @@ TEST(Schema, ColumnsOfAnotherTypeClassExplainTheEmptyRowDiff) {
       EXPECT_EQ(t.divergent_ledgers, r->coverage.left.held);
     }
   }
-  const std::string text = diff::RenderDiffText(*r);
-  const nlohmann::json j = diff::DiffReportToJson(*r);
+  const std::string text = report::RenderDiffText(*r);
+  const nlohmann::json j = report::DiffReportToJson(*r);
   ASSERT_EQ(r->rows.size(), j["rows"].size());
   ASSERT_FALSE(r->rows.empty());
   std::set<std::string> explained;
@@ -739,7 +740,7 @@ TEST(NoFalseAlarms, UniqueShortcutOnlyForValidNotNullIndexes) {
       o.range = r;
       auto d = Diff(Db(TestConninfo(), a), Db(TestConninfo(), b), o, *spec);
       ASSERT_TRUE(d.ok()) << d.status().message();
-      EXPECT_TRUE(d->identical) << diff::RenderDiffText(*d);
+      EXPECT_TRUE(d->identical) << report::RenderDiffText(*d);
     }
   }
 }
@@ -828,7 +829,7 @@ TEST(Encoding, BaseIsExactFlipsWithTheTradeAndAChangeIsFound) {
   ReverseAssets(b);
   auto r = Diff(Db(a), Db(b));
   ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_TRUE(r->identical) << diff::RenderDiffText(*r);
+  EXPECT_TRUE(r->identical) << report::RenderDiffText(*r);
   ExecSql(b, "UPDATE history_trades SET base_is_exact = NOT base_is_exact WHERE history_operation_id = 81604382721 "
              "AND \"order\" = 1");
   auto d = Diff(Db(a), Db(b));
@@ -896,7 +897,7 @@ std::string BrokenReferencesDump(Ledger* ledger) {
 }
 
 nlohmann::json ChecksJson(const diff::DiffReport& r) {
-  nlohmann::json j = diff::DiffReportToJson(r);
+  nlohmann::json j = report::DiffReportToJson(r);
   return {{"lookups", j["lookups"]}, {"invariants", j["invariants"]}};
 }
 
@@ -916,7 +917,7 @@ TEST(Checks, DiffFindsTheSameLookupAndInvariantFactsFromTheDigestAsFromAScan) {
     ASSERT_TRUE(s.ok()) << s.status().message();
     EXPECT_EQ(ChecksJson(*c).dump(2), ChecksJson(*s).dump(2));
     EXPECT_FALSE(c->identical);
-    const std::string text = diff::RenderDiffText(*c);
+    const std::string text = report::RenderDiffText(*c);
     const auto* accounts = Lookup(*c, "history_accounts");
     ASSERT_NE(accounts, nullptr);
     std::string missing;

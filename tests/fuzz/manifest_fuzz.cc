@@ -24,6 +24,7 @@
 #include "dump/manifest.h"
 #include "dump/shard.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "report/dump_text_json.h"
 
 using namespace ledgerdiff;
 using namespace ledgerdiff::dump;
@@ -91,8 +92,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (info.ok()) {
     LD_FUZZ_CHECK(info->summary.tables.size() == info->header.profile.tables.size(), "summary of {} tables for {}",
                   info->summary.tables.size(), info->header.profile.tables.size());
-    (void)RenderManifestText(*info);
-    (void)ManifestInfoToJson(*info).dump();
+    (void)report::RenderManifestText(*info);
+    (void)report::ManifestInfoToJson(*info).dump();
   } else {
     fuzz::CheckBadInput(info.status(), path, "ReadManifestInfo");
   }

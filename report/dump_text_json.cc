@@ -1,0 +1,146 @@
+// Renderers of dump's results (report/dump_text_json.h).
+#include "report/dump_text_json.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/report.h"
+#include "core/text.h"
+#include "dump/source_identity.h"
+
+namespace ledgerdiff::report {
+
+using dump::ComparisonOutcome;
+using dump::DigestSummary;
+using dump::ManifestHeader;
+using dump::ManifestInfo;
+
+std::string RenderDigestText(const DigestSummary& s) {
+  std::string out = s.target ? s.target->Line() + "\n" : "";
+  out += fmt::format("digest of {}, ledgers {} ({} ledgers), profile {}, engine {}\n", s.source, s.range.str(),
+                     FormatCount(s.range.size()), s.profile.name, dump::ToString(s.engine));
+  size_t w = 5;
+  for (const auto& t : s.tables) w = std::max(w, t.table.size());
+  out += fmt::format("  {:<{}}  {:>12}  {:>12}  {}\n", "table", w, "rows", "ledgers", "root (sha-256)");
+  for (const auto& t : s.tables)
+    out += fmt::format("  {:<{}}  {:>12}  {:>12}  {}\n", t.table, w, FormatCount(t.rows),
+                       FormatCount(t.ledgers_with_rows), t.root);
+  out += fmt::format("root {}  ({} rows in {})\n", s.root, FormatCount(s.rows), FormatDuration(s.seconds));
+  auto excluded = s.profile.ExcludedColumns();
+  out += fmt::format("excluded columns: {}\n", excluded.empty() ? "none" : fmt::format("{}", fmt::join(excluded, ", ")));
+  if (!s.profile.lookup_tables.empty())
+    out += fmt::format("lookup tables (resolved; diff compares them as natural-key sets): {}\n", fmt::join(s.profile.lookup_tables, ", "));
+  if (!s.profile.uncompared_tables.empty())
+    out += fmt::format("tables without a ledger mapping (not compared): {}\n",
+                       fmt::join(s.profile.uncompared_tables, ", "));
+  if (s.ledgers_resumed)
+    out += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n", s.checkpoint,
+                       FormatCountOf(s.ledgers_resumed, "ledger"), FormatCount(s.range.size() - s.ledgers_resumed));
+  if (!s.manifest_path.empty())
+    out += fmt::format("manifest {} ({} detail): {} bytes, {:.1f} bytes/ledger; 50M ledgers would weigh {:.2f} GB\n",
+                       s.manifest_path, s.manifest_detail, FormatCount(s.manifest_bytes),
+                       static_cast<double>(s.manifest_bytes) / static_cast<double>(s.range.size()),
+                       static_cast<double>(s.manifest_bytes) / static_cast<double>(s.range.size()) * 50e6 / 1e9);
+  return out;
+}
+
+nlohmann::json DigestSummaryToJson(const DigestSummary& s) {
+  nlohmann::json j;
+  j["source"] = s.source;
+  j["range"] = {{"from", s.range.from}, {"to", s.range.to}};
+  j["ledgers"] = s.range.size();
+  j["profile"] = s.profile.name;
+  j["engine"] = dump::ToString(s.engine);
+  j["rows"] = s.rows;
+  j["root"] = s.root;
+  j["seconds"] = s.seconds;
+  j["tables"] = nlohmann::json::array();
+  for (const auto& t : s.tables)
+    j["tables"].push_back({{"table", t.table}, {"rows", t.rows}, {"ledgers_with_rows", t.ledgers_with_rows}, {"root", t.root}});
+  j["excluded_columns"] = s.profile.ExcludedColumns();
+  j["lookup_tables"] = s.profile.lookup_tables;
+  j["uncompared_tables"] = s.profile.uncompared_tables;
+  if (!s.manifest_path.empty()) {
+    double bpl = static_cast<double>(s.manifest_bytes) / static_cast<double>(s.range.size());
+    j["manifest"] = {{"path", s.manifest_path},
+                     {"detail", s.manifest_detail},
+                     {"bytes", s.manifest_bytes},
+                     {"bytes_per_ledger", bpl},
+                     {"bytes_for_50m_ledgers", bpl * 50e6}};
+  }
+  if (!s.checkpoint.empty()) {
+    j["resume"] = {{"checkpoint", s.checkpoint},
+                   {"ledgers_resumed", s.ledgers_resumed},
+                   {"ledgers_digested", s.range.size() - s.ledgers_resumed}};
+  }
+  if (s.target) j["target"] = s.target->ToJson();
+  return j;
+}
+
+std::string RenderManifestText(const ManifestInfo& info) {
+  const ManifestHeader& h = info.header;
+  std::string s = fmt::format("manifest {} ({} bytes, format {}, detail {}, ledgerdiff {})\n",
+                              info.summary.manifest_path, FormatCount(info.summary.manifest_bytes), dump::kManifestVersion,
+                              dump::ManifestDetailName(h.detail), h.tool_version);
+  s += fmt::format("  source: {}\n", h.source);
+  if (h.right_identity)
+    s += fmt::format("  source identity: left {}\n                   right {}\n", dump::DescribeSourceIdentity(h.identity),
+                     dump::DescribeSourceIdentity(*h.right_identity));
+  else
+    s += fmt::format("  source identity: {}\n", dump::DescribeSourceIdentity(h.identity));
+  s += fmt::format("  profile: {} (fingerprint {})\n", h.profile.name, h.fingerprint);
+  if (h.shard)
+    s += fmt::format("  coverage: ledgers {} ({} ledgers) = shard {} of {} of range {} (partial: merge it)\n",
+                     h.range.str(), h.range.size(), h.shard->index, h.shard->count, h.shard->full_range.str());
+  else
+    s += fmt::format("  coverage: ledgers {} ({} ledgers, complete)\n", h.range.str(), h.range.size());
+  if (info.comparison) s += "  comparison (verify-range): " + RenderComparisonOutcome(*info.comparison) + "\n";
+  return s + RenderDigestText(info.summary);
+}
+
+nlohmann::json ManifestInfoToJson(const ManifestInfo& info) {
+  const ManifestHeader& h = info.header;
+  nlohmann::json j;
+  j["path"] = info.summary.manifest_path;
+  j["bytes"] = info.summary.manifest_bytes;
+  j["format_version"] = dump::kManifestVersion;
+  j["tool_version"] = h.tool_version;
+  j["detail"] = dump::ManifestDetailName(h.detail);
+  j["source"] = h.source;
+  j["source_identity"] = dump::ManifestIdentityToJson(h);
+  j["profile"] = h.profile.name;
+  j["fingerprint"] = h.fingerprint;
+  j["range"] = {{"from", h.range.from}, {"to", h.range.to}};
+  j["complete"] = !h.shard.has_value();
+  if (h.shard)
+    j["shard"] = {{"index", h.shard->index},
+                  {"count", h.shard->count},
+                  {"full_range", {{"from", h.shard->full_range.from}, {"to", h.shard->full_range.to}}}};
+  else
+    j["shard"] = nullptr;
+  j["comparison"] = info.comparison ? dump::ComparisonOutcomeToJson(*info.comparison) : nlohmann::json(nullptr);
+  j["digest"] = DigestSummaryToJson(info.summary);
+  return j;
+}
+
+std::string RenderComparisonOutcome(const ComparisonOutcome& c) {
+  const std::string gaps =
+      c.coverage_checked && (c.missing_left || c.missing_right)
+          ? fmt::format("; ledgers missing: {} left, {} right{}", FormatCount(c.missing_left),
+                        FormatCount(c.missing_right), c.allow_gaps ? " (accepted by --allow-gaps)" : "")
+          : "";
+  if (c.identical)
+    return fmt::format("identical over {} ledgers ({} rows left, {} rows right){}", FormatCount(c.ledgers_compared),
+                       FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
+  if (c.incomplete())
+    return fmt::format("incomplete: the {} ledgers held are identical ({} rows left, {} rows right){}",
+                       FormatCount(c.ledgers_compared), FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
+  const std::string where = c.first_divergent_ledger
+                                ? fmt::format("first divergent ledger {}", *c.first_divergent_ledger)
+                                : std::string("no ledger differs (tables, columns, lookups or invariants do)");
+  return fmt::format("divergent: {}, {} divergent ledgers of {} ({} rows left, {} rows right){}", where,
+                     FormatCount(c.divergent_ledgers), FormatCount(c.ledgers_compared), FormatCount(c.rows_left),
+                     FormatCount(c.rows_right), gaps);
+}
+
+}  // namespace ledgerdiff::report

@@ -1,0 +1,90 @@
+// Renderers of a distributed run's status (report/runs_text_json.h).
+#include "report/runs_text_json.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/report.h"
+#include "ingest/distributed.h"
+
+namespace ledgerdiff::report {
+
+namespace {
+
+nlohmann::json JobJson(const ingest::JobRow& j) {
+  return {{"job", j.job_id}, {"range", {{"from", j.range.from}, {"to", j.range.to}}}, {"attempt", j.attempt},
+          {"worker", j.worker}, {"error", j.error.empty() ? nlohmann::json() : nlohmann::json(j.error)}};
+}
+
+}  // namespace
+
+nlohmann::json RunStatusToJson(const ingest::RunStatus& s, const Target& target) {
+  nlohmann::json stale = nlohmann::json::array(), failed = nlohmann::json::array();
+  for (const auto& j : s.stale_jobs) {
+    nlohmann::json o = JobJson(j);
+    o["heartbeat_age_s"] = j.heartbeat_age_s;
+    o["session_ended"] = !j.session_alive;
+    o["status"] = ingest::StaleJobText(j);
+    stale.push_back(o);
+  }
+  for (const auto& j : s.failed_jobs) failed.push_back(JobJson(j));
+  return {{"run_id", s.run_id},
+          {"schema", s.schema},
+          {"state", ingest::ToString(s.state)},
+          {"mode", s.mode},
+          {"error", s.error.empty() ? nlohmann::json() : nlohmann::json(s.error)},
+          {"range", {{"from", s.range.from}, {"to", s.range.to}}},
+          {"job_size", s.job_size},
+          {"created_at", s.created_at},
+          {"jobs", {{"total", s.counts.total()},
+                    {"pending", s.counts.pending},
+                    {"running", s.counts.running},
+                    {"done", s.counts.done},
+                    {"failed", s.counts.failed},
+                    {"cancelled", s.counts.cancelled}}},
+          {"ledgers_done", s.counts.ledgers_done},
+          {"workers", s.workers},
+          {"workers_joined", s.worker_counts.joined},
+          {"workers_alive", s.worker_counts.alive},
+          {"liveness", ingest::LivenessName(s.liveness)},
+          {"stale_jobs", stale},
+          {"failed_jobs", failed},
+          {"target", target.ToJson()}};
+}
+
+std::string RunStatusText(const ingest::RunStatus& s) {
+  std::string workers;
+  const size_t seen = std::max<size_t>(s.workers.size(), s.worker_counts.joined);
+  switch (s.liveness) {
+    case ingest::Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
+    case ingest::Liveness::kNoWorkerAlive:
+      workers = fmt::format("{} seen, no worker alive", FormatCountOf(seen, "worker"));
+      break;
+    case ingest::Liveness::kWorkersAlive:
+      workers = s.worker_counts.joined > 0
+                    ? fmt::format("{} seen, {} alive", FormatCountOf(seen, "worker"), FormatCount(s.worker_counts.alive))
+                    : fmt::format("{} seen", FormatCountOf(seen, "worker"));
+      break;
+    case ingest::Liveness::kNotRunning: workers = FormatCountOf(s.workers.size(), "worker"); break;
+  }
+  std::string out = fmt::format(
+      "{}  {:<7}  schema \"{}\"  ledgers {}  jobs {}/{} done, {} running, {} pending, {} failed{}  {}  created {}\n",
+      s.run_id, ingest::ToString(s.state), s.schema, s.range.str(), s.counts.done, s.counts.total(), s.counts.running, s.counts.pending,
+      s.counts.failed, s.counts.cancelled ? fmt::format(", {} cancelled", s.counts.cancelled) : "", workers,
+      s.created_at);
+  for (const auto& j : s.stale_jobs)
+    out += fmt::format("    job {} [{}] attempt {}: {}\n", j.job_id, j.range.str(), j.attempt, ingest::StaleJobText(j));
+  if (s.liveness == ingest::Liveness::kNoWorkerAlive)
+    out += fmt::format("    no worker alive: {} pending, {} running; start `ledgerdiff worker --run {}`\n",
+                       FormatCountOf(s.counts.pending, "job"), FormatCount(s.counts.running), s.run_id);
+  if (s.liveness == ingest::Liveness::kNeverHadWorker)
+    out += fmt::format("    start workers with `ledgerdiff worker --run {}`\n", s.run_id);
+  for (const auto& j : s.failed_jobs)
+    out += fmt::format("    job {} [{}] failed after {}: {}\n", j.job_id, j.range.str(), FormatCountOf(j.attempt, "attempt"),
+                       j.error.empty() ? "no error recorded" : j.error);
+  if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == ingest::RunState::kCancelled ? "cancelled" : "error", s.error);
+  return out;
+}
+
+}  // namespace ledgerdiff::report
