@@ -180,14 +180,18 @@ LedgerRange RangeFromJson(const nlohmann::json& j, const std::string& where, con
 ManifestHeader NewManifestHeader(std::string source, ManifestDetail detail, const LedgerRange& range,
                                  const ResolvedProfile& profile, const std::optional<ShardInfo>& shard,
                                  DigestEngine engine) {
-  ManifestHeader h;
-  h.source = std::move(source);
-  h.detail = detail;
-  h.range = range;
-  h.profile = profile;
-  h.shard = shard;
-  h.engine = engine;
-  return h;
+  return ManifestHeader{.tool_version = {},
+                        .source = std::move(source),
+                        .detail = detail,
+                        .range = range,
+                        .profile = profile,
+                        .shard = shard,
+                        .fingerprint = {},
+                        .comparison = false,
+                        .identity = {},
+                        .right_identity = std::nullopt,
+                        .workload = std::nullopt,
+                        .engine = engine};
 }
 
 Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std::string& path) {
