@@ -66,13 +66,7 @@ Action SetupPlan(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::PlanRun(*conn, f->options));
     const auto jobs = SplitJobs(spec.range, spec.job_size).size();
     Outcome out;
-    const std::string reach = ReconnectFlags(*db);
-    // Comment lines, then the run id alone on the last line (deploy/ reads it).
-    out.text = fmt::format("# {}\n# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
-                           "`ledgerdiff worker --run {}{}{}`\n{}\n",
-                           db->target({spec.schema}).Line(), spec.run_id, spec.schema, spec.range.str(),
-                           FormatCountOf(jobs, "job"), FormatCountOf(spec.job_size, "ledger"), spec.run_id,
-                           reach.empty() ? "" : " ", reach, spec.run_id);
+    out.text = report::RenderPlanText(spec, jobs, db->target({spec.schema}), ReconnectFlags(*db));
     return out;
   };
   return a;
@@ -92,7 +86,7 @@ Action SetupRunWorker(CLI::App* sub) {
     Outcome out;
     ingest::WorkerOutcome w = ingest::RunDistributedWorker(db->conninfo(), f->run, f->worker, ctx.reporter());
     out.exit_code = w.exit_code;
-    if (w.exit_code == 0) out.text = fmt::format("run {} complete\n", f->run);
+    if (w.exit_code == 0) out.text = report::RenderRunCompleteText(f->run);
     out.error = w.message;  // why the run failed (the failed job's last error) or was cancelled
     return out;
   };
@@ -142,15 +136,11 @@ Action SetupRuns(CLI::App* sub) {
     ctx.Announce(target);
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff runs"));
     LD_ASSIGN_OR_RETURN(auto runs, ingest::ListRuns(*conn));
+    std::vector<Target> targets;
+    for (const auto& r : runs) targets.push_back(db->target({r.schema}));
     Outcome out;
-    out.text = target.Line() + "\n";
-    // An array, one object per run (each names its target: the array has no other place).
-    out.json = nlohmann::json::array();
-    for (const auto& r : runs) {
-      out.json.push_back(report::RunStatusToJson(r, db->target({r.schema})));
-      out.text += report::RunStatusText(r);
-    }
-    if (runs.empty()) out.text += "no runs\n";
+    out.text = report::RenderRunListText(runs, target);
+    out.json = report::RunListToJson(runs, targets);
     return out;
   };
   return a;
@@ -165,27 +155,10 @@ Action SetupCancel(CLI::App* sub) {
     ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff cancel"));
     LD_ASSIGN_OR_RETURN(ingest::CancelReport r, ingest::CancelRun(*conn, *run));
-    const std::string schema_flag = ShellQuote(r.schema, ShellQuoting::kWhenNeeded);
     const Target target = db->target({r.schema});
     Outcome out;
-    out.text = target.Line() + "\n";
-    out.text += fmt::format(
-        "run {} cancelled: {} pending and {} running jobs fenced ({} done jobs keep their rows); its workers stop "
-        "claiming and exit 1, and a running attempt can no longer commit (its data transaction rolls back)\n"
-        "schema \"{}\" stays ledgerdiff's (mark \"{}\") and no run holds it now: reuse it with `ledgerdiff plan "
-        "--fresh --schema {} ...` or `ledgerdiff ingest --fresh --schema {} ...`, or drop it with "
-        "`ledgerdiff drop {}--schema {}`\n",
-        r.run_id, r.pending, r.running, r.done, r.schema, r.schema_mark, schema_flag, schema_flag,
-        ReconnectFlags(*db).empty() ? "" : ReconnectFlags(*db) + " ", schema_flag);
-    out.json = {{"run_id", r.run_id},
-                {"state", "cancelled"},
-                {"schema", r.schema},
-                {"schema_mark", r.schema_mark},
-                {"mode", r.mode},
-                {"jobs_fenced", {{"pending", r.pending}, {"running", r.running}}},
-                {"jobs_done", r.done},
-                {"drop", fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(r.schema))},
-                {"target", target.ToJson()}};
+    out.text = report::RenderCancelText(r, target, ReconnectFlags(*db));
+    out.json = report::CancelReportToJson(r, target);
     return out;
   };
   return a;
@@ -255,12 +228,10 @@ Action SetupDrop(CLI::App* sub) {
         return Status::Ok();
       }));
     }
+    const report::DropOutcome dropped_schemas{cancelled, dropped, absent};
     Outcome out;
-    out.text = target.Line() + "\n";
-    for (const auto& r : cancelled) out.text += fmt::format("cancelled run {}\n", r);
-    for (const auto& s : dropped) out.text += fmt::format("dropped schema \"{}\"\n", s);
-    for (const auto& s : absent) out.text += fmt::format("schema \"{}\" does not exist: nothing to drop\n", s);
-    out.json = {{"dropped", dropped}, {"absent", absent}, {"cancelled_runs", cancelled}, {"target", target.ToJson()}};
+    out.text = report::RenderDropText(dropped_schemas, target);
+    out.json = report::DropOutcomeToJson(dropped_schemas, target);
     return out;
   };
   return a;

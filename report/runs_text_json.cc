@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "core/pg.h"
 #include "core/report.h"
+#include "core/text.h"
 #include "ingest/distributed.h"
 
 namespace ledgerdiff::report {
@@ -85,6 +87,70 @@ std::string RunStatusText(const ingest::RunStatus& s) {
                        j.error.empty() ? "no error recorded" : j.error);
   if (!s.error.empty()) out += fmt::format("    {}: {}\n", s.state == ingest::RunState::kCancelled ? "cancelled" : "error", s.error);
   return out;
+}
+
+std::string RenderRunListText(const std::vector<ingest::RunStatus>& runs, const Target& target) {
+  std::string out = target.Line() + "\n";
+  for (const auto& r : runs) out += RunStatusText(r);
+  if (runs.empty()) out += "no runs\n";
+  return out;
+}
+
+nlohmann::json RunListToJson(const std::vector<ingest::RunStatus>& runs, const std::vector<Target>& targets) {
+  nlohmann::json out = nlohmann::json::array();  // each run names its target: the array has no other place
+  for (size_t i = 0; i < runs.size() && i < targets.size(); ++i) out.push_back(RunStatusToJson(runs[i], targets[i]));
+  return out;
+}
+
+std::string RenderPlanText(const ingest::RunSpec& spec, size_t jobs, const Target& target,
+                           const std::string& reconnect_flags) {
+  return fmt::format("# {}\n# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
+                     "`ledgerdiff worker --run {}{}{}`\n{}\n",
+                     target.Line(), spec.run_id, spec.schema, spec.range.str(), FormatCountOf(jobs, "job"),
+                     FormatCountOf(spec.job_size, "ledger"), spec.run_id, reconnect_flags.empty() ? "" : " ",
+                     reconnect_flags, spec.run_id);
+}
+
+std::string RenderRunCompleteText(const std::string& run_id) { return fmt::format("run {} complete\n", run_id); }
+
+std::string RenderCancelText(const ingest::CancelReport& r, const Target& target, const std::string& reconnect_flags) {
+  const std::string schema_flag = ShellQuote(r.schema, ShellQuoting::kWhenNeeded);
+  return target.Line() + "\n" +
+         fmt::format(
+             "run {} cancelled: {} pending and {} running jobs fenced ({} done jobs keep their rows); its workers "
+             "stop claiming and exit 1, and a running attempt can no longer commit (its data transaction rolls "
+             "back)\nschema \"{}\" stays ledgerdiff's (mark \"{}\") and no run holds it now: reuse it with "
+             "`ledgerdiff plan --fresh --schema {} ...` or `ledgerdiff ingest --fresh --schema {} ...`, or drop it "
+             "with `ledgerdiff drop {}--schema {}`\n",
+             r.run_id, r.pending, r.running, r.done, r.schema, r.schema_mark, schema_flag, schema_flag,
+             reconnect_flags.empty() ? "" : reconnect_flags + " ", schema_flag);
+}
+
+nlohmann::json CancelReportToJson(const ingest::CancelReport& r, const Target& target) {
+  return {{"run_id", r.run_id},
+          {"state", "cancelled"},
+          {"schema", r.schema},
+          {"schema_mark", r.schema_mark},
+          {"mode", r.mode},
+          {"jobs_fenced", {{"pending", r.pending}, {"running", r.running}}},
+          {"jobs_done", r.done},
+          {"drop", fmt::format("DROP SCHEMA {} CASCADE", pg::QuoteIdent(r.schema))},
+          {"target", target.ToJson()}};
+}
+
+std::string RenderDropText(const DropOutcome& drop, const Target& target) {
+  std::string out = target.Line() + "\n";
+  for (const auto& r : drop.cancelled_runs) out += fmt::format("cancelled run {}\n", r);
+  for (const auto& s : drop.dropped) out += fmt::format("dropped schema \"{}\"\n", s);
+  for (const auto& s : drop.absent) out += fmt::format("schema \"{}\" does not exist: nothing to drop\n", s);
+  return out;
+}
+
+nlohmann::json DropOutcomeToJson(const DropOutcome& drop, const Target& target) {
+  return {{"dropped", drop.dropped},
+          {"absent", drop.absent},
+          {"cancelled_runs", drop.cancelled_runs},
+          {"target", target.ToJson()}};
 }
 
 }  // namespace ledgerdiff::report
