@@ -133,13 +133,10 @@ Result<Outcome> RunDigestShard(const DigestFlags& f, Database& db, Context& ctx)
   LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db.conninfo(), f.schema, f.c.spec, opts, *f.c.range,
                                                                 f.shards, f.shard, f.out, ctx.reporter()));
   summary.target = db.target({f.schema});
+  const dump::ShardInfo shard{f.shard, f.shards, *f.c.range};
   Outcome out;
-  out.json = report::DigestSummaryToJson(summary);
-  out.json["shard"] = {{"index", f.shard}, {"count", f.shards},
-                       {"full_range", {{"from", f.c.range->from}, {"to", f.c.range->to}}}};
-  out.text = fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
-                         f.shard, f.shards, f.c.range->from, f.c.range->to) +
-             report::RenderDigestText(summary);
+  out.json = report::DigestShardToJson(summary, shard);
+  out.text = report::RenderDigestShardText(summary, shard);
   return out;
 }
 
@@ -151,16 +148,8 @@ Result<Outcome> RunDigestAppend(const DigestFlags& f, Database& db, Context& ctx
                                                             ctx.reporter()));
   appended.summary.target = db.target({f.schema});
   Outcome out;
-  out.json = report::DigestSummaryToJson(appended.summary);
-  out.json["append"] = {{"kept", {{"from", appended.kept.from}, {"to", appended.kept.to}}},
-                        {"appended", appended.appended ? nlohmann::json{{"from", appended.appended->from},
-                                                                         {"to", appended.appended->to}}
-                                                       : nlohmann::json()}};
-  out.text = (appended.appended ? fmt::format("appended ledgers {} to {} (ledgers {} taken from it)\n",
-                                              appended.appended->str(), f.out, appended.kept.str())
-                                : fmt::format("nothing to append: {} already covers ledgers {}\n", f.out,
-                                              appended.kept.str())) +
-             report::RenderDigestText(appended.summary);
+  out.json = report::AppendedToJson(appended);
+  out.text = report::RenderAppendedText(appended, f.out);
   return out;
 }
 

@@ -42,16 +42,10 @@ Action SetupManifest(CLI::App* sub) {
     if (f->merge->parsed()) {
       const auto detail = f->detail == "full" ? dump::ManifestDetail::kFull : dump::ManifestDetail::kCompact;
       LD_ASSIGN_OR_RETURN(auto merged, dump::MergeManifests(f->parts, f->out, detail));
-      out.json = report::DigestSummaryToJson(merged.summary);
-      out.json["parts"] = f->parts.size();
-      out.text = fmt::format("merged {} parts into {}\n", f->parts.size(), f->out);
-      if (merged.comparison) {
-        // verify-range parts: the exit code is the joined verdict, as verify-range's own.
-        out.json["comparison"] = dump::ComparisonOutcomeToJson(*merged.comparison);
-        out.text += "comparison (verify-range): " + report::RenderComparisonOutcome(*merged.comparison) + "\n";
-        out.exit_code = merged.comparison->identical ? 0 : 1;
-      }
-      out.text += report::RenderDigestText(merged.summary);
+      out.json = report::MergedToJson(merged, f->parts.size());
+      out.text = report::RenderMergedText(merged, f->parts.size(), f->out);
+      // verify-range parts: the exit code is the joined verdict, as verify-range's own.
+      if (merged.comparison) out.exit_code = merged.comparison->identical ? 0 : 1;
       return out;
     }
     LD_ASSIGN_OR_RETURN(auto info, dump::ReadManifestInfo(f->file));

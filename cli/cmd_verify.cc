@@ -274,39 +274,6 @@ Result<Outcome> RunFollowVerifyRange(const VerifyRangeFlags& f, Context& ctx) {
   return RunFollowCommand(f.follow_options, targets, f.reports, ctx);
 }
 
-// What a one-shot verify-range adds to the diff's output: its part or manifest, its checkpoint.
-void AddVerifyRangeOutputs(const verify::VerifyRangeReport& report, Outcome& out) {
-  if (!report.look_again.empty()) {  // as verify prints its own, and the reports carry it
-    out.text += fmt::format("  look again: {}\n", report.look_again);
-    out.json["look_again"] = report.look_again;
-  }
-  if (report.shard)
-    out.json["shard"] = {
-        {"index", report.shard->index},
-        {"count", report.shard->count},
-        {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
-  if (report.manifest) {
-    out.json["manifest"] = {{"path", report.manifest->manifest_path},
-                            {"bytes", report.manifest->manifest_bytes},
-                            {"root", report.manifest->root}};
-    out.text += report.shard ? fmt::format(
-                                   "part {} (shard {} of {}) written: join the parts with `ledgerdiff "
-                                   "manifest merge --out FULL PART...`\n",
-                                   report.manifest->manifest_path, report.shard->index, report.shard->count)
-                             : fmt::format("manifest {} written\n", report.manifest->manifest_path);
-  }
-  if (!report.checkpoint.empty()) {
-    const uint64_t ledgers = report.diff.range.size();
-    out.json["resume"] = {{"checkpoint", report.checkpoint},
-                          {"ledgers_resumed", report.ledgers_resumed},
-                          {"ledgers_digested", ledgers - report.ledgers_resumed}};
-    if (report.ledgers_resumed)
-      out.text += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n", report.checkpoint,
-                              FormatCountOf(report.ledgers_resumed, "ledger"),
-                              FormatCount(ledgers - report.ledgers_resumed));
-  }
-}
-
 Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
   if (f.follow) return RunFollowVerifyRange(f, ctx);
   const auto& o = f.options;
@@ -316,8 +283,8 @@ Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
   ctx.Announce(targets);
   LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(o, ctx.reporter()));
   report.diff.targets = targets;
-  Outcome out{report.diff.identical ? 0 : 1, report::RenderDiffText(report.diff), report::DiffReportToJson(report.diff), ""};
-  AddVerifyRangeOutputs(report, out);
+  Outcome out{report.diff.identical ? 0 : 1, report::RenderVerifyRangeText(report), report::VerifyRangeToJson(report),
+              ""};
   AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f.reports));
   return out;
 }

@@ -143,4 +143,46 @@ std::string RenderComparisonOutcome(const ComparisonOutcome& c) {
                      FormatCount(c.rows_right), gaps);
 }
 
+std::string RenderDigestShardText(const DigestSummary& summary, const dump::ShardInfo& shard) {
+  return fmt::format("shard {} of {} of range {}:{} (partial manifest: merge with `ledgerdiff manifest merge`)\n",
+                     shard.index, shard.count, shard.full_range.from, shard.full_range.to) +
+         RenderDigestText(summary);
+}
+
+nlohmann::json DigestShardToJson(const DigestSummary& summary, const dump::ShardInfo& shard) {
+  nlohmann::json j = DigestSummaryToJson(summary);
+  j["shard"] = {{"index", shard.index},
+                {"count", shard.count},
+                {"full_range", {{"from", shard.full_range.from}, {"to", shard.full_range.to}}}};
+  return j;
+}
+
+std::string RenderAppendedText(const dump::AppendedManifest& a, const std::string& path) {
+  return (a.appended ? fmt::format("appended ledgers {} to {} (ledgers {} taken from it)\n", a.appended->str(), path,
+                                   a.kept.str())
+                     : fmt::format("nothing to append: {} already covers ledgers {}\n", path, a.kept.str())) +
+         RenderDigestText(a.summary);
+}
+
+nlohmann::json AppendedToJson(const dump::AppendedManifest& a) {
+  nlohmann::json j = DigestSummaryToJson(a.summary);
+  j["append"] = {{"kept", {{"from", a.kept.from}, {"to", a.kept.to}}},
+                 {"appended", a.appended ? nlohmann::json{{"from", a.appended->from}, {"to", a.appended->to}}
+                                         : nlohmann::json()}};
+  return j;
+}
+
+std::string RenderMergedText(const dump::MergedManifest& merged, size_t parts, const std::string& out) {
+  std::string text = fmt::format("merged {} parts into {}\n", parts, out);
+  if (merged.comparison) text += "comparison (verify-range): " + RenderComparisonOutcome(*merged.comparison) + "\n";
+  return text + RenderDigestText(merged.summary);
+}
+
+nlohmann::json MergedToJson(const dump::MergedManifest& merged, size_t parts) {
+  nlohmann::json j = DigestSummaryToJson(merged.summary);
+  j["parts"] = parts;
+  if (merged.comparison) j["comparison"] = dump::ComparisonOutcomeToJson(*merged.comparison);
+  return j;
+}
+
 }  // namespace ledgerdiff::report

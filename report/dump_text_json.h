@@ -20,6 +20,19 @@ nlohmann::json DigestSummaryToJson(const dump::DigestSummary& summary);
 std::string RenderManifestText(const dump::ManifestInfo& info);
 nlohmann::json ManifestInfoToJson(const dump::ManifestInfo& info);
 
+// `digest --shards N --shard K`: the part's summary, led by which shard of which range it is.
+std::string RenderDigestShardText(const dump::DigestSummary& summary, const dump::ShardInfo& shard);
+nlohmann::json DigestShardToJson(const dump::DigestSummary& summary, const dump::ShardInfo& shard);
+
+// `digest --append`: what was kept and appended, then the whole manifest's summary.
+std::string RenderAppendedText(const dump::AppendedManifest& appended, const std::string& path);
+nlohmann::json AppendedToJson(const dump::AppendedManifest& appended);
+
+// `manifest merge`: how many parts went where, the joined outcome of verify-range parts, the
+// merged manifest's summary.
+std::string RenderMergedText(const dump::MergedManifest& merged, size_t parts, const std::string& out);
+nlohmann::json MergedToJson(const dump::MergedManifest& merged, size_t parts);
+
 // "identical over N ledgers (R rows left, R rows right)" / "divergent: first divergent ledger L, ...".
 std::string RenderComparisonOutcome(const dump::ComparisonOutcome& outcome);
 

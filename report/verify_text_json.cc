@@ -142,4 +142,39 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
   return j;
 }
 
+std::string RenderVerifyRangeText(const verify::VerifyRangeReport& report) {
+  std::string text = RenderDiffText(report.diff);
+  if (!report.look_again.empty()) text += fmt::format("  look again: {}\n", report.look_again);
+  if (report.manifest)
+    text += report.shard ? fmt::format("part {} (shard {} of {}) written: join the parts with `ledgerdiff "
+                                       "manifest merge --out FULL PART...`\n",
+                                       report.manifest->manifest_path, report.shard->index, report.shard->count)
+                         : fmt::format("manifest {} written\n", report.manifest->manifest_path);
+  if (!report.checkpoint.empty() && report.ledgers_resumed)
+    text += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n", report.checkpoint,
+                        FormatCountOf(report.ledgers_resumed, "ledger"),
+                        FormatCount(report.diff.range.size() - report.ledgers_resumed));
+  return text;
+}
+
+nlohmann::json VerifyRangeToJson(const verify::VerifyRangeReport& report) {
+  nlohmann::json j = DiffReportToJson(report.diff);
+  if (!report.look_again.empty()) j["look_again"] = report.look_again;
+  if (report.shard)
+    j["shard"] = {{"index", report.shard->index},
+                  {"count", report.shard->count},
+                  {"full_range", {{"from", report.shard->full_range.from}, {"to", report.shard->full_range.to}}}};
+  if (report.manifest)
+    j["manifest"] = {{"path", report.manifest->manifest_path},
+                     {"bytes", report.manifest->manifest_bytes},
+                     {"root", report.manifest->root}};
+  if (!report.checkpoint.empty()) {
+    const uint64_t ledgers = report.diff.range.size();
+    j["resume"] = {{"checkpoint", report.checkpoint},
+                   {"ledgers_resumed", report.ledgers_resumed},
+                   {"ledgers_digested", ledgers - report.ledgers_resumed}};
+  }
+  return j;
+}
+
 }  // namespace ledgerdiff::report

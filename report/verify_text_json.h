@@ -20,6 +20,11 @@ nlohmann::json VerifyReportToJson(const verify::VerifyReport& report);
 std::string DescribeWritingJob(Ledger ledger, const verify::WritingJob& w);
 std::string RenderVerifyText(const verify::VerifyReport& report);
 
+// A one-shot verify-range: the diff's text and JSON (report/diff_text_json.h) with what it adds:
+// the look-again command, its part or manifest ("shard", "manifest"), its checkpoint ("resume").
+std::string RenderVerifyRangeText(const verify::VerifyRangeReport& report);
+nlohmann::json VerifyRangeToJson(const verify::VerifyRangeReport& report);
+
 // verify-range --follow: one line per cycle, "cycle 7: verified through 1234 (+12 ledgers, 3,456
 // rows), heads left 1240 right 1236, lag 4 ledgers (20 s), scrubbed 100:199, 1.2 s", and a second
 // line naming a divergence ("changed after it was verified: ledger L (right side; tables)").
