@@ -286,11 +286,7 @@ Action SetupDump(CLI::App* sub) {
     opts.out = f->out;
     LD_ASSIGN_OR_RETURN(auto summary, dump::DumpSchema(db->conninfo(), f->schema, f->c.spec, opts, ctx.reporter()));
     Outcome out;
-    if (f->out != "-") {  // (with "-" the rows are the output)
-      out.text = db->target({f->schema}).Line() + "\n";
-      for (const auto& [table, rows] : summary.tables) out.text += fmt::format("{}: {} rows\n", table, FormatCount(rows));
-      out.text += fmt::format("excluded columns: {}\n", fmt::join(summary.excluded_columns, ", "));
-    }
+    if (f->out != "-") out.text = report::RenderDumpText(summary, db->target({f->schema}));  // "-": the rows are the output
     return out;
   };
   return a;

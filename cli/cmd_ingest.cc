@@ -20,16 +20,8 @@ namespace {
 Outcome IngestOutcome(ingest::IngestReport report, Database& db) {
   report.target = db.target({report.schema});
   Outcome out;
-  out.json = report::IngestReportToJson(report);
-  out.text = report::RenderIngestText(report);
-  // Workers that ended with an error (e.g. a refused connection) or a signal.
-  out.json["workers_failed"] = report.workers_failed;
-  if (report.workers_failed > 0)
-    out.text += fmt::format("  {} failed (ended with an error or a signal; {} started)\n",
-                            FormatCountOf(report.workers_failed, "worker"),
-                            FormatCountOf(report.workers_replaced, "replacement"));
-  if (db.embedded() && !db.embedded_server()->kept())
-    out.text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
+  out.json = report::IngestCommandToJson(report);
+  out.text = report::RenderIngestCommandText(report, db.embedded() && !db.embedded_server()->kept());
   if (!report.ok) {
     out.error = report.error;
     // A job out of retries: the run failed, an answer about the ingester (as `worker` and `wait`

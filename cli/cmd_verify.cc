@@ -133,31 +133,19 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
     }
   };
   LD_ASSIGN_OR_RETURN(verify::FollowReport r, verify::RunFollow(o, reporter, on_cycle));
-  Outcome out;
-  nlohmann::json cycles = nlohmann::json::array();
   const verify::FollowCycle* stopped = nullptr;
-  for (const auto& c : r.cycles) {
-    cycles.push_back(report::FollowCycleToJson(c));
+  for (const auto& c : r.cycles)
     if (c.finding) stopped = &c;
-  }
-  out.json = {{"follow", {{"state", o.state_dir},
-                          {"verified_through", r.frontier},
-                          {"reached_until", r.reached_until},
-                          {"diverged", r.diverged},
-                          {"cycles", cycles}}}};
-  out.text = fmt::format("followed {} cycles: verified through ledger {}{}\n", r.cycles.size(), r.frontier,
-                         r.reached_until ? " (--until reached)"
-                         : stopped && !o.keep_going ? " (stopped at the divergence below)"
-                                                    : "");
-  out.exit_code = r.diverged ? 1 : 0;
+  // The last finding in full: the same report (and files) a verify-range over it gives.
+  std::optional<verify::VerifyRangeReport> finding;
   if (stopped) {
-    // The last finding in full: the same report (and files) a verify-range over it gives.
-    verify::VerifyRangeReport vr = stopped->finding->report;
-    vr.diff.targets = targets;  // unset when a server did not answer at start
-    out.text += report::RenderFollowCycle(*stopped) + "\n" + report::RenderDiffText(vr.diff);
-    if (!vr.look_again.empty()) out.text += fmt::format("  look again: {}\n", vr.look_again);
-    out.json["diff"] = report::DiffReportToJson(vr.diff);
-    if (!vr.look_again.empty()) out.json["look_again"] = vr.look_again;
+    finding = stopped->finding->report;
+    finding->diff.targets = targets;  // unset when a server did not answer at start
+  }
+  Outcome out{r.diverged ? 1 : 0, report::RenderFollowText(r, o, stopped, finding ? &*finding : nullptr),
+              report::FollowToJson(r, o, finding ? &*finding : nullptr), ""};
+  if (finding) {
+    const verify::VerifyRangeReport& vr = *finding;
     ReportFiles rest = files;
     rest.metrics.clear();  // written per cycle
     AddWriteFailure(out, EmitReports(report::VerifyRangeReports(vr.diff, vr.look_again), rest));

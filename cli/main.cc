@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
+#include "report/gate.h"
 
 namespace ledgerdiff::cli {
 
@@ -86,18 +87,10 @@ std::string ReconnectFlags(Database& db) {
 
 void KeepClusterOfKeptSchemas(Database& db, bool kept_schemas, Outcome& out) {
   if (!kept_schemas || !db.ephemeral()) return;
-  auto kept = db.Keeper()();
-  if (!kept.ok()) {
-    const std::string gone = "the embedded database is removed on exit, the schemas called kept above included (" +
-                             kept.status().message() + "): rerun with --keep-db DIR to keep them";
-    out.text += "  nothing kept: " + gone + "\n";
-    out.json["evidence_gone"] = gone;
-    return;
-  }
-  out.text += fmt::format("  embedded cluster kept in {} for the kept schemas: reach it with {} (e.g. `ledgerdiff "
-                          "diff {} A B`); remove it when done: {}\n",
-                          kept->dir, kept->reconnect_flags, kept->reconnect_flags, kept->remove_command);
-  out.json["kept_cluster"] = {{"dir", kept->dir}, {"remove", kept->remove_command}};
+  const report::KeptClusterLines lines = report::RenderKeptCluster(db.Keeper()());
+  out.text += lines.text;
+  if (out.json.is_object()) out.json.update(lines.json);
+  else out.json = lines.json;
 }
 
 void AddWriteFailure(Outcome& out, const Status& written) {

@@ -185,4 +185,10 @@ nlohmann::json MergedToJson(const dump::MergedManifest& merged, size_t parts) {
   return j;
 }
 
+std::string RenderDumpText(const dump::DumpSummary& summary, const Target& target) {
+  std::string text = target.Line() + "\n";
+  for (const auto& [table, rows] : summary.tables) text += fmt::format("{}: {} rows\n", table, FormatCount(rows));
+  return text + fmt::format("excluded columns: {}\n", fmt::join(summary.excluded_columns, ", "));
+}
+
 }  // namespace ledgerdiff::report

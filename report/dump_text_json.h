@@ -6,7 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/target.h"
 #include "dump/digest.h"
+#include "dump/dump.h"
 #include "dump/manifest.h"
 #include "dump/shard.h"
 
@@ -32,6 +34,9 @@ nlohmann::json AppendedToJson(const dump::AppendedManifest& appended);
 // merged manifest's summary.
 std::string RenderMergedText(const dump::MergedManifest& merged, size_t parts, const std::string& out);
 nlohmann::json MergedToJson(const dump::MergedManifest& merged, size_t parts);
+
+// `dump --out DIR`: the target, rows written per table, the excluded columns.
+std::string RenderDumpText(const dump::DumpSummary& summary, const Target& target);
 
 // "identical over N ledgers (R rows left, R rows right)" / "divergent: first divergent ledger L, ...".
 std::string RenderComparisonOutcome(const dump::ComparisonOutcome& outcome);

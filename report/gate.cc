@@ -499,4 +499,16 @@ GateReports FollowCycleReports(const verify::FollowCycle& c, const FollowTotals&
   return g;
 }
 
+KeptClusterLines RenderKeptCluster(const Result<KeptDatabase>& kept) {
+  if (!kept.ok()) {
+    const std::string gone = "the embedded database is removed on exit, the schemas called kept above included (" +
+                             kept.status().message() + "): rerun with --keep-db DIR to keep them";
+    return {"  nothing kept: " + gone + "\n", {{"evidence_gone", gone}}};
+  }
+  return {fmt::format("  embedded cluster kept in {} for the kept schemas: reach it with {} (e.g. `ledgerdiff "
+                      "diff {} A B`); remove it when done: {}\n",
+                      kept->dir, kept->reconnect_flags, kept->reconnect_flags, kept->remove_command),
+          {{"kept_cluster", {{"dir", kept->dir}, {"remove", kept->remove_command}}}}};
+}
+
 }  // namespace ledgerdiff::report

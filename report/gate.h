@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "core/database.h"
 #include "core/report.h"
 #include "diff/diff.h"
 #include "verify/chaos.h"
@@ -61,5 +62,14 @@ GateReports SweepReports(const verify::SweepReport& report);
 // verify-range --follow, after each cycle: only the metrics (the cycle's verdict, time, last
 // success, FollowMetrics); a divergence's other reports are VerifyRangeReports of its diff.
 GateReports FollowCycleReports(const verify::FollowCycle& cycle, const FollowTotals& totals);
+
+// The lines chaos and sweep add when they kept schemas in an embedded cluster that would have
+// gone with the process: where it stays and how to reach and remove it (`kept`), or why nothing
+// could be kept (`kept` an error). Text lines, and the JSON key "kept_cluster" or "evidence_gone".
+struct KeptClusterLines {
+  std::string text;
+  nlohmann::json json;  // an object of the one key
+};
+KeptClusterLines RenderKeptCluster(const Result<KeptDatabase>& kept);
 
 }  // namespace ledgerdiff::report

@@ -75,4 +75,19 @@ nlohmann::json IngestReportToJson(const IngestReport& r) {
   return j;
 }
 
+std::string RenderIngestCommandText(const ingest::IngestReport& report, bool database_removed_on_exit) {
+  std::string text = RenderIngestText(report);
+  if (report.workers_failed > 0)
+    text += fmt::format("  {} failed (ended with an error or a signal; {} started)\n",
+                        FormatCountOf(report.workers_failed, "worker"), FormatCountOf(report.workers_replaced, "replacement"));
+  if (database_removed_on_exit) text += "  (the embedded database is removed on exit; --keep-db DIR keeps it)\n";
+  return text;
+}
+
+nlohmann::json IngestCommandToJson(const ingest::IngestReport& report) {
+  nlohmann::json j = IngestReportToJson(report);
+  j["workers_failed"] = report.workers_failed;
+  return j;
+}
+
 }  // namespace ledgerdiff::report

@@ -19,4 +19,9 @@ namespace ledgerdiff::report {
 std::string RenderIngestText(const ingest::IngestReport& report);
 nlohmann::json IngestReportToJson(const ingest::IngestReport& report);
 
+// The `ingest` command's output: the report, the workers that ended with an error or a signal,
+// and (text) a hint when the embedded database goes away with the process.
+std::string RenderIngestCommandText(const ingest::IngestReport& report, bool database_removed_on_exit);
+nlohmann::json IngestCommandToJson(const ingest::IngestReport& report);
+
 }  // namespace ledgerdiff::report

@@ -177,4 +177,34 @@ nlohmann::json VerifyRangeToJson(const verify::VerifyRangeReport& report) {
   return j;
 }
 
+std::string RenderFollowText(const verify::FollowReport& r, const verify::FollowOptions& o,
+                             const verify::FollowCycle* stopped, const verify::VerifyRangeReport* finding) {
+  std::string text = fmt::format("followed {} cycles: verified through ledger {}{}\n", r.cycles.size(), r.frontier,
+                                 r.reached_until              ? " (--until reached)"
+                                 : stopped && !o.keep_going ? " (stopped at the divergence below)"
+                                                            : "");
+  if (stopped && finding) {
+    text += RenderFollowCycle(*stopped) + "\n" + RenderDiffText(finding->diff);
+    if (!finding->look_again.empty()) text += fmt::format("  look again: {}\n", finding->look_again);
+  }
+  return text;
+}
+
+nlohmann::json FollowToJson(const verify::FollowReport& r, const verify::FollowOptions& o,
+                            const verify::VerifyRangeReport* finding) {
+  nlohmann::json cycles = nlohmann::json::array();
+  for (const auto& c : r.cycles) cycles.push_back(FollowCycleToJson(c));
+  nlohmann::json j = {{"follow",
+                       {{"state", o.state_dir},
+                        {"verified_through", r.frontier},
+                        {"reached_until", r.reached_until},
+                        {"diverged", r.diverged},
+                        {"cycles", cycles}}}};
+  if (finding) {
+    j["diff"] = DiffReportToJson(finding->diff);
+    if (!finding->look_again.empty()) j["look_again"] = finding->look_again;
+  }
+  return j;
+}
+
 }  // namespace ledgerdiff::report

@@ -31,5 +31,12 @@ nlohmann::json VerifyRangeToJson(const verify::VerifyRangeReport& report);
 std::string RenderFollowCycle(const verify::FollowCycle& cycle);
 // The cycle as JSON (the keys are listed in verify/README.md).
 nlohmann::json FollowCycleToJson(const verify::FollowCycle& cycle);
+// A follow run: "followed N cycles: verified through ledger L", then the cycle that stopped it
+// (`stopped`) with its finding in full (`finding`, the verify-range report over it); either may
+// be null. JSON: {"follow": {...}} with "diff" and "look_again" of the finding.
+std::string RenderFollowText(const verify::FollowReport& run, const verify::FollowOptions& options,
+                             const verify::FollowCycle* stopped, const verify::VerifyRangeReport* finding);
+nlohmann::json FollowToJson(const verify::FollowReport& run, const verify::FollowOptions& options,
+                            const verify::VerifyRangeReport* finding);
 
 }  // namespace ledgerdiff::report
