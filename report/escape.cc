@@ -93,8 +93,7 @@ std::string Plural(uint64_t n, std::string_view one, std::string_view many) {
 std::string Intervals(const std::vector<LedgerRange>& iv, size_t max_items) {
   if (iv.size() <= max_items) return FormatIntervals(iv);
   const std::vector<LedgerRange> shown(iv.begin(), iv.begin() + static_cast<std::ptrdiff_t>(max_items));
-  return FormatIntervals(shown) +
-         fmt::format(", \xe2\x80\xa6 {} more intervals", FormatCount(iv.size() - max_items));
+  return FormatIntervals(shown, iv.size());
 }
 
 // Inline code span that survives any content: backtick fence longer than any run inside, and

@@ -44,7 +44,7 @@ std::string ShowSql(const std::optional<std::string>& v, size_t max_bytes);
 // "1 row", "12,044 rows".
 std::string Plural(uint64_t n, std::string_view one, std::string_view many);
 
-// Ledger intervals as "2, 7-9, 12"; beyond `max_items`: ", … N more intervals".
+// Ledger intervals as "2, 7-9, 12"; beyond `max_items`: " and N more ranges" (core/text.h).
 std::string Intervals(const std::vector<LedgerRange>& intervals,
                       size_t max_items = std::numeric_limits<size_t>::max());
 
