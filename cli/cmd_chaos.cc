@@ -33,24 +33,24 @@ Action SetupChaos(CLI::App* sub) {
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)")->required();
-  AddPlanFlags(sub, o);  // chaos's own defaults: --job-timeout 4, --retry-backoff 0.1 (verify/chaos.h)
+  AddPlanFlags(sub, o.plan);  // chaos's own defaults: --job-timeout 4, --retry-backoff 0.1 (verify/chaos.h)
   AddDigestProfileFlag(sub, o.table_profile);
   auto engine = AddDigestEngineFlag(sub);
   AddCampaignFlags(sub, o, f->faults);
-  sub->add_option("--ingest-cmd", o.ingest_cmd, "External ingester per job (kill and hang signal its process group)");
+  sub->add_option("--ingest-cmd", o.plan.ingest_cmd, "External ingester per job (kill and hang signal its process group)");
   sub->add_flag("--keep", o.keep, "Keep every round's schema (invalid rounds are always kept)");
   AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f, engine]() -> Status {
-    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
+    LD_ASSIGN_OR_RETURN(f->options.plan.range, ParseLedgerRange(f->range));
     f->options.engine = engine().value_or(dump::kDefaultEngine);
     if (!f->faults.empty()) {
       LD_ASSIGN_OR_RETURN(f->options.faults, verify::ParseFaultCounts(f->faults));
     }
-    return verify::ValidateChaosOptions(f->options);
+    return verify::ValidateChaosOptions(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers)));
     ctx.Announce(db->target());
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
     bool kept = false;

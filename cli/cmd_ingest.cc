@@ -43,23 +43,23 @@ Action SetupIngest(CLI::App* sub) {
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)");
-  sub->add_option("--schema", o.schema, "Target schema (created and marked as ledgerdiff's)");
-  AddPlanFlags(sub, o);
+  sub->add_option("--schema", o.plan.schema, "Target schema (created and marked as ledgerdiff's)");
+  AddPlanFlags(sub, o.plan);
   sub->add_option("--profile", f->deprecated_profile, "Deprecated spelling of --density (one more release)")
       ->group("");
-  sub->add_option("--ingest-cmd", o.ingest_cmd,
+  sub->add_option("--ingest-cmd", o.plan.ingest_cmd,
                   "Run this command per job instead of the built-in ingester; placeholders {from} {to} {schema} {db} "
                   "{worker} {job} (passed as $LEDGERDIFF_JOB_* variables, safe in any quoting); DATABASE_URL, PG* and "
                   "PGOPTIONS=search_path are set; its output goes to per-job logs (--log-dir)");
   sub->add_option("--log-dir", o.log_root,
                   "External ingester: each job's stdout and stderr go to DIR/RUN/job-N.{stdout,stderr}.log "
                   "(default $TMPDIR/ledgerdiff-logs)");
-  sub->add_option("--inject-bug", o.bug, "Self-test: misbehave at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
+  sub->add_option("--inject-bug", o.hooks.bug, "Self-test: misbehave at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--force", o.force, "Write into a schema ledgerdiff did not create");
   sub->add_flag("--fresh", o.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
   sub->add_option("--resume", o.resume_run, "Continue an interrupted run from the job table");
   sub->add_option("--run-id", o.run_id, "Use this run id instead of a new one")->group("");
-  sub->add_option("--unsafe-commit-every", o.unsafe_commit_every, "Negative control")->group("");
+  sub->add_option("--unsafe-commit-every", o.hooks.unsafe_commit_every, "Negative control")->group("");
   sub->add_option("--fault", f->faults, "Test fault point JOB:ATTEMPT:STAGE:abort|fail")->group("");
   sub->add_option("--hold", f->holds, "Test hold point JOB:ATTEMPT:STAGE:SECONDS")->group("");
   Action a;
@@ -68,31 +68,32 @@ Action SetupIngest(CLI::App* sub) {
     if (!f->deprecated_profile.empty()) {
       fmt::print(stderr, "ledgerdiff: warning: ingest --profile is deprecated (it is the ledger density); use "
                          "--density\n");
-      if (sub->count("--density") > 0 && f->deprecated_profile != o.density)
+      LD_ASSIGN_OR_RETURN(const fixtures::Density density, fixtures::ParseDensity(f->deprecated_profile));
+      if (sub->count("--density") > 0 && density != o.plan.density)
         return Status::Usagef("--profile {} and --density {} disagree; use --density", f->deprecated_profile,
-                              o.density);
-      o.density = f->deprecated_profile;
+                              fixtures::ToString(o.plan.density));
+      o.plan.density = density;
     }
     if (o.resume_run.empty()) {
       if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
-      if (o.schema.empty()) return Status::Usage("--schema NAME is required");
-      LD_ASSIGN_OR_RETURN(o.range, ParseLedgerRange(f->range));
+      if (o.plan.schema.empty()) return Status::Usage("--schema NAME is required");
+      LD_ASSIGN_OR_RETURN(o.plan.range, ParseLedgerRange(f->range));
     }
     for (const auto& text : f->faults) {
       LD_ASSIGN_OR_RETURN(auto fault, ingest::ParseFaultPoint(text));
-      o.crash_points.push_back(fault);
+      o.hooks.crash_points.push_back(fault);
     }
     for (const auto& text : f->holds) {
       LD_ASSIGN_OR_RETURN(auto hold, ingest::ParseHoldPoint(text));
-      o.hold_points.push_back(hold);
+      o.hooks.hold_points.push_back(hold);
     }
     return ingest::ValidateIngestOptions(o);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options, f->options.workers)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers)));
     // A resumed run's schema is in the job table: the line names the database only.
-    ctx.Announce(db->target(f->options.schema.empty() ? std::vector<std::string>{}
-                                                      : std::vector<std::string>{f->options.schema}));
+    const std::string& target_schema = f->options.plan.schema;
+    ctx.Announce(db->target(target_schema.empty() ? std::vector<std::string>{} : std::vector<std::string>{target_schema}));
     ingest::IngestOptions o = f->options;
     // A failed run's resume hint works only if the embedded default outlives the process.
     o.keep_database = db->Keeper();
@@ -102,7 +103,7 @@ Action SetupIngest(CLI::App* sub) {
     const std::string flags =
         db->embedded() ? " --keep-db " + ShellQuote(db->embedded_server()->dir(), ShellQuoting::kWhenNeeded) : "";
     ScopedCleanup interrupted(
-        db->ephemeral() ? nullptr : std::function<std::string()>([run_id, schema = o.schema, flags] {
+        db->ephemeral() ? nullptr : std::function<std::string()>([run_id, schema = o.plan.schema, flags] {
           return fmt::format("ingest run {} stays in the database{}: continue it with `ledgerdiff ingest --resume {}{}`",
                              run_id, schema.empty() ? "" : " with its schema \"" + schema + "\"", run_id, flags);
         }));

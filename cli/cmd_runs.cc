@@ -43,30 +43,30 @@ Action SetupPlan(CLI::App* sub) {
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)")->required();
   sub->add_option("--hold", f->holds, "Test hold point JOB:ATTEMPT:STAGE:SECONDS")->group("");
-  sub->add_option("--schema", o.schema, "Target schema (created and marked as ledgerdiff's)")->required();
-  AddPlanFlags(sub, o);
-  sub->add_option("--ingest-cmd", o.ingest_cmd,
+  sub->add_option("--schema", o.plan.schema, "Target schema (created and marked as ledgerdiff's)")->required();
+  AddPlanFlags(sub, o.plan);
+  sub->add_option("--ingest-cmd", o.plan.ingest_cmd,
                   "Run this command per job instead of the built-in ingester (placeholders as for ingest)");
   sub->add_flag("--force", o.force, "Write into a schema ledgerdiff did not create");
   sub->add_flag("--fresh", o.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
   sub->add_option("--run-id", o.run_id, "Use this run id instead of a new one");
   Action a;
   a.check = [f]() -> Status {
-    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
+    LD_ASSIGN_OR_RETURN(f->options.plan.range, ParseLedgerRange(f->range));
     for (const auto& text : f->holds) {
       LD_ASSIGN_OR_RETURN(auto hold, ingest::ParseHoldPoint(text));
-      f->options.hold_points.push_back(hold);
+      f->options.hooks.hold_points.push_back(hold);
     }
     return ingest::ValidateIngestOptions(f->options);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database());
-    ctx.Announce(db->target({f->options.schema}));
+    ctx.Announce(db->target({f->options.plan.schema}));
     LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff plan"));
     LD_ASSIGN_OR_RETURN(ingest::RunSpec spec, ingest::PlanRun(*conn, f->options));
-    const auto jobs = SplitJobs(spec.range, spec.job_size).size();
+    const auto jobs = SplitJobs(spec.plan.range, spec.plan.job_size).size();
     Outcome out;
-    out.text = report::RenderPlanText(spec, jobs, db->target({spec.schema}), ReconnectFlags(*db));
+    out.text = report::RenderPlanText(spec, jobs, db->target({spec.plan.schema}), ReconnectFlags(*db));
     return out;
   };
   return a;

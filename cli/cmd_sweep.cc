@@ -35,7 +35,7 @@ Action SetupSweep(CLI::App* sub) {
                   "External ingester per job (and over the whole range for the serial reference); placeholders "
                   "{from} {to} {schema} {db} {worker} {job}");
   sub->add_option("--baseline", o.baseline, "Reference manifest (verify --save-baseline): no serial ingest");
-  sub->add_option("--inject-bug", p.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER (" + InjectBugKinds() + ")");
+  sub->add_option("--inject-bug", o.hooks.bug, "Self-test: parallel cells (workers > 1) misbehave at KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--keep", o.keep, "Keep every cell's schema (divergent ones are always kept)");
   AddReportFlags(sub, f->reports);
   sub->add_option("--csv", f->csv, "Also write one CSV line per cell to FILE")->check(WritableFile());
@@ -47,7 +47,7 @@ Action SetupSweep(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
     LD_ASSIGN_OR_RETURN(f->options.workers, verify::ParseUintList(f->workers, "--workers"));
     LD_ASSIGN_OR_RETURN(f->options.job_sizes, verify::ParseUintList(f->job_sizes, "--job-size"));
-    return verify::ValidateSweepOptions(f->options);
+    return verify::ValidateSweepOptions(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     uint32_t most_workers = 0;

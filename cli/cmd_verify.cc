@@ -54,16 +54,16 @@ Action SetupVerify(CLI::App* sub) {
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO (inclusive)");
   sub->add_option("--resume", o.resume_run, "Continue an interrupted verify run (its run id) from the job table");
-  AddPlanFlags(sub, o);
+  AddPlanFlags(sub, o.plan);
   AddDigestProfileFlag(sub, o.table_profile);
   auto engine = AddDigestEngineFlag(sub);
   sub->add_option("--jobs", o.digest_jobs, "Digest connections per side")->capture_default_str();
   sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--keep", o.keep, "Keep both schemas after a pass too");
-  sub->add_option("--ingest-cmd", o.ingest_cmd,
+  sub->add_option("--ingest-cmd", o.plan.ingest_cmd,
                   "External ingester per job (and over the whole range for the serial side); placeholders {from} {to} "
                   "{schema} {db} {worker} {job}");
-  sub->add_option("--inject-bug", o.bug,
+  sub->add_option("--inject-bug", o.hooks.bug,
                   "Self-test: the parallel side misbehaves at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--workers-external", o.workers_external,
                 "Start no parallel workers: register the run and wait for `ledgerdiff worker --run ID` from elsewhere");
@@ -78,15 +78,15 @@ Action SetupVerify(CLI::App* sub) {
     o.engine = engine();  // nullopt: the baseline's, else the default
     if (o.resume_run.empty() || !f->range.empty()) {
       if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
-      LD_ASSIGN_OR_RETURN(o.range, ParseLedgerRange(f->range));
+      LD_ASSIGN_OR_RETURN(o.plan.range, ParseLedgerRange(f->range));
     }
     // A resumed verify takes its plan from the job table; it is checked then.
-    return o.resume_run.empty() ? verify::ValidateVerifyOptions(o) : Status::Ok();
+    return o.resume_run.empty() ? verify::ValidateVerifyOptions(o).status() : Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
     LD_ASSIGN_OR_RETURN(Database * db,
-                        ctx.database(EmbeddedWorkersFor(f->options, f->options.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
+                        ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
     if (f->options.workers_external && db->ephemeral())
       return Status::Usage(
           "--workers-external: workers started elsewhere cannot reach the embedded throwaway server, and its run "
@@ -304,21 +304,21 @@ Action SetupSelftest(CLI::App* sub) {
   auto f = std::make_shared<Flags>();
   auto& o = f->options;
   sub->add_option("--range", f->range, "Ledgers FROM:TO")->capture_default_str();
-  AddPlanFlags(sub, o);
+  AddPlanFlags(sub, o.plan);
   AddDigestProfileFlag(sub, o.table_profile);
   auto engine = AddDigestEngineFlag(sub);
   AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f, engine]() -> Status {
     f->options.engine = engine().value_or(dump::kDefaultEngine);
-    LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
-    LD_RETURN_IF_ERROR(f->options.Validate(/*check_schema=*/false));
+    LD_ASSIGN_OR_RETURN(f->options.plan.range, ParseLedgerRange(f->range));
+    LD_RETURN_IF_ERROR(f->options.plan.Validate(/*check_schema=*/false));
     // The profile before any ingest: a FIFO or a bad file is a usage error, not 11 failed rows.
     LD_RETURN_IF_ERROR(dump::LoadProfileSpec(f->options.table_profile).status());
     return verify::PlanSelftest(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
-    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.workers)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(f->options.plan.workers)));
     ctx.Announce(db->target());
     f->options.reconnect_flags = ReconnectFlags(*db);
     f->options.database_removed_on_exit = db->ephemeral();

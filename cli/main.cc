@@ -75,7 +75,16 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
                   "Seconds without a heartbeat after which a worker is declared hung, killed and its job requeued")
       ->capture_default_str();
   sub->add_option("--seed", p.seed, "Seed of the generator (and of chaos's fault schedule)")->capture_default_str();
-  sub->add_option("--density", p.density, "Generated ledger density: stellar | flat")->capture_default_str();
+  sub->add_option_function<std::string>(
+         "--density", [&p](const std::string& text) { p.density = *fixtures::ParseDensity(text); },
+         "Generated ledger density: stellar | flat")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const auto density = fixtures::ParseDensity(text);
+            return density.ok() ? std::string() : density.status().message();
+          },
+          ""))
+      ->default_str(std::string(fixtures::ToString(p.density)));
 }
 
 Status WriteFile(const std::string& path, const std::string& content) { return WriteFileAtomic(path, content); }

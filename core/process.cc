@@ -182,6 +182,20 @@ std::string SelfExecutable() {
   return ec ? std::string("ledgerdiff") : p.string();
 }
 
+namespace {
+std::string& LedgerdiffExecutableOverride() {
+  static std::string path;
+  return path;
+}
+}  // namespace
+
+std::string LedgerdiffExecutable() {
+  const std::string& named = LedgerdiffExecutableOverride();
+  return named.empty() ? SelfExecutable() : named;
+}
+
+void SetLedgerdiffExecutable(std::string path) { LedgerdiffExecutableOverride() = std::move(path); }
+
 void InstallTerminationHandler() {
   sigset_t set = TerminationSignals();
   pthread_sigmask(SIG_BLOCK, &set, nullptr);

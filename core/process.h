@@ -47,6 +47,11 @@ Result<ExitInfo> RunToCompletion(const std::vector<std::string>& argv, const Spa
 
 // Path of the running executable (/proc/self/exe resolved).
 std::string SelfExecutable();
+// The ledgerdiff executable that worker and orchestrator processes run: SelfExecutable(), unless
+// a library user that is not ledgerdiff (a test binary) named it once with SetLedgerdiffExecutable
+// before starting any run.
+std::string LedgerdiffExecutable();
+void SetLedgerdiffExecutable(std::string path);
 
 // Blocks SIGINT/SIGTERM/SIGHUP in every thread and starts a thread that waits for them; on
 // one it runs every registered cleanup (last registered first) and exits 128+signo.

@@ -131,12 +131,12 @@ Status RequireRun(pg::Connection& conn, const std::string& run_id) {
 
 Result<RunSpec> PlanRun(pg::Connection& conn, const IngestOptions& options) {
   LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
-  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, options.schema));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, options.plan.schema));
   if (state == SchemaState::kForeign && !options.force)
     return Status::Usagef(
         "schema \"{}\" exists and was not created by ledgerdiff; refusing to plan into it (use "
         "another --schema, or --force)",
-        options.schema);
+        options.plan.schema);
   IngestOptions planned = options;
   planned.planned = true;
   return RegisterRun(conn, planned);
@@ -196,7 +196,7 @@ Result<RunState> SettleRun(pg::Connection& conn, const std::string& run_id) {
     if (j.is_discarded()) return Status::Runtimef("run \"{}\": spec is not JSON", run_id);
     LD_ASSIGN_OR_RETURN(RunSpec spec, RunSpec::FromJson(j));
     Status intact = CheckRunOwnsSchema(conn, spec);
-    if (intact.ok() && spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(conn, spec);
+    if (intact.ok() && spec.hooks.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(conn, spec);
     state = intact.ok() ? RunState::kDone : RunState::kFailed;
     error = intact.ok() ? "" : intact.message();
   }
@@ -219,8 +219,8 @@ WorkerOutcome RunDistributedWorker(const std::string& conninfo, const std::strin
   if (Status current = EnsureControlSchema(conn); !current.ok()) return fail(current);
   auto spec = LoadRun(conn, run_id);
   if (!spec.ok()) return fail(spec.status());
-  reporter.Note(fmt::format("worker {} joins run {} (schema \"{}\", ledgers {})", worker, run_id, spec->schema,
-                            spec->range.str()));
+  reporter.Note(fmt::format("worker {} joins run {} (schema \"{}\", ledgers {})", worker, run_id, spec->plan.schema,
+                            spec->plan.range.str()));
 
   // The lease keeper: requeues jobs of dead or frozen workers anywhere, settles the run.
   std::atomic<bool> stop{false};
@@ -376,15 +376,15 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
   RunStatus status = std::move(waited).value();
   IngestReport report;
   report.run_id = spec.run_id;
-  report.schema = spec.schema;
-  report.range = spec.range;
-  report.job_size = spec.job_size;
+  report.schema = spec.plan.schema;
+  report.range = spec.plan.range;
+  report.job_size = spec.plan.job_size;
   report.workers = static_cast<uint32_t>(status.workers.size());
   // SettleRun made the end-of-run checks before the run could be done.
   if (status.state != RunState::kDone) {
     report.error = NotDoneMessage(spec.run_id, status.state, status.error);
     if (status.state == RunState::kFailed)
-      report.error += options.keep_database ? ResumeHint(options, spec.run_id, spec.range.str())
+      report.error += options.keep_database ? ResumeHint(options, spec.run_id, spec.plan.range.str())
                                             : " (continue it with --resume)";
   }
   report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -397,7 +397,7 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
     if (j.attempt > 1) ++report.retried_jobs;
     if (j.state == JobState::kFailed) report.failed_jobs.push_back(j);
   }
-  LD_ASSIGN_OR_RETURN(report.rows_per_table, CountRowsInRange(*conn, spec.schema, spec.range));
+  LD_ASSIGN_OR_RETURN(report.rows_per_table, CountRowsInRange(*conn, spec.plan.schema, spec.plan.range));
   for (const auto& [table, n] : report.rows_per_table) report.rows += n;
   report.ok = report.error.empty();
   return report;

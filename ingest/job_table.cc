@@ -45,16 +45,21 @@ Result<std::vector<JobRow>> JobRows(const pg::Rows& rows) {
 }  // namespace
 
 nlohmann::json RunSpec::ToJson() const {
-  nlohmann::json j = IngestPlan::ToJson();
+  nlohmann::json j = plan.ToJson();
   j["run_id"] = run_id;
   if (!schema_mark.empty()) j["schema_mark"] = schema_mark;
-  j["heartbeat_s"] = heartbeat_s();  // informational: workers derive it from job_timeout_s
+  j["heartbeat_s"] = plan.heartbeat_s();  // informational: workers derive it from job_timeout_s
+  if (hooks.active()) {
+    j["test_run"] = true;
+    j["test_hooks"] = hooks.ToJson();
+  }
   return j;
 }
 
 Result<RunSpec> RunSpec::FromJson(const nlohmann::json& j) {
   RunSpec s;
-  LD_ASSIGN_OR_RETURN(static_cast<IngestPlan&>(s), IngestPlan::FromJson(j));
+  LD_ASSIGN_OR_RETURN(s.plan, IngestPlan::FromJson(j));
+  LD_ASSIGN_OR_RETURN(s.hooks, TestHooks::FromRunSpec(j));
   try {
     s.run_id = j.at("run_id").get<std::string>();
     s.schema_mark = j.value("schema_mark", std::string());
@@ -238,8 +243,8 @@ Status CreateRun(pg::Connection& conn, const RunSpec& spec, const std::vector<Le
       conn.Exec(fmt::format("INSERT INTO {} (run_id, schema_name, range_from, range_to, job_size, workers, spec, mode) "
                             "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                             ControlTable("runs")),
-                {spec.run_id, spec.schema, Str(spec.range.from), Str(spec.range.to), Str(spec.job_size),
-                 Str(spec.workers), spec.ToJson().dump(), mode})
+                {spec.run_id, spec.plan.schema, Str(spec.plan.range.from), Str(spec.plan.range.to), Str(spec.plan.job_size),
+                 Str(spec.plan.workers), spec.ToJson().dump(), mode})
           .status());
   std::string froms = "{", tos = "{";
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -359,7 +364,7 @@ std::string RequeueSet(const RunSpec& spec) {
       "state = CASE WHEN j.attempt > {retries} THEN 'failed' ELSE 'pending' END, "
       "not_before = now() + make_interval(secs => {backoff} * power(2, greatest(j.attempt - 1, 0))), "
       "finished_at = now()",
-      fmt::arg("retries", spec.retries), fmt::arg("backoff", spec.retry_backoff_s));
+      fmt::arg("retries", spec.plan.retries), fmt::arg("backoff", spec.plan.retry_backoff_s));
 }
 
 }  // namespace
@@ -427,8 +432,8 @@ WITH lost AS (
 SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coalesce(worker_pid, 0),
        coalesce(backend_pid, 0), why, 0, '', detector FROM requeued ORDER BY job_id)",
       fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")), fmt::arg("set", RequeueSet(spec)),
-      fmt::arg("timeout", spec.job_timeout_s),
-      fmt::arg("stale", fmt::format("j.heartbeat < now() - make_interval(secs => {})", spec.job_timeout_s)),
+      fmt::arg("timeout", spec.plan.job_timeout_s),
+      fmt::arg("stale", fmt::format("j.heartbeat < now() - make_interval(secs => {})", spec.plan.job_timeout_s)),
       // Workers are named "wN[.G]@host:pid:start" after their orchestrator instance; $4 is the caller's.
       fmt::arg("own_instance",
                "$4 <> '' AND strpos(j.worker, '@') > 0 AND substr(j.worker, strpos(j.worker, '@') + 1) = $4"),

@@ -61,9 +61,12 @@ inline constexpr const char* kModeOrchestrated = "orchestrated";
 inline constexpr const char* kModePlanned = "planned";
 
 // A run: its id and the plan every worker carries out; stored as runs.spec (the plan's JSON
-// plus "run_id" and the derived "heartbeat_s").
-struct RunSpec : IngestPlan {
+// plus "run_id", the derived "heartbeat_s" and, for a test run only, "test_run": true and
+// "test_hooks").
+struct RunSpec {
   std::string run_id;
+  IngestPlan plan;
+  TestHooks hooks;  // a test run's; inactive for every production run
   // The schema's ownership comment when the run was registered ("ledgerdiff:owned run=<run_id>",
   // or a foreign schema's own comment under --force); re-checked on resume and at the run's end.
   // Empty for runs stored before it existed.

@@ -164,9 +164,10 @@ class WorkerPool {
 }  // namespace
 
 Status ValidateIngestOptions(const IngestOptions& o) {
-  LD_RETURN_IF_ERROR(o.Validate(/*check_schema=*/o.resume_run.empty()));
+  LD_RETURN_IF_ERROR(o.plan.Validate(/*check_schema=*/o.resume_run.empty()));
+  LD_RETURN_IF_ERROR(o.hooks.Validate(o.plan));
   if (!o.run_id.empty()) LD_RETURN_IF_ERROR(ValidateRunId(o.run_id));
-  if (o.resume_run.empty()) LD_RETURN_IF_ERROR(ValidateTargetSchema(o.schema, o.force));
+  if (o.resume_run.empty()) LD_RETURN_IF_ERROR(ValidateTargetSchema(o.plan.schema, o.force));
   return Status::Ok();
 }
 
@@ -229,39 +230,39 @@ Status CheckConnectionBudget(pg::Connection& conn, uint32_t workers, bool extern
 }
 
 Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) {
-  LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
   if (!options.resume_run.empty()) return Status::Usage("RegisterRun: a resumed run is registered already");
   LD_RETURN_IF_ERROR(EnsureControlSchema(conn));
   RunSpec spec;
-  static_cast<IngestPlan&>(spec) = options;
+  spec.plan = options.plan;
+  spec.hooks = options.hooks;
   spec.run_id = options.run_id.empty() ? NewRunId() : options.run_id;
   // Checked and changed under the schema guard (schema_guard.h): the run id is free, no
   // orchestrator holds the schema (its run lock; re-entrant: RunIngest holds it already and
   // keeps it for the run's life), and no run of any kind is live on it. Only then is anything
   // dropped, created or re-marked.
-  Status registered = WithSchemaGuard(conn, spec.schema, [&]() -> Status {
+  Status registered = WithSchemaGuard(conn, spec.plan.schema, [&]() -> Status {
     LD_ASSIGN_OR_RETURN(std::optional<RunRow> taken, FindRun(conn, spec.run_id));
     if (taken)
       return Status::Usagef("--run-id {}: a run with that id exists already (schema \"{}\", {}); choose another id or "
                             "leave --run-id out",
                             spec.run_id, taken->schema, ToString(taken->state));
-    LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema));
+    LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.plan.schema));
     Status s = [&]() -> Status {
-      LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.schema));
+      LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.plan.schema));
       LD_ASSIGN_OR_RETURN(bool fresh,
-                          CreateOwnedSchema(conn, spec.schema, spec.run_id, options.replace_schema, options.force));
-      LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+                          CreateOwnedSchema(conn, spec.plan.schema, spec.run_id, options.replace_schema, options.force));
+      LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.plan.schema));
       if (!fresh && state == SchemaState::kOwned)  // an owned schema reused: it is this run's now
-        LD_RETURN_IF_ERROR(conn.Run(fmt::format("COMMENT ON SCHEMA {} IS {}", pg::QuoteIdent(spec.schema),
+        LD_RETURN_IF_ERROR(conn.Run(fmt::format("COMMENT ON SCHEMA {} IS {}", pg::QuoteIdent(spec.plan.schema),
                                                 pg::QuoteLiteral(fmt::format("{} run={}", kOwnershipMarkPrefix,
                                                                              spec.run_id)))));
-      LD_ASSIGN_OR_RETURN(spec.schema_mark, SchemaMark(conn, spec.schema));
-      LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.schema));
-      if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.schema));
-      return CreateRun(conn, spec, SplitJobs(spec.range, spec.job_size),
+      LD_ASSIGN_OR_RETURN(spec.schema_mark, SchemaMark(conn, spec.plan.schema));
+      LD_ASSIGN_OR_RETURN(bool has_tables, fixtures::HasHistorySchema(conn, spec.plan.schema));
+      if (!has_tables) LD_RETURN_IF_ERROR(fixtures::CreateHistorySchema(conn, spec.plan.schema));
+      return CreateRun(conn, spec, SplitJobs(spec.plan.range, spec.plan.job_size),
                        options.planned ? kModePlanned : kModeOrchestrated);
     }();
-    Status unlocked = UnlockSchema(conn, spec.schema);
+    Status unlocked = UnlockSchema(conn, spec.plan.schema);
     LD_RETURN_IF_ERROR(s);
     return unlocked;
   });
@@ -271,19 +272,19 @@ Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) 
 
 Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Reporter& reporter, bool orchestrated) {
   LD_ASSIGN_OR_RETURN(RunSpec spec, LoadRun(conn, run_id));
-  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.plan.schema));
   if (state == SchemaState::kAbsent)
-    return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
-  Status reopened = WithSchemaGuard(conn, spec.schema, [&]() -> Status {
+    return Status::Usagef("--resume {}: its schema \"{}\" no longer exists", spec.run_id, spec.plan.schema);
+  Status reopened = WithSchemaGuard(conn, spec.plan.schema, [&]() -> Status {
     LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(conn, run_id));
     if (row && row->state == RunState::kCancelled)
       return Status::Usagef("--resume {}: the run was cancelled; a cancelled run is never continued (start a new "
                             "one, e.g. with --fresh into schema \"{}\")",
-                            spec.run_id, spec.schema);
+                            spec.run_id, spec.plan.schema);
     // Another run took the schema meanwhile (this one was done or failed then): never two live runs.
-    LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.schema, spec.run_id));
+    LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.plan.schema, spec.run_id));
     // A killed orchestrator's session may take a moment to go away with its lock.
-    if (orchestrated) LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.schema, std::max(10.0, spec.job_timeout_s)));
+    if (orchestrated) LD_RETURN_IF_ERROR(LockSchemaForRun(conn, spec.plan.schema, std::max(10.0, spec.plan.job_timeout_s)));
     Status owned = CheckRunOwnsSchema(conn, spec);
     if (!owned.ok()) return Status::Usagef("--resume {}: {}", spec.run_id, owned.message());
     LD_RETURN_IF_ERROR(conn.Exec(fmt::format("UPDATE {} SET state = 'pending', not_before = '-infinity' "
@@ -299,7 +300,7 @@ Result<RunSpec> ReopenRun(pg::Connection& conn, const std::string& run_id, Repor
     return SetRunState(conn, spec.run_id, RunState::kRunning);
   });
   LD_RETURN_IF_ERROR(reopened);
-  reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.schema));
+  reporter.Note(fmt::format("resuming run {} into schema \"{}\"", spec.run_id, spec.plan.schema));
   return spec;
 }
 
@@ -329,10 +330,8 @@ namespace {
 
 // The content the built-in ingester writes for `spec`; nullopt for an external ingester.
 std::optional<fixtures::GeneratorConfig> PlannedContent(const RunSpec& spec) {
-  if (!spec.ingest_cmd.empty()) return std::nullopt;
-  Result<fixtures::Density> density = fixtures::ParseDensity(spec.density);
-  if (!density.ok()) return std::nullopt;  // validated with the plan: not reached
-  return fixtures::GeneratorConfig{spec.seed, *density};
+  if (!spec.plan.ingest_cmd.empty()) return std::nullopt;
+  return fixtures::GeneratorConfig{spec.plan.seed, spec.plan.density};
 }
 
 // The report's heading: which run, into which schema, over which range, with how many workers
@@ -340,10 +339,10 @@ std::optional<fixtures::GeneratorConfig> PlannedContent(const RunSpec& spec) {
 IngestReport SupervisedReportHeading(const RunSpec& spec) {
   IngestReport report;
   report.run_id = spec.run_id;
-  report.schema = spec.schema;
-  report.range = spec.range;
-  report.workers = spec.workers;
-  report.job_size = spec.job_size;
+  report.schema = spec.plan.schema;
+  report.range = spec.plan.range;
+  report.workers = spec.plan.workers;
+  report.job_size = spec.plan.job_size;
   return report;
 }
 
@@ -353,8 +352,8 @@ struct SupervisedRun {
   SupervisedRun(pg::Connection& conn, const RunSpec& spec, const IngestOptions& options, Reporter& reporter,
                 WorkerPool& pool, IngestReport& report)
       : conn(conn), spec(spec), options(options), reporter(reporter), pool(pool), report(report),
-        total_ledgers(spec.range.size()), generated(PlannedContent(spec)),
-        rows_planned(generated ? fixtures::EstimatedRowCount(*generated, spec.range) : 0) {}
+        total_ledgers(spec.plan.range.size()), generated(PlannedContent(spec)),
+        rows_planned(generated ? fixtures::EstimatedRowCount(*generated, spec.plan.range) : 0) {}
 
   pg::Connection& conn;
   const RunSpec& spec;
@@ -398,7 +397,7 @@ Status SuperviseWorkerEnded(SupervisedRun& run, const WorkerProcess& w, const Ex
   if (how.exited) {
     // It could not work (a refused connection, an unreachable database, a broken run): it
     // printed why. Replaced after a backoff, and not forever.
-    if (++run.worker_errors > 3 * run.spec.workers)
+    if (++run.worker_errors > 3 * run.spec.plan.workers)
       return Status::Runtimef("workers keep failing to start (last: {} exited with code {}); see its message above",
                               w.name, how.code);
     backoff_s = std::min(0.2 * std::pow(2.0, run.worker_errors - 1), 3.0);
@@ -443,7 +442,7 @@ Status SuperviseDueRestarts(SupervisedRun& run) {
 Status SuperviseVanishedSessions(SupervisedRun& run) {
   LD_ASSIGN_OR_RETURN(auto running, ListJobs(run.conn, run.spec.run_id));
   for (const auto& j : running) {
-    if (j.state != JobState::kRunning || j.session_alive || j.heartbeat_age_s >= run.spec.job_timeout_s) continue;
+    if (j.state != JobState::kRunning || j.session_alive || j.heartbeat_age_s >= run.spec.plan.job_timeout_s) continue;
     if (!j.worker.ends_with("@" + run.pool.instance())) continue;  // not ours: the general check below
     const WorkerProcess* w = run.pool.Find(j.worker);
     if (w && run.pool.AwaitExit(w->pid, std::chrono::milliseconds(50))) continue;  // died: reaped below
@@ -499,7 +498,7 @@ Status SuperviseProgress(SupervisedRun& run) {
   double elapsed = SecondsSince(run.phase_start);
   double rate = elapsed > 0 ? static_cast<double>(run.counts.ledgers_done - *run.ledgers_at_start) / elapsed : 0;
   Progress p;
-  p.phase = fmt::format("ingest \"{}\"", run.spec.schema);
+  p.phase = fmt::format("ingest \"{}\"", run.spec.plan.schema);
   p.done = run.counts.ledgers_done;
   p.total = run.total_ledgers;
   p.rate_per_s = rate;
@@ -551,7 +550,7 @@ Result<SupervisedVerdict> SuperviseStopAndJudge(SupervisedRun& run, SupervisedOu
       LD_ASSIGN_OR_RETURN(std::optional<RunRow> row, FindRun(run.conn, run.spec.run_id));
       verdict.integrity_error =
           fmt::format("run {} was cancelled{}; schema \"{}\" keeps what its done jobs committed", run.spec.run_id,
-                      row && !row->error.empty() ? " (" + row->error + ")" : "", run.spec.schema);
+                      row && !row->error.empty() ? " (" + row->error + ")" : "", run.spec.plan.schema);
       break;
     }
     case SupervisedOutcome::kJobOutOfRetries:
@@ -566,7 +565,7 @@ Result<SupervisedVerdict> SuperviseStopAndJudge(SupervisedRun& run, SupervisedOu
       // The run's end: its schema is still its own and holds exactly what its jobs committed
       // (not checked for the negative control, whose unsafe commits are the point).
       Status intact = CheckRunOwnsSchema(run.conn, run.spec);
-      if (intact.ok() && run.spec.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(run.conn, run.spec);
+      if (intact.ok() && run.spec.hooks.unsafe_commit_every == 0) intact = CheckRowsMatchJobs(run.conn, run.spec);
       if (!intact.ok()) {
         verdict.aborted = true;
         verdict.integrity_error = intact.message();
@@ -598,7 +597,7 @@ Status SuperviseTallyJobs(SupervisedRun& run, const SupervisedVerdict& verdict) 
     if (j.state == JobState::kFailed) report.failed_jobs.push_back(j);
   }
   if (restart_from) report.restart_range = LedgerRange{restart_from, restart_to};
-  auto counted = CountRowsInRange(run.conn, run.spec.schema, run.spec.range);
+  auto counted = CountRowsInRange(run.conn, run.spec.plan.schema, run.spec.plan.range);
   if (counted.ok()) {
     report.rows_per_table = *counted;
   } else if (verdict.integrity_error.empty()) {
@@ -621,7 +620,7 @@ void SuperviseReportVerdict(SupervisedRun& run, const SupervisedVerdict& verdict
     report.error = fmt::format("jobs ran out of retries: {} ({}){}", ranges,
                                report.failed_jobs.empty() ? "" : report.failed_jobs.front().error,
                                ResumeHint(run.options, run.spec.run_id,
-                                          report.restart_range ? report.restart_range->str() : run.spec.range.str()));
+                                          report.restart_range ? report.restart_range->str() : run.spec.plan.range.str()));
   }
 }
 
@@ -630,12 +629,12 @@ void SuperviseReportVerdict(SupervisedRun& run, const SupervisedVerdict& verdict
 Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo, const RunSpec& spec,
                                const IngestOptions& options, Reporter& reporter, Clock::time_point started) {
   IngestReport report = SupervisedReportHeading(spec);
-  if (!spec.ingest_cmd.empty()) {
+  if (!spec.plan.ingest_cmd.empty()) {
     LD_ASSIGN_OR_RETURN(report.log_dir, RunLogDir(spec.run_id, options.log_root));
   }
-  WorkerPool pool(options.worker_binary.empty() ? SelfExecutable() : options.worker_binary, conninfo, spec.run_id,
+  WorkerPool pool(LedgerdiffExecutable(), conninfo, spec.run_id,
                   report.log_dir);
-  for (uint32_t slot = 1; slot <= spec.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
+  for (uint32_t slot = 1; slot <= spec.plan.workers; ++slot) LD_RETURN_IF_ERROR(pool.Start(static_cast<int>(slot)));
 
   SupervisedRun run(conn, spec, options, reporter, pool, report);
   LD_ASSIGN_OR_RETURN(const SupervisedOutcome outcome, SuperviseUntilSettled(run));
@@ -644,7 +643,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
   report.wall_s = SecondsSince(started);
   // Statistics of the rows just written (not part of the ingest's wall time): a digest that
   // follows estimates its work by rows, not by ledgers.
-  if (!verdict.aborted) LD_RETURN_IF_ERROR(AnalyzeOwnedSchema(conn, spec.schema));
+  if (!verdict.aborted) LD_RETURN_IF_ERROR(AnalyzeOwnedSchema(conn, spec.plan.schema));
   LD_RETURN_IF_ERROR(SuperviseTallyJobs(run, verdict));
   SuperviseReportVerdict(run, verdict);
   // A cancelled run stays cancelled (SetRunState never changes it).
@@ -669,12 +668,12 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     // The workers come from the stored plan; the budget is checked before anything changes,
     // allowing a killed predecessor's worker sessions a moment to go away.
     LD_ASSIGN_OR_RETURN(RunSpec stored, LoadRun(*conn, options.resume_run));
-    LD_RETURN_IF_ERROR(CheckConnectionBudget(*conn, stored.workers, !stored.ingest_cmd.empty(), /*wait_s=*/5));
+    LD_RETURN_IF_ERROR(CheckConnectionBudget(*conn, stored.plan.workers, !stored.plan.ingest_cmd.empty(), /*wait_s=*/5));
     LD_ASSIGN_OR_RETURN(spec, ReopenRun(*conn, options.resume_run, reporter, /*orchestrated=*/true));
   } else {
-    LD_RETURN_IF_ERROR(CheckConnectionBudget(*conn, options.workers, !options.ingest_cmd.empty()));
+    LD_RETURN_IF_ERROR(CheckConnectionBudget(*conn, options.plan.workers, !options.plan.ingest_cmd.empty()));
     LD_RETURN_IF_ERROR(EnsureControlSchema(*conn));
-    LD_RETURN_IF_ERROR(LockSchemaForRun(*conn, options.schema));
+    LD_RETURN_IF_ERROR(LockSchemaForRun(*conn, options.plan.schema));
     LD_ASSIGN_OR_RETURN(spec, RegisterRun(*conn, options));
   }
   auto report = Supervise(*conn, conninfo, spec, options, reporter, started);

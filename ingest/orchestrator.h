@@ -32,13 +32,15 @@
 
 namespace ledgerdiff::ingest {
 
-// An ingestion: the plan plus how this invocation treats the schema and the run.
-struct IngestOptions : IngestPlan {
+// An ingestion: the plan (and a test run's hooks) plus how this invocation treats the schema and
+// the run.
+struct IngestOptions {
+  IngestPlan plan;
+  TestHooks hooks;
   bool force = false;           // allow writing into a schema ledgerdiff did not create
   bool replace_schema = false;  // drop and recreate the (owned) schema first
   std::string run_id;           // empty: a new id
   std::string resume_run;       // continue this run from the job table (the plan comes from there)
-  std::string worker_binary;    // the ledgerdiff executable for workers; empty: this executable
   // External ingester: the root of the runs' log directories (each job's stdout and stderr go to
   // ROOT/RUN_ID/job-N.{stdout,stderr}.log); empty: $TMPDIR/ledgerdiff-logs (RunLogDir).
   std::string log_root;
@@ -63,7 +65,8 @@ Status ValidateIngestOptions(const IngestOptions& options);
 // Under the schema guard (schema_guard.h), before anything is created, dropped or re-marked:
 // a Usage error when the run id is taken, when an orchestrator holds the schema, or when the
 // schema has any live run (CheckNoLiveRun).
-// REQUIRES: options.resume_run is empty.
+// REQUIRES: options.resume_run is empty; options passed ValidateIngestOptions (RunIngest and
+// PlanRun check them at their entry; chaos's rounds derive from its checked plan).
 Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options);
 
 // Reopens a registered run to continue it: Usage error when it was cancelled, when another run

@@ -76,28 +76,6 @@ Status IngestPlan::Validate(bool check_schema) const {
   if (!std::isfinite(job_timeout_s) || job_timeout_s < kMinJobTimeoutS || job_timeout_s > kMaxJobTimeoutS)
     return Status::Usagef("--job-timeout {} must be a number of seconds from {} to {}", job_timeout_s,
                           kMinJobTimeoutS, kMaxJobTimeoutS);
-  LD_ASSIGN_OR_RETURN(fixtures::Density parsed_density, fixtures::ParseDensity(density));
-  if (!bug.empty()) {
-    LD_ASSIGN_OR_RETURN(auto parsed_bug, fixtures::ParseBugInjection(bug));
-    if (!range.contains(parsed_bug.ledger))
-      return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", bug, parsed_bug.ledger, range.str());
-    if (ingest_cmd.empty()) {
-      // A ledger without the row the bug needs: name the nearest one of the range that has it.
-      constexpr uint32_t kSearch = 10000;
-      const fixtures::GeneratorConfig generator{seed, parsed_density};
-      if (Status applies = fixtures::CheckBugApplies(generator, parsed_bug); !applies.ok()) {
-        const auto nearest = fixtures::NearestLedgerWhereBugApplies(generator, parsed_bug, range, kSearch);
-        return Status::Usage(
-            applies.message() +
-            (nearest ? fmt::format("; the nearest ledger it can act on is {} (--inject-bug {}@{})", *nearest,
-                                   fixtures::BugKindName(parsed_bug.kind), *nearest)
-             : range.size() <= 2 * uint64_t{kSearch} + 1
-                 ? fmt::format("; no other ledger of the range {} has what it needs", range.str())
-                 : fmt::format("; no ledger of the range {} within {} of it has what it needs", range.str(),
-                               FormatCountOf(kSearch, "ledger"))));
-      }
-    }
-  }
   if (!ingest_cmd.empty()) LD_RETURN_IF_ERROR(CheckIngestCommand(ingest_cmd));
   return Status::Ok();
 }
@@ -105,27 +83,17 @@ Status IngestPlan::Validate(bool check_schema) const {
 double IngestPlan::heartbeat_s() const { return std::min(1.0, job_timeout_s / 4); }
 
 nlohmann::json IngestPlan::ToJson() const {
-  nlohmann::json crash = nlohmann::json::array();
-  for (const auto& c : crash_points)
-    crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", ToString(c.action)}});
-  nlohmann::json hold = nlohmann::json::array();
-  for (const auto& h : hold_points)
-    hold.push_back({{"job", h.job_id}, {"attempt", h.attempt}, {"stage", h.stage}, {"seconds", h.seconds}});
   return {{"schema", schema},
           {"from", range.from},
           {"to", range.to},
           {"job_size", job_size},
           {"workers", workers},
           {"seed", seed},
-          {"density", density},
+          {"density", ToString(density)},
           {"ingest_cmd", ingest_cmd},
-          {"bug", bug},
-          {"unsafe_commit_every", unsafe_commit_every},
           {"retries", retries},
           {"retry_backoff_s", retry_backoff_s},
-          {"job_timeout_s", job_timeout_s},
-          {"crash_points", crash},
-          {"hold_points", hold}};
+          {"job_timeout_s", job_timeout_s}};
 }
 
 Result<IngestPlan> IngestPlan::FromJson(const nlohmann::json& j) {
@@ -136,28 +104,78 @@ Result<IngestPlan> IngestPlan::FromJson(const nlohmann::json& j) {
     p.job_size = j.at("job_size").get<uint32_t>();
     p.workers = j.at("workers").get<uint32_t>();
     p.seed = j.at("seed").get<uint64_t>();
-    p.density = j.at("density").get<std::string>();
+    const auto density = fixtures::ParseDensity(j.at("density").get<std::string>());
+    if (!density.ok()) return Status::Runtimef("ingestion plan is unreadable: {}", density.status().message());
+    p.density = *density;
     p.ingest_cmd = j.at("ingest_cmd").get<std::string>();
-    p.bug = j.at("bug").get<std::string>();
-    p.unsafe_commit_every = j.at("unsafe_commit_every").get<uint32_t>();
     p.retries = j.at("retries").get<uint32_t>();
     p.retry_backoff_s = j.at("retry_backoff_s").get<double>();
     p.job_timeout_s = j.at("job_timeout_s").get<double>();
+    return p;
+  } catch (const std::exception& e) {
+    return Status::Runtimef("ingestion plan is unreadable: {}", e.what());
+  }
+}
+
+bool TestHooks::active() const {
+  return !bug.empty() || unsafe_commit_every != 0 || !crash_points.empty() || !hold_points.empty();
+}
+
+Status TestHooks::Validate(const IngestPlan& plan) const {
+  if (bug.empty()) return Status::Ok();
+  const LedgerRange& range = plan.range;
+  LD_ASSIGN_OR_RETURN(auto parsed_bug, fixtures::ParseBugInjection(bug));
+  if (!range.contains(parsed_bug.ledger))
+    return Status::Usagef("--inject-bug {}: ledger {} is outside the range {}", bug, parsed_bug.ledger, range.str());
+  if (!plan.ingest_cmd.empty()) return Status::Ok();
+  // A ledger without the row the bug needs: name the nearest one of the range that has it.
+  constexpr uint32_t kSearch = 10000;
+  const fixtures::GeneratorConfig generator{plan.seed, plan.density};
+  if (Status applies = fixtures::CheckBugApplies(generator, parsed_bug); !applies.ok()) {
+    const auto nearest = fixtures::NearestLedgerWhereBugApplies(generator, parsed_bug, range, kSearch);
+    return Status::Usage(applies.message() +
+                         (nearest ? fmt::format("; the nearest ledger it can act on is {} (--inject-bug {}@{})",
+                                                *nearest, fixtures::BugKindName(parsed_bug.kind), *nearest)
+                          : range.size() <= 2 * uint64_t{kSearch} + 1
+                              ? fmt::format("; no other ledger of the range {} has what it needs", range.str())
+                              : fmt::format("; no ledger of the range {} within {} of it has what it needs",
+                                            range.str(), FormatCountOf(kSearch, "ledger"))));
+  }
+  return Status::Ok();
+}
+
+nlohmann::json TestHooks::ToJson() const {
+  nlohmann::json crash = nlohmann::json::array();
+  for (const auto& c : crash_points)
+    crash.push_back({{"job", c.job_id}, {"attempt", c.attempt}, {"stage", c.stage}, {"action", ToString(c.action)}});
+  nlohmann::json hold = nlohmann::json::array();
+  for (const auto& h : hold_points)
+    hold.push_back({{"job", h.job_id}, {"attempt", h.attempt}, {"stage", h.stage}, {"seconds", h.seconds}});
+  return {{"bug", bug}, {"unsafe_commit_every", unsafe_commit_every}, {"crash_points", crash}, {"hold_points", hold}};
+}
+
+Result<TestHooks> TestHooks::FromRunSpec(const nlohmann::json& spec) {
+  // Releases before TestHooks stored the hooks at the spec's top level, for every run.
+  const nlohmann::json& j = spec.contains("test_hooks") ? spec.at("test_hooks") : spec;
+  try {
+    TestHooks t;
+    t.bug = j.value("bug", std::string());
+    t.unsafe_commit_every = j.value("unsafe_commit_every", uint32_t{0});
     for (const auto& c : j.value("crash_points", nlohmann::json::array())) {
       const auto action_text = c.at("action").get<std::string>();
       const std::optional<CrashAction> action = ParseCrashAction(action_text);
       const auto stage = c.at("stage").get<std::string>();
       if (!action || (*action == CrashAction::kFail && stage != "start"))
-        return Status::Runtimef("ingestion plan is unreadable: crash point action \"{}\" at stage \"{}\"", action_text,
+        return Status::Runtimef("test hooks are unreadable: crash point action \"{}\" at stage \"{}\"", action_text,
                                 stage);
-      p.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(), stage, *action});
+      t.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(), stage, *action});
     }
     for (const auto& h : j.value("hold_points", nlohmann::json::array()))
-      p.hold_points.push_back({h.at("job").get<uint32_t>(), h.at("attempt").get<uint32_t>(),
+      t.hold_points.push_back({h.at("job").get<uint32_t>(), h.at("attempt").get<uint32_t>(),
                                h.at("stage").get<std::string>(), h.at("seconds").get<double>()});
-    return p;
+    return t;
   } catch (const std::exception& e) {
-    return Status::Runtimef("ingestion plan is unreadable: {}", e.what());
+    return Status::Runtimef("test hooks are unreadable: {}", e.what());
   }
 }
 

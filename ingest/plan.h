@@ -1,7 +1,8 @@
 #pragma once
 // The ingestion plan: what to ingest, where, and how hard to try. One struct with one set of
-// defaults that every command embeds (ingest, verify, selftest, chaos) and that the job table
-// stores as a run's spec, so a worker anywhere can carry out any job of the run.
+// defaults that every command holds (ingest, verify, selftest, chaos, sweep) and that the job
+// table stores as a run's spec, so a worker anywhere can carry out any job of the run; beside
+// it, the test hooks a test run plants in its workers.
 
 #include <cstdint>
 #include <optional>
@@ -13,6 +14,7 @@
 
 #include "core/ledger_range.h"
 #include "core/status.h"
+#include "fixtures/generator.h"
 
 namespace ledgerdiff::ingest {
 
@@ -57,24 +59,23 @@ inline constexpr double kMaxRetryBackoffS = 3600;
 inline constexpr double kMinJobTimeoutS = 2;
 inline constexpr double kMaxJobTimeoutS = 86400;
 
-// The defaults, in one place (shown by every command's --help).
+// The workload and how hard to try: what every worker of a run needs to carry out any job of
+// it. Built and validated once (by the CLI or the library's entry point) and passed by const
+// reference; the commands' options hold one. The defaults are here, in one place (shown by every
+// command's --help).
 struct IngestPlan {
   LedgerRange range;
-  std::string schema;               // target schema (verify and chaos name their own)
-  uint32_t workers = 4;             // worker processes; 1 is the serial path
-  uint32_t job_size = 250;          // ledgers per job (the last job may be shorter)
-  uint32_t retries = 3;             // retries of a failed job
-  double retry_backoff_s = 0.5;     // first retry delay, doubled per retry
-  double job_timeout_s = 30;        // seconds without heartbeat before a worker is declared hung
-  uint64_t seed = 1;                // generator seed
-  std::string density = "stellar";  // generated ledger density: stellar | flat
+  std::string schema;            // target schema (verify and chaos name their own)
+  uint32_t workers = 4;          // worker processes; 1 is the serial path
+  uint32_t job_size = 250;       // ledgers per job (the last job may be shorter)
+  uint32_t retries = 3;          // retries of a failed job
+  double retry_backoff_s = 0.5;  // first retry delay, doubled per retry
+  double job_timeout_s = 30;     // seconds without heartbeat before a worker is declared hung
+  uint64_t seed = 1;             // generator seed
+  fixtures::Density density = fixtures::Density::kStellar;  // generated ledger density
   // The ingester: empty is the built-in reference ingester; otherwise an external command
   // template run per job (see ingest/ingest_command.h).
   std::string ingest_cmd;
-  std::string bug;                   // "kind@ledger" (built-in ingester misbehaves there) or empty
-  uint32_t unsafe_commit_every = 0;  // chaos negative control; 0: the safe protocol
-  std::vector<CrashPoint> crash_points;
-  std::vector<HoldPoint> hold_points;
 
   // Checks the plan before any database is touched: Usage errors naming the flag.
   // `check_schema`: false when the schema comes from elsewhere (resume, verify, chaos).
@@ -85,6 +86,27 @@ struct IngestPlan {
   // Flat JSON object; the keys are the job table's run spec format (ingest/README.md).
   nlohmann::json ToJson() const;
   static Result<IngestPlan> FromJson(const nlohmann::json& j);
+};
+
+// What a test run plants in its workers to prove that the checks catch it: a misbehaving
+// built-in ingester, the unsafe commit protocol, faults and holds at given stages. Set only by
+// tests, selftest, chaos and the self-test flags (--inject-bug, --crash-at, --hold, ...); never
+// part of a production plan. The job table stores them only for a test run: a run spec carries
+// "test_run": true and "test_hooks" exactly when `active()`.
+struct TestHooks {
+  std::string bug;                   // "kind@ledger" (built-in ingester misbehaves there) or empty
+  uint32_t unsafe_commit_every = 0;  // chaos negative control; 0: the safe protocol
+  std::vector<CrashPoint> crash_points;
+  std::vector<HoldPoint> hold_points;
+
+  bool active() const;
+  // Usage errors naming the flag: the bug's kind and ledger (inside `plan`'s range, with
+  // something to act on in the built-in ingester's content there).
+  Status Validate(const IngestPlan& plan) const;
+
+  nlohmann::json ToJson() const;
+  // Reads the spec's "test_hooks" object; none (a production run) is no hooks.
+  static Result<TestHooks> FromRunSpec(const nlohmann::json& spec);
 };
 
 }  // namespace ledgerdiff::ingest

@@ -138,21 +138,21 @@ Result<std::string> SchemaMark(pg::Connection& conn, const std::string& schema) 
 }
 
 Status CheckRunOwnsSchema(pg::Connection& conn, const RunSpec& spec) {
-  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.schema));
+  LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.plan.schema));
   if (state == SchemaState::kAbsent)
-    return Status::Runtimef("run {}: its schema \"{}\" no longer exists", spec.run_id, spec.schema);
+    return Status::Runtimef("run {}: its schema \"{}\" no longer exists", spec.run_id, spec.plan.schema);
   std::string expected = spec.schema_mark.empty() ? fmt::format("{} run={}", kOwnershipMarkPrefix, spec.run_id)
                                                   : spec.schema_mark;
-  LD_ASSIGN_OR_RETURN(std::string mark, SchemaMark(conn, spec.schema));
+  LD_ASSIGN_OR_RETURN(std::string mark, SchemaMark(conn, spec.plan.schema));
   if (mark != expected)
     return Status::Runtimef("run {}: schema \"{}\" is no longer this run's (its mark is \"{}\", expected \"{}\"); "
                             "another run or someone else took it over",
-                            spec.run_id, spec.schema, mark, expected);
+                            spec.run_id, spec.plan.schema, mark, expected);
   return Status::Ok();
 }
 
 Status CheckRowsMatchJobs(pg::Connection& conn, const RunSpec& spec) {
-  LD_ASSIGN_OR_RETURN(auto per_table, CountRowsInRange(conn, spec.schema, spec.range));
+  LD_ASSIGN_OR_RETURN(auto per_table, CountRowsInRange(conn, spec.plan.schema, spec.plan.range));
   uint64_t present = 0;
   for (const auto& [table, n] : per_table) present += n;
   LD_ASSIGN_OR_RETURN(pg::Rows committed,
@@ -163,7 +163,7 @@ Status CheckRowsMatchJobs(pg::Connection& conn, const RunSpec& spec) {
   if (present != expected)
     return Status::Runtimef("run {}: schema \"{}\" holds {} rows in {} but its jobs committed {}; something else "
                             "wrote into it during the run",
-                            spec.run_id, spec.schema, present, spec.range.str(), expected);
+                            spec.run_id, spec.plan.schema, present, spec.plan.range.str(), expected);
   return Status::Ok();
 }
 

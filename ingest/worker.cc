@@ -72,7 +72,7 @@ class HeartbeatThread {
 // server (its locks released) after 1.5 x the job timeout, so the heartbeat timeout, not the
 // server, is what finds a frozen worker (ingest/detector.h), and statements get 10 x.
 std::string SessionTimeouts(const RunSpec& spec) {
-  const auto ms = static_cast<int64_t>(spec.job_timeout_s * 1000);
+  const auto ms = static_cast<int64_t>(spec.plan.job_timeout_s * 1000);
   return fmt::format("SET idle_in_transaction_session_timeout = {}; SET statement_timeout = {}", ms * 3 / 2, ms * 10);
 }
 
@@ -85,7 +85,7 @@ Result<std::unique_ptr<pg::Connection>> OpenWorkerConnection(const WorkerOptions
 // Rows the job's range holds in the run's schema (an external ingester's work, counted on the
 // connection that then marks the job done).
 Result<int64_t> RowsInJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job) {
-  LD_ASSIGN_OR_RETURN(auto counts, CountRowsInRange(conn, spec.schema, job.range));
+  LD_ASSIGN_OR_RETURN(auto counts, CountRowsInRange(conn, spec.plan.schema, job.range));
   int64_t rows = 0;
   for (const auto& [table, n] : counts) rows += static_cast<int64_t>(n);
   return rows;
@@ -130,18 +130,17 @@ Result<RunSpec> OpenWorkerRun(WorkerLife& w) {
 // The built-in ingester's options from the plan: its content, the planted bug, unsafe commits.
 Result<fixtures::IngestJobOptions> BuiltInIngestOptions(const RunSpec& spec) {
   fixtures::IngestJobOptions ingest;
-  LD_ASSIGN_OR_RETURN(fixtures::Density density, fixtures::ParseDensity(spec.density));
-  ingest.generator = {spec.seed, density};
-  if (!spec.bug.empty()) {
-    LD_ASSIGN_OR_RETURN(ingest.bug, fixtures::ParseBugInjection(spec.bug));
+  ingest.generator = {spec.plan.seed, spec.plan.density};
+  if (!spec.hooks.bug.empty()) {
+    LD_ASSIGN_OR_RETURN(ingest.bug, fixtures::ParseBugInjection(spec.hooks.bug));
   }
-  ingest.unsafe_commit_every = spec.unsafe_commit_every;
+  ingest.unsafe_commit_every = spec.hooks.unsafe_commit_every;
   return ingest;
 }
 
 // An external ingester's output goes to per-job logs here, never to our stdout/stderr.
 Result<std::string> WorkerLogDir(const WorkerOptions& o, const RunSpec& spec) {
-  if (spec.ingest_cmd.empty() || !o.log_dir.empty()) return o.log_dir;
+  if (spec.plan.ingest_cmd.empty() || !o.log_dir.empty()) return o.log_dir;
   return RunLogDir(o.run_id);
 }
 
@@ -164,7 +163,7 @@ Result<bool> WorkerRunIsOver(WorkerLife& w) {
 // fails the attempt before anything is written.
 Status InjectedStartFailure(const RunSpec& spec, const ClaimedJob& job) {
   Status result;
-  for (const auto& cp : spec.crash_points) {
+  for (const auto& cp : spec.hooks.crash_points) {
     if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == "start") {
       switch (cp.action) {
         case ingest::CrashAction::kAbort: std::abort();
@@ -179,7 +178,7 @@ Status InjectedStartFailure(const RunSpec& spec, const ClaimedJob& job) {
 
 // Test hook: a chaos "crash": die inside the open data transaction, as a segfault would.
 void AbortAtCrashPoint(const RunSpec& spec, const ClaimedJob& job, const std::string& stage) {
-  for (const auto& cp : spec.crash_points) {
+  for (const auto& cp : spec.hooks.crash_points) {
     if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == stage &&
         cp.action == ingest::CrashAction::kAbort)
       std::abort();
@@ -189,7 +188,7 @@ void AbortAtCrashPoint(const RunSpec& spec, const ClaimedJob& job, const std::st
 // Test hook: the hold points of this attempt at `stage`: the stage "hold:STAGE" is reported at
 // once, then the worker sleeps for the point's seconds.
 void HoldAtHoldPoints(const WorkerJobSetup& setup, const ClaimedJob& job, const std::string& stage) {
-  for (const auto& hp : setup.spec.hold_points) {
+  for (const auto& hp : setup.spec.hooks.hold_points) {
     if (hp.job_id == job.job_id && hp.attempt == job.attempt && hp.stage == stage) {
       setup.heartbeat.SetStage("hold:" + stage, /*now=*/true);
       std::this_thread::sleep_for(std::chrono::duration<double>(hp.seconds));
@@ -208,13 +207,13 @@ Status RunBuiltInAttempt(WorkerLife& w, const WorkerJobSetup& setup, const Claim
     HoldAtHoldPoints(setup, job, stage);
     setup.heartbeat.SetStage(stage);
   };
-  return fixtures::IngestJob(*w.conn, setup.spec.schema, job.range, ingest).status();
+  return fixtures::IngestJob(*w.conn, setup.spec.plan.schema, job.range, ingest).status();
 }
 
 // An external ingester's attempt: its command, then the rows it wrote counted and the job
 // finished on the job connection.
 Status RunExternalAttempt(WorkerLife& w, const WorkerJobSetup& setup, const ClaimedJob& job) {
-  LD_RETURN_IF_ERROR(RunIngestCommand(setup.spec.ingest_cmd, {w.o.conninfo, setup.spec.schema, w.o.worker, job.job_id,
+  LD_RETURN_IF_ERROR(RunIngestCommand(setup.spec.plan.ingest_cmd, {w.o.conninfo, setup.spec.plan.schema, w.o.worker, job.job_id,
                                                               job.attempt, job.range, setup.log_dir}));
   LD_ASSIGN_OR_RETURN(int64_t rows, RowsInJob(*w.conn, setup.spec, job));
   return FinishJob(*w.conn, w.o.run_id, job, rows);
@@ -223,7 +222,7 @@ Status RunExternalAttempt(WorkerLife& w, const WorkerJobSetup& setup, const Clai
 Status RunWorkerAttempt(WorkerLife& w, const WorkerJobSetup& setup, const ClaimedJob& job) {
   // An injected failure: nothing written.
   LD_RETURN_IF_ERROR(InjectedStartFailure(setup.spec, job));
-  if (setup.spec.ingest_cmd.empty()) return RunBuiltInAttempt(w, setup, job);
+  if (setup.spec.plan.ingest_cmd.empty()) return RunBuiltInAttempt(w, setup, job);
   return RunExternalAttempt(w, setup, job);
 }
 
@@ -283,7 +282,7 @@ int RunWorker(const WorkerOptions& o) {
   if (!hb_conn.ok()) return w.Fail(hb_conn.status());
   // Best effort: a job table made by an older release has no worker registry.
   w.registered = RegisterWorker(*w.conn, o.run_id, o.worker, getpid(), o.slot).ok();
-  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.heartbeat_s(), o.worker, w.registered);
+  HeartbeatThread heartbeat(std::move(hb_conn).value(), o.run_id, spec.plan.heartbeat_s(), o.worker, w.registered);
 
   auto ingest = BuiltInIngestOptions(spec);
   if (!ingest.ok()) return w.Fail(ingest.status());

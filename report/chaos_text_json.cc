@@ -47,9 +47,9 @@ nlohmann::json DetectorCountsJson(const std::map<ingest::Detector, uint32_t>& co
 
 std::string RenderChaosText(const ChaosReport& r) {
   std::string out = r.target ? r.target->Line() + "\n" : "";
-  out += fmt::format("chaos {} ({}), {}, jobs of {}, seed {}, {}, engine {}{}\n", r.options.range.str(),
-                     FormatCountOf(r.options.range.size(), "ledger"), FormatCountOf(r.options.workers, "worker"),
-                     FormatCountOf(r.options.job_size, "ledger"), r.options.seed, FormatCountOf(r.rounds.size(), "round"),
+  out += fmt::format("chaos {} ({}), {}, jobs of {}, seed {}, {}, engine {}{}\n", r.options.plan.range.str(),
+                     FormatCountOf(r.options.plan.range.size(), "ledger"), FormatCountOf(r.options.plan.workers, "worker"),
+                     FormatCountOf(r.options.plan.job_size, "ledger"), r.options.plan.seed, FormatCountOf(r.rounds.size(), "round"),
                      dump::ToString(r.options.engine), r.options.unsafe_ingester ? ", UNSAFE ingester (negative control)" : "");
   out += fmt::format("  {:<6} {:>8} {:>9} {:>8} {:>10} {:>9}  {:<6} {}\n", "round", "jobs", "attempts", "retried",
                      "recovered", "time", "valid", "faults / anomalies");
@@ -156,10 +156,10 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
   nlohmann::json j = {{"valid", r.valid},
                       {"inconclusive", r.inconclusive},
                       {"verdict", r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid"},
-                      {"range", {{"from", r.options.range.from}, {"to", r.options.range.to}}},
-                      {"workers", r.options.workers},
-                      {"job_size", r.options.job_size},
-                      {"seed", r.options.seed},
+                      {"range", {{"from", r.options.plan.range.from}, {"to", r.options.plan.range.to}}},
+                      {"workers", r.options.plan.workers},
+                      {"job_size", r.options.plan.job_size},
+                      {"seed", r.options.plan.seed},
                       {"engine", dump::ToString(r.options.engine)},
                       {"unsafe_ingester", r.options.unsafe_ingester},
                       {"faults_planned", planned},

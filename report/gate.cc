@@ -216,10 +216,10 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
   s.passed = r.valid;
   if (r.target) s.target = r.target->Describe();
   s.verdict = r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid";
-  s.facts = {{"range", r.options.range.str()},
-             {"workers", std::to_string(r.options.workers)},
-             {"job size", std::to_string(r.options.job_size)},
-             {"seed", std::to_string(r.options.seed)},
+  s.facts = {{"range", r.options.plan.range.str()},
+             {"workers", std::to_string(r.options.plan.workers)},
+             {"job size", std::to_string(r.options.plan.job_size)},
+             {"seed", std::to_string(r.options.plan.seed)},
              {"rounds", std::to_string(r.rounds.size())},
              {"jobs retried / recovered", fmt::format("{} / {}", r.jobs_retried, r.jobs_recovered)}};
   if (r.options.unsafe_ingester) s.facts.push_back({"ingester", "UNSAFE (negative control)"});

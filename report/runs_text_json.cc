@@ -106,8 +106,8 @@ std::string RenderPlanText(const ingest::RunSpec& spec, size_t jobs, const Targe
                            const std::string& reconnect_flags) {
   return fmt::format("# {}\n# run {}: schema \"{}\", ledgers {}, {} of {}; start workers with "
                      "`ledgerdiff worker --run {}{}{}`\n{}\n",
-                     target.Line(), spec.run_id, spec.schema, spec.range.str(), FormatCountOf(jobs, "job"),
-                     FormatCountOf(spec.job_size, "ledger"), spec.run_id, reconnect_flags.empty() ? "" : " ",
+                     target.Line(), spec.run_id, spec.plan.schema, spec.plan.range.str(), FormatCountOf(jobs, "job"),
+                     FormatCountOf(spec.plan.job_size, "ledger"), spec.run_id, reconnect_flags.empty() ? "" : " ",
                      reconnect_flags, spec.run_id);
 }
 

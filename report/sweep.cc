@@ -330,7 +330,7 @@ std::string RenderSweepText(const SweepReport& r) {
   s += fmt::format("sweep {} ({}), repeat {}, engine {}, reference: {}{}\n", o.range.str(),
                               FormatCountOf(o.range.size(), "ledger"), o.repeat, dump::ToString(r.engine), r.reference,
                               r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
-  if (!o.plan.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.plan.bug);
+  if (!o.hooks.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.hooks.bug);
   s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>13} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers",
                    "job size", "jobs", "median s", "min-max s", "ledgers/s", "rows/s", "speed-up", "attempts",
                    "retries", "conns", "verdict");
@@ -366,7 +366,7 @@ json SweepReportToJson(const SweepReport& r) {
   j["engine"] = dump::ToString(r.engine);
   j["ingest_cmd"] = OptString(r.options.plan.ingest_cmd);
   j["baseline"] = OptString(r.options.baseline);
-  j["injected_bug"] = OptString(r.options.plan.bug);
+  j["injected_bug"] = OptString(r.options.hooks.bug);
   j["reference"] = {{"source", r.reference},
                     {"seconds", r.reference_s},
                     {"schema", OptString(r.reference_schema)}};
@@ -424,7 +424,7 @@ std::string RenderSweepHtml(const SweepReport& r) {
   bool good = rec.found && !rec.every_parallel_divergent;
   h += fmt::format("<div class=\"banner {}\">{}</div>\n", good ? "ok" : "bad", Esc(RecommendationLine(rec)));
   if (!rec.noise.empty()) h += fmt::format("<p class=\"noise\">{}</p>\n", Esc(rec.noise));
-  if (const std::string& bug = r.options.plan.bug; !bug.empty())
+  if (const std::string& bug = r.options.hooks.bug; !bug.empty())
     h += fmt::format("<p>Injected bug <code>{}</code> in parallel cells.</p>\n", Esc(bug));
   h += "<h2>Ledgers per second, workers &#215; job size</h2>\n" + Heatmap(r);
   h += "<p class=\"muted\">Darker is faster, on a scale from 0 to the fastest identical cell; red cells diverged "

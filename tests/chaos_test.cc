@@ -63,16 +63,16 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   ASSERT_TRUE(ingest::EnsureControlSchema(*conn).ok());
   ingest::RunSpec spec;
   spec.run_id = UniqueName("fence");
-  spec.schema = UniqueName("fence");
-  spec.range = {2, 41};
-  spec.job_size = 20;
-  spec.workers = 2;
-  spec.density = "flat";
-  spec.job_timeout_s = 60;  // the server must not end the stale session: the fence must hold alone
-  spec.hold_points = {{1, 1, "history_operations", 3.0}};
-  ASSERT_TRUE(CreateOwnedSchema(*conn, spec.schema, spec.run_id, false, false).ok());
-  ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, spec.schema).ok());
-  ASSERT_TRUE(ingest::CreateRun(*conn, spec, SplitJobs(spec.range, spec.job_size)).ok());
+  spec.plan.schema = UniqueName("fence");
+  spec.plan.range = {2, 41};
+  spec.plan.job_size = 20;
+  spec.plan.workers = 2;
+  spec.plan.density = fixtures::Density::kFlat;
+  spec.plan.job_timeout_s = 60;  // the server must not end the stale session: the fence must hold alone
+  spec.hooks.hold_points = {{1, 1, "history_operations", 3.0}};
+  ASSERT_TRUE(CreateOwnedSchema(*conn, spec.plan.schema, spec.run_id, false, false).ok());
+  ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, spec.plan.schema).ok());
+  ASSERT_TRUE(ingest::CreateRun(*conn, spec, SplitJobs(spec.plan.range, spec.plan.job_size)).ok());
 
   // Worker A claims job 1 and pauses inside its data transaction, rows already written.
   pid_t a = StartWorker(spec.run_id, "A");
@@ -82,7 +82,7 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   auto holder = conn->Exec(
       "SELECT a.backend_xid::text FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid "
       "WHERE l.relation = $1::regclass AND l.mode = 'RowExclusiveLock' AND a.backend_xid IS NOT NULL",
-      {pg::Qualified(spec.schema, "history_operations")});
+      {pg::Qualified(spec.plan.schema, "history_operations")});
   ASSERT_TRUE(holder.ok()) << holder.status().message();
   ASSERT_EQ(holder->size(), 1);
   const std::string fenced_xid(holder->Get(0, 0));
@@ -108,14 +108,14 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
     if (at.job_id == 1 && at.attempt == 1) fenced = at.outcome == ingest::AttemptOutcome::kFenced;
   EXPECT_TRUE(fenced) << "attempt 1 of job 1 should have been fenced off";
   // Exactly one copy of every row: A's writes were rolled back.
-  auto counts = ingest::CountRowsInRange(*conn, spec.schema, spec.range);
+  auto counts = ingest::CountRowsInRange(*conn, spec.plan.schema, spec.plan.range);
   ASSERT_TRUE(counts.ok());
-  EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, spec.range));
+  EXPECT_EQ(*counts, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, spec.plan.range));
   // The data of the fenced attempt itself: no row of any table carries A's transaction id, its
   // transaction ended aborted, and job 1's range holds exactly one generated copy (B's).
   for (const auto& table : fixtures::HistoryTables()) {
     auto mine = conn->Exec(
-        fmt::format("SELECT count(*) FROM {} WHERE xmin::text = $1", pg::Qualified(spec.schema, table)), {fenced_xid});
+        fmt::format("SELECT count(*) FROM {} WHERE xmin::text = $1", pg::Qualified(spec.plan.schema, table)), {fenced_xid});
     ASSERT_TRUE(mine.ok()) << mine.status().message();
     EXPECT_EQ(mine->GetInt(0, 0), 0) << table << ": rows of the fenced attempt (xid " << fenced_xid << ") committed";
   }
@@ -125,7 +125,7 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
       {fenced_xid});
   ASSERT_TRUE(status.ok()) << status.status().message();
   EXPECT_EQ(std::string(status->Get(0, 0)), "aborted") << "xid " << fenced_xid;
-  auto job1 = ingest::CountRowsInRange(*conn, spec.schema, (*jobs)[0].range);
+  auto job1 = ingest::CountRowsInRange(*conn, spec.plan.schema, (*jobs)[0].range);
   ASSERT_TRUE(job1.ok());
   EXPECT_EQ(*job1, fixtures::GeneratedRowCounts({1, fixtures::Density::kFlat}, (*jobs)[0].range));
 }
@@ -178,7 +178,7 @@ TEST(Resume, OrchestratorKilledMidRunResumesWithoutRedoingFinishedJobs) {
 
 TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
   verify::ChaosOptions o;
-  o.range = {2, 3001};
+  o.plan.range = {2, 3001};
   o.rounds = 4;
   auto a = verify::PlanChaos(o), b = verify::PlanChaos(o);
   ASSERT_TRUE(a.ok() && b.ok());
@@ -189,7 +189,7 @@ TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
     return s;
   };
   EXPECT_EQ(describe(*a), describe(*b));
-  o.seed = 2;
+  o.plan.seed = 2;
   EXPECT_NE(describe(*verify::PlanChaos(o)), describe(*a));
   // Every kind planned in every round, per-job targets distinct within a round.
   for (const auto& p : *a) {
@@ -204,8 +204,8 @@ TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
     EXPECT_EQ(kinds.size(), 5u);
   }
   // Too few jobs for the faults is a usage error.
-  o.range = {2, 201};
-  o.job_size = 100;
+  o.plan.range = {2, 201};
+  o.plan.job_size = 100;
   EXPECT_EQ(verify::PlanChaos(o).status().kind(), Status::Kind::kUsage);
   EXPECT_FALSE(verify::ParseFaultCounts("kill=1,explode=2").ok());
   EXPECT_EQ(verify::ParseFaultCounts("kill=2,hang=0")->at(verify::FaultKind::kKill), 2u);
@@ -213,14 +213,13 @@ TEST(Chaos, ScheduleIsAFunctionOfTheSeed) {
 
 TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   verify::ChaosOptions o;
-  o.range = {2, 2001};
-  o.workers = 4;
-  o.job_size = 100;
-  o.seed = 11;
+  o.plan.range = {2, 2001};
+  o.plan.workers = 4;
+  o.plan.job_size = 100;
+  o.plan.seed = 11;
   o.rounds = 1;
-  o.job_timeout_s = 3;
+  o.plan.job_timeout_s = 3;
   o.hold_s = 1.5;
-  o.worker_binary = testing::LedgerdiffBinary();
   NullReporter reporter;
   auto r = verify::RunChaos(TestConninfo(), o, reporter);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -253,17 +252,16 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
   // waits for a fired hang's heartbeat timeout (issue 25), and the other workers finishing jobs
   // meanwhile made "at its planned point" a matter of machine load (15 of 16 jobs done at the kill
   // in a loaded rehearsal). A hang beside an orchestrator kill: ChaosDetectors below.
-  o.range = {2, 1601};
-  o.workers = 4;
-  o.job_size = 100;
-  o.seed = 5;
+  o.plan.range = {2, 1601};
+  o.plan.workers = 4;
+  o.plan.job_size = 100;
+  o.plan.seed = 5;
   o.rounds = 1;
   o.faults = {{verify::FaultKind::kKill, 1}, {verify::FaultKind::kOrchestrator, 1}};
-  o.density = "flat";
-  o.job_timeout_s = 3;
+  o.plan.density = fixtures::Density::kFlat;
+  o.plan.job_timeout_s = 3;
   o.hold_s = 1.5;
   o.keep = true;  // both schemas stay for the digests below
-  o.worker_binary = testing::LedgerdiffBinary();
   NullReporter reporter;
   auto r = verify::RunChaos(TestConninfo(), o, reporter);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -303,7 +301,7 @@ TEST(ChaosOrchestratorKill, FiresAtThePlannedPointWithJobsInFlightAndResumesIden
       ++in_flight_at_kill;  // not a planned fault's victim
   }
   EXPECT_GE(done_before_kill, planned);
-  EXPECT_LE(done_before_kill, planned + o.workers - 1) << "the kill waited past its planned point";
+  EXPECT_LE(done_before_kill, planned + o.plan.workers - 1) << "the kill waited past its planned point";
   EXPECT_GE(in_flight_at_kill, 1u) << "the resume never saw a job in flight";
   EXPECT_EQ(done_before_kill + done_after, round.jobs);
   for (const auto& f : round.faults) {

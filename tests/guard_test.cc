@@ -199,11 +199,11 @@ TEST(Guard, ARunningRowWithoutOrchestratorIsRefusedUntilResumedOrCancelled) {
     SCOPED_TRACE(resume ? "resume" : "cancel");
     const std::string schema = UniqueName("orphan");
     ingest::IngestOptions o;
-    o.schema = schema;
-    o.range = {2, 41};
-    o.workers = 1;
-    o.job_size = 20;
-    o.density = "flat";
+    o.plan.schema = schema;
+    o.plan.range = {2, 41};
+    o.plan.workers = 1;
+    o.plan.job_size = 20;
+    o.plan.density = fixtures::Density::kFlat;
     auto spec = ingest::RegisterRun(*conn, o);
     LD_ASSERT_OK(spec);
     const std::string run_id = spec->run_id;

@@ -183,6 +183,8 @@ int main(int argc, char** argv) {
   }
   chmod(tmp->c_str(), 0755);
   setenv("TMPDIR", tmp->c_str(), 1);
+  // Workers and orchestrators the library starts are ledgerdiff's, not this test binary.
+  ledgerdiff::SetLedgerdiffExecutable(ledgerdiff::testing::LedgerdiffBinary());
   ::testing::AddGlobalTestEnvironment(new ledgerdiff::testing::ServerEnvironment());
   int code = RUN_ALL_TESTS();
   (void)ledgerdiff::RemoveTree(*tmp);

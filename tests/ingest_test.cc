@@ -33,15 +33,14 @@ using ingest::IngestReport;
 using ingest::RunIngest;
 
 IngestOptions Options(const std::string& schema, LedgerRange range, uint32_t workers, uint32_t job_size,
-                      const std::string& density = "flat") {
+                      fixtures::Density density = fixtures::Density::kFlat) {
   IngestOptions o;
-  o.schema = schema;
-  o.range = range;
-  o.workers = workers;
-  o.job_size = job_size;
-  o.density = density;
-  o.retry_backoff_s = 0.05;
-  o.worker_binary = testing::LedgerdiffBinary();
+  o.plan.schema = schema;
+  o.plan.range = range;
+  o.plan.workers = workers;
+  o.plan.job_size = job_size;
+  o.plan.density = density;
+  o.plan.retry_backoff_s = 0.05;
   return o;
 }
 
@@ -114,7 +113,7 @@ TEST(Ingest, ParallelWorkersReallyRunInSeparateProcesses) {
 TEST(Ingest, JobThatFailsOnceSucceedsOnRetry) {
   std::string schema = UniqueName("retry");
   auto o = Options(schema, {2, 101}, 2, 25);
-  o.crash_points = {{2, 1, "start", ingest::CrashAction::kFail}};
+  o.hooks.crash_points = {{2, 1, "start", ingest::CrashAction::kFail}};
   auto report = Ingest(o);
   EXPECT_TRUE(report.ok);
   EXPECT_EQ(report.retried_jobs, 1u);
@@ -129,7 +128,7 @@ TEST(Ingest, JobThatFailsOnceSucceedsOnRetry) {
 TEST(Ingest, WorkerCrashInsideTransactionLeavesNothingAndIsRetried) {
   std::string schema = UniqueName("crash");
   auto o = Options(schema, {2, 101}, 2, 25);
-  o.crash_points = {{3, 1, "history_effects", ingest::CrashAction::kAbort}};
+  o.hooks.crash_points = {{3, 1, "history_effects", ingest::CrashAction::kAbort}};
   auto report = Ingest(o);
   EXPECT_TRUE(report.ok);
   EXPECT_GE(report.workers_replaced, 1u);
@@ -141,7 +140,7 @@ TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
   std::string schema = UniqueName("slots");
   // One lane: w1 dies inside job 2, its replacement w1.1 does the rest in the same lane.
   auto o = Options(schema, {2, 61}, 1, 10);
-  o.crash_points = {{2, 1, "history_effects", ingest::CrashAction::kAbort}};
+  o.hooks.crash_points = {{2, 1, "history_effects", ingest::CrashAction::kAbort}};
   auto report = Ingest(o);
   ASSERT_TRUE(report.ok);
   ASSERT_GE(report.workers_replaced, 1u);
@@ -177,7 +176,7 @@ TEST(Ingest, ProgressWeighsLedgersByThePlannedRows) {
     void Update(const Progress& p) override { updates.emplace_back(SecondsSince(start), p); }
   } recorder;
   const LedgerRange range{2, 3000};
-  auto r = RunIngest(TestConninfo(), Options(UniqueName("growing"), range, 2, 250, "stellar"), recorder);
+  auto r = RunIngest(TestConninfo(), Options(UniqueName("growing"), range, 2, 250, fixtures::Density::kStellar), recorder);
   ASSERT_TRUE(r.ok()) << r.status().message();
   ASSERT_TRUE(r->ok) << r->error;
   ASSERT_FALSE(recorder.updates.empty());
@@ -233,9 +232,9 @@ TEST(HistoryTables, LedgerRangePredicateHoldsAtTheTopOfTheLedgerSpace) {
 TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   std::string schema = UniqueName("fail");
   auto o = Options(schema, {2, 201}, 2, 50);
-  o.retries = 2;
+  o.plan.retries = 2;
   for (uint32_t attempt = 1; attempt <= 3; ++attempt)
-    o.crash_points.push_back({3, attempt, "start", ingest::CrashAction::kFail});
+    o.hooks.crash_points.push_back({3, attempt, "start", ingest::CrashAction::kFail});
   NullReporter reporter;
   auto r = RunIngest(TestConninfo(), o, reporter);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -255,15 +254,20 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
   // Resume finishes the run without redoing finished jobs once the fault is gone.
   IngestOptions resume;
   resume.resume_run = r->run_id;
-  resume.worker_binary = testing::LedgerdiffBinary();
   auto done_before = ingest::ListJobs(*conn, r->run_id);
   ASSERT_TRUE(done_before.ok());
   std::map<uint32_t, uint32_t> attempts_before;
   for (auto& j : *done_before) {
     if (j.state == ingest::JobState::kDone) attempts_before[j.job_id] = j.attempt;
   }
-  // The fault points are part of the run's spec; clear them as an operator would fix the bug.
-  ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.runs SET spec = jsonb_set(spec, '{crash_points}', '[]') "
+  // The fault points are part of a test run's spec, and say so; clear them as an operator would fix the bug.
+  auto marked = conn->Exec("SELECT spec->>'test_run', jsonb_array_length(spec->'test_hooks'->'crash_points') "
+                           "FROM ledgerdiff_control.runs WHERE run_id = $1",
+                           {r->run_id});
+  ASSERT_TRUE(marked.ok() && marked->size() == 1) << marked.status().message();
+  EXPECT_EQ(marked->Get(0, 0), "true");
+  EXPECT_EQ(marked->Get(0, 1), "3");
+  ASSERT_TRUE(conn->Exec("UPDATE ledgerdiff_control.runs SET spec = jsonb_set(spec, '{test_hooks,crash_points}', '[]') "
                          "WHERE run_id = $1",
                          {r->run_id})
                   .ok());
@@ -277,6 +281,64 @@ TEST(Ingest, JobThatAlwaysFailsStopsTheRunAndNamesARestartRange) {
       EXPECT_EQ(j.attempt, attempts_before[j.job_id]) << "job redone: " << j.job_id;
     }
   }
+}
+
+TEST(Ingest, AProductionRunStoresNoTestHooks) {
+  const std::string schema = UniqueName("production");
+  NullReporter reporter;
+  auto r = RunIngest(TestConninfo(), Options(schema, {2, 41}, 2, 20), reporter);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_TRUE(r->ok) << r->error;
+  auto conn = Connect();
+  auto spec = conn->Exec("SELECT spec ? 'test_run', spec ? 'test_hooks', spec ? 'bug', spec ? 'crash_points', "
+                         "spec->>'density' FROM ledgerdiff_control.runs WHERE run_id = $1",
+                         {r->run_id});
+  ASSERT_TRUE(spec.ok() && spec->size() == 1) << spec.status().message();
+  for (int column = 0; column < 4; ++column) EXPECT_EQ(spec->Get(0, column), "f") << "column " << column;
+  EXPECT_EQ(spec->Get(0, 4), "flat");
+  auto loaded = ingest::LoadRun(*conn, r->run_id);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_FALSE(loaded->hooks.active());
+  EXPECT_EQ(loaded->plan.density, fixtures::Density::kFlat);
+  ASSERT_TRUE(conn->Run("DROP SCHEMA " + pg::QuoteIdent(schema) + " CASCADE").ok());
+}
+
+TEST(RunSpec, TestHooksRoundTripAndOlderSpecsStillRead) {
+  ingest::RunSpec spec;
+  spec.run_id = "r1";
+  spec.plan.schema = "s";
+  spec.plan.range = {2, 101};
+  spec.plan.density = fixtures::Density::kFlat;
+  spec.hooks.bug = "drop-row@50";
+  spec.hooks.hold_points = {{2, 1, "history_effects", 1.5}};
+  const nlohmann::json j = spec.ToJson();
+  EXPECT_EQ(j.at("test_run"), true);
+  EXPECT_FALSE(j.contains("bug"));
+  auto back = ingest::RunSpec::FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->hooks.bug, "drop-row@50");
+  ASSERT_EQ(back->hooks.hold_points.size(), 1u);
+  EXPECT_EQ(back->hooks.hold_points[0].stage, "history_effects");
+  EXPECT_EQ(back->plan.density, fixtures::Density::kFlat);
+  EXPECT_EQ(back->plan.range, spec.plan.range);
+
+  // Releases before TestHooks kept the hooks at the top level of every run's spec.
+  nlohmann::json older = j;
+  older.erase("test_run");
+  older.erase("test_hooks");
+  older["bug"] = "skip-ledger@7";
+  older["unsafe_commit_every"] = 0;
+  older["crash_points"] = nlohmann::json::array({{{"job", 3}, {"attempt", 1}, {"stage", "start"}, {"action", "fail"}}});
+  older["hold_points"] = nlohmann::json::array();
+  auto read = ingest::RunSpec::FromJson(older);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_EQ(read->hooks.bug, "skip-ledger@7");
+  ASSERT_EQ(read->hooks.crash_points.size(), 1u);
+  EXPECT_EQ(read->hooks.crash_points[0].action, ingest::CrashAction::kFail);
+
+  nlohmann::json unknown_density = j;
+  unknown_density["density"] = "dense";
+  EXPECT_FALSE(ingest::RunSpec::FromJson(unknown_density).ok());
 }
 
 TEST(IngestCli, BadInputIsOneLineAndExit2) {
@@ -372,7 +434,7 @@ TEST(IngestCli, EveryWorkloadCommandShowsTheSameDefaults) {
   const std::vector<std::string> defaults = {
       fmt::format("--workers UINT={}", plan.workers), fmt::format("--job-size UINT={}", plan.job_size),
       fmt::format("--retries UINT={}", plan.retries), fmt::format("--seed UINT={}", plan.seed),
-      fmt::format("--density TEXT={}", plan.density)};
+      fmt::format("--density TEXT={}", fixtures::ToString(plan.density))};
   for (const char* command : {"ingest", "verify", "selftest", "chaos"}) {
     auto r = RunCli({command, "--help"});
     ASSERT_EQ(r.exit_code, 0) << command;

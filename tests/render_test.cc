@@ -996,10 +996,10 @@ TEST(RenderSoundness, OutsideRangeDifferencesFailInEveryFormat) {
 
 verify::ChaosReport SampleChaos(bool valid) {
   verify::ChaosReport r;
-  r.options.range = {2, 3001};
-  r.options.workers = 4;
-  r.options.job_size = 100;
-  r.options.seed = 7;
+  r.options.plan.range = {2, 3001};
+  r.options.plan.workers = 4;
+  r.options.plan.job_size = 100;
+  r.options.plan.seed = 7;
   r.replay = "ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --seed 7";
   for (uint32_t i = 1; i <= 2; ++i) {
     verify::ChaosRound round;

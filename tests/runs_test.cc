@@ -33,11 +33,11 @@ using testing::UniqueName;
 // A run of the flat-density generator (few rows a ledger: quick jobs).
 ingest::IngestOptions FlatPlan(const std::string& schema, LedgerRange range, uint32_t workers, uint32_t job_size) {
   ingest::IngestOptions o;
-  o.schema = schema;
-  o.range = range;
-  o.workers = workers;
-  o.job_size = job_size;
-  o.density = "flat";
+  o.plan.schema = schema;
+  o.plan.range = range;
+  o.plan.workers = workers;
+  o.plan.job_size = job_size;
+  o.plan.density = fixtures::Density::kFlat;
   return o;
 }
 
@@ -200,9 +200,9 @@ TEST(Runs, ResumedOrchestratorNeverKillsItsOwnHealthyWorkers) {
   auto conn = Connect();
   std::string schema = UniqueName("orch_kill");
   ingest::IngestOptions o = FlatPlan(schema, {2, 161}, 3, 10);
-  o.retry_backoff_s = 0.05;
-  o.job_timeout_s = 3;
-  o.hold_points = {{2, 1, "history_ledgers", 3.0}, {3, 1, "history_ledgers", 3.0}};
+  o.plan.retry_backoff_s = 0.05;
+  o.plan.job_timeout_s = 3;
+  o.hooks.hold_points = {{2, 1, "history_ledgers", 3.0}, {3, 1, "history_ledgers", 3.0}};
   auto spec = ingest::RegisterRun(*conn, o);
   LD_ASSERT_OK(spec);
   std::string out = std::filesystem::temp_directory_path() / (schema + ".json");
@@ -222,7 +222,6 @@ TEST(Runs, ResumedOrchestratorNeverKillsItsOwnHealthyWorkers) {
 
   ingest::IngestOptions resume;
   resume.resume_run = spec->run_id;
-  resume.worker_binary = testing::LedgerdiffBinary();
   NullReporter reporter;
   auto report = ingest::RunIngest(TestConninfo(), resume, reporter);
   LD_ASSERT_OK(report);

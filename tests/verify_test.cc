@@ -103,9 +103,9 @@ Ledger LedgerWithOperation(const std::string &conninfo,
 // `kind`: one whose content the bug can act on (e.g. drop-row needs an effect).
 Ledger PlannedLedger(const std::string &kind, LedgerRange range) {
   verify::SelftestOptions o;
-  o.range = range;
-  o.density = "flat";
-  o.job_size = 50;  // several jobs, so every bug kind (row-past-end needs a job start) has a ledger
+  o.plan.range = range;
+  o.plan.density = fixtures::Density::kFlat;
+  o.plan.job_size = 50;  // several jobs, so every bug kind (row-past-end needs a job start) has a ledger
   auto plan = verify::PlanSelftest(o);
   EXPECT_TRUE(plan.ok()) << plan.status().message();
   if (plan.ok())
@@ -504,6 +504,11 @@ TEST(VerifyCli, BaselineRoundTripAndMismatches) {
   auto other_seed = RunCli(VerifyArgs(range, {"--baseline", baseline, "--seed", "2"}));
   EXPECT_EQ(other_seed.exit_code, 2) << other_seed.err << other_seed.out;
   EXPECT_TRUE(Contains(other_seed.err, "made with --seed 1, but this run uses --seed 2")) << other_seed.err;
+  // A baseline of another engine is refused before anything is ingested, as sweep refuses it.
+  auto other_engine = RunCli(VerifyArgs(range, {"--baseline", baseline, "--engine", "server-hash"}));
+  EXPECT_EQ(other_engine.exit_code, 2) << other_engine.err << other_engine.out;
+  EXPECT_EQ(Lines(other_engine.err), 1u) << other_engine.err;
+  EXPECT_TRUE(Contains(other_engine.err, "made by engine text, but --engine is server-hash")) << other_engine.err;
 
   for (double fraction : {0.5, 0.99}) {
     const std::string corrupt =

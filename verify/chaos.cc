@@ -241,7 +241,7 @@ class Round {
       const std::string exp(ToString(expected));
       if (!f.performed) {
         FaultFate fate;
-        fate.external_ingester = !o_.ingest_cmd.empty();
+        fate.external_ingester = !o_.plan.ingest_cmd.empty();
         fate.run_end = RunEnd(jobs);
         fate.kill_wait = kill_wait_;
         if (target) {
@@ -274,19 +274,19 @@ class Round {
   // timeout first, and its retry keeps the run alive for the kill that waited for it.
   Status RegisterRound() {
     ingest::IngestOptions io;
-    static_cast<ingest::IngestPlan&>(io) = o_;
-    io.schema = r_.schema;
+    io.plan = o_.plan;
+    io.plan.schema = r_.schema;
     io.run_id = r_.run_id;
-    io.unsafe_commit_every = o_.unsafe_ingester ? 100 : 0;
+    io.hooks.unsafe_commit_every = o_.unsafe_ingester ? 100 : 0;
     uint32_t kills = 0;
     for (const auto& f : plan_.faults) kills += f.kind == FaultKind::kOrchestrator ? 1 : 0;
     for (const auto& f : plan_.faults) {
-      if (f.kind == FaultKind::kCrash) io.crash_points.push_back({f.job, 1, f.stage, ingest::CrashAction::kAbort});
-      if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kHang || f.kind == FaultKind::kDisconnect) && o_.ingest_cmd.empty())
-        io.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
-      if (f.kind == FaultKind::kHang && o_.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
-        for (uint32_t a = 2; a <= 1 + std::min(kills, o_.retries); ++a)
-          io.hold_points.push_back({f.job, a, f.stage, RetryHoldS()});
+      if (f.kind == FaultKind::kCrash) io.hooks.crash_points.push_back({f.job, 1, f.stage, ingest::CrashAction::kAbort});
+      if ((f.kind == FaultKind::kKill || f.kind == FaultKind::kHang || f.kind == FaultKind::kDisconnect) && o_.plan.ingest_cmd.empty())
+        io.hooks.hold_points.push_back({f.job, 1, f.stage, o_.hold_s});
+      if (f.kind == FaultKind::kHang && o_.plan.ingest_cmd.empty())  // (attempts past 1 + retries fail the job anyway)
+        for (uint32_t a = 2; a <= 1 + std::min(kills, o_.plan.retries); ++a)
+          io.hooks.hold_points.push_back({f.job, a, f.stage, RetryHoldS()});
     }
     return ingest::RegisterRun(*conn_, io).status();
   }
@@ -302,7 +302,7 @@ class Round {
   // Starts (or, after a kill, restarts) the orchestrator of the registered run: the run id is
   // all it needs, the plan is in the job table.
   Status StartOrchestrator() {
-    const std::vector<std::string> argv = {o_.worker_binary, "_orchestrate", "--run", r_.run_id};
+    const std::vector<std::string> argv = {LedgerdiffExecutable(), "_orchestrate", "--run", r_.run_id};
     ++starts_;
     out_file_ = fmt::format("{}/{}-{}.json", tmp_, r_.run_id, starts_);
     err_file_ = fmt::format("{}/{}-{}.log", tmp_, r_.run_id, starts_);
@@ -329,10 +329,10 @@ class Round {
       if (f.performed || !PerJob(f.plan.kind) || f.plan.kind == FaultKind::kCrash) continue;
       for (const auto& j : jobs) {
         if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt || j.worker_pid <= 0) continue;
-        bool in_hold = o_.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
+        bool in_hold = o_.plan.ingest_cmd.empty() ? j.stage == "hold:" + f.plan.stage : true;
         if (!in_hold) continue;
         std::string before_kill;
-        if (o_.ingest_cmd.empty() && ((f.plan.kind == FaultKind::kHang && kills_remain) || kill_waiting)) {
+        if (o_.plan.ingest_cmd.empty() && ((f.plan.kind == FaultKind::kHang && kills_remain) || kill_waiting)) {
           auto& seen = hold_seen_[i];
           if (seen.first != f.attempt) seen = {f.attempt, Clock::now()};
           const double wait_s = o_.hold_s - std::min(o_.hold_s / 2, 1.0);
@@ -390,7 +390,7 @@ class Round {
     bool other_in_flight = false;
     for (const auto& j : jobs)
       other_in_flight = other_in_flight || (j.state == ingest::JobState::kRunning && !targets.count({j.job_id, j.attempt}));
-    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.workers) {
+    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.plan.workers) {
       kill_wait_ = fmt::format("{} done, it waited for a job in flight that no fault targets; none was", FormatCount(done));
       return KillDue::kNo;
     }
@@ -454,13 +454,13 @@ class Round {
         if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
         ++f.attempt;
         if (f.plan.kind == FaultKind::kCrash) {
-          spec.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, ingest::CrashAction::kAbort});
-        } else if (o_.ingest_cmd.empty()) {
+          spec.hooks.crash_points.push_back({f.plan.job, f.attempt, f.plan.stage, ingest::CrashAction::kAbort});
+        } else if (o_.plan.ingest_cmd.empty()) {
           // The full hold (a hang's job may hold briefly in this attempt already: RegisterRound).
-          std::erase_if(spec.hold_points, [&](const ingest::HoldPoint& h) {
+          std::erase_if(spec.hooks.hold_points, [&](const ingest::HoldPoint& h) {
             return h.job_id == f.plan.job && h.attempt == f.attempt && h.stage == f.plan.stage;
           });
-          spec.hold_points.push_back({f.plan.job, f.attempt, f.plan.stage, o_.hold_s});
+          spec.hooks.hold_points.push_back({f.plan.job, f.attempt, f.plan.stage, o_.hold_s});
         }
         changed = true;
         reporter_.Note(fmt::format("round {}: {} moves to job {} attempt {} (attempt {} died with the orchestrator)",
@@ -584,8 +584,8 @@ Result<FaultCounts> ParseFaultCounts(const std::string& text) {
   return counts;
 }
 
-Status ValidateChaosOptions(const ChaosOptions& o) {
-  LD_RETURN_IF_ERROR(o.Validate(/*check_schema=*/false));
+Result<dump::ProfileSpec> ValidateChaosOptions(const ChaosOptions& o) {
+  LD_RETURN_IF_ERROR(o.plan.Validate(/*check_schema=*/false));
   if (o.rounds == 0) return Status::Usage("--rounds must be at least 1");
   if (o.rounds > 10000) return Status::Usage("--rounds must be at most 10000");
   if (!std::isfinite(o.hold_s) || o.hold_s <= 0 || o.hold_s > 600)
@@ -593,12 +593,13 @@ Status ValidateChaosOptions(const ChaosOptions& o) {
         "--hold {} must be a number of seconds above 0 and at most 600 (a fault needs a job held "
         "mid-transaction to hit)",
         o.hold_s);
-  if (!o.ingest_cmd.empty() && o.faults.count(FaultKind::kCrash) && o.faults.at(FaultKind::kCrash) > 0)
+  if (!o.plan.ingest_cmd.empty() && o.faults.count(FaultKind::kCrash) && o.faults.at(FaultKind::kCrash) > 0)
     return Status::Usage(
         "--faults crash needs the built-in ingester (a fault point inside its transaction); use "
         "kill, hang, disconnect or orchestrator with --ingest-cmd");
-  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
-  return PlanChaos(o).status();
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  LD_RETURN_IF_ERROR(PlanChaos(o).status());
+  return spec;
 }
 
 std::string_view ToString(FaultKind kind) {
@@ -651,7 +652,7 @@ std::string DescribeFault(const PlannedFault& f) {
 }
 
 Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
-  const uint32_t jobs = static_cast<uint32_t>((o.range.size() + o.job_size - 1) / o.job_size);
+  const uint32_t jobs = static_cast<uint32_t>((o.plan.range.size() + o.plan.job_size - 1) / o.plan.job_size);
   uint32_t per_job = 0;
   for (const auto& [kind, n] : o.faults)
     if (PerJob(kind)) per_job += n;
@@ -662,7 +663,7 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
   if (per_job > 0 && pool > jobs) {
     return Status::Usagef("{} per round {} at least {}; the range {} has {} of {}",
                           FormatCountOf(per_job, "per-job fault"), per_job == 1 ? "needs" : "need",
-                          FormatCountOf(per_job + 1, "job"), o.range.str(), FormatCountOf(jobs, "job"), o.job_size);
+                          FormatCountOf(per_job + 1, "job"), o.plan.range.str(), FormatCountOf(jobs, "job"), o.plan.job_size);
   }
   if (orchestrator > 0 && jobs < orchestrator + 1)
     return Status::Usagef("{} per round {} at least {}; the range has {}",
@@ -675,7 +676,7 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
           : std::vector<std::string>{"history_transactions", "history_operations", "history_effects", "history_trades"};
   std::vector<RoundPlan> plans;
   for (uint32_t round = 1; round <= o.rounds; ++round) {
-    Rng rng(o.seed * 0x100000001b3ULL + round);
+    Rng rng(o.plan.seed * 0x100000001b3ULL + round);
     std::vector<uint32_t> candidates;
     for (uint32_t j = 1; j <= pool; ++j) candidates.push_back(j);
     for (size_t i = candidates.size(); i > 1; --i) std::swap(candidates[i - 1], candidates[rng.Below(i)]);
@@ -689,7 +690,7 @@ Result<std::vector<RoundPlan>> PlanChaos(const ChaosOptions& o) {
         f.kind = kind;
         if (PerJob(kind)) {
           f.job = candidates[next++];
-          if (o.ingest_cmd.empty() || kind == FaultKind::kCrash) f.stage = stages[rng.Below(stages.size())];
+          if (o.plan.ingest_cmd.empty() || kind == FaultKind::kCrash) f.stage = stages[rng.Below(stages.size())];
         } else {
           f.after_jobs_done = std::clamp<uint32_t>(jobs * (i + 1) / (n + 1), 1, jobs - 1);
         }
@@ -706,10 +707,10 @@ std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
   std::string cmd = fmt::format(
       "ledgerdiff chaos --range {} --workers {} --job-size {} --seed {} --rounds {} --faults {} --hold {} "
       "--job-timeout {} --retries {} --retry-backoff {} --density {} --profile {}",
-      o.range.str(), o.workers, o.job_size, o.seed, o.rounds, faults, num(o.hold_s), num(o.job_timeout_s), o.retries,
-      num(o.retry_backoff_s), ShellQuote(o.density, ShellQuoting::kWhenNeeded),
+      o.plan.range.str(), o.plan.workers, o.plan.job_size, o.plan.seed, o.rounds, faults, num(o.hold_s), num(o.plan.job_timeout_s), o.plan.retries,
+      num(o.plan.retry_backoff_s), fixtures::ToString(o.plan.density),
       ShellQuote(o.table_profile, ShellQuoting::kWhenNeeded));
-  if (!o.ingest_cmd.empty()) cmd += " --ingest-cmd " + ShellQuote(o.ingest_cmd, ShellQuoting::kWhenNeeded);
+  if (!o.plan.ingest_cmd.empty()) cmd += " --ingest-cmd " + ShellQuote(o.plan.ingest_cmd, ShellQuoting::kWhenNeeded);
   if (o.engine != dump::kDefaultEngine) cmd += fmt::format(" --engine {}", dump::ToString(o.engine));
   if (o.unsafe_ingester) cmd += " --unsafe-ingester";
   if (o.keep) cmd += " --keep";
@@ -717,14 +718,12 @@ std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
 }
 
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter) {
-  LD_RETURN_IF_ERROR(ValidateChaosOptions(options));
+  LD_ASSIGN_OR_RETURN(const dump::ProfileSpec spec, ValidateChaosOptions(options));
   auto started = Clock::now();
   ChaosReport report;
   report.options = options;
-  if (report.options.worker_binary.empty()) report.options.worker_binary = SelfExecutable();
   const ChaosOptions& o = report.options;
   LD_ASSIGN_OR_RETURN(report.schedule, PlanChaos(o));
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
   for (const auto& plan : report.schedule)
     for (const auto& f : plan.faults) ++report.planned[f.kind];
   std::string faults;
@@ -748,16 +747,12 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
 
   // The serial baseline, once, without faults and with the safe ingester.
   ingest::IngestOptions base;
-  static_cast<ingest::IngestPlan&>(base) = o;
-  base.schema = fmt::format("ld_{}_baseline", chaos_id);
-  base.workers = 1;
-  base.unsafe_commit_every = 0;
-  base.crash_points.clear();
-  base.hold_points.clear();
-  if (!o.ingest_cmd.empty()) base.job_size = static_cast<uint32_t>(o.range.size());
-  base.worker_binary = o.worker_binary;
+  base.plan = o.plan;
+  base.plan.schema = fmt::format("ld_{}_baseline", chaos_id);
+  base.plan.workers = 1;
+  if (!o.plan.ingest_cmd.empty()) base.plan.job_size = static_cast<uint32_t>(o.plan.range.size());
   base.run_id = chaos_id + "_base";
-  reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.range.str(), base.schema));
+  reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.plan.range.str(), base.plan.schema));
   auto t = Clock::now();
   LD_ASSIGN_OR_RETURN(ingest::IngestReport base_report, ingest::RunIngest(conninfo, base, reporter));
   if (!base_report.ok) return Status::Runtimef("chaos: the serial baseline failed: {}", base_report.error);
@@ -768,7 +763,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     reporter.Note(fmt::format("chaos: round {} of {}", plan.round, o.rounds));
     Round round(conninfo, o, plan, chaos_id, tmp, reporter);
     LD_ASSIGN_OR_RETURN(ChaosRound r, round.Run());
-    auto classified = ClassifyDivergence(conninfo, base.schema, r.schema, spec, o.range, o.engine, reporter);
+    auto classified = ClassifyDivergence(conninfo, base.plan.schema, r.schema, spec, o.plan.range, o.engine, reporter);
     if (classified.ok()) {
       r.anomalies = std::move(classified).value();
     } else {
@@ -804,7 +799,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
                               anomalies.empty() ? "" : ":" + anomalies));
     report.rounds.push_back(std::move(r));
   }
-  if (report.valid && !o.keep) LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, base.schema));
+  if (report.valid && !o.keep) LD_RETURN_IF_ERROR(DropOwnedSchema(*conn, base.plan.schema));
   std::error_code ec;
   std::filesystem::remove_all(tmp, ec);
   UnregisterCleanup(cleanup);

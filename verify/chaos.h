@@ -74,11 +74,12 @@ Result<FaultCounts> ParseFaultCounts(const std::string& text);
 // fault schedule. Chaos keeps the plan's defaults but two, on purpose: a job timeout of 4 s
 // (a frozen worker is found within its round, not 30 s later) and a retry backoff of 0.1 s
 // (each fault costs one retry; rounds stay short).
-struct ChaosOptions : ingest::IngestPlan {
+struct ChaosOptions {
   ChaosOptions() {
-    job_timeout_s = 4;
-    retry_backoff_s = 0.1;
+    plan.job_timeout_s = 4;
+    plan.retry_backoff_s = 0.1;
   }
+  ingest::IngestPlan plan;
   uint32_t rounds = 3;
   FaultCounts faults = {{FaultKind::kKill, 1}, {FaultKind::kHang, 1}, {FaultKind::kCrash, 1}, {FaultKind::kDisconnect, 1},
                         {FaultKind::kOrchestrator, 1}};
@@ -87,10 +88,11 @@ struct ChaosOptions : ingest::IngestPlan {
   bool unsafe_ingester = false;  // the negative control (rounds commit every 100 ledgers)
   double hold_s = 2;             // how long a target attempt pauses mid-job
   bool keep = false;             // keep every round's schema (divergent rounds are always kept)
-  std::string worker_binary;     // the ledgerdiff executable (orchestrators and workers)
 };
 
-Status ValidateChaosOptions(const ChaosOptions& options);
+// Checks everything before any database is touched (the CLI calls it before it starts a server,
+// RunChaos at its entry), the fault schedule included; returns the digest profile, loaded once.
+Result<dump::ProfileSpec> ValidateChaosOptions(const ChaosOptions& options);
 
 struct PlannedFault {
   FaultKind kind = FaultKind::kKill;

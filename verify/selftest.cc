@@ -10,8 +10,9 @@
 
 namespace ledgerdiff::verify {
 
-Result<std::vector<std::pair<std::string, Ledger>>> PlanSelftest(const SelftestOptions& o) {
-  LD_ASSIGN_OR_RETURN(fixtures::Density density, fixtures::ParseDensity(o.density));
+Result<std::vector<std::pair<std::string, Ledger>>> PlanSelftest(const SelftestOptions& options) {
+  const ingest::IngestPlan& o = options.plan;
+  const fixtures::Density density = o.density;
   const auto& kinds = fixtures::AllBugKinds();
   std::vector<std::pair<std::string, Ledger>> plan;
   for (size_t i = 0; i < kinds.size(); ++i) {
@@ -54,10 +55,9 @@ bool SplitReported(const diff::DiffReport& d, const std::string& address) {
 
 Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOptions& o, Reporter& reporter) {
   auto started = std::chrono::steady_clock::now();
-  LD_ASSIGN_OR_RETURN(fixtures::Density density, fixtures::ParseDensity(o.density));
   LD_ASSIGN_OR_RETURN(auto plan, PlanSelftest(o));
   SelftestReport report;
-  report.range = o.range;
+  report.range = o.plan.range;
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff selftest"));
 
   // One serial ingest serves every case.
@@ -82,12 +82,10 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
                                  DropSchemasCommand(flags, schemas));
             }));
   IngestOptions serial;
-  static_cast<ingest::IngestPlan&>(serial) = o;
-  serial.schema = report.serial_schema;
-  serial.workers = 1;
-  serial.bug.clear();
-  serial.worker_binary = o.worker_binary;
-  reporter.Note(fmt::format("selftest: serial ingest of {} into \"{}\"", o.range.str(), report.serial_schema));
+  serial.plan = o.plan;
+  serial.plan.schema = report.serial_schema;
+  serial.plan.workers = 1;
+  reporter.Note(fmt::format("selftest: serial ingest of {} into \"{}\"", o.plan.range.str(), report.serial_schema));
   LD_ASSIGN_OR_RETURN(IngestReport serial_report, ingest::RunIngest(conninfo, serial, reporter));
   if (!serial_report.ok) return Status::Runtimef("selftest: serial ingest failed: {}", serial_report.error);
 
@@ -98,22 +96,21 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     c.kind = kind;
     c.ledger = ledger;
     VerifyOptions v;
-    static_cast<ingest::IngestPlan&>(v) = o;
+    v.plan = o.plan;
     v.table_profile = o.table_profile;
     v.engine = o.engine;
-    v.worker_binary = o.worker_binary;
     v.reuse_serial_schema = report.serial_schema;
     v.max_rows = 5;
     v.run_id = fmt::format("{}_{}", run, ++n);
     v.database_removed_on_exit = true;  // the interrupt is selftest's to describe (above)
     current_case.store(n);
-    v.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
+    v.hooks.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
     auto t = std::chrono::steady_clock::now();
     auto r = RunVerify(conninfo, v, reporter);
     c.seconds = SecondsSince(t);
     std::string split_address;
     if (kind == fixtures::BugKindName(fixtures::BugKind::kSplitLookup)) {
-      LD_ASSIGN_OR_RETURN(split_address, fixtures::SplitLookupAccount({o.seed, density}, ledger));
+      LD_ASSIGN_OR_RETURN(split_address, fixtures::SplitLookupAccount({o.plan.seed, o.plan.density}, ledger));
     }
     if (!r.ok()) {
       c.error = r.status().message();

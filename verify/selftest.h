@@ -25,11 +25,11 @@ namespace ledgerdiff::verify {
 
 // The plan of every case's parallel side (bugs are the self-test's own); the serial side runs
 // it with one worker.
-struct SelftestOptions : ingest::IngestPlan {
-  SelftestOptions() { range = {2, 2001}; }
+struct SelftestOptions {
+  SelftestOptions() { plan.range = {2, 2001}; }
+  ingest::IngestPlan plan;
   std::string table_profile = "horizon";
   dump::DigestEngine engine = dump::kDefaultEngine;  // every case's digests
-  std::string worker_binary;
   // As VerifyOptions's: what an interrupt leaves behind is said with these.
   std::string reconnect_flags;
   bool database_removed_on_exit = false;

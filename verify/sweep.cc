@@ -80,34 +80,13 @@ struct TempManifestDir {
   }
 };
 
-Status CheckBaseline(const SweepOptions& o, const dump::ProfileSpec& spec) {
-  LD_RETURN_IF_ERROR(dump::ReadManifestSummary(o.baseline).status().With("--baseline " + o.baseline));
-  LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(o.baseline));
-  const auto& h = reader->header();
-  if (!(h.range == o.range))
-    return Status::Usagef("--baseline {}: it covers ledgers {}, but this sweep ingests {}", o.baseline,
-                          h.range.str(), o.range.str());
-  if (h.profile.name != spec.name)
-    return Status::Usagef("--baseline {}: it was made with profile \"{}\", but this sweep uses \"{}\"", o.baseline,
-                          h.profile.name, spec.name);
-  if (h.tool_version != kVersion)
-    return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", o.baseline,
-                          h.tool_version, kVersion);
-  if (o.engine && *o.engine != h.engine)
-    return Status::Usagef("--baseline {}: its digests were made by engine {}, but --engine is {}; digests of different "
-                          "engines are never compared",
-                          o.baseline, dump::ToString(h.engine), dump::ToString(*o.engine));
-  return CheckBaselineWorkload(o.baseline, h, o.plan, "this sweep");
-}
-
 IngestOptions CellIngestOptions(const SweepOptions& o, uint32_t workers, uint32_t job_size) {
   IngestOptions io;
-  static_cast<ingest::IngestPlan&>(io) = o.plan;
-  io.range = o.range;
-  io.workers = workers;
-  io.job_size = job_size;
-  io.bug = workers > 1 ? o.plan.bug : "";
-  io.worker_binary = o.worker_binary;
+  io.plan = o.plan;
+  io.plan.range = o.range;
+  io.plan.workers = workers;
+  io.plan.job_size = job_size;
+  if (workers > 1) io.hooks = o.hooks;
   return io;
 }
 
@@ -139,7 +118,7 @@ Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::
   return out;
 }
 
-Status ValidateSweepOptions(const SweepOptions& o) {
+Result<dump::ProfileSpec> ValidateSweepOptions(const SweepOptions& o) {
   auto check_list = [](const std::vector<uint32_t>& list, const char* flag, uint64_t max) -> Status {
     if (list.empty()) return Status::Usagef("{} is empty", flag);
     std::set<uint32_t> seen;
@@ -166,20 +145,20 @@ Status ValidateSweepOptions(const SweepOptions& o) {
         return Status::Usagef("cell {} workers x jobs of {}: the range {} has only {} for {}", w, j,
                               o.range.str(), FormatCountOf(jobs, "job"), FormatCountOf(w, "worker"));
       IngestOptions probe = CellIngestOptions(o, w, j);
-      probe.schema = "probe";
+      probe.plan.schema = "probe";
       LD_RETURN_IF_ERROR(ValidateIngestOptions(probe));
     }
   }
-  if (!o.plan.bug.empty() && std::none_of(o.workers.begin(), o.workers.end(), [](uint32_t w) { return w > 1; }))
+  if (!o.hooks.bug.empty() && std::none_of(o.workers.begin(), o.workers.end(), [](uint32_t w) { return w > 1; }))
     return Status::Usage("--inject-bug acts on parallel cells only, and --workers lists none above 1");
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
   if (!o.baseline.empty()) {
     if (!std::filesystem::exists(o.baseline)) return Status::Usagef("--baseline {}: no such file", o.baseline);
     LD_RETURN_IF_ERROR(CheckRegularFile(o.baseline, "--baseline " + o.baseline));
-    LD_RETURN_IF_ERROR(CheckBaseline(o, spec));
+    LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.range, spec, o.engine, o.plan, "this sweep", "ingests"));
   }
-  return Status::Ok();
+  return spec;
 }
 
 std::string_view ToString(CellVerdict verdict) {
@@ -351,7 +330,7 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
                       const std::string& reference_manifest, dump::DigestEngine engine, IngestOptions io,
                       pg::Connection& conn, Reporter& reporter) {
   SweepRepeat r;
-  r.schema = io.schema;
+  r.schema = io.plan.schema;
   ConnectionSampler sampler(conninfo, conn.BackendPid());
   auto ingested = RunIngest(conninfo, io, reporter);
   r.peak_connections = sampler.Stop();
@@ -370,7 +349,7 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
     dopt.jobs = o.digest_jobs;
     dopt.max_rows = 5;
     dopt.engine = engine;
-    auto diffed = diff::DiffSources(diff::ManifestSource{reference_manifest}, diff::SchemaSource{conninfo, io.schema},
+    auto diffed = diff::DiffSources(diff::ManifestSource{reference_manifest}, diff::SchemaSource{conninfo, io.plan.schema},
                                     spec, dopt, reporter);
     if (!diffed.ok()) {
       r.error = "diff: " + diffed.status().message();
@@ -384,7 +363,7 @@ SweepRepeat RunRepeat(const std::string& conninfo, const SweepOptions& o, const 
   if (o.keep || (r.ok && !r.identical)) {
     r.kept = true;
   } else {
-    (void)DropOwnedSchema(conn, io.schema);
+    (void)DropOwnedSchema(conn, io.plan.schema);
     (void)DeleteRun(conn, io.run_id);
   }
   return r;
@@ -412,11 +391,10 @@ Result<std::string> MakeSweepReference(const std::string& conninfo, const SweepO
   uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
                                                 : static_cast<uint32_t>(o.range.size());
   IngestOptions io = CellIngestOptions(o, 1, job_size);
-  io.bug.clear();
-  io.schema = "ld_" + rep.run_id + "_reference";
+  io.plan.schema = "ld_" + rep.run_id + "_reference";
   io.run_id = rep.run_id + "_ref";
   rep.reference = fmt::format("serial ingest (1 worker, jobs of {})", job_size);
-  reporter.Note(fmt::format("sweep: serial reference of {} into \"{}\"", o.range.str(), io.schema));
+  reporter.Note(fmt::format("sweep: serial reference of {} into \"{}\"", o.range.str(), io.plan.schema));
   LD_ASSIGN_OR_RETURN(IngestReport serial, RunIngest(conninfo, io, reporter));
   if (!serial.ok) return Status::Runtimef("the serial reference ingest failed: {}", serial.error);
   rep.reference_s = serial.wall_s;
@@ -427,9 +405,9 @@ Result<std::string> MakeSweepReference(const std::string& conninfo, const SweepO
   dopt.phase = "reference digest";
   dopt.engine = rep.engine;
   LD_RETURN_IF_ERROR(
-      dump::DigestToManifest(conninfo, io.schema, spec, dopt, manifest_path, dump::ManifestDetail::kCompact, reporter)
+      dump::DigestToManifest(conninfo, io.plan.schema, spec, dopt, manifest_path, dump::ManifestDetail::kCompact, reporter)
           .status());
-  rep.reference_schema = io.schema;
+  rep.reference_schema = io.plan.schema;
   return manifest_path;
 }
 
@@ -444,12 +422,12 @@ Status RunSweepGrid(const std::string& conninfo, const SweepOptions& o, const du
       cell.workers = w;
       cell.job_size = j;
       cell.jobs = static_cast<uint32_t>((o.range.size() + j - 1) / j);
-      cell.bug_injected = w > 1 && !o.plan.bug.empty();
+      cell.bug_injected = w > 1 && !o.hooks.bug.empty();
       ++index;
       for (uint32_t k = 1; k <= o.repeat; ++k) {
         if (TerminationInProgress()) return Status::Runtime("interrupted");
         IngestOptions io = CellIngestOptions(o, w, j);
-        io.schema = fmt::format("ld_{}_w{}_j{}_r{}", rep.run_id, w, j, k);
+        io.plan.schema = fmt::format("ld_{}_w{}_j{}_r{}", rep.run_id, w, j, k);
         io.run_id = fmt::format("{}_w{}_j{}_r{}", rep.run_id, w, j, k);
         reporter.Note(fmt::format("sweep: cell {}/{} (workers {}, job size {}), repeat {}/{}", index, total, w, j, k,
                                   o.repeat));
@@ -503,8 +481,7 @@ Status DropSweepReference(const SweepOptions& o, pg::Connection& conn, SweepRepo
 }  // namespace
 
 Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& o, Reporter& reporter) {
-  LD_RETURN_IF_ERROR(ValidateSweepOptions(o));
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  LD_ASSIGN_OR_RETURN(const dump::ProfileSpec spec, ValidateSweepOptions(o));
   SweepReport rep;
   rep.options = o;
   rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;

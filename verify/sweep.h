@@ -35,16 +35,15 @@ struct SweepOptions {
   std::vector<uint32_t> job_sizes;  // distinct, each 1..range size
   uint32_t repeat = 3;              // 1..20; 3 by default: one repeat measures no noise
   // The workload with its one set of defaults (retries, backoff, job timeout, seed, density,
-  // ingester, bug). Its range, schema, workers and job size are set per cell; `bug` acts on
-  // parallel cells (workers > 1) only.
+  // ingester). Its range, schema, workers and job size are set per cell.
   ingest::IngestPlan plan;
+  ingest::TestHooks hooks;  // acts on parallel cells (workers > 1) only: an injected bug
   std::string table_profile = "horizon";
   std::string baseline;    // reference manifest; empty: a serial ingest
   bool keep = false;
   int digest_jobs = 2;
   // How the reference and the cells are digested; nullopt: the baseline's, else dump::kDefaultEngine.
   std::optional<dump::DigestEngine> engine;
-  std::string worker_binary;
   std::string run_id;  // empty: a new one
 };
 
@@ -53,8 +52,8 @@ Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::
 
 // Checks everything before any database is touched: empty lists, duplicates, zero or absurd
 // values, a job size larger than the range, more workers than jobs in a cell, a baseline that
-// does not match (range, profile, tool version).
-Status ValidateSweepOptions(const SweepOptions& options);
+// does not match (CheckBaselineFits). Returns the digest profile the sweep uses, loaded once.
+Result<dump::ProfileSpec> ValidateSweepOptions(const SweepOptions& options);
 
 struct SweepRepeat {
   bool ok = false;         // the ingestion finished (false: `error`)

@@ -21,18 +21,46 @@
 
 namespace ledgerdiff::verify {
 
+namespace {
+
+// A baseline of the built-in ingester against a run of it with another density or seed.
 Status CheckBaselineWorkload(const std::string& path, const dump::ManifestHeader& h, const ingest::IngestPlan& plan,
                              std::string_view who) {
   if (!h.workload || !plan.ingest_cmd.empty()) return Status::Ok();
-  if (h.workload->density != plan.density)
+  const std::string_view density = fixtures::ToString(plan.density);
+  if (h.workload->density != density)
     return Status::Usagef("--baseline {}: it was made with --density {}, but {} uses --density {}; use --density {} "
                           "or save a baseline of this density",
-                          path, h.workload->density, who, plan.density, h.workload->density);
+                          path, h.workload->density, who, density, h.workload->density);
   if (h.workload->seed != plan.seed)
     return Status::Usagef("--baseline {}: it was made with --seed {}, but {} uses --seed {}; use --seed {} or save a "
                           "baseline of this seed",
                           path, h.workload->seed, who, plan.seed, h.workload->seed);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckBaselineFits(const std::string& path, const LedgerRange& range, const dump::ProfileSpec& spec,
+                         std::optional<dump::DigestEngine> engine, const ingest::IngestPlan& plan,
+                         std::string_view who, std::string_view does) {
+  LD_RETURN_IF_ERROR(dump::ReadManifestSummary(path).status().With("--baseline " + path));
+  LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(path));
+  const auto& h = reader->header();
+  if (!(h.range == range))
+    return Status::Usagef("--baseline {}: it covers ledgers {}, but {} {} {}", path, h.range.str(), who, does,
+                          range.str());
+  if (h.profile.name != spec.name)
+    return Status::Usagef("--baseline {}: it was made with profile \"{}\", but {} uses \"{}\"", path,
+                          h.profile.name, who, spec.name);
+  if (h.tool_version != kVersion)
+    return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", path,
+                          h.tool_version, kVersion);
+  if (engine && *engine != h.engine)
+    return Status::Usagef("--baseline {}: its digests were made by engine {}, but --engine is {}; digests of different "
+                          "engines are never compared",
+                          path, dump::ToString(h.engine), dump::ToString(*engine));
+  return CheckBaselineWorkload(path, h, plan, who);
 }
 
 namespace {
@@ -41,34 +69,16 @@ using Clock = std::chrono::steady_clock;
 
 IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, bool serial) {
   IngestOptions io;
-  static_cast<ingest::IngestPlan&>(io) = o;
-  io.schema = schema;
-  io.workers = serial ? 1 : o.workers;
+  io.plan = o.plan;
+  io.plan.schema = schema;
+  io.plan.workers = serial ? 1 : o.plan.workers;
   // The serial side of an external ingester is the same template over the whole range.
-  io.job_size = serial && !o.ingest_cmd.empty() ? static_cast<uint32_t>(o.range.size()) : o.job_size;
-  io.bug = serial ? "" : o.bug;
-  io.worker_binary = o.worker_binary;
+  io.plan.job_size = serial && !o.plan.ingest_cmd.empty() ? static_cast<uint32_t>(o.plan.range.size()) : o.plan.job_size;
+  if (!serial) io.hooks = o.hooks;
   io.keep_database = o.keep_database;  // a failed side's resume hint names the kept cluster
   return io;
 }
 
-// A baseline must describe the same range, profile, tool version and workload as the run.
-Status CheckBaseline(const std::string& path, const VerifyOptions& o, const dump::ProfileSpec& spec) {
-  // Read it whole first: a truncated or corrupt baseline fails before anything is ingested.
-  LD_RETURN_IF_ERROR(dump::ReadManifestSummary(path).status());
-  LD_ASSIGN_OR_RETURN(auto reader, dump::ManifestReader::Open(path));
-  const auto& h = reader->header();
-  if (!(h.range == o.range))
-    return Status::Usagef("--baseline {}: it covers ledgers {}, but this run verifies {}", path, h.range.str(),
-                          o.range.str());
-  if (h.profile.name != spec.name)
-    return Status::Usagef("--baseline {}: it was made with profile \"{}\", but this run uses \"{}\"", path,
-                          h.profile.name, spec.name);
-  if (h.tool_version != kVersion)
-    return Status::Usagef("--baseline {}: it was made by ledgerdiff {}, this is {}; make a new baseline", path,
-                          h.tool_version, kVersion);
-  return CheckBaselineWorkload(path, h, o, "this run");
-}
 
 // Keeps the evidence: the schemas, and the embedded cluster that holds them. Fills the report's
 // schemas_kept, kept_cluster, remove_command or evidence_gone; returns the reconnect flags.
@@ -127,7 +137,7 @@ std::optional<WritingJob> FindWritingJob(const IngestReport& run, Ledger ledger)
   return found;
 }
 
-Status ValidateVerifyOptions(const VerifyOptions& o) {
+Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& o) {
   IngestOptions probe = SideOptions(o, "probe", false);
   LD_RETURN_IF_ERROR(ingest::ValidateIngestOptions(probe));
   if (!o.baseline.empty() && !o.save_baseline.empty())
@@ -140,8 +150,7 @@ Status ValidateVerifyOptions(const VerifyOptions& o) {
   if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
     return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",
                           o.workers_timeout_s);
-  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(o.table_profile).status());
-  return Status::Ok();
+  return dump::LoadProfileSpec(o.table_profile);
 }
 
 namespace {
@@ -157,17 +166,17 @@ Result<VerifyOptions> ResumeOptions(const std::string& conninfo, const VerifyOpt
   const ingest::RunSpec& any = serial.ok() ? *serial : *parallel;
   VerifyOptions o = given;
   o.run_id = given.resume_run;
-  o.range = any.range;
-  o.seed = any.seed;
-  o.density = any.density;
-  o.ingest_cmd = any.ingest_cmd;
+  o.plan.range = any.plan.range;
+  o.plan.seed = any.plan.seed;
+  o.plan.density = any.plan.density;
+  o.plan.ingest_cmd = any.plan.ingest_cmd;
   if (parallel.ok()) {
-    o.workers = parallel->workers;
-    o.job_size = parallel->job_size;
-    o.bug = parallel->bug;
-  } else if (any.ingest_cmd.empty()) {
+    o.plan.workers = parallel->plan.workers;
+    o.plan.job_size = parallel->plan.job_size;
+    o.hooks.bug = parallel->hooks.bug;
+  } else if (any.plan.ingest_cmd.empty()) {
     // Interrupted in the serial ingest: it ran with the run's job size (SideOptions).
-    o.job_size = serial->job_size;
+    o.plan.job_size = serial->plan.job_size;
   }
   return o;
 }
@@ -224,16 +233,16 @@ Status PrepareVerifyRun(VerifyRunState& s, const VerifyOptions& given) {
     LD_ASSIGN_OR_RETURN(s.o, ResumeOptions(s.conninfo, given));
   }
   const VerifyOptions& o = s.o;
-  LD_RETURN_IF_ERROR(ValidateVerifyOptions(o));
-  LD_ASSIGN_OR_RETURN(s.spec, dump::LoadProfileSpec(o.table_profile));
-  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaseline(o.baseline, o, s.spec));
+  LD_ASSIGN_OR_RETURN(s.spec, ValidateVerifyOptions(o));
+  if (!o.baseline.empty())
+    LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.plan.range, s.spec, o.engine, o.plan, "this run", "verifies"));
 
   VerifyReport& r = s.report;
   r.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
-  r.range = o.range;
-  r.workers = o.workers;
-  r.job_size = o.job_size;
-  r.bug = o.bug;
+  r.range = o.plan.range;
+  r.workers = o.plan.workers;
+  r.job_size = o.plan.job_size;
+  r.bug = o.hooks.bug;
   r.baseline = o.baseline;
   r.parallel_schema = SideSchema(r.run_id, false);
   LD_ASSIGN_OR_RETURN(s.conn, pg::Connection::Open(s.conninfo, "ledgerdiff verify"));
@@ -265,7 +274,7 @@ Status IngestSerialSide(VerifyRunState& s) {
     return Status::Ok();
   }
   r.serial_schema = SideSchema(r.run_id, true);
-  s.reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.range.str(), r.serial_schema));
+  s.reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.plan.range.str(), r.serial_schema));
   IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
   so.run_id = r.run_id + "_s";
   if (!o.resume_run.empty() && RunExists(s.conninfo, so.run_id)) so.resume_run = so.run_id;
@@ -289,9 +298,9 @@ Status IngestSerialSide(VerifyRunState& s) {
 Status IngestParallelSide(VerifyRunState& s) {
   const VerifyOptions& o = s.o;
   VerifyReport& r = s.report;
-  s.reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {}, jobs of {}", o.range.str(),
-                              r.parallel_schema, FormatCountOf(o.workers, "worker"),
-                              FormatCountOf(o.job_size, "ledger")));
+  s.reporter.Note(fmt::format("parallel ingest of {} into \"{}\" with {}, jobs of {}", o.plan.range.str(),
+                              r.parallel_schema, FormatCountOf(o.plan.workers, "worker"),
+                              FormatCountOf(o.plan.job_size, "ledger")));
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(s.conninfo, po.run_id)) po.resume_run = po.run_id;
@@ -331,12 +340,12 @@ Status SaveSerialBaseline(VerifyRunState& s) {
   if (o.save_baseline.empty()) return Status::Ok();
   auto t = Clock::now();
   dump::DigestOptions dopt;
-  dopt.range = o.range;
+  dopt.range = o.plan.range;
   dopt.jobs = o.digest_jobs;
   dopt.phase = "baseline digest";
   dopt.engine = o.engine.value_or(dump::kDefaultEngine);
   std::optional<dump::ManifestWorkload> workload;  // what the built-in ingester generated
-  if (o.ingest_cmd.empty()) workload = dump::ManifestWorkload{o.density, o.seed};
+  if (o.plan.ingest_cmd.empty()) workload = dump::ManifestWorkload{std::string(fixtures::ToString(o.plan.density)), o.plan.seed};
   LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(s.conninfo, r.serial_schema, s.spec, dopt, o.save_baseline,
                                                            dump::ManifestDetail::kCompact, s.reporter, std::nullopt,
                                                            workload));
@@ -355,7 +364,7 @@ Status DiffVerifySides(VerifyRunState& s) {
                                          : diff::Source{diff::ManifestSource{o.baseline}};
   diff::Source right = diff::SchemaSource{s.conninfo, r.parallel_schema};
   diff::DiffOptions dopt;
-  dopt.range = o.range;
+  dopt.range = o.plan.range;
   dopt.max_rows = o.max_rows;
   dopt.jobs = o.digest_jobs;
   dopt.all = true;
@@ -396,7 +405,7 @@ Status CleanUpOrKeepEvidence(VerifyRunState& s) {
   std::string left_arg = o.baseline.empty() ? r.serial_schema : "file:" + o.baseline;
   r.look_again = fmt::format("ledgerdiff diff {}{}{} {} --range {}", reconnect_flags, reconnect_flags.empty() ? "" : " ",
                              ShellQuote(left_arg, ShellQuoting::kWhenNeeded),
-                             ShellQuote(r.parallel_schema, ShellQuoting::kWhenNeeded), o.range.str());
+                             ShellQuote(r.parallel_schema, ShellQuoting::kWhenNeeded), o.plan.range.str());
   return Status::Ok();
 }
 

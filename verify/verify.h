@@ -31,9 +31,11 @@ using ingest::JobRow;
 // Where a database that would have died with the process was kept (see keep_database).
 using ledgerdiff::KeptDatabase;
 
-// The plan is the parallel side's (the serial side runs it with one worker; the bug is
-// injected into the parallel side only); its `schema` is unused: verify names its own.
-struct VerifyOptions : ingest::IngestPlan {
+struct VerifyOptions {
+  // The parallel side's plan (the serial side runs it with one worker); its `schema` is unused:
+  // verify names its own.
+  ingest::IngestPlan plan;
+  ingest::TestHooks hooks;  // the parallel side's only (an injected bug)
   std::string table_profile = "horizon";  // digest profile: horizon | auto | FILE
   // How both sides are digested; nullopt: the baseline manifest's, else dump::kDefaultEngine.
   std::optional<dump::DigestEngine> engine;
@@ -42,7 +44,6 @@ struct VerifyOptions : ingest::IngestPlan {
   std::string baseline;               // compare against this manifest; no serial ingest
   int digest_jobs = 2;                // connections per digest side
   uint32_t max_rows = 20;
-  std::string worker_binary;          // see ingest::IngestOptions
   // How a user reaches this database again, for the look-again command: e.g.
   // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
   std::string reconnect_flags;
@@ -66,7 +67,9 @@ struct VerifyOptions : ingest::IngestPlan {
   double workers_timeout_s = 0;
 };
 
-Status ValidateVerifyOptions(const VerifyOptions& options);
+// Checks everything before any database is touched (the CLI calls it before it starts a server,
+// RunVerify at its entry); returns the digest profile the run uses, loaded once.
+Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& options);
 
 // The schemas a verify run works in, as RunVerify names them: the serial side's
 // ld_<run>_serial (none with a baseline; the reused one when given) and ld_<run>_parallel.
@@ -78,13 +81,16 @@ std::vector<std::string> VerifySchemas(const VerifyOptions& options);
 // running, and the run's own flags (VerifyOptions::reconnect_flags) reach the database.
 std::string DropSchemasCommand(const std::string& reconnect_flags, const std::vector<std::string>& schemas);
 
-// A baseline of the built-in ingester records the density and seed it generated (manifest header
-// key "workload"); against a run of the built-in ingester with another one every ledger would be
-// divergent, so it is refused: a Usage error naming the baseline and both densities (or seeds).
-// `who` names the run in the message ("this run", "this sweep"). OK without a recorded workload
-// or with an external ingester (`plan.ingest_cmd`).
-Status CheckBaselineWorkload(const std::string& path, const dump::ManifestHeader& header,
-                             const ingest::IngestPlan& plan, std::string_view who);
+// What a baseline manifest must share with the run compared against it (verify --baseline,
+// sweep --baseline), all checked before anything is ingested: the file reads whole (a truncated
+// or corrupt baseline fails first), then it covers `range`, was made with `spec`'s profile by
+// this release, with `engine` when the run names one, and, when both it and the run are the
+// built-in ingester's, of the same density and seed (manifest header key "workload": against
+// another one every ledger would be divergent). Usage errors naming the baseline; `who` names the run ("this run",
+// "this sweep") and `does` what it does with its range ("verifies", "ingests").
+Status CheckBaselineFits(const std::string& path, const LedgerRange& range, const dump::ProfileSpec& spec,
+                         std::optional<dump::DigestEngine> engine, const ingest::IngestPlan& plan,
+                         std::string_view who, std::string_view does);
 
 struct PhaseTiming {
   std::string name;
