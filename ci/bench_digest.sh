@@ -47,9 +47,8 @@
 # Environment: BUILD (default ./build).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build}
-LD=$BUILD/ledgerdiff
+# shellcheck source=ci/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
 TO=10001
 DIR=""
 OLD=""
@@ -61,22 +60,8 @@ MAIN=1
 SERVER_SHARE=0
 QUICK=0
 VERIFY_TO=""
-while (($#)); do
-  case "$1" in
-    --to) TO=$2; shift 2 ;;
-    --keep-db) DIR=$2; shift 2 ;;
-    --old) OLD=$2; shift 2 ;;
-    --reps) REPS=$2; shift 2 ;;
-    --jobs) JOBS_LIST=$2; shift 2 ;;
-    --scale) SCALE=$2; shift 2 ;;
-    --peers) PEERS=1; shift ;;
-    --no-main) MAIN=0; shift ;;
-    --server-share) SERVER_SHARE=1; shift ;;
-    --quick) QUICK=1; shift ;;
-    --verify-to) VERIFY_TO=$2; shift 2 ;;
-    *) echo "bench_digest: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
+bench_args bench_digest --to=TO --keep-db=DIR --old=OLD --reps=REPS --jobs=JOBS_LIST --scale=SCALE --peers=PEERS=1 \
+  --no-main=MAIN=0 --server-share=SERVER_SHARE=1 --quick=QUICK=1 --verify-to=VERIFY_TO -- "$@"
 RANGE=2:$TO
 DIR=${DIR:-/tmp/ldbench-digest-$TO}
 SCHEMA=bench
@@ -87,8 +72,6 @@ WORK=$(mktemp -d)
 [ -z "$OLD" ] || [ -x "$OLD" ] || { echo "bench_digest: --old $OLD is not executable" >&2; exit 2; }
 
 # 1. Dataset: the reference ingester, 2 workers, into a kept embedded cluster.
-# shellcheck source=ci/bench_cluster.sh
-source "$ROOT/ci/bench_cluster.sh"
 bench_stellar_dataset "$LD" "$RANGE" "$DIR" "$SCHEMA" "$WORK"
 
 # 2. Serve the kept cluster for psql and pg_dump (the cluster belongs to an unprivileged user).
@@ -97,34 +80,13 @@ psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
 ROWS=$(psql -X -At -d "$DB" -c "SELECT sum(n_live_tup) FROM pg_stat_user_tables WHERE schemaname = '$SCHEMA' AND relname LIKE 'history\_%' AND relname NOT IN ('history_accounts', 'history_assets', 'history_claimable_balances', 'history_liquidity_pools')")
 echo "== dataset: $ROWS history rows, ledgers $RANGE, $(nproc) cores, $REPS repetitions (median)"
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now() { date +%s.%N; }
-
-# The digest's statements, one per table over the whole range; the floor strips their joins and
-# columns down to SELECT * with the same range predicate.
-"$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --chunk-ledgers 2000000000 --print-sql >"$WORK/tables.sql"
-sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' \
-  "$WORK/tables.sql" >"$WORK/floor.sql"
+# The floor's statements over the range (bench_floor_sql), and the digest's own.
+bench_floor_sql "$SCHEMA" "$WORK/floor.sql" --range "$RANGE"
 "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --print-sql >"$WORK/chunks.sql"
 "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs 2 --engine server-hash --print-sql >"$WORK/server-chunks.sql"
-
-# The floor's statements largest table first (pg_class.relpages, as the digest hands out its
-# units), so that two at a time they end together: in a fixed order the last big table runs alone
-# and the "floor" pays for a schedule, not for its rows.
-largest_first() {  # FILE: reorders its statements in place
-  local sizes
-  sizes=$(psql -X -At -F' ' -d "$DB" -c "SELECT relname, relpages FROM pg_class WHERE relnamespace = '$SCHEMA'::regnamespace AND relkind = 'r'")
-  while IFS= read -r line; do
-    local t
-    t=$(sed -E 's/.* FROM "[^"]+"\."([^"]+)" t .*/\1/' <<<"$line")
-    printf '%s\t%s\n' "$(awk -v t="$t" '$1 == t {print $2}' <<<"$sizes")" "$line"
-  done <"$1" | sort -t$'\t' -k1,1nr | cut -f2- >"$1.sorted"
-  mv "$1.sorted" "$1"
-}
-largest_first "$WORK/floor.sql"
-run_floor() { tr '\n' '\0' <"$WORK/floor.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
-run_digest_sql() { tr '\n' '\0' <"$WORK/chunks.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
-run_server_sql() { tr '\n' '\0' <"$WORK/server-chunks.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
+run_floor() { bench_run_sql "$WORK/floor.sql"; }
+run_digest_sql() { bench_run_sql "$WORK/chunks.sql"; }
+run_server_sql() { bench_run_sql "$WORK/server-chunks.sql"; }
 bytes_of() { tr '\n' '\0' <"$1" | xargs -0 -I{} psql -X -q -d "$DB" -c "{}" | wc -c; }  # FILE: bytes its COPYs ship
 run_ld() {  # BIN JOBS [ENGINE]
   /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$SCHEMA" --range "$RANGE" --jobs "$2" \
@@ -151,12 +113,6 @@ run_verify_range() {
 run_pg_dump() { pg_dump -d "$DB" --data-only -n "$SCHEMA" | sha256sum >/dev/null; }
 
 
-floor_sql_for() {  # RANGE FILE: the floor's statements for a sub-range
-  "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --chunk-ledgers 2000000000 --print-sql |
-    sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' >"$2"
-  largest_first "$2"
-}
-run_floor_file() { tr '\n' '\0' <"$1" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
 run_ld_range() { "$LD" digest --db "$DB" --schema "$SCHEMA" --range "$1" --jobs 2 --engine "${2:-text}" >/dev/null; }
 # Where the time goes: the server's CPU is what the postmaster reaped from the backends that
 # exited during a run (cutime + cstime of its /proc stat), the client's is ledgerdiff's user + sys
@@ -269,7 +225,7 @@ if [ -n "$SCALE" ]; then
   printf "%-10s %12s %10s %10s %8s %10s %8s\n" range rows floor text ratio server-hash ratio
   for to in $SCALE $TO; do
     r=2:$to
-    floor_sql_for "$r" "$WORK/floor-$to.sql"
+    bench_floor_sql "$SCHEMA" "$WORK/floor-$to.sql" --range "$r"
     n=$(psql -X -At -d "$DB" -c "SELECT sum(c) FROM (SELECT count(*) c FROM $SCHEMA.history_ledgers WHERE sequence BETWEEN 2 AND $to
       UNION ALL SELECT count(*) FROM $SCHEMA.history_transactions WHERE ledger_sequence BETWEEN 2 AND $to
       UNION ALL SELECT count(*) FROM $SCHEMA.history_operations WHERE id BETWEEN 2::bigint<<32 AND (($to::bigint+1)<<32)-1
@@ -281,7 +237,7 @@ if [ -n "$SCALE" ]; then
       MED[floor $r]=${MED[floor]}; MED[digest $r]=${MED[digest j2]}  # measured above
       MED[server $r]=${MED[server j2]}
     else
-      measure "floor $r" run_floor_file "$WORK/floor-$to.sql" >/dev/null
+      measure "floor $r" bench_run_sql "$WORK/floor-$to.sql" >/dev/null
       measure "digest $r" run_ld_range "$r" >/dev/null
       measure "server $r" run_ld_range "$r" server-hash >/dev/null
     fi

@@ -15,20 +15,12 @@
 # Environment: BUILD (default ./build).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build}
-LD=$BUILD/ledgerdiff
+# shellcheck source=ci/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
 TO=40001
 REPS=3
 DIR=""
-while (($#)); do
-  case "$1" in
-    --to) TO=$2; shift 2 ;;
-    --reps) REPS=$2; shift 2 ;;
-    --keep-db) DIR=$2; shift 2 ;;
-    *) echo "bench_follow: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
+bench_args bench_follow --to=TO --reps=REPS --keep-db=DIR -- "$@"
 RANGE=2:$TO
 DIR=${DIR:-/tmp/ldbench-digest-$TO}  # shared with ci/bench_digest.sh
 SCHEMA=bench
@@ -36,8 +28,6 @@ PORT=5432
 WORK=$(mktemp -d)
 [ -x "$LD" ] || { echo "bench_follow: $LD not built" >&2; exit 2; }
 
-# shellcheck source=ci/bench_cluster.sh
-source "$ROOT/ci/bench_cluster.sh"
 bench_stellar_dataset "$LD" "$RANGE" "$DIR" "$SCHEMA" "$WORK"
 bench_serve "$DIR" "$PORT" "$WORK"
 psql -X -q -d "$DB" -c "VACUUM ANALYZE" >/dev/null
@@ -46,8 +36,6 @@ FROM=${RANGE%%:*}
 PRIMED=$((TO - 1000))
 echo "== dataset: $ROWS history rows, ledgers $RANGE, $(nproc) cores, $REPS repetitions (median)"
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now() { date +%s.%N; }
 SIDES=(--left "$DB" --right "$DB" --left-schema "$SCHEMA" --right-schema "$SCHEMA")
 # cycle_seconds STATE ARGS...: one follow run from a copy of STATE; prints the last cycle's seconds.
 cycle_seconds() {

@@ -22,26 +22,15 @@
 # Environment: BUILD (default ./build).
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$ROOT/build}
-LD=$BUILD/ledgerdiff
+# shellcheck source=ci/bench_lib.sh
+source "$(dirname "$0")/bench_lib.sh"
 N=100000
 SPREAD=50
 REPS=3
 DIR=""
 OLD=""
 SPARSE_ONLY=0
-while (($#)); do
-  case "$1" in
-    --ledgers) N=$2; shift 2 ;;
-    --spread) SPREAD=$2; shift 2 ;;
-    --reps) REPS=$2; shift 2 ;;
-    --keep-db) DIR=$2; shift 2 ;;
-    --old) OLD=$2; shift 2 ;;
-    --sparse-only) SPARSE_ONLY=1; shift ;;
-    *) echo "bench_sparse: unknown argument $1" >&2; exit 2 ;;
-  esac
-done
+bench_args bench_sparse --ledgers=N --spread=SPREAD --reps=REPS --keep-db=DIR --old=OLD --sparse-only=SPARSE_ONLY=1 -- "$@"
 [[ $N =~ ^[0-9]+$ && $SPREAD =~ ^[0-9]+$ && $N -ge 1 && $SPREAD -ge 1 ]] ||
   { echo "bench_sparse: --ledgers and --spread take positive integers" >&2; exit 2; }
 (( (N + 1) * SPREAD < 2147483647 )) || { echo "bench_sparse: (N + 1) * SPREAD must stay below 2^31 - 1" >&2; exit 2; }
@@ -67,8 +56,6 @@ if [ ! -f "$DIR/data/PG_VERSION" ] || { [ ! -f "$DIR/.bench-$RANGE-flat" ] && ((
   NEED_SPREAD=1
 fi
 
-# shellcheck source=ci/bench_cluster.sh
-source "$ROOT/ci/bench_cluster.sh"
 bench_serve "$DIR" "$PORT" "$WORK"
 
 # Exact counts (n_live_tup is an estimate that ANALYZE makes from a sample of a large table).
@@ -129,23 +116,11 @@ HELD=$(psql -X -At -d "$DB" -c "SELECT count(*), min(sequence), max(sequence) FR
 echo "== dataset: $ROWS history rows per schema; dense ledgers $RANGE; sparse: $HELD (count, first, last):" \
   "$N ledgers over a range of $(( (N + 1) * SPREAD - 2 * SPREAD + 1 )); $(nproc) cores; medians of $REPS"
 
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-now() { date +%s.%N; }
-floor_sql() {  # SCHEMA FILE: per table SELECT * over the schema's whole range, largest first
-  "$LD" digest --db "$DB" --schema "$1" --chunk-ledgers 2000000000 --print-sql |
-    sed -E 's/^COPY \(SELECT .* FROM ("[^"]+"\."[^"]+") t (.* )?WHERE (.*)\) TO STDOUT$/COPY (SELECT * FROM \1 t WHERE \3) TO STDOUT/' >"$2.unsorted"
-  local sizes
-  sizes=$(psql -X -At -F' ' -d "$DB" -c "SELECT relname, relpages FROM pg_class WHERE relnamespace = '$1'::regnamespace AND relkind = 'r'")
-  while IFS= read -r line; do
-    local t
-    t=$(sed -E 's/.* FROM "[^"]+"\."([^"]+)" t .*/\1/' <<<"$line")
-    printf '%s\t%s\n' "$(awk -v t="$t" '$1 == t {print $2}' <<<"$sizes")" "$line"
-  done <"$2.unsorted" | sort -t$'\t' -k1,1nr | cut -f2- >"$2"
-}
 SCHEMAS="dense sparse"
 ((SPARSE_ONLY)) && SCHEMAS=sparse
-for schema in $SCHEMAS; do floor_sql "$schema" "$WORK/floor-$schema.sql"; done
-run_floor() { tr '\n' '\0' <"$WORK/floor-$1.sql" | xargs -0 -P 2 -I{} psql -X -q -d "$DB" -c "{}" -o /dev/null; }
+# Per schema, every table's SELECT * over the schema's whole range, largest first.
+for schema in $SCHEMAS; do bench_floor_sql "$schema" "$WORK/floor-$schema.sql"; done
+run_floor() { bench_run_sql "$WORK/floor-$1.sql"; }
 run_digest() {  # BIN SCHEMA
   /usr/bin/time -v -o "$WORK/time" "$1" digest --db "$DB" --schema "$2" --jobs 2 >"$WORK/digest.txt"
   awk -F': ' '/Maximum resident set size/ {print $2}' "$WORK/time" >>"$WORK/rss"

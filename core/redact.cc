@@ -9,6 +9,8 @@
 #include <mutex>
 #include <set>
 
+#include "core/text.h"
+
 namespace ledgerdiff {
 
 namespace {
@@ -66,14 +68,8 @@ std::string PercentEncode(std::string_view s) {
 }
 
 // A value as it is written between the quotes of a quoted key=value value.
-std::string QuotedEscape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
+constexpr EscapeTable kQuotedValueEscapes{{'\'', "\\'"}, {'\\', "\\\\"}};
+std::string QuotedEscape(std::string_view v) { return Escaped(v, kQuotedValueEscapes); }
 
 // A conninfo value as libpq's key=value syntax writes it: bare when it can be, else quoted.
 std::string ConninfoQuote(std::string_view v) {
@@ -87,14 +83,9 @@ std::string ConninfoQuote(std::string_view v) {
 // The keywords whose values are secrets.
 bool IsSecretKeyword(std::string_view keyword) { return keyword == "password" || keyword == "sslpassword"; }
 
-std::string BackslashEscape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\'' || c == '\\' || c == ' ') out += '\\';
-    out += c;
-  }
-  return out;
-}
+// Quotes, backslashes and spaces escaped with a backslash, as in a bare key=value value.
+constexpr EscapeTable kBackslashEscapes{{'\'', "\\'"}, {'\\', "\\\\"}, {' ', "\\ "}};
+std::string BackslashEscape(std::string_view v) { return Escaped(v, kBackslashEscapes); }
 
 bool LooksLikeConninfo(std::string_view s) {
   return s.find('=') != std::string_view::npos || s.rfind("postgresql://", 0) == 0 || s.rfind("postgres://", 0) == 0;

@@ -38,6 +38,12 @@ void AppendEscaped(std::string& out, std::string_view text, const EscapeTable& t
   out.append(text.substr(plain_from));
 }
 
+std::string Escaped(std::string_view text, const EscapeTable& table) {
+  std::string out;
+  AppendEscaped(out, text, table);
+  return out;
+}
+
 std::string ShellQuote(std::string_view word, ShellQuoting quoting) {
   constexpr std::string_view kPlain = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=";
   if (quoting == ShellQuoting::kWhenNeeded && !word.empty() && word.find_first_not_of(kPlain) == std::string_view::npos)

@@ -42,9 +42,11 @@ class EscapeTable {
   std::array<std::string_view, 256> to_{};
 };
 // Appends `text` to `out` with every character that has an entry in `table` replaced. The one
-// escaping loop of the tool: PostgreSQL COPY text (pg::AppendCopyEscaped) and XML (XmlEscape) are
-// each a table for it.
+// escaping loop of the tool: PostgreSQL COPY text (pg::AppendCopyEscaped), XML (XmlEscape) and
+// the conninfo forms of a secret (core/redact.h) are each a table for it.
 void AppendEscaped(std::string& out, std::string_view text, const EscapeTable& table);
+// `text` with every character that has an entry in `table` replaced (AppendEscaped).
+std::string Escaped(std::string_view text, const EscapeTable& table);
 
 enum class ShellQuoting {
   kAlways,     // every value quoted, even "2" -> '2' (placeholders of an --ingest-cmd template)

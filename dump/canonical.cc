@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
 #include "core/history_tables.h"
 
 namespace ledgerdiff::dump {
@@ -148,9 +149,7 @@ const char* ToString(DigestEngine engine) {
 }
 
 std::optional<DigestEngine> ParseDigestEngine(std::string_view name) {
-  for (DigestEngine e : {DigestEngine::kText, DigestEngine::kServerHash})
-    if (name == ToString(e)) return e;
-  return std::nullopt;
+  return ParseEnum(std::array{DigestEngine::kText, DigestEngine::kServerHash}, name);
 }
 
 // Built-in hashes that would not decide as the text encoding does, and what is hashed instead:

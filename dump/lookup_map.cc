@@ -253,15 +253,15 @@ bool ClientResolvedTable::Supported(const ResolvedTable& table) {
 ClientResolvedTable::ClientResolvedTable(const ResolvedTable& table, std::vector<const LookupMap*> maps,
                                          std::vector<ReferenceMarks*> marks)
     : table_(table), maps_(std::move(maps)), marks_(std::move(marks)) {
-  for (const auto& j : table.joins) {
-    JoinReferences r;
-    r.table = table.name;
-    r.column = j.column;
-    r.on_expr = j.on_expr;
-    r.lookup_table = j.lookup_table;
-    r.lookup_id = j.lookup_id;
-    references_.push_back(std::move(r));
-  }
+  for (const auto& j : table.joins)
+    references_.push_back({.table = table.name,
+                           .column = j.column,
+                           .on_expr = j.on_expr,
+                           .lookup_table = j.lookup_table,
+                           .lookup_id = j.lookup_id,
+                           .missing_rows = 0,
+                           .first_missing_ledger = std::nullopt,
+                           .missing_ids = {}});
   distinct_missing_.assign(table.joins.size(), 0);
   // The raw columns wanted, by the SQL that names one, and the field each gets.
   std::vector<std::string> raw_of_field;

@@ -474,22 +474,14 @@ Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id) {
     if (!state) return Status::Runtimef("run {}: a job has an unknown state \"{}\"", run_id, rows.Get(i, 0));
     const auto n = static_cast<uint32_t>(rows.GetInt(i, 1));
     switch (*state) {
-      case JobState::kPending:
-        c.pending = n;
-        break;
-      case JobState::kRunning:
-        c.running = n;
-        break;
+      case JobState::kPending: c.pending = n; break;
+      case JobState::kRunning: c.running = n; break;
       case JobState::kDone:
         c.done = n;
         c.ledgers_done = static_cast<uint64_t>(rows.GetInt(i, 2));
         break;
-      case JobState::kFailed:
-        c.failed = n;
-        break;
-      case JobState::kCancelled:
-        c.cancelled = n;
-        break;
+      case JobState::kFailed: c.failed = n; break;
+      case JobState::kCancelled: c.cancelled = n; break;
     }
   }
   return c;

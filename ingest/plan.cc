@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/database.h"
+#include "core/enum_names.h"
 #include "core/report.h"
 #include "fixtures/generator.h"
 #include "fixtures/ingester.h"
@@ -20,9 +21,7 @@ std::string_view ToString(CrashAction action) {
 }
 
 std::optional<CrashAction> ParseCrashAction(std::string_view text) {
-  for (CrashAction a : {CrashAction::kAbort, CrashAction::kFail})
-    if (ToString(a) == text) return a;
-  return std::nullopt;
+  return ParseEnum(std::array{CrashAction::kAbort, CrashAction::kFail}, text);
 }
 
 Result<CrashPoint> ParseFaultPoint(const std::string& text) {

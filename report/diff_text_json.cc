@@ -18,6 +18,9 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TableComparison, table, left_rows, right_rows
                                    right_root)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(InvariantResult, name, table, side, violations, description)  // + first_ledger
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ColumnClassDifference, column, left, right)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LookupIssue, side, kind, detail)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LookupComparison, table, left_keys, right_keys, only_left, only_right,
+                                   only_left_total, only_right_total, issues, issues_total)  // + divergent, unreferenced
 
 }  // namespace ledgerdiff::diff
 
@@ -166,19 +169,10 @@ nlohmann::ordered_json RowDiffToJson(const TableRowDiff& rd) {
 nlohmann::json LookupChecksToJson(const DiffReport& r) {
   nlohmann::json lookups = nlohmann::json::array();
   for (const auto& c : r.lookups) {
-    nlohmann::json issues = nlohmann::json::array();
-    for (const auto& i : c.issues) issues.push_back({{"side", ToString(i.side)}, {"kind", i.kind}, {"detail", i.detail}});
-    lookups.push_back({{"table", c.table},
-                       {"divergent", c.divergent()},
-                       {"left_keys", c.left_keys},
-                       {"right_keys", c.right_keys},
-                       {"only_left", c.only_left},
-                       {"only_right", c.only_right},
-                       {"only_left_total", c.only_left_total},
-                       {"only_right_total", c.only_right_total},
-                       {"issues", issues},
-                       {"issues_total", c.issues_total},
-                       {"unreferenced", {{"left", c.unreferenced_left}, {"right", c.unreferenced_right}}}});
+    nlohmann::json o = c;
+    o["divergent"] = c.divergent();
+    o["unreferenced"] = {{"left", c.unreferenced_left}, {"right", c.unreferenced_right}};
+    lookups.push_back(std::move(o));
   }
   return lookups;
 }

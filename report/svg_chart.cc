@@ -19,20 +19,13 @@ using ingest::IngestReport;
 
 const char* OutcomeColor(ingest::AttemptOutcome outcome) {
   switch (outcome) {
-    case ingest::AttemptOutcome::kDone:
-      return "#2da44e";
-    case ingest::AttemptOutcome::kFailed:
-      return "#cf222e";
-    case ingest::AttemptOutcome::kLost:
-      return "#f0883e";
-    case ingest::AttemptOutcome::kFenced:
-      return "#8250df";
-    case ingest::AttemptOutcome::kInterrupted:
-      return "#8c959f";
-    case ingest::AttemptOutcome::kCancelled:
-      return "#57606a";
-    case ingest::AttemptOutcome::kRunning:
-      return "#0969da";
+    case ingest::AttemptOutcome::kDone: return "#2da44e";
+    case ingest::AttemptOutcome::kFailed: return "#cf222e";
+    case ingest::AttemptOutcome::kLost: return "#f0883e";
+    case ingest::AttemptOutcome::kFenced: return "#8250df";
+    case ingest::AttemptOutcome::kInterrupted: return "#8c959f";
+    case ingest::AttemptOutcome::kCancelled: return "#57606a";
+    case ingest::AttemptOutcome::kRunning: return "#0969da";
   }
   return "#57606a";  // not reached
 }

@@ -274,10 +274,25 @@ TEST(Distributed, VerifyWithExternalWorkersWaitsForWorkersStartedElsewhere) {
   }
   ASSERT_TRUE(std::regex_search(text, m, join)) << text;
   const std::string run_id = m[1];
-  // Nothing is claimed while no external worker runs.
-  std::this_thread::sleep_for(1500ms);
+  // Nothing is claimed while no external worker runs: once verify waits (its first line on the
+  // run's progress), every job of the run is pending and held by no worker, and no attempt exists.
+  const std::string waiting = "run " + run_id + ": 0 of 10 jobs done";
+  for (int i = 0; i < 1200 && text.find(waiting) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(50ms);
+    text = testing::ReadFileBytes(log);
+  }
+  ASSERT_NE(text.find(waiting), std::string::npos) << text;
+  EXPECT_NE(text.find("10 pending, 0 failed; no worker has joined yet"), std::string::npos) << text;
   auto conn = Connect();
   ASSERT_TRUE(conn);
+  auto planned = ingest::ListJobs(*conn, run_id);
+  ASSERT_TRUE(planned.ok()) << planned.status().message();
+  EXPECT_EQ(planned->size(), 10u);
+  EXPECT_EQ(CountJobs(*planned,
+                      [](const ingest::JobRow& j) {
+                        return j.state == ingest::JobState::kPending && j.attempt == 0 && j.worker.empty();
+                      }),
+            planned->size());
   auto before = ingest::ListAttempts(*conn, run_id);
   ASSERT_TRUE(before.ok()) << before.status().message();
   EXPECT_TRUE(before->empty());

@@ -62,6 +62,17 @@ std::vector<std::string> FollowArgs(const std::string& left, const std::string& 
   return args;
 }
 
+// Polls the file at `path` every 100 ms until `text` stands in it at or after byte `from` (true) or
+// 60 s pass (false): the tests order their steps by what the follower wrote, never by fixed sleeps.
+bool WaitForText(const std::string& path, const std::string& text, size_t from = 0) {
+  for (int i = 0; i < 600; ++i) {
+    const std::string bytes = testing::ReadFileBytes(path);
+    if (bytes.size() > from && bytes.find(text, from) != std::string::npos) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
 // Two copies of a real Horizon database, and its ledgers.
 struct Kahuna {
   std::string left = testing::LoadDump("kahuna-horizon.sql");
@@ -89,7 +100,7 @@ TEST(Follow, KeepsUpWithASideIngestedLiveByWorkersAndEndsIdenticalAtUntil) {
                                                 {"--left-schema", serial, "--right-schema", live, "--range", range,
                                                  "--interval", "0.3", "--metrics", dir.path + "/m.prom"}),
                                      so);
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(WaitForText(err, "following from ledger 2; state in " + state)) << testing::ReadFileBytes(err);
   std::vector<pid_t> workers;
   for (int i = 0; i < 2; ++i)
     workers.push_back(testing::SpawnCli({"worker", "--db", conn, "--run", run_id}));
@@ -314,19 +325,14 @@ TEST(Follow, SurvivesARestartOfTheServerAndStopsCleanlyOnSigterm) {
   const pid_t follower = testing::SpawnCli(
       FollowArgs(db, db, state, {"--left-schema", "old", "--right-schema", "new", "--from", "2", "--interval", "0.2"}),
       so);
-  auto wait_for = [&](const std::string& text) {
-    for (int i = 0; i < 600; ++i) {
-      if (testing::ReadFileBytes(err).find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  };
-  ASSERT_TRUE(wait_for("cycle 1: verified through 601")) << testing::ReadFileBytes(err);
+  ASSERT_TRUE(WaitForText(err, "cycle 1: verified through 601")) << testing::ReadFileBytes(err);
+  const size_t before_stop = testing::ReadFileBytes(err).size();
   ASSERT_TRUE((*server)->Stop().ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  // The server comes back once the follower has seen it gone: a cycle failed and is retried.
+  ASSERT_TRUE(WaitForText(err, " failed: ", before_stop)) << testing::ReadFileBytes(err);
   server = EmbeddedPostgres::Start({.dir = cluster});
   ASSERT_TRUE(server.ok()) << server.status().message();
-  EXPECT_TRUE(wait_for("recovered after")) << testing::ReadFileBytes(err);
+  EXPECT_TRUE(WaitForText(err, "recovered after", before_stop)) << testing::ReadFileBytes(err);
   kill(follower, SIGTERM);
   EXPECT_EQ(testing::WaitExitCode(follower), 128 + SIGTERM);
   const std::string log = testing::ReadFileBytes(err);

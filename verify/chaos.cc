@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "core/database.h"
+#include "core/enum_names.h"
 #include "core/history_tables.h"
 #include "core/process.h"
 #include "core/tempdir.h"
@@ -613,11 +614,7 @@ std::string_view ToString(FaultKind kind) {
   return "?";
 }
 
-std::optional<FaultKind> ParseFaultKind(std::string_view text) {
-  for (const FaultKind k : kFaultKinds)
-    if (ToString(k) == text) return k;
-  return std::nullopt;
-}
+std::optional<FaultKind> ParseFaultKind(std::string_view text) { return ParseEnum(kFaultKinds, text); }
 
 bool PerJob(FaultKind kind) {
   switch (kind) {

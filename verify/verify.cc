@@ -513,6 +513,22 @@ Result<SideIdentity> ReadSideIdentity(const diff::SchemaSource& side, const dump
 
 namespace {
 
+// What a verify-range manifest records of the diff `d` that ran with `dopt`: every field of
+// dump::ComparisonOutcome, the verdict's options as the diff applied them.
+dump::ComparisonOutcome ComparisonOutcomeOf(const diff::DiffReport& d, const diff::DiffOptions& dopt) {
+  return {.identical = d.identical,
+          .first_divergent_ledger = d.first_divergent_ledger,
+          .divergent_ledgers = d.divergent_ledgers,
+          .ledgers_compared = d.ledgers_compared,
+          .rows_left = d.rows_compared_left,
+          .rows_right = d.rows_compared_right,
+          .allow_empty = dopt.allow_empty,
+          .coverage_checked = d.coverage.checked,
+          .missing_left = d.coverage.left.missing_ledgers,
+          .missing_right = d.coverage.right.missing_ledgers,
+          .allow_gaps = dopt.allow_gaps};
+}
+
 // verify-range over the ledger to look at: the first divergent one, else the first missing one,
 // else the range (a schema, lookup or invariant difference).
 std::string LookAgainCommand(const VerifyRangeOptions& o, const diff::DiffReport& d) {
@@ -615,20 +631,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   report.diff = std::move(diffed).value();
   if (!report.diff.identical) report.look_again = LookAgainCommand(o, report.diff);
   if (manifest) {
-    const diff::DiffReport& d = report.diff;
-    dump::ComparisonOutcome outcome;
-    outcome.identical = d.identical;
-    outcome.first_divergent_ledger = d.first_divergent_ledger;
-    outcome.divergent_ledgers = d.divergent_ledgers;
-    outcome.ledgers_compared = d.ledgers_compared;
-    outcome.rows_left = d.rows_compared_left;
-    outcome.rows_right = d.rows_compared_right;
-    outcome.allow_empty = o.allow_empty;
-    outcome.coverage_checked = d.coverage.checked;
-    outcome.missing_left = d.coverage.left.missing_ledgers;
-    outcome.missing_right = d.coverage.right.missing_ledgers;
-    outcome.allow_gaps = o.allow_gaps;
-    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(outcome));
+    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt)));
     LD_RETURN_IF_ERROR(checkpoint->Remove());
   }
   return report;

@@ -46,6 +46,7 @@
 
 #include "core/redact.h"
 #include "core/status.h"
+#include "core/text.h"
 #include "tests/fuzz/fuzz_util.h"
 
 using namespace ledgerdiff;
@@ -79,14 +80,9 @@ bool IsKv(int form) { return form <= kSslPassword || form == kNestedKv || form =
 bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
-std::string KvEscape(std::string_view v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out;
-}
+// A value as written between the quotes of a quoted key=value value.
+constexpr EscapeTable kKvEscapes{{'\'', "\\'"}, {'\\', "\\\\"}};
+std::string KvEscape(std::string_view v) { return Escaped(v, kKvEscapes); }
 std::string KvQuote(std::string_view v) { return "'" + KvEscape(v) + "'"; }
 
 std::string Pct(std::string_view v, bool lower) {
