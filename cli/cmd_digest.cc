@@ -123,13 +123,22 @@ Status CheckDigestFlags(DigestFlags& f) {
   return CheckDigestShardFlags(f);
 }
 
-Result<Outcome> RunDigestShard(const DigestFlags& f, Database& db, Context& ctx) {
+// The digest's options as the flags give them; `--append` keeps a manifest's own engine and
+// writes no checkpoint.
+dump::DigestOptions DigestOptionsOf(const DigestFlags& f) {
   dump::DigestOptions opts;
+  opts.range = f.c.range;
   opts.jobs = f.jobs;
   opts.chunk_ledgers = f.chunk;
+  if (f.append) return opts;
   opts.checkpoint = true;
   opts.resume = f.resume;
   opts.engine = f.c.engine.value_or(dump::kDefaultEngine);
+  return opts;
+}
+
+Result<Outcome> RunDigestShard(const DigestFlags& f, Database& db, Context& ctx) {
+  const dump::DigestOptions opts = DigestOptionsOf(f);
   LD_ASSIGN_OR_RETURN(auto summary, dump::DigestShardToManifest(db.conninfo(), f.schema, f.c.spec, opts, *f.c.range,
                                                                 f.shards, f.shard, f.out, ctx.reporter()));
   summary.target = db.target({f.schema});
@@ -141,9 +150,7 @@ Result<Outcome> RunDigestShard(const DigestFlags& f, Database& db, Context& ctx)
 }
 
 Result<Outcome> RunDigestAppend(const DigestFlags& f, Database& db, Context& ctx) {
-  dump::DigestOptions opts;
-  opts.jobs = f.jobs;
-  opts.chunk_ledgers = f.chunk;
+  const dump::DigestOptions opts = DigestOptionsOf(f);
   LD_ASSIGN_OR_RETURN(auto appended, dump::AppendToManifest(db.conninfo(), f.schema, f.c.spec, opts, f.out, f.c.range,
                                                             ctx.reporter()));
   appended.summary.target = db.target({f.schema});
@@ -158,13 +165,7 @@ Result<Outcome> RunDigestCommand(const DigestFlags& f, Context& ctx) {
   ctx.Announce(db->target({f.schema}));
   if (f.shards) return RunDigestShard(f, *db, ctx);
   if (f.append) return RunDigestAppend(f, *db, ctx);
-  dump::DigestOptions opts;
-  opts.range = f.c.range;
-  opts.jobs = f.jobs;
-  opts.chunk_ledgers = f.chunk;
-  opts.checkpoint = true;
-  opts.resume = f.resume;
-  opts.engine = f.c.engine.value_or(dump::kDefaultEngine);
+  const dump::DigestOptions opts = DigestOptionsOf(f);
   Outcome out;
   if (f.print_sql) {
     LD_ASSIGN_OR_RETURN(auto sql, dump::CanonicalStatements(db->conninfo(), f.schema, f.c.spec, opts));

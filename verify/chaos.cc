@@ -603,6 +603,7 @@ Result<dump::ProfileSpec> ValidateChaosOptions(const ChaosOptions& o) {
   return spec;
 }
 
+// A fault kind as --faults, the schedule and the reports spell it.
 std::string_view ToString(FaultKind kind) {
   switch (kind) {
     case FaultKind::kKill: return "kill";

@@ -28,6 +28,16 @@ using ingest::RunIngest;
 using ingest::DeleteRun;
 using ingest::ValidateIngestOptions;
 
+// A cell's verdict as the reports spell it.
+std::string_view ToString(CellVerdict verdict) {
+  switch (verdict) {
+    case CellVerdict::kIdentical: return "identical";
+    case CellVerdict::kDivergent: return "divergent";
+    case CellVerdict::kFailed: return "failed";
+  }
+  return "?";
+}
+
 namespace {
 
 constexpr uint32_t kMaxRepeat = 20;
@@ -153,21 +163,10 @@ Result<dump::ProfileSpec> ValidateSweepOptions(const SweepOptions& o) {
     return Status::Usage("--inject-bug acts on parallel cells only, and --workers lists none above 1");
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
-  if (!o.baseline.empty()) {
-    if (!std::filesystem::exists(o.baseline)) return Status::Usagef("--baseline {}: no such file", o.baseline);
-    LD_RETURN_IF_ERROR(CheckRegularFile(o.baseline, "--baseline " + o.baseline));
-    LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.range, spec, o.engine, o.plan, "this sweep", "ingests"));
-  }
+  if (o.baseline.empty()) return spec;
+  LD_RETURN_IF_ERROR(CheckBaselineFile(o.baseline));
+  LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.range, spec, o.engine, o.plan, "this sweep", "ingests"));
   return spec;
-}
-
-std::string_view ToString(CellVerdict verdict) {
-  switch (verdict) {
-    case CellVerdict::kIdentical: return "identical";
-    case CellVerdict::kDivergent: return "divergent";
-    case CellVerdict::kFailed: return "failed";
-  }
-  return "?";
 }
 
 std::string SweepCell::Name() const { return fmt::format("{}x{}", workers, job_size); }

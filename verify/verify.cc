@@ -41,6 +41,11 @@ Status CheckBaselineWorkload(const std::string& path, const dump::ManifestHeader
 
 }  // namespace
 
+Status CheckBaselineFile(const std::string& path) {
+  if (!std::filesystem::exists(path)) return Status::Usagef("--baseline {}: no such file", path);
+  return CheckRegularFile(path, "--baseline " + path);
+}
+
 Status CheckBaselineFits(const std::string& path, const LedgerRange& range, const dump::ProfileSpec& spec,
                          std::optional<dump::DigestEngine> engine, const ingest::IngestPlan& plan,
                          std::string_view who, std::string_view does) {
@@ -142,10 +147,7 @@ Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& o) {
   LD_RETURN_IF_ERROR(ingest::ValidateIngestOptions(probe));
   if (!o.baseline.empty() && !o.save_baseline.empty())
     return Status::Usage("--baseline and --save-baseline cannot be combined");
-  if (!o.baseline.empty() && !std::filesystem::exists(o.baseline))
-    return Status::Usagef("--baseline {}: no such file", o.baseline);
-  // Before any server starts: a FIFO would block the baseline's reader, a directory fail late.
-  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckRegularFile(o.baseline, "--baseline " + o.baseline));
+  if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaselineFile(o.baseline));
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
   if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
     return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",

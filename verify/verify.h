@@ -81,6 +81,10 @@ std::vector<std::string> VerifySchemas(const VerifyOptions& options);
 // running, and the run's own flags (VerifyOptions::reconnect_flags) reach the database.
 std::string DropSchemasCommand(const std::string& reconnect_flags, const std::vector<std::string>& schemas);
 
+// A baseline names an existing regular file; checked before any server starts (a FIFO would
+// block the baseline's reader, a directory fail late). Usage errors naming --baseline.
+Status CheckBaselineFile(const std::string& path);
+
 // What a baseline manifest must share with the run compared against it (verify --baseline,
 // sweep --baseline), all checked before anything is ingested: the file reads whole (a truncated
 // or corrupt baseline fails first), then it covers `range`, was made with `spec`'s profile by
