@@ -103,9 +103,7 @@ Action SetupVerify(CLI::App* sub) {
     out.json = report::VerifyReportToJson(report);
     out.text = report::RenderVerifyText(report);
     out.error = report.error;
-    // An ingestion that failed (a job out of retries) is an answer about the ingester: exit 1, as
-    // `worker` and `wait` give for a failed run; the environment failing is an error Status (exit 3).
-    out.exit_code = report.error.empty() && report.identical ? 0 : 1;
+    out.exit_code = verify::ExitCodeOf(report.verdict());
     AddWriteFailure(out, written);
     return out;
   };

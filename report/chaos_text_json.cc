@@ -70,7 +70,7 @@ std::string RenderChaosText(const ChaosReport& r) {
     for (const auto& f : round.faults)
       if (!f.injected) out += fmt::format("  {:<6} {} not counted: {}\n", "", verify::ToString(f.plan.kind), f.not_counted);
     for (const auto& [cls, iv] : round.anomalies)
-      out += fmt::format("  {:<6} anomaly {}: ledgers {}\n", "", cls, Intervals(iv));
+      out += fmt::format("  {:<6} anomaly {}: ledgers {}\n", "", verify::ToString(cls), Intervals(iv));
     if (!round.ingest_ok) out += fmt::format("  {:<6} ingest failed: {}\n", "", round.ingest_error);
     if (round.redone_after_resume)
       out += fmt::format("  {:<6} {} finished jobs ran again after the orchestrator was resumed\n", "",
@@ -79,11 +79,14 @@ std::string RenderChaosText(const ChaosReport& r) {
   }
   // The verdict in plain words. Each anomalous ledger is listed once, under its round above;
   // here only how many there are.
-  out += fmt::format("verdict: {}\n",
-                     r.valid          ? "valid"
-                     : r.inconclusive ? "unknown (a planned fault never fired or was caught by another detector than "
-                                        "the one it exists to prove; see the rounds above)"
-                                      : "INVALID");
+  switch (r.verdict()) {
+    case verify::ChaosVerdict::kValid: out += "verdict: valid\n"; break;
+    case verify::ChaosVerdict::kUnknown:
+      out += "verdict: unknown (a planned fault never fired or was caught by another detector than the one it exists "
+             "to prove; see the rounds above)\n";
+      break;
+    case verify::ChaosVerdict::kInvalid: out += "verdict: INVALID\n"; break;
+  }
   std::string fired;
   for (const verify::FaultKind k : verify::kFaultKinds) {
     const uint32_t planned = r.planned.count(k) ? r.planned.at(k) : 0;
@@ -96,12 +99,12 @@ std::string RenderChaosText(const ChaosReport& r) {
   out += fmt::format("  caught by: {}\n", DetectorCounts(r.detectors));
   out += fmt::format("  jobs: {} retried, {} recovered\n", FormatCount(r.jobs_retried), FormatCount(r.jobs_recovered));
   std::string anomalies;
-  for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
+  for (const verify::AnomalyClass cls : verify::kAnomaliesBySeverity) {
     auto it = r.anomalies.find(cls);
     if (it == r.anomalies.end() || it->second.empty()) continue;
     uint64_t n = 0;
     for (const auto& iv : it->second) n += iv.size();
-    anomalies += fmt::format("{}{} {}", anomalies.empty() ? "" : ", ", FormatCountOf(n, "ledger"), cls);
+    anomalies += fmt::format("{}{} {}", anomalies.empty() ? "" : ", ", FormatCountOf(n, "ledger"), verify::ToString(cls));
   }
   out += fmt::format("  anomalies: {}\n", anomalies.empty() ? "none" : anomalies + " (listed under their rounds above)");
   out += fmt::format("  time: baseline {}, total {}\n", FormatDuration(r.baseline_s), FormatDuration(r.seconds));
@@ -135,7 +138,7 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
       faults.push_back(jf);
     }
     nlohmann::json anomalies = nlohmann::json::object();
-    for (const auto& [cls, iv] : round.anomalies) anomalies[cls] = intervals(iv);
+    for (const auto& [cls, iv] : round.anomalies) anomalies[std::string(verify::ToString(cls))] = intervals(iv);
     nlohmann::json jr = round;
     jr["faults"] = faults;
     jr["anomalies"] = anomalies;
@@ -143,9 +146,9 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
     rounds.push_back(jr);
   }
   nlohmann::json anomalies = nlohmann::json::object();
-  for (const char* cls : {"lost", "duplicated", "partial", "divergent"}) {
+  for (const verify::AnomalyClass cls : verify::kAnomaliesBySeverity) {
     auto it = r.anomalies.find(cls);
-    anomalies[cls] = it == r.anomalies.end() ? nlohmann::json::array() : intervals(it->second);
+    anomalies[std::string(verify::ToString(cls))] = it == r.anomalies.end() ? nlohmann::json::array() : intervals(it->second);
   }
   nlohmann::json injected = nlohmann::json::object(), planned = nlohmann::json::object();
   for (const verify::FaultKind k : verify::kFaultKinds) {
@@ -155,7 +158,7 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
   }
   nlohmann::json j = {{"valid", r.valid},
                       {"inconclusive", r.inconclusive},
-                      {"verdict", r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid"},
+                      {"verdict", verify::ToString(r.verdict())},
                       {"range", {{"from", r.options.plan.range.from}, {"to", r.options.plan.range.to}}},
                       {"workers", r.options.plan.workers},
                       {"job_size", r.options.plan.job_size},

@@ -134,8 +134,8 @@ std::vector<const GateCheck*> Ordered(const GateSummary& s) {
 GateSummary VerifyGate(const verify::VerifyReport& r) {
   GateSummary s;
   s.command = "verify";
-  s.verdict = r.verdict();
-  s.passed = r.verdict() == "identical";
+  s.verdict = ToString(r.verdict());
+  s.passed = r.verdict() == verify::VerifyVerdict::kIdentical;
   if (r.target) s.target = r.target->Describe();
   s.facts = {{"range", r.range.str()},
              {"run", r.run_id},
@@ -215,7 +215,7 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
   s.command = "chaos";
   s.passed = r.valid;
   if (r.target) s.target = r.target->Describe();
-  s.verdict = r.valid ? "valid" : r.inconclusive ? "unknown" : "invalid";
+  s.verdict = verify::ToString(r.verdict());
   s.facts = {{"range", r.options.plan.range.str()},
              {"workers", std::to_string(r.options.plan.workers)},
              {"job size", std::to_string(r.options.plan.job_size)},
@@ -231,7 +231,8 @@ GateSummary ChaosGate(const verify::ChaosReport& r) {
                               f.injected ? f.detail : "NOT COUNTED: " + f.not_counted);
     std::string anomalies;
     for (const auto& [cls, iv] : round.anomalies)
-      if (!iv.empty()) anomalies += fmt::format("{}{} ledgers {}", anomalies.empty() ? "" : "; ", cls, Intervals(iv, 10));
+      if (!iv.empty())
+        anomalies += fmt::format("{}{} ledgers {}", anomalies.empty() ? "" : "; ", verify::ToString(cls), Intervals(iv, 10));
     if (!round.ingest_ok) {
       c.state = State::kError;
       c.message = "ingest failed: " + round.ingest_error;
@@ -387,7 +388,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
     return cell.empty() ? std::string("none") : cell;
   };
   for (const auto& round : r.rounds) {
-    const std::string verdict = round.valid ? "valid" : round.inconclusive ? "unknown" : "invalid";
+    const std::string_view verdict = verify::ToString(round.verdict());
     h += fmt::format("<tr{}><td class=\"n\">{}</td>", round.valid ? "" : " class=\"bad\"", round.round);
     for (const verify::FaultKind k : verify::kFaultKinds) {
       std::string cell;
@@ -404,7 +405,7 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& r) {
     }
     std::string anomalies;
     for (const auto& [cls, iv] : round.anomalies)
-      if (!iv.empty()) anomalies += "<div>" + Esc(cls) + ": " + Esc(Intervals(iv, 10)) + "</div>";
+      if (!iv.empty()) anomalies += "<div>" + Esc(verify::ToString(cls)) + ": " + Esc(Intervals(iv, 10)) + "</div>";
     if (!round.ingest_ok) anomalies += "<div>ingest failed: " + Esc(round.ingest_error) + "</div>";
     h += "<td>" + detector_list(round.detectors) + "</td><td>" + (anomalies.empty() ? std::string("none") : anomalies) +
          "</td><td>" + Esc(verdict) + "</td></tr>\n";
@@ -445,7 +446,7 @@ GateReports VerifyReports(const verify::VerifyReport& r) {
   g.html = [&r](const std::string& dir) { return WriteVerifyHtml(r, dir); };
   double seconds = 0;
   for (const auto& p : r.phases) seconds += p.seconds;
-  g.metrics = MetricsOf("verify", r.verdict(), r.identical, seconds,
+  g.metrics = MetricsOf("verify", std::string(ToString(r.verdict())), r.identical, seconds,
                         r.error.empty() ? std::function<std::vector<Metric>()>([&r] { return ComparisonMetrics(r.diff); })
                                         : nullptr);
   return g;

@@ -280,30 +280,35 @@ namespace {
 // The verdict banner: the verdict word and what it means in one or two sentences.
 std::string VerifyHtmlBanner(const VerifyReport& r, const VerifyView& view) {
   const Sides& sides = view.sides;
-  const std::string verdict = r.verdict();
+  const std::string_view verdict = ToString(r.verdict());
   std::string what;
-  if (verdict == "identical") {
+  switch (r.verdict()) {
+    case verify::VerifyVerdict::kIdentical:
     what = fmt::format("The parallel ingestion wrote exactly what the {} one wrote.<br/>{} ledgers ({}) and {} rows "
                        "compared in {}.",
                        sides.left, FormatCount(r.diff.ledgers_compared), Esc(r.range.str()),
                        FormatCount(r.diff.rows_compared_left), Plural(view.tables.size(), "table", "tables"));
-  } else if (verdict == "divergent") {
-    if (r.diff.first_divergent_ledger) {
+      break;
+    case verify::VerifyVerdict::kDivergent:
+      if (r.diff.first_divergent_ledger) {
       std::vector<std::string> names;
       for (const auto& t : r.diff.divergent_tables) names.push_back("<code>" + Esc(t.table) + "</code>");
       what = fmt::format("First divergent ledger <b>{}</b>{}.<br/>{} of {} ledgers compared differ.",
                          *r.diff.first_divergent_ledger,
                          names.empty() ? "" : fmt::format(" in {}", fmt::join(names, ", ")),
                          FormatCount(r.diff.divergent_ledgers), FormatCount(r.diff.ledgers_compared));
-    } else {
-      what = Esc(DivergenceWithoutLedger(r.diff));
-    }
-  } else if (verdict == "incomplete") {
-    what = fmt::format("Ledgers of {} are missing ({} {}, {} {}); the ledgers held are identical.",
-                       Esc(r.range.str()), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
-                       FormatCount(r.diff.coverage.right.missing_ledgers));
-  } else {
-    what = "The run did not finish: " + Esc(r.error);
+      } else {
+        what = Esc(DivergenceWithoutLedger(r.diff));
+      }
+      break;
+    case verify::VerifyVerdict::kIncomplete:
+      what = fmt::format("Ledgers of {} are missing ({} {}, {} {}); the ledgers held are identical.",
+                         Esc(r.range.str()), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
+                         FormatCount(r.diff.coverage.right.missing_ledgers));
+      break;
+    case verify::VerifyVerdict::kError:
+      what = "The run did not finish: " + Esc(r.error);
+      break;
   }
   return fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
                      "</div>\n",
@@ -496,8 +501,8 @@ std::string VerifyHtmlCharts(const VerifyReport& r) {
 
 std::string RenderVerifyHtml(const VerifyReport& r) {
   const VerifyView view = ViewOf(r);
-  const std::string verdict = r.verdict();
-  const std::string title = fmt::format("ledgerdiff verify {}: {}", r.range.str(), verdict);
+  const verify::VerifyVerdict verdict = r.verdict();
+  const std::string title = fmt::format("ledgerdiff verify {}: {}", r.range.str(), ToString(verdict));
   std::string body = fmt::format("<div class=\"brand\"><b>ledgerdiff</b><span>verify &#183; serial vs parallel ingestion "
                                  "&#183; run <code>{}</code></span></div>\n",
                                  Esc(r.run_id));
@@ -506,11 +511,11 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   body += VerifyHtmlError(r);
   body += VerifyHtmlPhasesAndRuns(r);
   body += VerifyHtmlTables(r, view);
-  if (verdict == "divergent") body += VerifyHtmlDivergence(r, view);
+  if (verdict == verify::VerifyVerdict::kDivergent) body += VerifyHtmlDivergence(r, view);
   body += VerifyHtmlFindings(r, view);
   body += VerifyHtmlCharts(r);
   body += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
-                      Esc(r.run_id), Esc(title), verdict == "identical" ? 0 : verdict == "error" ? 2 : 1);
+                      Esc(r.run_id), Esc(title), verify::ExitCodeOf(verdict));
   return HtmlPage(title, body);
 }
 

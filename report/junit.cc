@@ -116,7 +116,7 @@ std::vector<JUnitCase> VerifyJUnitComparisonCases(const VerifyReport& r, const V
 
 std::vector<std::pair<std::string, std::string>> VerifyJUnitProperties(const VerifyReport& r) {
   std::vector<std::pair<std::string, std::string>> p;
-  p.emplace_back("verdict", r.verdict());
+  p.emplace_back("verdict", ToString(r.verdict()));
   if (r.target) p.emplace_back("target", r.target->Describe());
   p.emplace_back("run_id", r.run_id);
   p.emplace_back("range", r.range.str());

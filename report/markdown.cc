@@ -38,25 +38,32 @@ namespace {
 
 // The heading with the verdict, and what it means in one sentence.
 std::string VerifyMdVerdict(const VerifyReport& r, const Sides& sides) {
-  const std::string verdict = r.verdict();
-  const char* icon = verdict == "identical" ? "\xe2\x9c\x85" : verdict == "error" ? "\xe2\x9a\xa0\xef\xb8\x8f" : "\xe2\x9d\x8c";
-  std::string m = fmt::format("## {} ledgerdiff verify: {}\n\n", icon, verdict);
-  if (verdict == "identical") {
-    m += fmt::format("The parallel ingestion wrote exactly what the {} one wrote: {} ledgers, {} rows compared.\n\n",
-                     sides.left, FormatCount(r.diff.ledgers_compared), FormatCount(r.diff.rows_compared_left));
-  } else if (verdict == "divergent") {
-    if (r.diff.first_divergent_ledger)
-      m += fmt::format("**First divergent ledger: {}** ({} of {} ledgers compared differ)\n\n",
-                       *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
-                       FormatCount(r.diff.ledgers_compared));
-    else
-      m += "**" + MdText(DivergenceWithoutLedger(r.diff)) + "**\n\n";
-  } else if (verdict == "incomplete") {
-    m += fmt::format("**Ledgers of {} are missing** ({} {}, {} {}); the ledgers held are identical.\n\n",
-                     r.range.str(), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
-                     FormatCount(r.diff.coverage.right.missing_ledgers));
-  } else {
-    m += "**Error:** " + MdText(r.error) + "\n\n";
+  const verify::VerifyVerdict verdict = r.verdict();
+  const char* icon = verdict == verify::VerifyVerdict::kIdentical ? "\xe2\x9c\x85"
+                     : verdict == verify::VerifyVerdict::kError   ? "\xe2\x9a\xa0\xef\xb8\x8f"
+                                                                  : "\xe2\x9d\x8c";
+  std::string m = fmt::format("## {} ledgerdiff verify: {}\n\n", icon, ToString(verdict));
+  switch (verdict) {
+    case verify::VerifyVerdict::kIdentical:
+      m += fmt::format("The parallel ingestion wrote exactly what the {} one wrote: {} ledgers, {} rows compared.\n\n",
+                       sides.left, FormatCount(r.diff.ledgers_compared), FormatCount(r.diff.rows_compared_left));
+      break;
+    case verify::VerifyVerdict::kDivergent:
+      if (r.diff.first_divergent_ledger)
+        m += fmt::format("**First divergent ledger: {}** ({} of {} ledgers compared differ)\n\n",
+                         *r.diff.first_divergent_ledger, FormatCount(r.diff.divergent_ledgers),
+                         FormatCount(r.diff.ledgers_compared));
+      else
+        m += "**" + MdText(DivergenceWithoutLedger(r.diff)) + "**\n\n";
+      break;
+    case verify::VerifyVerdict::kIncomplete:
+      m += fmt::format("**Ledgers of {} are missing** ({} {}, {} {}); the ledgers held are identical.\n\n",
+                       r.range.str(), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
+                       FormatCount(r.diff.coverage.right.missing_ledgers));
+      break;
+    case verify::VerifyVerdict::kError:
+      m += "**Error:** " + MdText(r.error) + "\n\n";
+      break;
   }
   return m;
 }
@@ -154,7 +161,7 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
   std::string m = VerifyMdVerdict(r, view.sides);
   m += VerifyMdFacts(r);
   m += VerifyMdTables(r, view);
-  if (r.verdict() == "divergent") m += VerifyMdDivergence(r, view);
+  if (r.verdict() == verify::VerifyVerdict::kDivergent) m += VerifyMdDivergence(r, view);
   if (!r.error.empty()) m += VerifyMdFailedJobs(r);
   for (const auto& list : FindingLists(view.soundness)) {
     m += fmt::format("**{}:**\n\n", list.title);

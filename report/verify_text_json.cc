@@ -17,7 +17,7 @@ nlohmann::json VerifyReportToJson(const VerifyReport& r) {
   for (const auto& p : r.phases) phases.push_back({{"name", p.name}, {"seconds", p.seconds}});
   nlohmann::json diff = report::DiffReportToJson(r.diff);
   nlohmann::json j = {
-      {"verdict", r.verdict()},
+      {"verdict", ToString(r.verdict())},
       {"identical", r.identical},
       {"run_id", r.run_id},
       {"range", {{"from", r.range.from}, {"to", r.range.to}}},
@@ -86,7 +86,7 @@ std::string RenderVerifyText(const VerifyReport& r) {
     if (!r.remove_command.empty()) out += fmt::format("  remove it when done: {}\n", r.remove_command);
   }
   if (!r.evidence_gone.empty()) out += fmt::format("  nothing kept: {}\n", r.evidence_gone);
-  out += fmt::format("verdict: {}\n", UpperAscii(r.verdict()));
+  out += fmt::format("verdict: {}\n", UpperAscii(ToString(r.verdict())));
   return out;
 }
 

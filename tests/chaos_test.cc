@@ -225,7 +225,7 @@ TEST(Chaos, EveryFaultKindInjectedAndTheRunStaysValid) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->valid) << report::RenderChaosText(*r);
   for (const verify::FaultKind kind : verify::kFaultKinds) EXPECT_EQ(r->injected[kind], 1u) << verify::ToString(kind);
-  for (const auto& [cls, intervals] : r->anomalies) EXPECT_TRUE(intervals.empty()) << cls;
+  for (const auto& [cls, intervals] : r->anomalies) EXPECT_TRUE(intervals.empty()) << verify::ToString(cls);
   ASSERT_EQ(r->rounds.size(), 1u);
   const auto& round = r->rounds[0];
   EXPECT_EQ(round.orchestrator_restarts, 1u);
@@ -531,8 +531,11 @@ TEST(Chaos, EachDivergentLedgerGetsItsClass) {
     ASSERT_EQ(done->AffectedRows(), 1) << sql;
   }
   NullReporter quiet;
-  const verify::Anomalies expected = {
-      {"duplicated", {{10, 10}}}, {"lost", {{20, 20}}}, {"partial", {{30, 30}}}, {"divergent", {{40, 40}}}};
+  using verify::AnomalyClass;
+  const verify::Anomalies expected = {{AnomalyClass::kDuplicated, {{10, 10}}},
+                                      {AnomalyClass::kLost, {{20, 20}}},
+                                      {AnomalyClass::kPartial, {{30, 30}}},
+                                      {AnomalyClass::kDivergent, {{40, 40}}}};
   for (const dump::DigestEngine engine : {dump::DigestEngine::kText, dump::DigestEngine::kServerHash}) {
     SCOPED_TRACE(dump::ToString(engine));
     auto classes = verify::ClassifyDivergence(TestConninfo(), base, round, dump::HorizonProfileSpec(),

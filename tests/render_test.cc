@@ -1026,7 +1026,7 @@ verify::ChaosReport SampleChaos(bool valid) {
   }
   if (!valid) {
     r.rounds[1].valid = false;
-    r.rounds[1].anomalies["duplicated"] = {{401, 500}};
+    r.rounds[1].anomalies[verify::AnomalyClass::kDuplicated] = {{401, 500}};
     r.rounds[1].schema_kept = true;
     r.rounds[1].schema = "ld_c_r2";
   }
@@ -1038,7 +1038,7 @@ verify::ChaosReport SampleChaos(bool valid) {
 // under its round; the verdict gives the counts.
 TEST(TextOutput, ChaosTextIsPlainWordsAndListsEachAnomalousLedgerOnce) {
   verify::ChaosReport r = SampleChaos(false);
-  r.anomalies["duplicated"] = {{401, 500}};
+  r.anomalies[verify::AnomalyClass::kDuplicated] = {{401, 500}};
   r.planned = {{verify::FaultKind::kKill, 1}, {verify::FaultKind::kOrchestrator, 1}};
   r.injected = {{verify::FaultKind::kKill, 1}, {verify::FaultKind::kOrchestrator, 1}};
   r.detectors = {{ingest::Detector::kProcessExit, 2}, {ingest::Detector::kOrchestratorRestart, 2}};

@@ -551,9 +551,13 @@ Result<Anomalies> ClassifyDivergence(const std::string& conninfo, const std::str
       }
     }
   }
-  std::map<std::string, std::vector<Ledger>> by_class;
+  std::map<AnomalyClass, std::vector<Ledger>> by_class;
   for (const auto& [l, c] : ledgers)
-    by_class[c.lost ? "lost" : c.more ? "duplicated" : c.fewer ? "partial" : "divergent"].push_back(l);
+    by_class[c.lost    ? AnomalyClass::kLost
+             : c.more  ? AnomalyClass::kDuplicated
+             : c.fewer ? AnomalyClass::kPartial
+                       : AnomalyClass::kDivergent]
+        .push_back(l);
   Anomalies out;
   for (auto& [cls, ls] : by_class) out[cls] = ToIntervals(ls);
   return out;
@@ -601,6 +605,29 @@ Result<dump::ProfileSpec> ValidateChaosOptions(const ChaosOptions& o) {
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
   LD_RETURN_IF_ERROR(PlanChaos(o).status());
   return spec;
+}
+
+std::string_view ToString(AnomalyClass anomaly) {
+  switch (anomaly) {
+    case AnomalyClass::kDivergent: return "divergent";
+    case AnomalyClass::kDuplicated: return "duplicated";
+    case AnomalyClass::kLost: return "lost";
+    case AnomalyClass::kPartial: return "partial";
+  }
+  return "divergent";  // not reached: the switch names every class
+}
+
+std::string_view ToString(ChaosVerdict verdict) {
+  switch (verdict) {
+    case ChaosVerdict::kValid: return "valid";
+    case ChaosVerdict::kUnknown: return "unknown";
+    case ChaosVerdict::kInvalid: return "invalid";
+  }
+  return "invalid";  // not reached: the switch names every verdict
+}
+
+ChaosVerdict VerdictOf(bool valid, bool inconclusive) {
+  return valid ? ChaosVerdict::kValid : inconclusive ? ChaosVerdict::kUnknown : ChaosVerdict::kInvalid;
 }
 
 // A fault kind as --faults, the schedule and the reports spell it.
@@ -788,11 +815,14 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
     for (const auto& [cls, iv] : r.anomalies) {  // counts only: the report lists the ledgers, once
       uint64_t n = 0;
       for (const auto& x : iv) n += x.size();
-      anomalies += fmt::format(" {} {};", FormatCountOf(n, "ledger"), cls);
+      anomalies += fmt::format(" {} {};", FormatCountOf(n, "ledger"), ToString(cls));
     }
-    const char* verdict = r.valid          ? "valid"
-                          : r.inconclusive ? "INCONCLUSIVE (a planned fault never fired or another detector caught it)"
-                                           : "INVALID";
+    std::string_view verdict;
+    switch (r.verdict()) {
+      case ChaosVerdict::kValid: verdict = "valid"; break;
+      case ChaosVerdict::kUnknown: verdict = "INCONCLUSIVE (a planned fault never fired or another detector caught it)"; break;
+      case ChaosVerdict::kInvalid: verdict = "INVALID"; break;
+    }
     reporter.Note(fmt::format("chaos: round {} {} in {}{}", r.round, verdict, FormatDuration(r.seconds),
                               anomalies.empty() ? "" : ":" + anomalies));
     report.rounds.push_back(std::move(r));

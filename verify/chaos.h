@@ -139,6 +139,22 @@ struct FaultFate {
 // without reaching its hold point at history_effects: ..."). Pure; RoundFault::not_counted.
 std::string WhyNeverFired(const RoundFault& fault, const FaultFate& fate);
 
+// How a round's ledger differs from the serial baseline (ClassifyDivergence). Declared in the
+// order of their names, so that maps of them list as they always did.
+enum class AnomalyClass { kDivergent, kDuplicated, kLost, kPartial };
+std::string_view ToString(AnomalyClass anomaly);  // "divergent" | "duplicated" | "lost" | "partial"
+// Most severe first, as the totals list them.
+inline constexpr std::array<AnomalyClass, 4> kAnomaliesBySeverity = {AnomalyClass::kLost, AnomalyClass::kDuplicated,
+                                                                     AnomalyClass::kPartial, AnomalyClass::kDivergent};
+// Ledger intervals per class.
+using Anomalies = std::map<AnomalyClass, std::vector<LedgerRange>>;
+
+// A chaos run's (or round's) verdict: valid; unknown (a planned fault never fired, or another
+// detector than the one its kind exists to prove caught it: the run proves nothing); invalid.
+enum class ChaosVerdict { kValid, kUnknown, kInvalid };
+std::string_view ToString(ChaosVerdict verdict);  // "valid" | "unknown" | "invalid"
+ChaosVerdict VerdictOf(bool valid, bool inconclusive);
+
 struct ChaosRound {
   uint32_t round = 0;
   std::string run_id, schema;
@@ -148,10 +164,11 @@ struct ChaosRound {
   uint32_t jobs = 0, attempts = 0, retried_jobs = 0, recovered_jobs = 0;
   uint32_t orchestrator_restarts = 0;
   uint32_t redone_after_resume = 0;                           // jobs done before an orchestrator kill that ran again
-  std::map<std::string, std::vector<LedgerRange>> anomalies;  // class -> ledger intervals
+  Anomalies anomalies;                                        // class -> ledger intervals
   std::map<ingest::Detector, uint32_t> detectors;             // the round's faults by the detector that caught them
   bool valid = false;
   bool inconclusive = false;  // a planned fault not injected (fired, caught by its detector): the round proves nothing
+  ChaosVerdict verdict() const { return VerdictOf(valid, inconclusive); }
   bool schema_kept = false;
   double seconds = 0;
 };
@@ -162,11 +179,12 @@ struct ChaosReport {
   std::vector<ChaosRound> rounds;
   FaultCounts planned, injected;                              // per fault kind
   std::map<ingest::Detector, uint32_t> detectors;             // faults per detector that caught them, all rounds
-  std::map<std::string, std::vector<LedgerRange>> anomalies;  // per class, over all rounds
+  Anomalies anomalies;                                        // per class, over all rounds
   uint32_t jobs_retried = 0, jobs_recovered = 0;
   double baseline_s = 0, seconds = 0;
   bool valid = false;         // every round valid (hence every planned fault injected)
   bool inconclusive = false;  // some round's planned fault never fired (exit 1)
+  ChaosVerdict verdict() const { return VerdictOf(valid, inconclusive); }
   std::string replay;         // the command line that replays this run exactly (shell-quoted)
   // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
   std::optional<Target> target;
@@ -176,8 +194,6 @@ struct ChaosReport {
 // `faults` is the KIND=COUNT list.
 std::string ReplayCommand(const ChaosOptions& options, const std::string& faults);
 
-// Ledger intervals per class: "lost", "duplicated", "partial", "divergent".
-using Anomalies = std::map<std::string, std::vector<LedgerRange>>;
 // How a round is judged: `schema` compared with `baseline` through diff/ (every divergent ledger
 // of every table), each divergent ledger classified by its row counts on both sides (first that
 // applies): lost (its history_ledgers row is gone), duplicated (some table has more rows than the

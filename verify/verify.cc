@@ -41,6 +41,28 @@ Status CheckBaselineWorkload(const std::string& path, const dump::ManifestHeader
 
 }  // namespace
 
+std::string_view ToString(VerifyVerdict verdict) {
+  switch (verdict) {
+    case VerifyVerdict::kIdentical: return "identical";
+    case VerifyVerdict::kDivergent: return "divergent";
+    case VerifyVerdict::kIncomplete: return "incomplete";
+    case VerifyVerdict::kError: return "error";
+  }
+  return "error";  // not reached: the switch names every verdict
+}
+
+int ExitCodeOf(VerifyVerdict verdict) { return verdict == VerifyVerdict::kIdentical ? 0 : 1; }
+
+VerifyVerdict VerifyReport::verdict() const {
+  if (!error.empty()) return VerifyVerdict::kError;
+  switch (diff.verdict) {
+    case diff::Verdict::kIdentical: return VerifyVerdict::kIdentical;
+    case diff::Verdict::kDivergent: return VerifyVerdict::kDivergent;
+    case diff::Verdict::kIncomplete: return VerifyVerdict::kIncomplete;
+  }
+  return VerifyVerdict::kError;  // not reached: the switch names every diff verdict
+}
+
 Status CheckBaselineFile(const std::string& path) {
   if (!std::filesystem::exists(path)) return Status::Usagef("--baseline {}: no such file", path);
   return CheckRegularFile(path, "--baseline " + path);

@@ -31,6 +31,14 @@ using ingest::JobRow;
 // Where a database that would have died with the process was kept (see keep_database).
 using ledgerdiff::KeptDatabase;
 
+// A verify's verdict: its diff's, or kError when the run failed before the diff finished.
+enum class VerifyVerdict { kIdentical, kDivergent, kIncomplete, kError };
+std::string_view ToString(VerifyVerdict verdict);  // "identical" | "divergent" | "incomplete" | "error"
+// verify's exit code for a finished run: 0 identical, else 1 (a divergence, missing ledgers, or an
+// ingestion that failed: an answer about the ingester, as `worker` and `wait` give for a failed
+// run). The environment failing is an error Status instead (exit 3).
+int ExitCodeOf(VerifyVerdict verdict);
+
 struct VerifyOptions {
   // The parallel side's plan (the serial side runs it with one worker); its `schema` is unused:
   // verify names its own.
@@ -139,7 +147,7 @@ struct VerifyReport {
   // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
   std::optional<Target> target;
 
-  std::string verdict() const { return !error.empty() ? "error" : diff::VerdictName(diff.verdict); }
+  VerifyVerdict verdict() const;
   // serial_schema (when there is one) and parallel_schema.
   std::vector<std::string> schemas() const;
 };
