@@ -1,12 +1,26 @@
 #include "core/history_tables.h"
 
+#include <array>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
 #include "core/pg.h"
 
 namespace ledgerdiff {
+
+std::string_view ToString(LedgerColumnKind kind) {
+  switch (kind) {
+    case LedgerColumnKind::kSequence: return "sequence";
+    case LedgerColumnKind::kToid: return "toid";
+  }
+  return "sequence";  // not reached: the switch names every kind
+}
+
+std::optional<LedgerColumnKind> ParseLedgerColumnKind(std::string_view text) {
+  return ParseEnum(std::array{LedgerColumnKind::kSequence, LedgerColumnKind::kToid}, text);
+}
 
 const std::vector<HistoryTable>& HorizonHistoryTables() {
   // Each ledger column once, with what it holds.

@@ -19,6 +19,9 @@ enum class LedgerColumnKind {
   kSequence,  // the column holds the ledger sequence number
   kToid,      // the column holds a TOID: ledger = value >> 32
 };
+// As profiles and manifest headers spell it: "sequence" | "toid".
+std::string_view ToString(LedgerColumnKind kind);
+std::optional<LedgerColumnKind> ParseLedgerColumnKind(std::string_view text);
 
 struct HistoryTable {
   const char* name;           // e.g. "history_effects"

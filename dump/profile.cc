@@ -393,10 +393,11 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
       r.table = jt.at("table").get<std::string>();
       const auto& jl = jt.at("ledger");
       r.ledger.column = jl.at("column").get<std::string>();
-      std::string kind = jl.value("kind", "sequence");
-      if (kind == "sequence") r.ledger.kind = LedgerColumnKind::kSequence;
-      else if (kind == "toid") r.ledger.kind = LedgerColumnKind::kToid;
-      else return Status::Usagef("profile {}: table {}: ledger kind \"{}\" is not sequence|toid", origin, r.table, kind);
+      const std::string kind = jl.value("kind", std::string(ToString(LedgerColumnKind::kSequence)));
+      const std::optional<LedgerColumnKind> parsed = ParseLedgerColumnKind(kind);
+      if (!parsed)
+        return Status::Usagef("profile {}: table {}: ledger kind \"{}\" is not sequence|toid", origin, r.table, kind);
+      r.ledger.kind = *parsed;
       r.key = jt.value("key", std::vector<std::string>{});
       r.exclude = jt.value("exclude", std::vector<std::string>{});
       if (jt.value("horizon_trade_orientation", false)) r.orientation = HorizonTradeOrientation();
@@ -604,7 +605,7 @@ nlohmann::json ResolvedProfileToJson(const ResolvedProfile& profile) {
     nlohmann::json columns = nlohmann::json::array();
     for (const auto& c : t.columns) columns.push_back({{"name", c.name}, {"class", ColumnClassName(c.cls)}, {"type", c.type}});
     nlohmann::json ledger = {{"column", t.ledger.column},
-                             {"kind", t.ledger.kind == LedgerColumnKind::kToid ? "toid" : "sequence"}};
+                             {"kind", ToString(t.ledger.kind)}};
     tables.push_back({{"table", t.name}, {"ledger", ledger}, {"columns", columns}, {"key", t.key}, {"excluded", t.excluded}});
   }
   return {{"name", profile.name}, {"lookup_tables", profile.lookup_tables}, {"uncompared_tables", profile.uncompared_tables},
@@ -622,7 +623,9 @@ Result<ResolvedProfile> ResolvedProfileFromJson(const nlohmann::json& j) {
       ResolvedTable t;
       t.name = jt.at("table").get<std::string>();
       t.ledger.column = jt.at("ledger").at("column").get<std::string>();
-      t.ledger.kind = jt.at("ledger").at("kind").get<std::string>() == "toid" ? LedgerColumnKind::kToid : LedgerColumnKind::kSequence;
+      const std::optional<LedgerColumnKind> kind = ParseLedgerColumnKind(jt.at("ledger").at("kind").get<std::string>());
+      if (!kind) return Status::Usage("unknown ledger column kind in manifest header");
+      t.ledger.kind = *kind;
       for (const auto& jc : jt.at("columns")) {
         auto cls = ParseColumnClass(jc.at("class").get<std::string>());
         if (!cls) return Status::Usage("unknown column class in manifest header");

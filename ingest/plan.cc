@@ -36,7 +36,7 @@ Result<CrashPoint> ParseFaultPoint(const std::string& text) {
   auto bad = [&] { return Status::Usagef("fault point \"{}\": expected JOB:ATTEMPT:STAGE:abort|fail", text); };
   const std::optional<CrashAction> action = parts.size() == 4 ? ParseCrashAction(parts[3]) : std::nullopt;
   if (!action) return bad();
-  if (*action == CrashAction::kFail && parts[2] != "start")
+  if (*action == CrashAction::kFail && parts[2] != kStartStage)
     return Status::Usagef("fault point \"{}\": fail is only at stage start (abort works at any stage)", text);
   try {
     return CrashPoint{static_cast<uint32_t>(std::stoul(parts[0])), static_cast<uint32_t>(std::stoul(parts[1])), parts[2],
@@ -164,7 +164,7 @@ Result<TestHooks> TestHooks::FromRunSpec(const nlohmann::json& spec) {
       const auto action_text = c.at("action").get<std::string>();
       const std::optional<CrashAction> action = ParseCrashAction(action_text);
       const auto stage = c.at("stage").get<std::string>();
-      if (!action || (*action == CrashAction::kFail && stage != "start"))
+      if (!action || (*action == CrashAction::kFail && stage != kStartStage))
         return Status::Runtimef("test hooks are unreadable: crash point action \"{}\" at stage \"{}\"", action_text,
                                 stage);
       t.crash_points.push_back({c.at("job").get<uint32_t>(), c.at("attempt").get<uint32_t>(), stage, *action});

@@ -25,8 +25,11 @@ enum class CrashAction { kAbort, kFail };
 std::string_view ToString(CrashAction action);
 std::optional<CrashAction> ParseCrashAction(std::string_view text);
 
+// The fault and hold points' stage before anything of the job is written (the others are tables).
+inline constexpr std::string_view kStartStage = "start";
+
 // Fault point inside a worker, for chaos and tests: at (job, attempt), after `stage` (a table
-// name, or "start" before anything is written), `action`.
+// name, or kStartStage before anything is written), `action`.
 // INVARIANT: action == kFail implies stage == "start" (ParseFaultPoint and FromJson refuse the rest).
 struct CrashPoint {
   uint32_t job_id;

@@ -156,7 +156,7 @@ Result<bool> WorkerRunIsOver(WorkerLife& w) {
   if (counts.pending == 0 && counts.running == 0) return true;
   auto state = w.conn->Exec(fmt::format("SELECT state FROM {} WHERE run_id = $1", pg::Qualified(kControlSchema, "runs")),
                             {w.o.run_id});
-  return state.ok() && state->size() == 1 && state->Get(0, 0) != "running";
+  return state.ok() && state->size() == 1 && ParseRunState(state->Get(0, 0)) != RunState::kRunning;
 }
 
 // Test hook: the crash points at stage "start" of this attempt. An abort dies at once; a fail
@@ -164,7 +164,7 @@ Result<bool> WorkerRunIsOver(WorkerLife& w) {
 Status InjectedStartFailure(const RunSpec& spec, const ClaimedJob& job) {
   Status result;
   for (const auto& cp : spec.hooks.crash_points) {
-    if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == "start") {
+    if (cp.job_id == job.job_id && cp.attempt == job.attempt && cp.stage == kStartStage) {
       switch (cp.action) {
         case ingest::CrashAction::kAbort: std::abort();
         case ingest::CrashAction::kFail:
