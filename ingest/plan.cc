@@ -79,6 +79,10 @@ Status IngestPlan::Validate(bool check_schema) const {
   return Status::Ok();
 }
 
+uint32_t WholeRangeJobSize(const LedgerRange& range) {
+  return static_cast<uint32_t>(std::min<uint64_t>(range.size(), kMaxJobSize));
+}
+
 double IngestPlan::heartbeat_s() const { return std::min(1.0, job_timeout_s / 4); }
 
 nlohmann::json IngestPlan::ToJson() const {

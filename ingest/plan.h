@@ -57,6 +57,10 @@ Result<HoldPoint> ParseHoldPoint(const std::string& text);
 // Bounds checked by IngestPlan::Validate (and by sweep for each of its --workers).
 inline constexpr uint32_t kMaxWorkers = 64;
 inline constexpr uint32_t kMaxJobSize = 10'000'000;
+// The job size of a serial side that an external ingester carries out (verify's serial side,
+// chaos's baseline, sweep's reference): its template over the whole range at once, as it runs
+// unparallelised; a range beyond kMaxJobSize ledgers in jobs of that size, one after another.
+uint32_t WholeRangeJobSize(const LedgerRange& range);
 inline constexpr uint32_t kMaxRetries = 100;
 inline constexpr double kMaxRetryBackoffS = 3600;
 inline constexpr double kMinJobTimeoutS = 2;

@@ -25,6 +25,7 @@
 #include "fixtures/ingester.h"
 #include "tests/harness.h"
 #include "verify/selftest.h"
+#include "verify/verify.h"
 
 namespace ledgerdiff {
 namespace {
@@ -199,6 +200,20 @@ std::string SettledFootprint(const std::string &conninfo) {
     last = now;
   }
   return last;
+}
+
+// A serial side of an external ingester runs its template over the whole range; beyond
+// kMaxJobSize ledgers (a whole Stellar history) it runs in jobs of that size, so that side's plan
+// stays valid where the parallel side's is (it used to fail mid-run on "--job-size too large").
+TEST(VerifyOptions, AnExternalIngestersSerialSideFitsAnyRange) {
+  EXPECT_EQ(ingest::WholeRangeJobSize({2, 101}), 100u);
+  EXPECT_EQ(ingest::WholeRangeJobSize({2, 20'000'001}), ingest::kMaxJobSize);
+  verify::VerifyOptions o;
+  o.plan.range = {2, 20'000'001};
+  o.plan.job_size = 100'000;
+  o.plan.ingest_cmd = "true {from} {to} {schema}";
+  const auto checked = verify::ValidateVerifyOptions(o);
+  EXPECT_TRUE(checked.ok()) << checked.status().message();
 }
 
 TEST(VerifyRange, TwoDatabasesEqualThenOneChangedRowAndNothingWritten) {

@@ -775,7 +775,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   base.plan = o.plan;
   base.plan.schema = fmt::format("ld_{}_baseline", chaos_id);
   base.plan.workers = 1;
-  if (!o.plan.ingest_cmd.empty()) base.plan.job_size = static_cast<uint32_t>(o.plan.range.size());
+  if (!o.plan.ingest_cmd.empty()) base.plan.job_size = ingest::WholeRangeJobSize(o.plan.range);
   base.run_id = chaos_id + "_base";
   reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.plan.range.str(), base.plan.schema));
   auto t = Clock::now();

@@ -388,7 +388,7 @@ Result<std::string> MakeSweepReference(const std::string& conninfo, const SweepO
     return o.baseline;
   }
   uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
-                                                : static_cast<uint32_t>(o.range.size());
+                                                : ingest::WholeRangeJobSize(o.range);
   IngestOptions io = CellIngestOptions(o, 1, job_size);
   io.plan.schema = "ld_" + rep.run_id + "_reference";
   io.run_id = rep.run_id + "_ref";

@@ -100,7 +100,7 @@ IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, boo
   io.plan.schema = schema;
   io.plan.workers = serial ? 1 : o.plan.workers;
   // The serial side of an external ingester is the same template over the whole range.
-  io.plan.job_size = serial && !o.plan.ingest_cmd.empty() ? static_cast<uint32_t>(o.plan.range.size()) : o.plan.job_size;
+  if (serial && !o.plan.ingest_cmd.empty()) io.plan.job_size = ingest::WholeRangeJobSize(o.plan.range);
   if (!serial) io.hooks = o.hooks;
   io.keep_database = o.keep_database;  // a failed side's resume hint names the kept cluster
   return io;
@@ -165,8 +165,9 @@ std::optional<WritingJob> FindWritingJob(const IngestReport& run, Ledger ledger)
 }
 
 Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& o) {
-  IngestOptions probe = SideOptions(o, "probe", false);
-  LD_RETURN_IF_ERROR(ingest::ValidateIngestOptions(probe));
+  // Both sides as RunVerify derives them: a side's plan is never first checked mid-run.
+  for (const bool serial : {false, true})
+    LD_RETURN_IF_ERROR(ingest::ValidateIngestOptions(SideOptions(o, "probe", serial)));
   if (!o.baseline.empty() && !o.save_baseline.empty())
     return Status::Usage("--baseline and --save-baseline cannot be combined");
   if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaselineFile(o.baseline));
