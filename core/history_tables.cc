@@ -1,11 +1,9 @@
 #include "core/history_tables.h"
 
-#include <array>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "core/enum_names.h"
 #include "core/pg.h"
 
 namespace ledgerdiff {
@@ -16,10 +14,6 @@ std::string_view ToString(LedgerColumnKind kind) {
     case LedgerColumnKind::kToid: return "toid";
   }
   return "sequence";  // not reached: the switch names every kind
-}
-
-std::optional<LedgerColumnKind> ParseLedgerColumnKind(std::string_view text) {
-  return ParseEnum(std::array{LedgerColumnKind::kSequence, LedgerColumnKind::kToid}, text);
 }
 
 const std::vector<HistoryTable>& HorizonHistoryTables() {

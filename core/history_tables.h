@@ -6,11 +6,13 @@
 // A row maps to its ledger through one column, either the ledger sequence itself or a TOID
 // (ledger << 32 | tx_order << 12 | op_index, see core/ledger_range.h).
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "core/enum_names.h"
 #include "core/ledger_range.h"
 
 namespace ledgerdiff {
@@ -21,7 +23,11 @@ enum class LedgerColumnKind {
 };
 // As profiles and manifest headers spell it: "sequence" | "toid".
 std::string_view ToString(LedgerColumnKind kind);
-std::optional<LedgerColumnKind> ParseLedgerColumnKind(std::string_view text);
+inline constexpr std::array<LedgerColumnKind, 2> kLedgerColumnKinds = {LedgerColumnKind::kSequence,
+                                                                       LedgerColumnKind::kToid};
+inline std::optional<LedgerColumnKind> ParseLedgerColumnKind(std::string_view text) {
+  return ParseEnum(kLedgerColumnKinds, text);
+}
 
 struct HistoryTable {
   const char* name;           // e.g. "history_effects"
