@@ -98,36 +98,21 @@ Status CheckDigestAppendFlags(const DigestFlags& f) {
   return CheckRegularFile(f.out, "manifest " + f.out);
 }
 
-Status CheckDigestShardFlags(DigestFlags& f) {
-  if (!f.c.range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
-  if (f.out.empty()) return Status::Usage("--shards needs --out PART.ldm (the partial manifest)");
-  if (f.print_sql) return Status::Usage("--print-sql and --shards cannot be combined");
-  LD_ASSIGN_OR_RETURN(f.shard, dump::ResolveShardIndex(
-                                   f.shard_opt->count() ? std::optional<int64_t>(f.shard_flag) : std::nullopt, f.shards));
-  return dump::ShardSlice(*f.c.range, f.shards, f.shard).status();
-}
-
 Status CheckDigestFlags(DigestFlags& f) {
   LD_RETURN_IF_ERROR(f.c.Check());
-  if (f.shard_opt->count() && !f.shards) return Status::Usage("--shard needs --shards N");
-  if (f.resume && f.out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
   if (f.resume && f.print_sql) return Status::Usage("--print-sql and --resume cannot be combined");
+  if (f.shards && f.print_sql) return Status::Usage("--print-sql and --shards cannot be combined");
   if (f.append) LD_RETURN_IF_ERROR(CheckDigestAppendFlags(f));
-  // The checkpoint it will read or replace is a regular file, refused before the server starts.
-  if (!f.out.empty() && f.out != "-") {
-    std::error_code ec;
-    const std::string cp = dump::CheckpointPath(f.out);
-    if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
-  }
-  if (!f.shards) return Status::Ok();
-  return CheckDigestShardFlags(f);
+  const std::optional<int64_t> shard = f.shard_opt->count() ? std::optional<int64_t>(f.shard_flag) : std::nullopt;
+  LD_ASSIGN_OR_RETURN(f.shard, dump::CheckShardAndResumeFlags({shard, f.shards, f.resume, f.out}, f.c.range));
+  return Status::Ok();
 }
 
 // The digest's options as the flags give them; `--append` keeps a manifest's own engine and
 // writes no checkpoint.
 dump::DigestOptions DigestOptionsOf(const DigestFlags& f) {
   dump::DigestOptions opts;
-  opts.range = f.c.range;
+  if (!f.shards) opts.range = f.c.range;  // a shard's slice is DigestShardToManifest's to set
   opts.jobs = f.jobs;
   opts.chunk_ledgers = f.chunk;
   if (f.append) return opts;

@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "core/atomic_file.h"
+#include "dump/checkpoint.h"
+
 namespace ledgerdiff::dump {
 
 Result<LedgerRange> ShardSlice(const LedgerRange& range, uint32_t count, uint32_t index) {
@@ -45,6 +48,23 @@ Result<uint32_t> ResolveShardIndex(std::optional<int64_t> flag, uint32_t count) 
   if (index < 0 || index >= int64_t{count})
     return Status::Usagef("{} {} is out of range: --shards {} numbers shards 0..{}", from, index, count, count - 1);
   return static_cast<uint32_t>(index);
+}
+
+Result<uint32_t> CheckShardAndResumeFlags(const ShardAndResumeFlags& flags, const std::optional<LedgerRange>& range) {
+  if (flags.shard && flags.shards == 0) return Status::Usage("--shard K needs --shards N");
+  if (flags.resume && flags.out.empty())
+    return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
+  if (!flags.out.empty() && flags.out != "-") {
+    std::error_code ec;
+    const std::string checkpoint = CheckpointPath(flags.out);
+    if (std::filesystem::exists(checkpoint, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(checkpoint, "checkpoint " + checkpoint));
+  }
+  if (flags.shards == 0) return 0;
+  if (!range) return Status::Usage("--shards needs --range FROM:TO (every shard must split the same range)");
+  if (flags.out.empty()) return Status::Usage("--shards needs --out PART (the partial manifest that `manifest merge` joins)");
+  LD_ASSIGN_OR_RETURN(const uint32_t index, ResolveShardIndex(flags.shard, flags.shards));
+  LD_RETURN_IF_ERROR(ShardSlice(*range, flags.shards, index).status());
+  return index;
 }
 
 Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const std::string& schema,

@@ -35,6 +35,20 @@ inline constexpr const char* kShardIndexVariables[] = {"JOB_COMPLETION_INDEX", "
 // error when none is set, not a number, or >= count.
 Result<uint32_t> ResolveShardIndex(std::optional<int64_t> flag, uint32_t count);
 
+// The flags of a digest that may be sharded or resumed (digest, verify-range), checked alike
+// before any server starts. Usage errors naming the flag: --shard needs --shards; --resume needs
+// --out (its checkpoint is OUT.partial, which must be a regular file when it exists); --shards
+// needs --out (the part `manifest merge` joins) and a range every shard splits the same way; the
+// shard's index resolves (ResolveShardIndex) and its slice exists (ShardSlice). Returns the
+// shard's index (0 when not sharded).
+struct ShardAndResumeFlags {
+  std::optional<int64_t> shard;  // --shard K, when given
+  uint32_t shards = 0;           // --shards N; 0: not sharded
+  bool resume = false;           // --resume
+  std::string out;               // --out; "-" is standard output (no checkpoint)
+};
+Result<uint32_t> CheckShardAndResumeFlags(const ShardAndResumeFlags& flags, const std::optional<LedgerRange>& range);
+
 // Digests slice `index` of `count` of `range` of `schema` into the partial manifest `path`.
 // REQUIRES: options.range unset (the slice is set here).
 Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const std::string& schema,

@@ -453,18 +453,7 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
   if (o.jobs < 1) return Status::Usage("--jobs must be at least 1");
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.left_schema));
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
-  if (o.shards == 0 && o.shard) return Status::Usage("--shard K needs --shards N");
-  if (o.resume && o.out.empty()) return Status::Usage("--resume needs --out FILE (its checkpoint is FILE.partial)");
-  if (!o.out.empty()) {
-    std::error_code ec;
-    const std::string cp = dump::CheckpointPath(o.out);
-    if (std::filesystem::exists(cp, ec)) LD_RETURN_IF_ERROR(CheckRegularFile(cp, "checkpoint " + cp));
-  }
-  if (o.shards > 0) {
-    if (o.out.empty()) return Status::Usage("--shards needs --out PART (the partial manifest for `manifest merge`)");
-    LD_ASSIGN_OR_RETURN(uint32_t index, dump::ResolveShardIndex(o.shard, o.shards));
-    LD_RETURN_IF_ERROR(dump::ShardSlice(o.range, o.shards, index).status());
-  }
+  LD_RETURN_IF_ERROR(dump::CheckShardAndResumeFlags({o.shard, o.shards, o.resume, o.out}, o.range).status());
   return dump::LoadProfileSpec(o.table_profile).status();
 }
 
