@@ -181,6 +181,9 @@ void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
   sub->add_flag("--allow-gaps", o.allow_gaps,
                 "Accept ledgers of --range that a side does not hold (else the verdict is incomplete, exit 1); they "
                 "are still listed");
+  sub->add_option("--allow-missing-table", o.allow_missing_tables,
+                  "A table the profile requires that neither side has is accepted (listed as not compared) instead "
+                  "of making the verdict incomplete (exit 1); repeat for several");
   sub->add_option("--shards", o.shards,
                   "Compare one shard of N (deterministic contiguous slices of --range) and write its part (--out); "
                   "join the parts with `manifest merge`");

@@ -13,11 +13,15 @@ namespace ledgerdiff::pg {
 
 namespace {
 
-// Session settings that make COPY text output independent of server and client defaults.
+// Session settings that make COPY text output independent of server and client defaults, and
+// row_security off (as pg_dump sets it): a row-level security policy that would hide rows from
+// this role makes the statement fail instead of returning fewer rows than the table holds.
 constexpr const char* kPinnedSettings =
     "SET DateStyle = 'ISO, YMD'; SET TimeZone = 'UTC'; SET IntervalStyle = 'postgres'; "
     "SET extra_float_digits = 3; SET bytea_output = 'hex'; SET client_encoding = 'UTF8'; "
-    "SET standard_conforming_strings = on; SET client_min_messages = warning;";
+    "SET standard_conforming_strings = on; SET client_min_messages = warning; SET row_security = off;";
+// What a read-only session adds: every transaction of it is read-only, whatever it runs.
+constexpr const char* kReadOnlySettings = "SET default_transaction_read_only = on;";
 
 std::string Trim(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
@@ -28,6 +32,13 @@ std::string Trim(std::string s) {
 }
 
 void NoticeIgnore(void*, const char*) {}
+
+// With row_security off, a statement that a policy would filter fails with 42501
+// (insufficient_privilege) and this message: bad input (the role), not a runtime failure.
+bool IsRowSecurityRefusal(const char* sqlstate, std::string_view message) {
+  return sqlstate && std::string_view(sqlstate) == "42501" &&
+         message.find("row-level security policy") != std::string_view::npos;
+}
 
 }  // namespace
 
@@ -93,6 +104,12 @@ Status Connection::Failure(const pg_result* res) const {
   // closed socket may not have been noticed yet: an error the server did not send (no SQLSTATE,
   // made by libpq itself) counts as a lost connection too.
   const char* sqlstate = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : nullptr;
+  if (IsRowSecurityRefusal(sqlstate, msg)) {
+    const char* role = PQuser(conn_);
+    return Status::Usagef("{} (read as role \"{}\": a row-level security policy would hide rows from it, so nothing "
+                          "it reads there can be compared; read as a role with BYPASSRLS or the table's owner)",
+                          msg, role ? role : "");
+  }
   bool server_going_down =
       sqlstate == nullptr || *sqlstate == '\0' || std::string_view(sqlstate).substr(0, 4) == "57P0";
   if (PQstatus(conn_) == CONNECTION_BAD || server_going_down) {
@@ -133,7 +150,8 @@ bool ConnectErrorIsBadInput(const std::string& conninfo, const std::string& erro
 
 }  // namespace
 
-Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo, const std::string& application_name) {
+Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo, const std::string& application_name,
+                                                     Access access) {
   // Before anything can fail: libpq may echo the password (a malformed URI's token).
   RegisterConninfoSecrets(conninfo);
   RegisterEnvironmentSecrets();
@@ -155,6 +173,7 @@ Result<std::unique_ptr<Connection>> Connection::Open(const std::string& conninfo
   PQsetNoticeProcessor(raw, NoticeIgnore, nullptr);
   std::unique_ptr<Connection> conn(new Connection(raw));
   LD_RETURN_IF_ERROR(conn->Run(kPinnedSettings));
+  if (access == Access::kReadOnly) LD_RETURN_IF_ERROR(conn->Run(kReadOnlySettings));
   return conn;
 }
 

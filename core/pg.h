@@ -57,12 +57,19 @@ class Rows {
 // Parameters for Exec: std::nullopt is SQL NULL; everything else is passed as text.
 using Param = std::optional<std::string>;
 
+// What a session may do. A session that reads a source (digest, diff, dump, verify-range) is
+// kReadOnly: every transaction it runs is read-only (default_transaction_read_only).
+enum class Access { kReadWrite, kReadOnly };
+
 class Connection {
  public:
-  // Connects and pins the session settings. `application_name` shows in pg_stat_activity.
-  // Errors name the target with the password redacted.
+  // Connects and pins the session settings (row_security off for every session: a policy that
+  // would hide rows is an error, exit 2 naming the table and the role, never a short read).
+  // `application_name` shows in pg_stat_activity. Errors name the target with the password
+  // redacted.
   static Result<std::unique_ptr<Connection>> Open(const std::string& conninfo,
-                                                  const std::string& application_name = "ledgerdiff");
+                                                  const std::string& application_name = "ledgerdiff",
+                                                  Access access = Access::kReadWrite);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;

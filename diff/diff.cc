@@ -150,7 +150,7 @@ struct SideStream {
       Status st = queue.status();
       return st.ok() ? Status::Runtimef("{}: the digest ended without a snapshot", Describe(source)) : st;
     }
-    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db().conninfo, "ledgerdiff diff checks"));
+    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db().conninfo, "ledgerdiff diff checks", pg::Access::kReadOnly));
     LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
     LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(*id)));
     return conn;
@@ -398,10 +398,11 @@ class DiffRun {
         s.present = s.reader->header().range;
         continue;
       }
-      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.db().conninfo, "ledgerdiff diff"));
+      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.db().conninfo, "ledgerdiff diff", pg::Access::kReadOnly));
       auto p = dump::ResolveProfile(*conn, s.db().schema, spec_);
       if (!p.ok()) return p.status().With(Describe(s.source));
       s.profile = std::move(p).value();
+      if (options_.settled_before_ms) dump::ApplySettledCutoff(s.profile, *options_.settled_before_ms);
       if (!options_.range) {
         auto r = dump::DetectRange(*conn, s.db().schema, s.profile);
         if (r.ok()) s.present = *r;  // an empty side is compared against the other side's range
@@ -480,6 +481,7 @@ class DiffRun {
     }
     for (const auto& rt : rp.tables)
       if (!lp.Find(rt.name)) report_.schema_differences.push_back(fmt::format("table {} only on the right", rt.name));
+    if (options_.require_profile_tables) FindMissingTables(lp, rp);
     if (common_.tables.empty()) return Status::Usage("the two sides have no table in common");
     for (const auto& t : common_.tables)
       for (const auto& c : t.excluded) report_.excluded_columns.push_back(t.name + "." + c);
@@ -526,6 +528,7 @@ class DiffRun {
       dopts.phase = fmt::format("digest {}", s.name);
       dopts.resolve_on_client = options_.resolve_on_client;
       dopts.engine = report_.engine;
+      dopts.settled_before_ms = options_.settled_before_ms;
       dopts.lookup_cache = options_.lookup_caches[&s == &sides_[0] ? 0 : 1];
       dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen) {
         return s.gate.PublishAndWait(id, seen);
@@ -794,7 +797,27 @@ class DiffRun {
     }
     if (report_.left_root.empty() || report_.right_root.empty())
       report_.notes.push_back("roots of a manifest are only known for its whole range and tables");
+    CollectReadFacts();
     return Status::Ok();
+  }
+
+  // What each schema side's digest recorded of its read: its snapshot, and its unsettled rows
+  // per windowed table.
+  void CollectReadFacts() {
+    if (sides_[0].is_schema()) report_.left_snapshot = sides_[0].summary.snapshot;
+    if (sides_[1].is_schema()) report_.right_snapshot = sides_[1].summary.snapshot;
+    report_.settled_before_ms = options_.settled_before_ms;
+    if (!options_.settled_before_ms) return;
+    std::map<std::string, UnsettledCount> by_table;
+    for (int i = 0; i < 2; ++i) {
+      if (!sides_[i].is_schema()) continue;
+      for (const dump::UnsettledRows& u : sides_[i].summary.unsettled) {
+        UnsettledCount& c = by_table[u.table];
+        c.table = u.table;
+        (i == 0 ? c.left : c.right) = u.rows;
+      }
+    }
+    for (auto& [table, c] : by_table) report_.unsettled.push_back(c);
   }
 
   // The verdict. identical requires that something was compared (unless --allow-empty).
@@ -807,7 +830,7 @@ class DiffRun {
                          invariants_broken || !report_.outside_range_differences.empty();
     const Coverage& cov = report_.coverage;
     const bool accepted_empty = options_.allow_empty && cov.left.held == 0 && cov.right.held == 0;
-    const bool incomplete = !cov.complete() && !options_.allow_gaps && !accepted_empty;
+    const bool incomplete = (!cov.complete() && !options_.allow_gaps && !accepted_empty) || !report_.missing_tables.empty();
     report_.verdict = differs ? Verdict::kDivergent : incomplete ? Verdict::kIncomplete : Verdict::kIdentical;
     report_.identical = report_.verdict == Verdict::kIdentical;
     if (!differs && report_.rows_compared_left == 0 && report_.rows_compared_right == 0 &&
@@ -833,6 +856,16 @@ class DiffRun {
                       "{} / {} / {}",
                       table, range_.str(), o[0].before, o[0].after, o[0].no_ledger, o[1].before, o[1].after,
                       o[1].no_ledger));
+    }
+  }
+
+  // The required tables of the profile that neither side compares.
+  void FindMissingTables(const ResolvedProfile& lp, const ResolvedProfile& rp) {
+    for (const dump::TableRule& rule : spec_.tables) {
+      if (!rule.required || lp.Find(rule.table) || rp.Find(rule.table)) continue;
+      const bool allowed = std::find(options_.allow_missing_tables.begin(), options_.allow_missing_tables.end(),
+                                     rule.table) != options_.allow_missing_tables.end();
+      (allowed ? report_.allowed_missing_tables : report_.missing_tables).push_back(rule.table);
     }
   }
 

@@ -100,6 +100,21 @@ struct DiffOptions {
   // Called with every chunk a schema side's digest computes (not the replayed ones): side 0 left,
   // 1 right, from that side's digest thread. verify-range checkpoints them.
   std::function<Status(int side, const dump::Chunk& chunk)> digested_chunks;
+  // Two live sides (verify-range): windowed tables (dump::TimeWindow) compare only the rows whose
+  // window closed at or before this instant (epoch ms), the same cutoff on both sides; the
+  // others are counted as unsettled (DiffReport::unsettled). nullopt: every row (finished copies).
+  std::optional<int64_t> settled_before_ms;
+  // Two databases of the profile's kind (verify-range): a table the profile marks required that
+  // neither side has is listed (DiffReport::missing_tables) and makes the verdict incomplete,
+  // unless named here (--allow-missing-table).
+  bool require_profile_tables = false;
+  std::vector<std::string> allow_missing_tables;
+};
+
+// A windowed table's rows left out as unsettled (DiffOptions::settled_before_ms), per side.
+struct UnsettledCount {
+  std::string table;
+  uint64_t left = 0, right = 0;
 };
 
 // Rows of one side's compared table that the range leaves out: a warning, except without
@@ -224,7 +239,8 @@ struct DiffReport {
   std::string profile;
   dump::DigestEngine engine = dump::DigestEngine::kText;  // what computed both sides' digests
   // identical: nothing differs and coverage is complete (or --allow-gaps). divergent: something
-  // differs (takes precedence). incomplete: nothing differs, but a side lacks ledgers of the range.
+  // differs (takes precedence). incomplete: nothing differs, but a side lacks ledgers of the range,
+  // or a required table is on neither side (missing_tables).
   Verdict verdict = Verdict::kDivergent;
   bool identical = false;  // verdict == kIdentical
   Coverage coverage;
@@ -242,6 +258,15 @@ struct DiffReport {
   std::vector<std::string> schema_differences;  // tables/columns present on one side only: divergence
   std::vector<std::string> schema_notes;        // class-equal widenings (timestamp/timestamptz...)
   std::vector<OutsideRows> rows_outside_range;  // per side and table, when not 0
+  // Not compared: rows of windowed tables whose window had not closed (DiffOptions::
+  // settled_before_ms, echoed here; every windowed table compared listed, with 0s too).
+  std::optional<int64_t> settled_before_ms;
+  std::vector<UnsettledCount> unsettled;
+  // Required tables of the profile that neither side has: listed, and the verdict is incomplete
+  // unless allowed (then they are in allowed_missing_tables instead).
+  std::vector<std::string> missing_tables, allowed_missing_tables;
+  // When each schema side's digest took its snapshot (nullopt for a manifest side).
+  std::optional<dump::SourceSnapshot> left_snapshot, right_snapshot;
   // Without --range the range is meant to hold every row; a compared table whose rows outside it
   // (NULL ledger; or written after the range was chosen) number differently on the two schema
   // sides cannot be identical: each such table is listed here, and any makes the result divergent.

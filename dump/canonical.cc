@@ -108,7 +108,9 @@ std::string LedgerExpr(const ResolvedTable& table) {
 }
 
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range) {
-  return LedgerRangePredicate(table.ledger.column, table.ledger.kind, range, "t");
+  std::string p = LedgerRangePredicate(table.ledger.column, table.ledger.kind, range, "t");
+  if (std::string settled = SettledPredicate(table); !settled.empty()) p += " AND " + settled;
+  return p;
 }
 
 namespace {

@@ -48,6 +48,8 @@ const Digest128& EmptyDigest();
 
 // SQL pieces. REQUIRES: `table` comes from ResolveProfile (its exprs are set).
 std::string LedgerExpr(const ResolvedTable& table);
+// The rows of `range`: the ledger predicate, and only the settled rows of a windowed table
+// once a cutoff was applied (profile.h ApplySettledCutoff).
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range);
 std::string CanonicalSelect(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
 std::string CanonicalCopy(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);

@@ -62,6 +62,7 @@ struct PlannedChunk {
 struct Prepared {
   std::unique_ptr<pg::Connection> coordinator;
   std::string snapshot;
+  std::optional<SourceSnapshot> source_snapshot;  // with `snapshot`
   ResolvedProfile profile;
   LedgerRange range;
   uint32_t chunk = 1;
@@ -133,11 +134,16 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
                          const DigestOptions& options, bool snapshot) {
   if (options.jobs < 1) return Status::Usage("--jobs must be at least 1");
   Prepared p;
-  LD_ASSIGN_OR_RETURN(p.coordinator, pg::Connection::Open(conninfo, "ledgerdiff digest"));
+  LD_ASSIGN_OR_RETURN(p.coordinator, pg::Connection::Open(conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
   if (snapshot) {
     LD_RETURN_IF_ERROR(p.coordinator->Run(kBeginSnapshot));
-    LD_ASSIGN_OR_RETURN(pg::Rows snap, p.coordinator->Exec("SELECT pg_export_snapshot()"));
+    LD_ASSIGN_OR_RETURN(pg::Rows snap,
+                        p.coordinator->Exec("SELECT pg_export_snapshot(), (CASE WHEN pg_is_in_recovery() THEN "
+                                            "pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text, "
+                                            "to_char(clock_timestamp() AT TIME ZONE 'UTC', "
+                                            "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"));
     p.snapshot = std::string(snap.Get(0, 0));
+    p.source_snapshot = SourceSnapshot{std::string(snap.Get(0, 1)), std::string(snap.Get(0, 2))};
   }
   if (options.engine == DigestEngine::kServerHash) {
     LD_ASSIGN_OR_RETURN(pg::Rows v, p.coordinator->Exec("SELECT current_setting('server_version_num')::int"));
@@ -148,6 +154,7 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
   }
   LD_ASSIGN_OR_RETURN(p.profile, ResolveProfile(*p.coordinator, schema, spec));
   if (options.restrict_to) p.profile = RestrictProfile(p.profile, *options.restrict_to);
+  if (options.settled_before_ms) ApplySettledCutoff(p.profile, *options.settled_before_ms);
   if (options.range) {
     p.range = *options.range;
   } else {
@@ -508,7 +515,7 @@ Result<std::vector<std::unique_ptr<pg::Connection>>> OpenWorkers(const std::stri
                                                                  const std::string& snapshot, int jobs) {
   std::vector<std::unique_ptr<pg::Connection>> conns;
   for (int w = 0; w < jobs; ++w) {
-    LD_ASSIGN_OR_RETURN(auto c, pg::Connection::Open(conninfo, fmt::format("ledgerdiff digest w{}", w + 1)));
+    LD_ASSIGN_OR_RETURN(auto c, pg::Connection::Open(conninfo, fmt::format("ledgerdiff digest w{}", w + 1), pg::Access::kReadOnly));
     LD_RETURN_IF_ERROR(c->Run(kBeginSnapshot));
     LD_RETURN_IF_ERROR(c->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(snapshot)));
     LD_RETURN_IF_ERROR(c->Run("SET LOCAL work_mem = '32MB'"));
@@ -905,10 +912,45 @@ Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, co
   return out;
 }
 
+Result<std::optional<int64_t>> LastLedgerCloseMs(pg::Connection& conn, const std::string& schema, Ledger at) {
+  const HistoryTable ledgers = *FindHistoryTable(kLedgerTable);
+  LD_ASSIGN_OR_RETURN(pg::Rows present,
+                      conn.Exec("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'closed_at' "
+                                "AND NOT attisdropped",
+                                {pg::Qualified(schema, ledgers.name)}));
+  if (present.size() == 0) return std::optional<int64_t>();
+  LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT (extract(epoch FROM closed_at) * 1000)::bigint FROM {} "
+                                                        "WHERE {} <= $1 ORDER BY {} DESC LIMIT 1",
+                                                        pg::Qualified(schema, ledgers.name),
+                                                        pg::QuoteIdent(ledgers.ledger_column),
+                                                        pg::QuoteIdent(ledgers.ledger_column)),
+                                            {std::to_string(at)}));
+  if (r.size() == 0 || r.IsNull(0, 0)) return std::optional<int64_t>();
+  return std::optional<int64_t>(r.GetInt(0, 0));
+}
+
+// The rows of each windowed table in `range` that the cutoff leaves out (ApplySettledCutoff),
+// counted on `conn` (in its snapshot).
+Result<std::vector<UnsettledRows>> CountUnsettled(pg::Connection& conn, const std::string& schema,
+                                                  const ResolvedProfile& profile, const LedgerRange& range) {
+  std::vector<UnsettledRows> out;
+  for (const ResolvedTable& t : profile.tables) {
+    const std::string settled = SettledPredicate(t);
+    if (settled.empty()) continue;
+    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format(
+                                        "SELECT count(*) FROM {} t WHERE {} AND NOT ({})", pg::Qualified(schema, t.name),
+                                        LedgerRangePredicate(t.ledger.column, t.ledger.kind, range, "t"), settled)));
+    out.push_back({t.name, static_cast<uint64_t>(r.GetInt(0, 0))});
+  }
+  return out;
+}
+
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                    const DigestOptions& options, const ChunkSink& sink, Reporter& reporter) {
   const auto start = std::chrono::steady_clock::now();
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
+  LD_ASSIGN_OR_RETURN(std::vector<UnsettledRows> unsettled,
+                      CountUnsettled(*prep.coordinator, schema, prep.profile, prep.range));
   LD_ASSIGN_OR_RETURN(const WorkPlan plan, PlanWork(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk));
   LD_ASSIGN_OR_RETURN(const ClientPlan client,
                       PlanClientResolution(*prep.coordinator, schema, prep.profile,
@@ -929,6 +971,8 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   (void)prep.coordinator->Run("COMMIT");
   DigestSummary summary = emitter.Finish();
   summary.engine = options.engine;
+  summary.unsettled = std::move(unsettled);
+  summary.snapshot = prep.source_snapshot;
   summary.seconds = SecondsSince(start);
   return summary;
 }

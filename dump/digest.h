@@ -125,6 +125,10 @@ struct DigestOptions {
   // Text (the reference) or server-hash (dump/canonical.h DigestEngine). The summary records it;
   // digests of different engines differ and are never compared.
   DigestEngine engine = kDefaultEngine;
+  // Comparing two live sides (verify-range): read only the settled rows of windowed tables,
+  // those whose window closed at or before this instant (epoch ms; profile.h TimeWindow), and
+  // count the others in the summary (DigestSummary::unsettled). nullopt: every row.
+  std::optional<int64_t> settled_before_ms;
   // Resolve surrogate ids on the client from lookup maps read once (dump/lookup_map.h) instead
   // of joining in every statement. Same digests either way; false is the canonical joins.
   bool resolve_on_client = true;
@@ -151,6 +155,29 @@ struct TableSummary {
   std::string root;  // hex SHA-256
 };
 
+// When a digest read its source: the server's WAL position when the digest's snapshot was taken
+// (pg_current_wal_lsn(), or pg_last_wal_replay_lsn() on a standby) and the server's time then
+// (UTC, ISO 8601). Two reads of one source at the same LSN saw the same committed data.
+struct SourceSnapshot {
+  std::string lsn, at;
+  bool operator==(const SourceSnapshot&) const = default;
+};
+
+// Rows of a windowed table in the digest's range that DigestOptions::settled_before_ms left out.
+struct UnsettledRows {
+  std::string table;
+  uint64_t rows = 0;
+};
+
+// Ledgers that `digest --append` read into a manifest it extended, and when (UTC, ISO 8601):
+// the rest of the manifest's range was taken from the file, read when it was written. Header key
+// "appended" ([{"from","to","at"}], in range order; absent for a manifest read in one digest).
+struct AppendedStretch {
+  LedgerRange range;
+  std::string at;
+  bool operator==(const AppendedStretch&) const = default;
+};
+
 struct DigestSummary {
   std::string source;  // "schema \"s\"" or "manifest PATH"
   LedgerRange range;
@@ -161,6 +188,14 @@ struct DigestSummary {
   double seconds = 0;
   size_t tables_resolved_on_client = 0;  // read with lookup maps instead of joins (lookup_map.h)
   DigestEngine engine = DigestEngine::kText;  // what computed the entries (a manifest's header key "engine")
+  // With DigestOptions::settled_before_ms: per windowed table, its unsettled rows in the range,
+  // counted in the digest's snapshot (tables with none are listed too).
+  std::vector<UnsettledRows> unsettled;
+  // DigestSchema: when its snapshot was taken (nullopt for a manifest's summary).
+  std::optional<SourceSnapshot> snapshot;
+  // A manifest extended by `digest --append`: the stretches each append read (manifest.h); the
+  // rest of the range was read by the digest that first wrote it.
+  std::vector<AppendedStretch> appended;
   // Manifest written (DigestToManifest): its size.
   std::string manifest_path;
   uint64_t manifest_bytes = 0;
@@ -177,6 +212,13 @@ struct DigestSummary {
 // The range present in `schema`: the union of min..max ledger over every compared table (ledger 0
 // included). Usage error when everything is empty or a ledger is outside 0..2^31-1.
 Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile);
+
+// The close time (epoch milliseconds, UTC) of the last ledger at or before `at` in `schema`'s
+// ledger table (core/history_tables.h kLedgerTable, its closed_at), or nullopt when it holds
+// none: the instant up to which a side's windowed tables are settled (profile.h TimeWindow).
+Result<std::optional<int64_t>> LastLedgerCloseMs(pg::Connection& conn, const std::string& schema, Ledger at);
+// A cutoff before any window: nothing is settled (far from overflow when a width is subtracted).
+inline constexpr int64_t kNothingSettled = INT64_MIN / 4;
 
 // Rows of a compared table that a digest over `range` does not read.
 struct OutsideRange {

@@ -333,7 +333,7 @@ bool ClientResolvedTable::LedgerOf(const std::vector<std::string_view>& row, Led
 
 Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Ledger ledger,
                                     std::vector<std::string_view>& out) {
-  enum State : uint8_t { kNullId, kMissing, kFound };
+  enum State : uint8_t { kNullId, kMissing, kFound, kFoundNullKey };
   const size_t J = table_.joins.size();
   State state[64];
   if (J > 64) return Status::Runtimef("table {}: more than 64 lookups", table_.name);
@@ -346,9 +346,11 @@ Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Le
       return Status::Runtimef("table {}: surrogate id \"{}\" is not an integer", table_.name, f);
     } else if (const ptrdiff_t r = maps_[j]->FindRowAndNaturals(id, natural_[j].data()); r >= 0) {
       marks_[j]->Mark(static_cast<size_t>(r));
-      state[j] = kFound;
+      state[j] = std::all_of(natural_[j].begin(), natural_[j].end(), [](std::string_view v) { return v == kNull; })
+                     ? kFoundNullKey
+                     : kFound;
     } else {
-      scratch_[j] = "!unresolved:";
+      scratch_[j] = kUnresolvedPrefix;
       scratch_[j].append(f);
       state[j] = kMissing;
       JoinReferences& m = references_[j];
@@ -369,7 +371,12 @@ Status ClientResolvedTable::Resolve(const std::vector<std::string_view>& row, Le
       out[i] = row[k];
     } else {
       size_t j = static_cast<size_t>(join);
-      out[i] = state[j] == kNullId ? kNull : state[j] == kMissing ? std::string_view(scratch_[j]) : natural_[j][k];
+      switch (state[j]) {
+        case kNullId: out[i] = kNull; break;
+        case kMissing: out[i] = scratch_[j]; break;
+        case kFoundNullKey: out[i] = k == 0 ? kNullNaturalKey : kNull; break;
+        case kFound: out[i] = natural_[j][k]; break;
+      }
     }
   }
   if (table_.orientation) {

@@ -4,7 +4,9 @@
 // with no joins, and builds the very fields the canonical query's LEFT JOINs would give:
 //   id NULL            -> NULL
 //   id without a row   -> "!unresolved:<id>"
+//   id with a row whose natural key is wholly NULL -> "!null-key" (first column; others NULL)
 //   id with a row      -> the natural column's text (NULL when it is NULL)
+// (dump/profile.h: kUnresolvedPrefix, kNullNaturalKey)
 // then turns trades around (ClientOrientation) as the canonical query's CASEs do. The row
 // encoding, and so every digest, is the same either way (tests/digest_test.cc checks both).
 //

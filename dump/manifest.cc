@@ -75,6 +75,11 @@ Result<std::unique_ptr<ManifestWriter>> ManifestWriter::Create(const std::string
                   {"full_range", {{"from", header.shard->full_range.from}, {"to", header.shard->full_range.to}}}};
   if (header.comparison) j["comparison"] = "verify-range";
   if (header.workload) j["workload"] = {{"density", header.workload->density}, {"seed", header.workload->seed}};
+  if (!header.appended.empty()) {
+    j["appended"] = nlohmann::json::array();
+    for (const auto& a : header.appended)
+      j["appended"].push_back({{"from", a.range.from}, {"to", a.range.to}, {"at", a.at}});
+  }
   if (header.comparison != header.right_identity.has_value())
     return Status::Runtimef("manifest {}: a comparison's header names both sides' sources", path);
   j["source_identity"] = ManifestIdentityToJson(header);
@@ -191,7 +196,8 @@ ManifestHeader NewManifestHeader(std::string source, ManifestDetail detail, cons
                         .identity = {},
                         .right_identity = std::nullopt,
                         .workload = std::nullopt,
-                        .engine = engine};
+                        .engine = engine,
+                        .appended = {}};
 }
 
 Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std::string& path) {
@@ -246,6 +252,27 @@ Result<ManifestHeader> ManifestHeaderFromJson(const nlohmann::json& j, const std
       const nlohmann::json& jw = JsonObject(j, "", "workload");
       h.workload = ManifestWorkload{JsonString(jw, "workload", "density"),
                                     JsonUnsigned(jw, "workload", "seed", UINT64_MAX)};
+    }
+    if (j.contains("appended")) {
+      // Stretches of the range, in order, not overlapping, each after the first ledger (the
+      // digest that wrote the file read at least that one).
+      const nlohmann::json& ja = JsonArray(j, "", "appended", kMaxAppendedStretches);
+      Ledger next = h.range.from + 1;
+      for (const auto& a : ja) {
+        if (!a.is_object()) throw JsonFormatError("key \"appended\": an element is not an object");
+        AppendedStretch stretch{{static_cast<Ledger>(JsonUnsigned(a, "appended", "from", kMaxManifestLedger)),
+                                 static_cast<Ledger>(JsonUnsigned(a, "appended", "to", kMaxManifestLedger))},
+                                JsonString(a, "appended", "at")};
+        if (stretch.range.to < stretch.range.from)
+          throw JsonFormatError(fmt::format("key \"appended\": {}:{} ends before it starts", stretch.range.from,
+                                            stretch.range.to));
+        if (stretch.range.from < next || stretch.range.to > h.range.to)
+          throw JsonFormatError(fmt::format("key \"appended\": ledgers {} are not after {} within the range {}",
+                                            stretch.range.str(), next - 1, h.range.str()));
+        if (stretch.at.size() > 64) throw JsonFormatError("key \"appended.at\": longer than 64 characters");
+        next = stretch.range.to + 1;
+        h.appended.push_back(std::move(stretch));
+      }
     }
     if (j.contains("shard")) {
       const nlohmann::json& js = JsonObject(j, "", "shard");
@@ -502,6 +529,19 @@ Status ManifestReader::Finish() {
         c.missing_right = JsonUnsigned(cov, cat, "missing_right", kMaxManifestLedger + uint64_t{1});
         c.allow_gaps = JsonBool(cov, cat, "allow_gaps");
       }
+      if (jc.contains("snapshots")) {  // a part's (written since issue 41)
+        const nlohmann::json& js = JsonObject(jc, at, "snapshots");
+        const std::string sat = at + ".snapshots";
+        const std::pair<const char*, std::optional<SourceSnapshot>*> sides[] = {{"left", &c.left_snapshot},
+                                                                                 {"right", &c.right_snapshot}};
+        for (const auto& [side, snapshot] : sides) {
+          const nlohmann::json& one = JsonObject(js, sat, side);
+          SourceSnapshot snap{JsonString(one, sat + "." + side, "lsn"), JsonString(one, sat + "." + side, "at")};
+          if (snap.lsn.size() > 32 || snap.at.size() > 64)
+            throw JsonFormatError(fmt::format("key \"{}.{}\": longer than a WAL position and a time", sat, side));
+          *snapshot = std::move(snap);
+        }
+      }
       comparison_ = c;
     }
   } catch (const std::exception& e) {
@@ -517,7 +557,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                                        const std::optional<ManifestWorkload>& workload) {
   const auto started = std::chrono::steady_clock::now();
   // Resolve profile and range first (a quick separate read), then digest with them fixed.
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest"));
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
   LD_ASSIGN_OR_RETURN(ResolvedProfile profile, ResolveProfile(*conn, schema, spec));
   DigestOptions opts = options;
   if (!opts.range) {
@@ -621,7 +661,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
                           old.range.from, range->from);
   std::optional<Ledger> to;
   if (range) to = range->to;
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest"));
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
   LD_ASSIGN_OR_RETURN(ResolvedProfile profile, ResolveProfile(*conn, schema, spec));
   if (profile.name != old.profile.name || ProfileFingerprint(profile) != old.fingerprint)
     return Status::Usagef(
@@ -647,6 +687,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
   header.tool_version.clear();  // the writer's own, as a digest of the whole range writes
   header.range = {old.range.from, *to};
   header.identity = JoinSourceIdentity(identity, old.identity);
+  if (*to > old.range.to) header.appended.push_back({LedgerRange{old.range.to + 1, *to}, IsoTimeNow()});
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(path, header));
   SummaryBuilder builder(old.profile, header.range, header.source);
   const auto add = [&](const Chunk& c) -> Status {
@@ -681,6 +722,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
   DigestSummary summary = builder.Finish();
   summary.tables_resolved_on_client = digested.tables_resolved_on_client;
   summary.engine = old.engine;
+  summary.appended = header.appended;
   LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary));
   summary.seconds = SecondsSince(started);
   summary.manifest_path = path;
@@ -724,6 +766,7 @@ Result<ManifestInfo> ReadManifestInfo(const std::string& path) {
     if (!more) break;
   }
   ManifestInfo info{std::move(reader->header_), std::move(reader->summary_), std::move(reader->comparison_)};
+  info.summary.appended = info.header.appended;
   std::error_code ec;
   info.summary.manifest_bytes = std::filesystem::file_size(path, ec);
   return info;
@@ -739,6 +782,9 @@ nlohmann::json ComparisonOutcomeToJson(const ComparisonOutcome& c) {
           {"allow_empty", c.allow_empty}};
   if (c.coverage_checked)
     j["coverage"] = {{"missing_left", c.missing_left}, {"missing_right", c.missing_right}, {"allow_gaps", c.allow_gaps}};
+  if (c.left_snapshot && c.right_snapshot)
+    j["snapshots"] = {{"left", {{"lsn", c.left_snapshot->lsn}, {"at", c.left_snapshot->at}}},
+                      {"right", {{"lsn", c.right_snapshot->lsn}, {"at", c.right_snapshot->at}}}};
   return j;
 }
 

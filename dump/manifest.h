@@ -82,6 +82,7 @@ constexpr uint32_t kMaxManifestTrailerBytes = 4u << 20;
 constexpr size_t kMaxManifestTables = 4096;
 constexpr size_t kMaxManifestColumns = 1600;  // PostgreSQL's own limit of columns per table
 constexpr Ledger kMaxManifestLedger = 2147483647;  // core/ledger_range.h: to < 2^31
+constexpr size_t kMaxAppendedStretches = 100000;   // header key "appended": one per append
 constexpr size_t kMaxManifestChunkEntries = size_t{1} << 16;  // per chunk a reader hands out
 
 // A partial manifest (a shard of a sharded digest, dump/shard.h): its own range is the slice
@@ -115,6 +116,10 @@ struct ComparisonOutcome {
   bool incomplete() const {
     return !identical && coverage_checked && !allow_gaps && (missing_left || missing_right) && !first_divergent_ledger;
   }
+  // A shard's part (verify-range --shards): when each side's digest took its snapshot. Trailer
+  // key "snapshots" {left, right: {lsn, at}}, written for parts only; `manifest merge` says when
+  // its parts were read at different snapshots of a side.
+  std::optional<SourceSnapshot> left_snapshot, right_snapshot;
 };
 
 // What the built-in ingester generated the digested schema from, when the manifest records it
@@ -143,6 +148,7 @@ struct ManifestHeader {
   std::optional<SourceIdentity> right_identity;
   std::optional<ManifestWorkload> workload;  // header key "workload" (optional)
   DigestEngine engine = DigestEngine::kText;  // header key "engine"
+  std::vector<AppendedStretch> appended;     // header key "appended" (optional; digest.h)
 };
 
 // A header's core: what was digested (source, range, profile, shard), how (detail, engine).

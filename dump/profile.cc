@@ -31,6 +31,8 @@ constexpr ClassName kClassNames[] = {
 };
 
 const std::vector<std::string> kDefaultExclude = {"created_at", "updated_at", "importer_version"};
+// A week: wider windows are not aggregation buckets (and keep cutoff arithmetic far from overflow).
+constexpr int64_t kMaxWindowMs = int64_t{7} * 24 * 3600 * 1000;
 
 ResolveRule Accounts(const std::string& column) { return {column, "history_accounts", "id", {"address"}}; }
 ResolveRule Assets(const std::string& column) {
@@ -51,11 +53,23 @@ std::vector<ResolveRule> HorizonResolves() {
           Balances("history_claimable_balance_id")};
 }
 
+// The history tables every Horizon database has, at every migration level the real dumps show
+// (the others came with later migrations: claimable balances, liquidity pools, trade
+// aggregations, transaction filtering's staging table).
+bool IsCoreHistoryTable(std::string_view name) {
+  static constexpr std::string_view kCore[] = {"history_ledgers",      "history_transactions",
+                                               "history_operations",   "history_effects",
+                                               "history_trades",       "history_operation_participants",
+                                               "history_transaction_participants"};
+  return std::find(std::begin(kCore), std::end(kCore), name) != std::end(kCore);
+}
+
 // What the digest knows of a Horizon history table beyond its ledger column.
 struct TableKnowledge {
   std::vector<std::string> key;      // natural key
   std::vector<std::string> exclude;  // raw columns left out
   std::optional<OrientationRule> orientation;
+  std::optional<TimeWindow> window = std::nullopt;
 };
 
 OrientationRule TradeAggregationOrientation() {
@@ -194,9 +208,17 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
         outputs_of[c.name].push_back(t.columns.size());
         CanonicalColumn out;
         out.name = StripIdSuffix(c.name) + "." + n;
-        out.expr = fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '!unresolved:' || "
-                               "{0}::text ELSE {2}::text END",
-                               Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n));
+        // A reference to a row whose natural key is wholly NULL is neither a NULL reference nor
+        // a missing row: the key's first column says so (kNullNaturalKey), the others stay NULL.
+        std::string null_key;
+        if (k == 0) {
+          std::vector<std::string> nulls;
+          for (const std::string& m : rr->natural) nulls.push_back(Col(alias, m) + " IS NULL");
+          null_key = fmt::format(" WHEN {} THEN {}", fmt::join(nulls, " AND "), pg::QuoteLiteral(kNullNaturalKey));
+        }
+        out.expr = fmt::format("CASE WHEN {0} IS NULL THEN NULL WHEN {1} IS NULL THEN '{3}' || "
+                               "{0}::text{4} ELSE {2}::text END",
+                               Col("t", c.name), Col(alias, rr->lookup_id), Col(alias, n), kUnresolvedPrefix, null_key);
         out.cls = ColumnClass::kText;
         out.type = "text";
         out.join = join;
@@ -229,6 +251,15 @@ ResolvedTable BuildTable(const LiveSchema& live, const std::vector<LiveColumn>& 
   if (rule.orientation && join_alias_of.count(rule.orientation->base) &&
       join_alias_of.count(rule.orientation->counter))
     Orient(*rule.orientation, join_alias_of, outputs_of, t);
+  if (rule.window) {
+    const LiveColumn* wc = FindColumn(cols, rule.window->column);
+    if (wc && ClassOf(*wc) == ColumnClass::kInt) {
+      t.window = rule.window;
+    } else {
+      t.notes.push_back(fmt::format("{}: window column {} absent or not an integer: every row compared at its ledger",
+                                    t.name, rule.window->column));
+    }
+  }
   std::stable_sort(t.columns.begin(), t.columns.end(),
                    [](const CanonicalColumn& a, const CanonicalColumn& b) { return a.name < b.name; });
   return t;
@@ -264,6 +295,19 @@ std::vector<InvariantRule> HorizonInvariants() {
     v.push_back({std::string(table) + "_account_exists", table, MissingReferenceViolation(account),
                  {account.column}, {account.lookup_table}, "a participant references an existing account id", account});
   }
+  // One index probe per bucket (Horizon's htrd_pair_time_lookup: base, counter, ledger_closed_at).
+  // A broken aggregation is caught even when both sides share it, which no comparison can.
+  v.push_back({"trade_aggregation_matches_its_trades", "history_trades_60000",
+               "NOT EXISTS (SELECT 1 FROM {schema}.\"history_trades\" x WHERE x.base_asset_id = t.base_asset_id AND "
+               "x.counter_asset_id = t.counter_asset_id AND x.ledger_closed_at >= to_timestamp(t.\"timestamp\" / "
+               "1000.0) AT TIME ZONE 'UTC' AND x.ledger_closed_at < to_timestamp((t.\"timestamp\" + 60000) / 1000.0) "
+               "AT TIME ZONE 'UTC' HAVING count(*) = t.count AND sum(x.base_amount) = t.base_volume AND "
+               "sum(x.counter_amount) = t.counter_volume)",
+               {"timestamp", "base_asset_id", "counter_asset_id", "count", "base_volume", "counter_volume"},
+               {"history_trades"},
+               "a minute bucket holds the count and volumes of its side's own trades of that minute and asset pair, "
+               "as Horizon aggregates them",
+               std::nullopt});
   return v;
 }
 
@@ -300,7 +344,10 @@ const std::map<std::string, TableKnowledge, std::less<>>& HorizonTableKnowledge(
       // `avg` is counter_volume / base_volume, a quotient that cannot be turned around exactly,
       // so it is left out; the volumes it derives from are compared.
       {"history_trades_60000",
-       {{"base_asset_id", "counter_asset_id", "timestamp"}, {"avg"}, TradeAggregationOrientation()}},
+       {{"base_asset_id", "counter_asset_id", "timestamp"},
+        {"avg"},
+        TradeAggregationOrientation(),
+        TimeWindow{"timestamp", 60000}}},
       // Participants' own `id` is a surrogate with no meaning.
       {"history_operation_participants", {{"history_operation_id", "history_account_id"}, {"id"}, std::nullopt}},
       {"history_transaction_participants", {{"history_transaction_id", "history_account_id"}, {"id"}, std::nullopt}},
@@ -357,9 +404,11 @@ ProfileSpec HorizonProfileSpec() {
       r.key = it->second.key;
       r.exclude = it->second.exclude;
       r.orientation = it->second.orientation;
+      r.window = it->second.window;
     } else {
       r.key = {h.ledger_column};
     }
+    r.required = IsCoreHistoryTable(h.name);
     s.tables.push_back(std::move(r));
   }
   s.invariants = HorizonInvariants();
@@ -401,6 +450,15 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
       r.key = jt.value("key", std::vector<std::string>{});
       r.exclude = jt.value("exclude", std::vector<std::string>{});
       if (jt.value("horizon_trade_orientation", false)) r.orientation = HorizonTradeOrientation();
+      r.required = jt.value("required", false);
+      if (jt.contains("window")) {
+        const auto& jw = jt.at("window");
+        TimeWindow w{jw.at("column").get<std::string>(), jw.at("width_ms").get<int64_t>()};
+        if (w.width_ms <= 0 || w.width_ms > kMaxWindowMs)
+          return Status::Usagef("profile {}: table {}: window width_ms {} is not within 1..{}", origin, r.table,
+                                w.width_ms, kMaxWindowMs);
+        r.window = std::move(w);
+      }
       for (const auto& jr : jt.value("resolve", nlohmann::json::array())) {
         ResolveRule rr;
         rr.column = jr.at("column").get<std::string>();
@@ -572,6 +630,18 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
     return Status::Usagef("schema \"{}\" has none of the tables of profile {} (with their ledger column)", schema,
                           spec.name);
   return p;
+}
+
+void ApplySettledCutoff(ResolvedProfile& profile, int64_t settled_before_ms) {
+  for (ResolvedTable& t : profile.tables)
+    if (t.window) t.settled_before_ms = settled_before_ms;
+}
+
+std::string SettledPredicate(const ResolvedTable& table) {
+  if (!table.window || !table.settled_before_ms) return "";
+  // Subtracting on the cutoff's side cannot overflow the column (width and cutoff are bounded).
+  return fmt::format("t.{} <= {}", pg::QuoteIdent(table.window->column),
+                     *table.settled_before_ms - table.window->width_ms);
 }
 
 ResolvedTable RestrictColumns(const ResolvedTable& table, const std::vector<std::string>& names) {

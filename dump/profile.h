@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -74,6 +75,18 @@ struct InvariantRule {
 // The `violation` of a Reference rule.
 std::string MissingReferenceViolation(const InvariantRule::Reference& r);
 
+// A table derived from history by a time window (Horizon's history_trades_60000: one row per
+// minute and asset pair, filed under the ledger that opened the bucket and rewritten while later
+// ledgers of the same minute add trades). `column` holds the window's start in epoch
+// milliseconds (an integer column); a row is settled, and so comparable, once its window has
+// closed: column + width_ms <= the close time of the last ledger both sides hold. A live side
+// rewrites an unsettled row; it is listed as not compared (unsettled), never called divergent.
+struct TimeWindow {
+  std::string column;
+  int64_t width_ms = 0;
+  bool operator==(const TimeWindow&) const = default;
+};
+
 // Per-table rules of a spec.
 struct TableRule {
   std::string table;
@@ -82,6 +95,11 @@ struct TableRule {
   std::vector<std::string> exclude;  // raw columns dropped for this table
   std::vector<ResolveRule> resolve;
   std::optional<OrientationRule> orientation;
+  std::optional<TimeWindow> window;
+  // Every database of this kind has the table: a comparison of two databases (verify-range)
+  // where neither side has it is incomplete, not identical (diff::DiffOptions::
+  // require_profile_tables). Horizon: the seven tables every migration level has.
+  bool required = false;
 };
 
 struct ProfileSpec {
@@ -110,6 +128,15 @@ ProfileSpec AutoProfileSpec();
 // Errors (Usage) name the file and the problem.
 Result<ProfileSpec> LoadProfileSpec(const std::string& name_or_path);
 Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::string& origin);
+
+// The canonical text of a resolved id, three distinct values for three different facts (both
+// engines, the row diff and `dump` alike):
+//   a NULL id                          -> NULL
+//   an id without a lookup row         -> kUnresolvedPrefix + the id ("!unresolved:17")
+//   an id whose row's natural key is wholly NULL -> kNullNaturalKey in the key's first column
+//   an id with a row                   -> the natural key's columns as text
+inline constexpr std::string_view kUnresolvedPrefix = "!unresolved:";
+inline constexpr std::string_view kNullNaturalKey = "!null-key";
 
 // One canonical output column.
 struct CanonicalColumn {
@@ -170,6 +197,11 @@ struct ResolvedTable {
   // sorting by the other columns is wasted work. Not part of the profile's identity (the
   // canonical order is the same either way when keys are unique).
   bool unique_key = false;
+  // From the rule (live schemas only: a manifest's profile has none), and the comparison's
+  // cutoff when one applies (ApplySettledCutoff): then RangePredicate reads settled rows only.
+  // Neither is part of the profile's identity.
+  std::optional<TimeWindow> window;
+  std::optional<int64_t> settled_before_ms;
 };
 
 struct ResolvedProfile {
@@ -183,6 +215,14 @@ struct ResolvedProfile {
   std::vector<std::string> ExcludedColumns() const;
   const ResolvedTable* Find(const std::string& table) const;
 };
+
+// Restricts every windowed table of `profile` to the rows whose window closed at or before
+// `settled_before_ms` (epoch milliseconds): what a comparison of two live sides reads.
+void ApplySettledCutoff(ResolvedProfile& profile, int64_t settled_before_ms);
+// The SQL predicate over alias t that is true for a settled row of `table`, "" when the table
+// has no window or no cutoff was applied.
+std::string SettledPredicate(const ResolvedTable& table);
+
 
 // Introspects `schema` (pg_attribute) and applies `spec`. Absent tables and columns are skipped.
 // Errors: the schema does not exist (Usage), no table of the profile is present (Usage).

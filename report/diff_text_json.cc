@@ -1,6 +1,8 @@
 // Renderers of a DiffReport: text and JSON (keys documented in diff/README.md).
 #include "report/diff_text_json.h"
 
+#include <ctime>
+
 #include <fmt/format.h>
 
 #include "core/text.h"
@@ -35,6 +37,17 @@ using diff::RowValues;
 using diff::StoredFlippedNote;
 using diff::Verdict;
 using diff::VerdictName;
+
+std::string SettledInstant(int64_t epoch_ms) {
+  if (epoch_ms <= dump::kNothingSettled) return "no ledger";
+  const int64_t seconds = epoch_ms >= 0 ? epoch_ms / 1000 : -((-epoch_ms + 999) / 1000);
+  const std::time_t t = static_cast<std::time_t>(seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, epoch_ms - seconds * 1000);
+}
 
 std::string ClassDifferenceExplanation(const TableRowDiff& rd, const std::string& left_name,
                                        const std::string& right_name) {
@@ -219,6 +232,16 @@ void AddScopeJson(const DiffReport& r, nlohmann::ordered_json& j) {
   j["schema_notes"] = r.schema_notes;
   j["outside_range_differences"] = r.outside_range_differences;
   j["rows_outside_range"] = nlohmann::json(r.rows_outside_range);
+  // Keys of the live comparison (verify-range) only: a diff of finished copies has none.
+  if (r.settled_before_ms) {
+    j["settled_before"] = SettledInstant(*r.settled_before_ms);
+    j["unsettled"] = nlohmann::json::array();
+    for (const auto& u : r.unsettled) j["unsettled"].push_back({{"table", u.table}, {"left", u.left}, {"right", u.right}});
+  }
+  if (!r.missing_tables.empty() || !r.allowed_missing_tables.empty()) {
+    j["missing_tables"] = r.missing_tables;
+    j["allowed_missing_tables"] = r.allowed_missing_tables;
+  }
 }
 
 }  // namespace
@@ -299,6 +322,16 @@ std::string RenderInventory(const DiffReport& r) {
     out += fmt::format("not compared (no ledger mapping): left {}; right {}\n",
                        r.uncompared_left.empty() ? "none" : fmt::format("{}", fmt::join(r.uncompared_left, ", ")),
                        r.uncompared_right.empty() ? "none" : fmt::format("{}", fmt::join(r.uncompared_right, ", ")));
+  for (const auto& u : r.unsettled)
+    if (u.left || u.right)
+      out += fmt::format("not compared (unsettled): {}: {} rows on the left, {} on the right whose window had not "
+                         "closed by {} (the last ledger both sides hold); compared once it has\n",
+                         u.table, FormatCount(u.left), FormatCount(u.right), SettledInstant(*r.settled_before_ms));
+  if (!r.missing_tables.empty())
+    out += fmt::format("not compared (on neither side): {}: the profile requires them\n", fmt::join(r.missing_tables, ", "));
+  if (!r.allowed_missing_tables.empty())
+    out += fmt::format("not compared (on neither side, accepted by --allow-missing-table): {}\n",
+                       fmt::join(r.allowed_missing_tables, ", "));
   if (!r.tables_only_left.empty() || !r.tables_only_right.empty())
     out += fmt::format("tables on one side only: left {}; right {}\n",
                        r.tables_only_left.empty() ? "none" : fmt::format("{}", fmt::join(r.tables_only_left, ", ")),
@@ -338,11 +371,19 @@ std::string RenderDiffBody(const DiffReport& r) {
   std::string out;
   if (r.verdict == Verdict::kIncomplete) {
     const Coverage& c = r.coverage;
+    if (c.complete())  // incomplete by the tables alone
+      return RenderInventory(r) +
+             fmt::format("incomplete: {} of the profile on neither side, not compared; what both sides have is "
+                         "identical ({} rows compared); --allow-missing-table {} accepts it\n",
+                         fmt::join(r.missing_tables, ", "), FormatCount(r.rows_compared_left), r.missing_tables.front());
     return RenderInventory(r) +
-           fmt::format("incomplete: ledgers of {} are missing (left {}, right {}, of {}); the ledgers held are "
+           fmt::format("incomplete: ledgers of {} are missing (left {}, right {}, of {}){}; the ledgers held are "
                        "identical ({} rows compared); --allow-gaps accepts missing ledgers\n",
                        r.range.str(), FormatCount(c.left.missing_ledgers), FormatCount(c.right.missing_ledgers),
-                       Ledgers(r.ledgers_compared), FormatCount(r.rows_compared_left));
+                       Ledgers(r.ledgers_compared),
+                       r.missing_tables.empty() ? ""
+                                                : fmt::format(" and {} on neither side", fmt::join(r.missing_tables, ", ")),
+                       FormatCount(r.rows_compared_left));
   }
   if (r.identical) {
     // Identical over what was held: ledgers --allow-gaps accepted as missing are said so here too.

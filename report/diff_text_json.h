@@ -22,4 +22,8 @@ std::string RenderDiffText(const diff::DiffReport& report);
 std::string ClassDifferenceExplanation(const diff::TableRowDiff& rd, const std::string& left_name = "left",
                                        const std::string& right_name = "right");
 
+// The instant windowed tables were settled at (diff::DiffReport::settled_before_ms), as UTC
+// "2015-10-12T21:03:00.000Z"; "no ledger" for dump::kNothingSettled or earlier.
+std::string SettledInstant(int64_t epoch_ms);
+
 }  // namespace ledgerdiff::report

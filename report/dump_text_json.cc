@@ -33,6 +33,13 @@ std::string RenderDigestText(const DigestSummary& s) {
   if (!s.profile.uncompared_tables.empty())
     out += fmt::format("tables without a ledger mapping (not compared): {}\n",
                        fmt::join(s.profile.uncompared_tables, ", "));
+  if (!s.appended.empty()) {
+    // Which ledgers were read when: the first digest read up to the first appended stretch.
+    std::vector<std::string> parts{fmt::format("ledgers {} by the digest that wrote the file",
+                                               LedgerRange{s.range.from, s.appended.front().range.from - 1}.str())};
+    for (const auto& a : s.appended) parts.push_back(fmt::format("ledgers {} appended at {}", a.range.str(), a.at));
+    out += fmt::format("read in {} digests: {}\n", parts.size(), fmt::join(parts, "; "));
+  }
   if (s.ledgers_resumed)
     out += fmt::format("resumed from checkpoint {}: {} taken from it, {} digested\n", s.checkpoint,
                        FormatCountOf(s.ledgers_resumed, "ledger"), FormatCount(s.range.size() - s.ledgers_resumed));
@@ -58,6 +65,11 @@ nlohmann::json DigestSummaryToJson(const DigestSummary& s) {
   for (const auto& t : s.tables)
     j["tables"].push_back({{"table", t.table}, {"rows", t.rows}, {"ledgers_with_rows", t.ledgers_with_rows}, {"root", t.root}});
   j["excluded_columns"] = s.profile.ExcludedColumns();
+  if (!s.appended.empty()) {
+    j["appended"] = nlohmann::json::array();
+    for (const auto& a : s.appended)
+      j["appended"].push_back({{"from", a.range.from}, {"to", a.range.to}, {"at", a.at}});
+  }
   j["lookup_tables"] = s.profile.lookup_tables;
   j["uncompared_tables"] = s.profile.uncompared_tables;
   if (!s.manifest_path.empty()) {

@@ -200,6 +200,18 @@ Soundness SoundnessOf(const diff::DiffReport& d) {
   if (!d.uncompared_left.empty() || !d.uncompared_right.empty())
     s.warnings.push_back(fmt::format("not compared (no ledger mapping): left {}; right {}",
                                      JoinOrNone(d.uncompared_left), JoinOrNone(d.uncompared_right)));
+  for (const auto& u : d.unsettled)
+    if (u.left || u.right)
+      s.warnings.push_back(fmt::format("not compared (unsettled): {}: {} rows on the left, {} on the right whose window "
+                                       "had not closed by {}",
+                                       u.table, u.left, u.right, SettledInstant(*d.settled_before_ms)));
+  if (!d.missing_tables.empty())
+    s.warnings.push_back(fmt::format("not compared (on neither side): {}: the profile requires them (verdict "
+                                     "incomplete)",
+                                     fmt::format("{}", fmt::join(d.missing_tables, ", "))));
+  if (!d.allowed_missing_tables.empty())
+    s.warnings.push_back(fmt::format("not compared (on neither side, accepted by --allow-missing-table): {}",
+                                     fmt::format("{}", fmt::join(d.allowed_missing_tables, ", "))));
   if (!d.tables_only_left.empty() || !d.tables_only_right.empty())
     s.warnings.push_back(fmt::format("tables on one side only: left {}; right {}", JoinOrNone(d.tables_only_left),
                                      JoinOrNone(d.tables_only_right)));

@@ -1768,6 +1768,12 @@ TEST(DocumentedJson, DiffKeysAreTheEmittedKeys) {
   diff::DiffReport d = DivergentReport().diff;
   d.all = true;  // every optional key present
   d.targets = TargetPair{SampleTarget(), Target::Manifest("base.ldm")};
+  d.settled_before_ms = 1559579760000;  // a live comparison's windows (verify-range)
+  d.unsettled = {{"history_trades_60000", 2, 1}};
+  d.missing_tables = {"history_effects"};
+  const nlohmann::json j = report::DiffReportToJson(d);
+  EXPECT_EQ(j["settled_before"], "2019-06-03T16:36:00.000Z");
+  EXPECT_EQ(j["unsettled"][0]["right"], 1);
   EXPECT_EQ(DocumentedProseKeys(readme, "## JSON (`--format json`), stable keys\n"), Keys(report::DiffReportToJson(d)));
 }
 

@@ -513,7 +513,7 @@ struct SideIdentity {
   nlohmann::json job;  // the source's JSON and "profile_fingerprint"
 };
 Result<SideIdentity> ReadSideIdentity(const diff::SchemaSource& side, const dump::ProfileSpec& spec) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side.conninfo, "ledgerdiff verify-range"));
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side.conninfo, "ledgerdiff verify-range", pg::Access::kReadOnly));
   auto profile = dump::ResolveProfile(*conn, side.schema, spec);
   if (!profile.ok()) return profile.status().With(diff::Describe(side));
   SideIdentity id;
@@ -529,7 +529,8 @@ namespace {
 
 // What a verify-range manifest records of the diff `d` that ran with `dopt`: every field of
 // dump::ComparisonOutcome, the verdict's options as the diff applied them.
-dump::ComparisonOutcome ComparisonOutcomeOf(const diff::DiffReport& d, const diff::DiffOptions& dopt) {
+dump::ComparisonOutcome ComparisonOutcomeOf(const diff::DiffReport& d, const diff::DiffOptions& dopt,
+                                            bool shard_part) {
   return {.identical = d.identical,
           .first_divergent_ledger = d.first_divergent_ledger,
           .divergent_ledgers = d.divergent_ledgers,
@@ -540,7 +541,9 @@ dump::ComparisonOutcome ComparisonOutcomeOf(const diff::DiffReport& d, const dif
           .coverage_checked = d.coverage.checked,
           .missing_left = d.coverage.left.missing_ledgers,
           .missing_right = d.coverage.right.missing_ledgers,
-          .allow_gaps = dopt.allow_gaps};
+          .allow_gaps = dopt.allow_gaps,
+          .left_snapshot = shard_part ? d.left_snapshot : std::nullopt,
+          .right_snapshot = shard_part ? d.right_snapshot : std::nullopt};
 }
 
 // verify-range over the ledger to look at: the first divergent one, else the first missing one,
@@ -573,6 +576,27 @@ std::string LookAgainCommand(const VerifyRangeOptions& o, const diff::DiffReport
 
 }  // namespace
 
+bool HasWindowedTable(const dump::ProfileSpec& spec) {
+  return std::any_of(spec.tables.begin(), spec.tables.end(), [](const dump::TableRule& t) { return t.window.has_value(); });
+}
+
+// The instant the windowed tables of both sides are settled at: the earlier of the two sides'
+// close times of their last ledger at or before `to` (the whole range's end, for a shard too).
+// A side that holds no such ledger settles nothing.
+Result<int64_t> SettledBefore(const diff::SchemaSource& left, const diff::SchemaSource& right, Ledger to) {
+  int64_t earliest = dump::kNothingSettled;
+  bool first = true;
+  for (const diff::SchemaSource* side : {&left, &right}) {
+    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side->conninfo, "ledgerdiff verify-range", pg::Access::kReadOnly));
+    auto close = dump::LastLedgerCloseMs(*conn, side->schema, to);
+    if (!close.ok()) return close.status().With(diff::Describe(*side));
+    const int64_t at = close->value_or(dump::kNothingSettled);
+    earliest = first ? at : std::min(earliest, at);
+    first = false;
+  }
+  return earliest;
+}
+
 Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(o));
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
@@ -598,6 +622,13 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.outside_rows = o.outside_rows;
   dopt.lookup_caches = o.lookup_caches;
   dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
+  dopt.require_profile_tables = true;
+  dopt.allow_missing_tables = o.allow_missing_tables;
+  if (o.settled_before_ms) {
+    dopt.settled_before_ms = o.settled_before_ms;
+  } else if (HasWindowedTable(spec)) {
+    LD_ASSIGN_OR_RETURN(dopt.settled_before_ms, SettledBefore(left, right, o.range.to));
+  }
   std::optional<ComparisonManifest> manifest;
   std::unique_ptr<dump::Checkpoint> checkpoint;
   if (!o.out.empty()) {
@@ -645,7 +676,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   report.diff = std::move(diffed).value();
   if (!report.diff.identical) report.look_again = LookAgainCommand(o, report.diff);
   if (manifest) {
-    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt)));
+    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
     LD_RETURN_IF_ERROR(checkpoint->Remove());
   }
   return report;

@@ -186,6 +186,13 @@ struct VerifyRangeOptions {
   // Continue the interrupted run whose checkpoint is OUT.partial (same range, shard, profile,
   // schemas and databases): its ledgers are compared from it, not digested again.
   bool resume = false;
+  // Required tables of the profile that neither side has and that are accepted as missing
+  // (--allow-missing-table; diff::DiffOptions::allow_missing_tables).
+  std::vector<std::string> allow_missing_tables;
+  // The instant windowed tables are settled at (diff::DiffOptions::settled_before_ms). Default:
+  // the earlier of the two sides' close times of their last ledger at or before range.to (each
+  // side's own history_ledgers). The follower passes the earlier of the two heads' instead.
+  std::optional<int64_t> settled_before_ms;
 };
 struct VerifyRangeReport {
   diff::DiffReport diff;  // over the compared range (the shard's slice)
