@@ -3,6 +3,9 @@
 // in a verified ledger caught by the scrub; SIGKILL and restart continuing from the frontier; the
 // server dropping every connection mid-cycle; the state directory held by one follower at a time;
 // the segments joined into the manifest one verify-range --out of the whole range writes.
+// Issue 47: a gap on one side holds the frontier before it (never divergent); the scrub reaches
+// the last verified ledger and starts a second pass, its coverage metric going to 1 and back; a
+// state of a schema dropped and re-created under its name is refused.
 #include <signal.h>
 #include <sys/wait.h>
 

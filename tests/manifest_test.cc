@@ -2,7 +2,8 @@
 // dump/source_identity.h, dump/shard.h, dump/checkpoint.h):
 // - every manifest records the identity of its source (per side for verify-range), and `manifest
 //   merge` refuses parts of two databases or two schemas, naming the parts and what differs; parts
-//   of one source merge, and their merge diffs like any digest;
+//   of one source merge, and their merge diffs like any digest; a schema dropped and re-created
+//   under its name (only its OID differs) is another source for merge and --append (issue 47);
 // - crafted counts and lengths (2^32 - 1, -1) fail with exit 2 within a second, in little memory,
 //   measured on the child process (wait4's ru_maxrss); a missing mandatory key is exit 2 naming
 //   it; a checkpoint's crafted chunk record likewise;
