@@ -264,6 +264,7 @@ TEST(Encoding, UnescapeCopyField) {
 // ---------------------------------------------------------------------------------------------
 // Horizon dumps
 
+using testing::DeleteLedger;
 using testing::HasColumn;
 using testing::LoadableDumps;
 using testing::LoadDump;
@@ -949,14 +950,6 @@ LedgerRange HeldLedgers(const std::string& conninfo) {
           static_cast<Ledger>(std::stoul(std::string(r->Get(0, 1))))};
 }
 
-// Deletes every row of ledger `l` from every history table (a ledger that was never ingested).
-void DeleteLedger(const std::string& conninfo, Ledger l) {
-  auto c = Connect(conninfo);
-  for (const auto& t : HorizonHistoryTables())
-    if (HasColumn(*c, t.name, t.ledger_column))
-      ExecSql(*c, fmt::format("DELETE FROM {} WHERE {}", Q(t.name), LedgerRangePredicate(t, {l, l})));
-}
-
 TEST(Coverage, ARangePastTheDataIsIncompleteAndAllowGapsAcceptsIt) {
   const LedgerRange held = HeldLedgers(KahunaLeft());
   diff::DiffOptions o;
@@ -1020,6 +1013,65 @@ TEST(Coverage, AGapInsideBothSidesIsIncompleteWithOrWithoutARange) {
     EXPECT_EQ(r->coverage.right.missing, std::vector<LedgerRange>{(LedgerRange{gap, gap})});
     EXPECT_EQ(r->coverage.left.held, held.size() - 1);
     EXPECT_TRUE(r->coverage.left.orphans.empty());
+  }
+}
+
+// A gap on one side only, under an explicit --range (a job the new database never ingested, and
+// its data ending two ledgers early), with either engine: the coverage names that side and those
+// ledgers, and says nothing of the other side, which holds them all. The verdict is the one
+// diff/README.md gives: the ledgers the other side holds there are compared row by row and differ,
+// and a difference takes precedence over the gap (divergent at the gap, exit 1). A change of that
+// rule is a change of this test.
+TEST(Coverage, AGapOnOneSideUnderARangeNamesThatSideAndItsLedgers) {
+  std::string b = LoadDump("kahuna-horizon.sql");
+  const LedgerRange held = HeldLedgers(b);
+  const Ledger gap = held.from + (held.to - held.from) / 2;
+  ASSERT_LT(gap + 2, held.to - 1);
+  for (Ledger l : {gap, held.to - 1, held.to}) DeleteLedger(b, l);
+  const std::string missing = fmt::format("{}, {}-{}", gap, held.to - 1, held.to);
+  testing::ScratchDir dir("ledgerdiff_coverage");
+  for (const std::string engine : {"text", "server-hash"}) {
+    SCOPED_TRACE(engine);
+    const std::vector<std::string> args = {"verify-range", "--range", held.str(), "--left", KahunaLeft(), "--right", b,
+                                           "--engine", engine};
+    std::vector<std::string> json_args = args;
+    json_args.insert(json_args.end(), {"--format", "json"});
+    auto r = RunCli(json_args);
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+    const auto& cov = j["coverage"];
+    EXPECT_EQ(cov["checked"], true);
+    EXPECT_EQ(cov["explicit_range"], true);
+    EXPECT_EQ(cov["complete"], false) << "one side lacks ledgers: the coverage is not complete";
+    EXPECT_EQ(cov["left"]["held"], held.size());
+    EXPECT_EQ(cov["left"]["missing"], nlohmann::json::array());
+    EXPECT_EQ(cov["left"]["missing_ledgers"], 0);
+    EXPECT_EQ(cov["right"]["held"], held.size() - 3);
+    EXPECT_EQ(cov["right"]["first"], held.from);
+    EXPECT_EQ(cov["right"]["last"], held.to - 2);
+    EXPECT_EQ(cov["right"]["missing"],
+              nlohmann::json::parse(fmt::format("[[{0},{0}],[{1},{2}]]", gap, held.to - 1, held.to)));
+    EXPECT_EQ(cov["right"]["missing_ledgers"], 3);
+    EXPECT_EQ(cov["right"]["missing_ranges"], 2);
+    EXPECT_EQ(j["verdict"], "divergent");
+    EXPECT_EQ(j["first_divergent_ledger"], gap);
+
+    std::vector<std::string> text_args = args;
+    text_args.insert(text_args.end(), {"--junit", dir.path + "/" + engine + ".xml"});
+    auto t = RunCli(text_args);
+    EXPECT_EQ(t.exit_code, 1) << t.out << t.err;
+    EXPECT_NE(t.out.find(fmt::format("coverage (history_ledgers): left holds {} ledgers ({} to {}); right holds {} "
+                                     "ledgers ({} to {})",
+                                     held.size(), held.from, held.to, held.size() - 3, held.from, held.to - 2)),
+              std::string::npos)
+        << t.out;
+    EXPECT_NE(t.out.find("\nincomplete: 3 ledgers missing on the right: " + missing + "\n"), std::string::npos) << t.out;
+    EXPECT_EQ(t.out.find("missing on the left"), std::string::npos) << t.out;
+    EXPECT_EQ(t.out.find("missing on both sides"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find(fmt::format("divergent: first divergent ledger {} ", gap)), std::string::npos) << t.out;
+    const std::string junit = testing::ReadFileBytes(dir.path + "/" + engine + ".xml");
+    EXPECT_NE(junit.find("incomplete: right: 3 ledgers missing: " + missing), std::string::npos) << junit;
   }
 }
 

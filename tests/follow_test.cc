@@ -3,11 +3,15 @@
 // in a verified ledger caught by the scrub; SIGKILL and restart continuing from the frontier; the
 // server dropping every connection mid-cycle; the state directory held by one follower at a time;
 // the segments joined into the manifest one verify-range --out of the whole range writes.
+// Issue 47: a gap on one side holds the frontier before it (never divergent); the scrub reaches
+// the last verified ledger and starts a second pass, its coverage metric going to 1 and back; a
+// state of a schema dropped and re-created under its name is refused.
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -20,6 +24,7 @@
 #include "core/pg.h"
 #include "dump/shard.h"
 #include "harness.h"
+#include "horizon_dumps.h"
 
 namespace ledgerdiff {
 namespace {
@@ -187,6 +192,54 @@ TEST(Follow, ARestartComparesOnlyNewLedgersAndCatchesAChangeInOneWithinACycle) {
   EXPECT_EQ(st["compared_through"], cut);
 }
 
+// A gap on one side only, under an explicit --range (the right side has not written ledger G yet,
+// while both hold every ledger after it), with either engine: the follower verifies the gap-free
+// run before it and holds its frontier at G - 1, cycle after cycle; the gap is not divergent, and
+// nothing past it is verified. Once G arrives, the next run verifies the rest and reaches --until.
+TEST(Follow, AGapOnOneSideHoldsTheFrontierBeforeItAndIsNeverDivergent) {
+  Kahuna k;
+  const int64_t gap = k.first + (k.last - k.first) / 2;
+  testing::HoldBackLedger(k.right, static_cast<Ledger>(gap));
+  ASSERT_EQ(Scalar(k.right, fmt::format("SELECT count(*) FROM history_ledgers WHERE sequence = {}", gap)), 0);
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string range = fmt::format("{}:{}", k.first, k.last);
+  const std::vector<std::string> engines = {"text", "server-hash"};
+  for (const auto& engine : engines) {
+    SCOPED_TRACE(engine);
+    auto r = RunCli(FollowArgs(k.left, k.right, dir.path + "/" + engine,
+                               {"--range", range, "--engine", engine, "--cycles", "2", "--interval", "0"}));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto cycles = Cycles(r);
+    ASSERT_EQ(cycles.size(), 2u) << r.out << r.err;
+    EXPECT_EQ(cycles[0]["compared"], (nlohmann::json{{"from", k.first}, {"to", gap - 1}}));
+    EXPECT_TRUE(cycles[1]["compared"].is_null()) << "nothing past the gap";
+    for (const auto& c : cycles) {
+      EXPECT_TRUE(c["finding"].is_null()) << c;
+      EXPECT_EQ(c["verified_through"], gap - 1);
+      EXPECT_EQ(c["head"], (nlohmann::json{{"left", k.last}, {"right", k.last}}));
+      EXPECT_EQ(c["lag_ledgers"], k.last - gap + 1);
+      EXPECT_EQ(c["divergences_total"], 0);
+    }
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["follow"]["diverged"], false);
+    EXPECT_EQ(j["follow"]["reached_until"], false);
+    EXPECT_EQ(r.out.find("divergent"), std::string::npos) << r.out;
+  }
+  testing::RestoreLedger(k.right, static_cast<Ledger>(gap));
+  for (const auto& engine : engines) {
+    SCOPED_TRACE(engine);
+    auto r = RunCli(FollowArgs(k.left, k.right, dir.path + "/" + engine,
+                               {"--range", range, "--engine", engine, "--cycles", "3", "--interval", "0"}));
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    auto cycles = Cycles(r);
+    ASSERT_EQ(cycles.size(), 1u) << r.out << r.err;
+    EXPECT_EQ(cycles[0]["compared"], (nlohmann::json{{"from", gap}, {"to", k.last}}));
+    EXPECT_TRUE(cycles[0]["finding"].is_null()) << cycles[0];
+    EXPECT_EQ(cycles[0]["verified_through"], k.last);
+    EXPECT_EQ(nlohmann::json::parse(r.out)["follow"]["reached_until"], true);
+  }
+}
+
 // Rows after the frontier are expected on a live side, so a follower does not count them; a row
 // that has no ledger at all (NULL) is counted on both sides, and a difference is divergent.
 TEST(Follow, ARowWithoutALedgerOnOneSideIsDivergent) {
@@ -234,6 +287,124 @@ TEST(Follow, TheScrubCatchesAVerifiedLedgerThatChangedLater) {
                                       planted)),
             std::string::npos)
       << text.out;
+}
+
+// The value of the gauge `name` in a Prometheus text file (NaN when it is not there).
+double Gauge(const std::string& metrics, const std::string& name) {
+  const size_t at = metrics.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(metrics.substr(at + name.size() + 2));
+}
+
+// The scrub walks the verified range to its last ledger, starts a second pass, and the coverage
+// metric says where it is. With --scrub-period 1e9 each cycle scrubs one ledger (the slice is at
+// least 1), so the passes are counted cycle by cycle: 5 verified ledgers, F..L.
+// - pass 1: a change planted at L, the last verified ledger, is found at L in the cycle that
+//   scrubs it (after F..L-1 are found clean);
+// - the change undone, the next cycle scrubs L clean: the coverage reaches 1;
+// - pass 2: a change planted at F+1 after pass 1 had scrubbed it clean is found by the second
+//   pass, which starts over at F (the coverage back at 1/5).
+TEST(Follow, TheScrubReachesTheLastVerifiedLedgerAndStartsASecondPass) {
+  Kahuna k;
+  const int64_t L = k.last, F = L - 4;
+  ASSERT_EQ(Scalar(k.left, fmt::format("SELECT count(*) FROM history_ledgers WHERE sequence BETWEEN {} AND {}", F, L)), 5);
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string state = dir.path + "/state", metrics = dir.path + "/m.prom";
+  const auto follow = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> args = {"--interval", "0", "--scrub-period", "1e9", "--metrics", metrics};
+    args.insert(args.end(), more.begin(), more.end());
+    return RunCli(FollowArgs(k.left, k.right, state, args));
+  };
+  const auto coverage = [&] { return Gauge(testing::ReadFileBytes(metrics), "ledgerdiff_scrub_coverage_ratio"); };
+  const auto fee_pool = [&](int64_t ledger, int delta) {
+    Exec(k.right, fmt::format("UPDATE history_ledgers SET fee_pool = fee_pool + ({}) WHERE sequence = {}", delta, ledger));
+  };
+  const auto scrubbed = [](const nlohmann::json& c) {
+    return c["scrubbed"].is_null() ? std::string("null")
+                                   : fmt::format("{}:{}", c["scrubbed"]["from"].get<int64_t>(),
+                                                 c["scrubbed"]["to"].get<int64_t>());
+  };
+
+  auto first = follow({"--from", std::to_string(F), "--cycles", "1"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto cycles = Cycles(first);
+  ASSERT_EQ(cycles.size(), 1u);
+  ASSERT_EQ(cycles[0]["verified_through"], L);
+  EXPECT_EQ(scrubbed(cycles[0]), fmt::format("{}:{}", F, F));
+  EXPECT_DOUBLE_EQ(coverage(), 0.2) << testing::ReadFileBytes(metrics);
+
+  // Pass 1 reaches the last verified ledger, changed after it was verified.
+  fee_pool(L, 1);
+  auto last = follow({"--cycles", "10"});
+  EXPECT_EQ(last.exit_code, 1) << last.out << last.err;
+  cycles = Cycles(last);
+  ASSERT_EQ(cycles.size(), 4u) << "F+1, F+2, F+3 clean, then L: " << last.out;
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(scrubbed(cycles[i]), fmt::format("{0}:{0}", F + 1 + i));
+  EXPECT_EQ(cycles[3]["finding"]["kind"], "changed_after_verified");
+  EXPECT_EQ(cycles[3]["finding"]["ledger"], L);
+  EXPECT_EQ(cycles[3]["finding"]["sides"], "right");
+  EXPECT_EQ(cycles[3]["finding"]["tables"], nlohmann::json::array({"history_ledgers"}));
+  EXPECT_EQ(cycles[3]["verified_through"], L - 1) << "a changed ledger is not verified any more";
+
+  // Undone: the scrub checks L again first and finds it clean; the pass is complete.
+  fee_pool(L, -1);
+  auto done = follow({"--cycles", "1"});
+  ASSERT_EQ(done.exit_code, 0) << done.out << done.err;
+  cycles = Cycles(done);
+  ASSERT_EQ(cycles.size(), 1u);
+  EXPECT_EQ(scrubbed(cycles[0]), fmt::format("{0}:{0}", L));
+  EXPECT_EQ(cycles[0]["scrub_coverage"], 1);
+  EXPECT_EQ(cycles[0]["verified_through"], L);
+  EXPECT_DOUBLE_EQ(coverage(), 1) << testing::ReadFileBytes(metrics);
+
+  // Pass 2: a ledger pass 1 found clean changes; the scrub starts over and finds it.
+  fee_pool(F + 1, 1);
+  auto second = follow({"--cycles", "10"});
+  EXPECT_EQ(second.exit_code, 1) << second.out << second.err;
+  cycles = Cycles(second);
+  ASSERT_EQ(cycles.size(), 2u) << second.out;
+  EXPECT_EQ(scrubbed(cycles[0]), fmt::format("{0}:{0}", F)) << "a new pass starts at the first verified ledger";
+  EXPECT_DOUBLE_EQ(cycles[0]["scrub_coverage"].get<double>(), 0.2);
+  EXPECT_TRUE(cycles[0]["finding"].is_null());
+  EXPECT_EQ(scrubbed(cycles[1]), fmt::format("{0}:{0}", F + 1));
+  EXPECT_EQ(cycles[1]["finding"]["kind"], "changed_after_verified");
+  EXPECT_EQ(cycles[1]["finding"]["ledger"], F + 1);
+  EXPECT_EQ(cycles[1]["finding"]["sides"], "right");
+  const double now = coverage();
+  EXPECT_GT(now, 0) << testing::ReadFileBytes(metrics);
+  EXPECT_LT(now, 1) << "the metric started over with the second pass: " << testing::ReadFileBytes(metrics);
+}
+
+// A follow state names its sides by identity: the right schema dropped and re-created under its
+// name (a restore) holds the same rows, but it is not what was verified, and the state is refused.
+TEST(Follow, AStateOfASchemaDroppedAndRecreatedUnderItsNameIsRefused) {
+  const std::string db = TestConninfo(), left = UniqueName("follow_re_left"), right = UniqueName("follow_re_right");
+  for (const auto& schema : {left, right}) {
+    auto r = RunCli({"ingest", "--db", db, "--schema", schema, "--range", "2:61", "--workers", "1"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string state = dir.path + "/state";
+  const std::vector<std::string> sides = {"--left-schema", left, "--right-schema", right, "--cycles", "1"};
+  std::vector<std::string> start = sides;
+  start.insert(start.end(), {"--from", "2"});
+  auto first = RunCli(FollowArgs(db, db, state, start));
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  const uint32_t before = testing::SchemaOid(db, right);
+  const uint32_t after = testing::RecreateSchemaUnderItsName(db, right);
+  ASSERT_NE(after, 0u);
+  const std::string state_before = testing::ReadFileBytes(state + "/state.json");
+  auto again = RunCli(FollowArgs(db, db, state, sides));
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_NE(again.err.find(fmt::format("--state {} follows other databases: the right side was schema \"{}\" of oid {} "
+                                       "and is now schema \"{}\" of oid {}",
+                                       state, right, before, right, after)),
+            std::string::npos)
+      << again.err;
+  EXPECT_EQ(testing::ReadFileBytes(state + "/state.json"), state_before) << "the state is untouched";
+  // The same rows in a fresh state verify identical: only the identity made the difference.
+  auto fresh = RunCli(FollowArgs(db, db, dir.path + "/fresh", start));
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
 }
 
 // SIGKILL mid-cycle, then the same command: it continues from the state of the last finished

@@ -168,6 +168,45 @@ std::string LoadDump(const std::string& file) {
   return conninfo;
 }
 
+uint32_t SchemaOid(const std::string& conninfo, const std::string& schema) {
+  auto c = Connect(conninfo);
+  if (!c) return 0;
+  auto r = c->Exec("SELECT oid::bigint FROM pg_namespace WHERE nspname = $1", {schema});
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  return r.ok() && r->size() == 1 ? static_cast<uint32_t>(r->GetInt(0, 0)) : 0;
+}
+
+uint32_t RecreateSchemaUnderItsName(const std::string& conninfo, const std::string& schema) {
+  auto c = Connect(conninfo);
+  if (!c) return 0;
+  const uint32_t before = SchemaOid(conninfo, schema);
+  EXPECT_NE(before, 0u) << "no schema " << schema;
+  const std::string gone = UniqueName("gone"), q = pg::QuoteIdent(schema), qg = pg::QuoteIdent(gone);
+  // Tables first (their indexes and owned sequences go with them), then what is left of the
+  // sequences and views; the old schema goes once it is empty. One transaction: no reader sees
+  // the schema half moved.
+  const std::string sql =
+      "BEGIN; ALTER SCHEMA " + q + " RENAME TO " + qg + "; CREATE SCHEMA " + q +
+      "; DO $$ DECLARE r record; BEGIN "
+      "FOR r IN SELECT c.relname, c.relkind FROM pg_class c WHERE c.relnamespace = " +
+      pg::QuoteLiteral(gone) +
+      "::regnamespace AND c.relkind IN ('r', 'p', 'v', 'S') ORDER BY c.relkind DESC LOOP "
+      "IF r.relkind = 'S' THEN CONTINUE WHEN NOT EXISTS (SELECT 1 FROM pg_class s WHERE s.relnamespace = " +
+      pg::QuoteLiteral(gone) +
+      "::regnamespace AND s.relname = r.relname); EXECUTE format('ALTER SEQUENCE %I.%I SET SCHEMA %I', " +
+      pg::QuoteLiteral(gone) + ", r.relname, " + pg::QuoteLiteral(schema) +
+      "); ELSIF r.relkind = 'v' THEN EXECUTE format('ALTER VIEW %I.%I SET SCHEMA %I', " + pg::QuoteLiteral(gone) +
+      ", r.relname, " + pg::QuoteLiteral(schema) + "); ELSE EXECUTE format('ALTER TABLE %I.%I SET SCHEMA %I', " +
+      pg::QuoteLiteral(gone) + ", r.relname, " + pg::QuoteLiteral(schema) +
+      "); END IF; END LOOP; END $$; DROP SCHEMA " + qg + " CASCADE; COMMIT";
+  Status s = c->Run(sql);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return 0;
+  const uint32_t after = SchemaOid(conninfo, schema);
+  EXPECT_NE(after, before) << "a re-created schema has another OID";
+  return after;
+}
+
 }  // namespace ledgerdiff::testing
 
 int main(int argc, char** argv) {

@@ -40,6 +40,14 @@ std::string ScenarioDir();
 // conninfo. A failed load is a test failure.
 std::string LoadDump(const std::string& file = "kahuna-horizon.sql");
 
+// Drops `schema` of the database at `conninfo` and re-creates it under the same name with the same
+// tables, rows, indexes and sequences (moved over with ALTER ... SET SCHEMA): what a restore or a
+// re-created replica leaves, where only the schema's OID differs (dump/source_identity.h). Returns
+// the new OID; a failed step is a test failure (0 returned).
+uint32_t RecreateSchemaUnderItsName(const std::string& conninfo, const std::string& schema);
+// The OID of `schema` in the database at `conninfo` (0 when there is none).
+uint32_t SchemaOid(const std::string& conninfo, const std::string& schema);
+
 }  // namespace ledgerdiff::testing
 
 #define LD_ASSERT_OK(expr)                                   \

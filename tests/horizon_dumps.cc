@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include "core/history_tables.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff::testing {
@@ -87,6 +88,34 @@ void Renumber(const std::string& conninfo) {
   ExecSql(*c,
           "CREATE TEMP TABLE e AS SELECT * FROM history_effects ORDER BY history_operation_id DESC; "
           "DELETE FROM history_effects; INSERT INTO history_effects SELECT * FROM e");
+}
+
+void DeleteLedger(const std::string& conninfo, Ledger l) {
+  auto c = Connect(conninfo);
+  for (const auto& t : HorizonHistoryTables())
+    if (HasColumn(*c, t.name, t.ledger_column))
+      ExecSql(*c, fmt::format("DELETE FROM {} WHERE {}", Q(t.name), LedgerRangePredicate(t, {l, l})));
+}
+
+void HoldBackLedger(const std::string& conninfo, Ledger l) {
+  auto c = Connect(conninfo);
+  ExecSql(*c, "CREATE SCHEMA IF NOT EXISTS ld_held_back");
+  for (const auto& t : HorizonHistoryTables())
+    if (HasColumn(*c, t.name, t.ledger_column)) {
+      const std::string held = Q("ld_held_back") + "." + Q(fmt::format("{}_{}", t.name, l));
+      const std::string where = LedgerRangePredicate(t, {l, l});
+      ExecSql(*c, fmt::format("CREATE TABLE {0} AS SELECT * FROM public.{1} WHERE {2}; DELETE FROM public.{1} WHERE {2}",
+                              held, Q(t.name), where));
+    }
+}
+
+void RestoreLedger(const std::string& conninfo, Ledger l) {
+  auto c = Connect(conninfo);
+  for (const auto& t : HorizonHistoryTables())
+    if (HasColumn(*c, t.name, t.ledger_column)) {
+      const std::string held = Q("ld_held_back") + "." + Q(fmt::format("{}_{}", t.name, l));
+      ExecSql(*c, fmt::format("INSERT INTO public.{} SELECT * FROM {}; DROP TABLE {}", Q(t.name), held, held));
+    }
 }
 
 }  // namespace ledgerdiff::testing

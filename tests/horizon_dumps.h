@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/ledger_range.h"
 #include "core/pg.h"
 
 namespace ledgerdiff::testing {
@@ -18,5 +19,12 @@ bool HasColumn(pg::Connection& c, const std::string& table, const std::string& c
 // (1000 - id, which turns every trade around: base/counter swapped to keep Horizon's CHECK),
 // claimable balances and liquidity pools +500; history_effects rewritten in reverse order.
 void Renumber(const std::string& conninfo);
+// Deletes every row of ledger `l` from every history table of the loaded dump (public): a ledger
+// that was never ingested there.
+void DeleteLedger(const std::string& conninfo, Ledger l);
+// The same, keeping the rows aside (in schema ld_held_back of that database) until RestoreLedger
+// puts them back: a ledger a backfill has not written yet, then writes.
+void HoldBackLedger(const std::string& conninfo, Ledger l);
+void RestoreLedger(const std::string& conninfo, Ledger l);
 
 }  // namespace ledgerdiff::testing

@@ -2,7 +2,8 @@
 // dump/source_identity.h, dump/shard.h, dump/checkpoint.h):
 // - every manifest records the identity of its source (per side for verify-range), and `manifest
 //   merge` refuses parts of two databases or two schemas, naming the parts and what differs; parts
-//   of one source merge, and their merge diffs like any digest;
+//   of one source merge, and their merge diffs like any digest; a schema dropped and re-created
+//   under its name (only its OID differs) is another source for merge and --append (issue 47);
 // - crafted counts and lengths (2^32 - 1, -1) fail with exit 2 within a second, in little memory,
 //   measured on the child process (wait4's ru_maxrss); a missing mandatory key is exit 2 naming
 //   it; a checkpoint's crafted chunk record likewise;
@@ -467,6 +468,61 @@ TEST_F(Manifests, AppendRefusesAnotherSourceACompactManifestAndARangeThatDoesNot
   EXPECT_EQ(testing::ReadFileBytes(full), full_bytes);
   EXPECT_EQ(testing::ReadFileBytes(compact), compact_bytes);
   EXPECT_FALSE(fs::exists(Path("ap-none.ldm")));
+}
+
+// A schema dropped and re-created under its name (a restore, a rebuilt replica) is another source
+// even with the same database, name and rows: only its OID tells them apart. Parts digested before
+// and after are not merged, a manifest of the old schema is not appended to from the new one, and
+// parts digested on the same side of the re-creation still merge (the refusal is the OID's alone).
+TEST_F(Manifests, ASchemaDroppedAndRecreatedUnderItsNameIsAnotherSource) {
+  const std::string schema = testing::UniqueName("mt_recreated");
+  auto ingest = RunCli({"ingest", "--db", old_, "--schema", schema, "--range", "2:201", "--workers", "1"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  const uint32_t before = testing::SchemaOid(old_, schema);
+  Shard(old_, schema, 0, Path("re-0-before.ldm"));
+  const std::string full = Path("re-full.ldm");
+  ASSERT_EQ(RunCli({"digest", "--db", old_, "--schema", schema, "--range", "2:100", "--manifest-detail", "full",
+                    "--out", full})
+                .exit_code,
+            0);
+  const std::string full_bytes = ReadFileBytes(full);
+
+  const uint32_t after = testing::RecreateSchemaUnderItsName(old_, schema);
+  ASSERT_NE(after, 0u);
+  ASSERT_NE(after, before);
+  Shard(old_, schema, 1, Path("re-1-after.ldm"));
+  Shard(old_, schema, 0, Path("re-0-after.ldm"));
+  // The same rows: shard 0 digests alike before and after, but for the identity in its header.
+  auto root = [&](const std::string& part) {
+    auto show = RunCli({"manifest", "show", Path(part), "--format", "json"});
+    EXPECT_EQ(show.exit_code, 0) << show.err;
+    const auto j = nlohmann::json::parse(show.out, nullptr, false);
+    return j.is_object() && j.contains("digest") ? j["digest"].value("root", std::string()) : std::string();
+  };
+  EXPECT_FALSE(root("re-0-before.ldm").empty());
+  EXPECT_EQ(root("re-0-before.ldm"), root("re-0-after.ldm"));
+
+  const std::string out = Path("re-merged.ldm");
+  auto r = Merge(out, {Path("re-0-before.ldm"), Path("re-1-after.ldm")});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(fmt::format("{}: schema \"{}\" of oid {} but {}: schema \"{}\" of oid {}: parts of different "
+                                   "sources; nothing merged",
+                                   Path("re-1-after.ldm"), schema, after, Path("re-0-before.ldm"), schema, before)),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
+
+  auto append = RunCli({"digest", "--append", "--db", old_, "--schema", schema, "--out", full});
+  EXPECT_EQ(append.exit_code, 2) << append.out << append.err;
+  EXPECT_NE(append.err.find(fmt::format("--append {}: the manifest was digested from schema \"{}\" of oid {}, this is "
+                                        "schema \"{}\" of oid {}",
+                                        full, schema, before, schema, after)),
+            std::string::npos)
+      << append.err;
+  EXPECT_TRUE(ReadFileBytes(full) == full_bytes) << "the manifest is untouched";
+
+  auto same = Merge(out, {Path("re-0-after.ldm"), Path("re-1-after.ldm")});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
 }
 
 TEST_F(Manifests, ShowPrintsTheSourceIdentity) {
