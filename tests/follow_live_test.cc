@@ -304,6 +304,11 @@ TEST(FollowLive, NothingComparedIsNotCalledVerifiedAndLedgersPastTheIntegerRange
   EXPECT_NE(m.find("verdict=\"incomplete\""), std::string::npos) << m;
   const auto st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
   EXPECT_EQ(st["compared_through"], 999999);
+  // A restart of a state that verified nothing yet goes on waiting.
+  auto again = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--format", "text"}));
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("followed 1 cycles: nothing verified yet (waiting for ledger 1000000)"), std::string::npos)
+      << again.out << again.err;
 
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--from", "2147483648"}, {"--from", "4294967295"}, {"--from", "2", "--until", "4294967295"},

@@ -352,6 +352,7 @@ class Follower {
       if (o_.from == 0) return Status::Usagef("--follow needs --from A: --state {} holds no state yet", o_.state_dir);
       state_.from = o_.from;
       state_.compared_through = o_.from - 1;
+      state_.reaped_through = o_.from - 1;  // none
       state_.scrub_next = o_.from;
       state_.left = left;
       state_.right = right;
