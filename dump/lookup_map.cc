@@ -35,25 +35,44 @@ int FindColumn(const ResolvedTable& t, const std::string& name) {
 
 }  // namespace
 
+std::string RowHashSql(const JoinSpec& join) {
+  const std::string id = pg::QuoteIdent(join.lookup_id) + "::bigint";
+  // One natural column: its text, NULL hashed as the id's complement (a text hashing to that
+  // exact value is a 2^-64 chance); several: their row's text, where NULL and "" differ.
+  if (join.natural.size() == 1)
+    return fmt::format("coalesce(hashtextextended({0}::text COLLATE \"C\", {1}), ~{1})",
+                       pg::QuoteIdent(join.natural[0]), id);
+  std::vector<std::string> fields;
+  for (const auto& n : join.natural) fields.push_back(pg::QuoteIdent(n) + "::text");
+  return fmt::format("hashtextextended(row({0})::text COLLATE \"C\", {1})", fmt::join(fields, ", "), id);
+}
+
 Status LookupRows::ReadFrom(pg::Connection& conn, const std::string& schema, const JoinSpec& join,
-                            std::optional<int64_t> above) {
+                            std::optional<int64_t> above, bool hashed) {
   naturals = join.natural.size();
   std::string sql = "COPY (SELECT " + pg::QuoteIdent(join.lookup_id);
   for (const auto& n : join.natural) sql += ", " + pg::QuoteIdent(n) + "::text";
+  if (hashed) sql += ", " + RowHashSql(join);
   sql += " FROM " + pg::Qualified(schema, join.lookup_table);
   if (above) sql += fmt::format(" WHERE {} > {}", pg::QuoteIdent(join.lookup_id), *above);
   sql += " ORDER BY 1) TO STDOUT";
+  const size_t fields_per_row = naturals + 1 + (hashed ? 1 : 0);
   std::vector<std::string_view> fields;
   return conn.CopyOut(sql, [&](std::string_view line) -> Status {
     pg::SplitCopyFields(line, fields);
-    int64_t id = 0;
-    if (fields.size() != naturals + 1 || !ParseId(fields[0], id)) exact = false;
+    int64_t id = 0, hash = 0;
+    if (fields.size() != fields_per_row || !ParseId(fields[0], id)) exact = false;
+    if (exact && hashed && !ParseId(fields.back(), hash)) exact = false;
     // A duplicate id would make the canonical LEFT JOIN yield a row twice: not this path's job
     // (the stream is read to its end all the same: the snapshot's transaction stays usable).
     if (!ids.empty() && id <= ids.back()) exact = false;
     if (!exact) return Status::Ok();
     ids.push_back(id);
-    for (size_t k = 1; k < fields.size(); ++k) {
+    if (hashed) {
+      hash_high_sum += hash >> 32;  // arithmetic, as the server's >>
+      hash_low_sum += hash & 0xffffffff;
+    }
+    for (size_t k = 1; k < naturals + 1; ++k) {
       offsets.push_back(static_cast<uint32_t>(text.size()));
       text.append(fields[k]);
     }
@@ -91,25 +110,26 @@ Result<LookupMap> LookupCache::Load(pg::Connection& conn, const std::string& sch
   if (it != entries_.end() && !it->second.rows.ids.empty()) {
     Entry& e = it->second;
     const int64_t highest = e.rows.ids.back();
-    const std::string id = pg::QuoteIdent(join.lookup_id);
-    Result<pg::Rows> kept = conn.Exec(fmt::format(
-        "SELECT count(*), coalesce(sum({0}::bigint >> 32), 0), coalesce(sum({0}::bigint & 4294967295), 0) FROM {1} "
-        "WHERE {0} <= {2}",
-        id, pg::Qualified(schema, join.lookup_table), highest));
+    // The rows at or below the highest kept id, hashed in the server now, against the hashes
+    // it gave when they were read: one sum (int128 inside the server, cheaper than two), equal
+    // to high * 2^32 + low of the kept halves' sums.
+    Result<pg::Rows> kept = conn.Exec(
+        fmt::format("SELECT count(*), coalesce(sum({0}), 0) = $1::numeric * 4294967296 + $2::numeric FROM {1} WHERE "
+                    "{2} <= {3}",
+                    RowHashSql(join), pg::Qualified(schema, join.lookup_table), pg::QuoteIdent(join.lookup_id), highest),
+        {std::to_string(e.rows.hash_high_sum), std::to_string(e.rows.hash_low_sum)});
     if (!kept.ok()) {
       entries_.erase(it);
       return kept.status();
     }
-    if (static_cast<uint64_t>(kept->GetInt(0, 0)) == e.rows.ids.size() && kept->GetInt(0, 1) == e.high_sum &&
-        kept->GetInt(0, 2) == e.low_sum) {
+    if (static_cast<uint64_t>(kept->GetInt(0, 0)) == e.rows.ids.size() && kept->Get(0, 1) == "t") {
       const size_t before = e.rows.ids.size();
-      Status read = e.rows.ReadFrom(conn, schema, join, highest);
+      Status read = e.rows.ReadFrom(conn, schema, join, highest, /*hashed=*/true);
       if (!read.ok() || !e.rows.exact) {
         entries_.erase(it);
         if (!read.ok()) return read;
         return Load(conn, schema, join);  // read whole: the map says why it is not exact
       }
-      for (size_t r = before; r < e.rows.ids.size(); ++r) e.Add(e.rows.ids[r]);
       ++extensions_;
       rows_read_ += e.rows.ids.size() - before;
       return LookupMap::FromRows(e.rows);
@@ -117,11 +137,10 @@ Result<LookupMap> LookupCache::Load(pg::Connection& conn, const std::string& sch
     entries_.erase(it);
   }
   Entry e;
-  LD_RETURN_IF_ERROR(e.rows.ReadFrom(conn, schema, join));
+  LD_RETURN_IF_ERROR(e.rows.ReadFrom(conn, schema, join, std::nullopt, /*hashed=*/true));
   ++full_reads_;
   rows_read_ += e.rows.ids.size();
   if (!e.rows.exact) return LookupMap::FromRows(std::move(e.rows));
-  for (int64_t v : e.rows.ids) e.Add(v);
   LookupMap map = LookupMap::FromRows(e.rows);
   entries_[key] = std::move(e);
   return map;

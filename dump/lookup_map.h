@@ -46,11 +46,22 @@ struct LookupRows {
   std::vector<int64_t> ids;
   std::vector<uint32_t> offsets;  // naturals + 1 per row into text
   std::string text;
+  // With `hashed` reads: the sums of the high and low 32 bits of each row's content hash
+  // (RowHashSql: the server's 64-bit hash of the natural key's text seeded with the id), over
+  // the rows read. Each sum fits: under 2^31 rows.
+  int64_t hash_high_sum = 0, hash_low_sum = 0;
   // Appends the rows of `join`'s table with ids above `above` (every row: std::nullopt), in
-  // ascending id order, as read on `conn` (in its snapshot).
+  // ascending id order, as read on `conn` (in its snapshot); `hashed`: the server hashes each
+  // row in the same statement and the hashes are added to hash_*_sum.
   Status ReadFrom(pg::Connection& conn, const std::string& schema, const JoinSpec& join,
-                  std::optional<int64_t> above = std::nullopt);
+                  std::optional<int64_t> above = std::nullopt, bool hashed = false);
 };
+
+// The SQL of one lookup row's content hash, computed by the server: a 64-bit hash of the natural
+// key's text (hashtextextended, bytewise) seeded with the id, so that any change of a row (its
+// key updated in place, two rows swapping ids, a row inserted or deleted) changes the sum of the
+// hashes of the rows at or below an id with overwhelming probability (2^-64 per change).
+std::string RowHashSql(const JoinSpec& join);
 
 // One lookup table's (id, natural key) rows, sorted by id.
 class LookupMap {
@@ -107,10 +118,13 @@ class LookupMap {
 // Lookup rows kept from one digest of a source to the next (verify-range --follow's cycles:
 // history_accounts grows by a few rows per ledger and is read whole otherwise). Load checks, in
 // the reading connection's snapshot, that the rows at or below the highest id kept are still
-// the ones kept (their count and the sum of their ids: an id committed late below the highest,
-// or deleted, changes them), then reads only the rows above it; when the check fails it reads
-// the table whole again. A natural key changed in place under a kept id is not seen here: the
-// follower's scrub digests without a cache. Not thread-safe: one digest at a time per cache.
+// the ones kept: their count and the sums of their content hashes (RowHashSql), computed by the
+// server in one aggregate over those rows, must equal the count and sums of the kept rows (whose
+// hashes the server computed in the statement that read them). A row inserted, deleted or
+// updated in place (a natural key changed under its id), or two rows that swapped ids, changes
+// them: the table is then read whole again. Otherwise only the rows above the highest id are
+// read. The check is a scan of those rows in the server (no row is sent): verify/README.md,
+// "What a cycle costs", has its cost. Not thread-safe: one digest at a time per cache.
 class LookupCache {
  public:
   // The map of `join`'s table in `conn`'s snapshot, the same rows LookupMap::Load reads.
@@ -123,13 +137,7 @@ class LookupCache {
 
  private:
   struct Entry {
-    LookupRows rows;
-    // Sums of rows.ids' high and low 32 bits (each fits: under 2^31 rows).
-    int64_t high_sum = 0, low_sum = 0;
-    void Add(int64_t id) {
-      high_sum += id >> 32;
-      low_sum += id & 0xffffffff;
-    }
+    LookupRows rows;  // read with their hashes (rows.hash_*_sum)
   };
   std::map<std::string, Entry> entries_;  // by schema, table, id column and natural columns
   uint64_t full_reads_ = 0, extensions_ = 0, rows_read_ = 0;

@@ -494,8 +494,9 @@ GateReports SweepReports(const verify::SweepReport& r) {
 
 GateReports FollowCycleReports(const verify::FollowCycle& c, const FollowTotals& totals) {
   GateReports g;
-  const std::string verdict = c.finding ? "divergent" : "identical";
-  g.metrics = MetricsOf("verify-range", verdict, !c.finding, c.seconds,
+  // Nothing compared yet (the frontier before the first ledger): incomplete, not a success.
+  const std::string verdict = c.finding ? "divergent" : c.frontier < c.first ? "incomplete" : "identical";
+  g.metrics = MetricsOf("verify-range", verdict, verdict == "identical", c.seconds,
                         [c, totals] { return FollowMetrics(c, totals); });
   return g;
 }

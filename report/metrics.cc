@@ -136,9 +136,16 @@ std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r) {
 
 std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals) {
   std::vector<Metric> out;
-  out.push_back(Gauge("ledgerdiff_verified_through_ledger",
-                      "Every ledger from the first followed to this one was compared and found equal",
-                      static_cast<double>(c.frontier)));
+  // Nothing compared yet (waiting for the first ledger): no frontier is claimed.
+  if (c.frontier >= c.first)
+    out.push_back(Gauge("ledgerdiff_verified_through_ledger",
+                        "Every ledger from the first followed to this one was compared and found equal",
+                        static_cast<double>(c.frontier)));
+  if (c.reaped_through >= c.first)
+    out.push_back(Gauge("ledgerdiff_reaped_through_ledger",
+                        "Verified ledgers from the first followed to this one are gone from both sides (retention) and "
+                        "no longer compared",
+                        static_cast<double>(c.reaped_through)));
   Metric head{"ledgerdiff_head_ledger", "gauge", "The highest ledger each side holds", {}};
   if (c.head_left) head.samples.push_back({{{"side", "left"}}, static_cast<double>(*c.head_left)});
   if (c.head_right) head.samples.push_back({{{"side", "right"}}, static_cast<double>(*c.head_right)});

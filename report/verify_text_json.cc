@@ -91,9 +91,14 @@ std::string RenderVerifyText(const VerifyReport& r) {
 }
 
 std::string RenderFollowCycle(const verify::FollowCycle& c) {
-  std::string s = fmt::format("cycle {}: verified through {}", c.number, c.frontier);
+  // Nothing is called verified that was not compared (the frontier before the first ledger).
+  const bool none = c.frontier < c.first;
+  std::string s = none ? fmt::format("cycle {}: nothing verified yet", c.number)
+                       : fmt::format("cycle {}: verified through {}", c.number, c.frontier);
   if (c.compared)
     s += fmt::format(" (+{}, {} rows)", FormatCountOf(c.compared->size(), "ledger"), FormatCount(c.rows_left));
+  else if (none && !c.finding)
+    s += fmt::format(" (waiting for ledger {})", c.first);
   else
     s += " (nothing new)";
   auto head = [](const std::optional<Ledger>& h) { return h ? std::to_string(*h) : std::string("none"); };
@@ -101,13 +106,18 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
                    FormatCountOf(c.lag_ledgers, "ledger"));
   if (c.lag_seconds) s += fmt::format(" ({:.0f} s)", *c.lag_seconds);
   if (c.scrubbed) s += fmt::format(", scrubbed {}", c.scrubbed->str());
+  if (c.reaped) s += fmt::format(", reaped {} (gone from both sides)", c.reaped->str());
   s += fmt::format(", {:.1f} s", c.seconds);
   if (!c.retry.empty()) s += " (" + c.retry + ")";
   if (c.finding) {
     const verify::FollowFinding& f = *c.finding;
     std::string tables;
     for (const auto& t : f.tables) tables += (tables.empty() ? "" : ", ") + t;
-    if (f.changed_after_verified)
+    if (f.gone)
+      s += fmt::format("\n  gone after it was verified: {} from ledger {} ({} side{}; {})",
+                       FormatCountOf(f.gone_ledgers, "ledger"), f.ledger, f.sides, f.sides == "both" ? "s" : "",
+                       tables);
+    else if (f.changed_after_verified)
       s += fmt::format("\n  changed after it was verified: ledger {} ({} side{}; {})", f.ledger, f.sides,
                        f.sides == "both" ? "s" : "", tables.empty() ? "no table named" : tables);
     else
@@ -134,11 +144,15 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
                       {"divergences_total", c.divergences_total},
                       {"finding", nullptr}};
   if (!c.retry.empty()) j["retry"] = c.retry;
+  if (c.reaped) j["reaped"] = range(c.reaped);
   if (c.finding)
-    j["finding"] = {{"kind", c.finding->changed_after_verified ? "changed_after_verified" : "divergent"},
+    j["finding"] = {{"kind", c.finding->gone                     ? "gone_after_verified"
+                             : c.finding->changed_after_verified ? "changed_after_verified"
+                                                                 : "divergent"},
                     {"ledger", c.finding->ledger},
                     {"sides", c.finding->changed_after_verified ? nlohmann::json(c.finding->sides) : nlohmann::json()},
                     {"tables", c.finding->tables}};
+  if (c.finding && c.finding->gone) j["finding"]["ledgers"] = c.finding->gone_ledgers;
   return j;
 }
 
@@ -179,9 +193,12 @@ nlohmann::json VerifyRangeToJson(const verify::VerifyRangeReport& report) {
 
 std::string RenderFollowText(const verify::FollowReport& r, const verify::FollowOptions& o,
                              const verify::FollowCycle* stopped, const verify::VerifyRangeReport* finding) {
-  std::string text = fmt::format("followed {} cycles: verified through ledger {}{}\n", r.cycles.size(), r.frontier,
+  const std::string verified = r.frontier < r.first ? std::string("nothing verified yet")
+                                                     : fmt::format("verified through ledger {}", r.frontier);
+  std::string text = fmt::format("followed {} cycles: {}{}\n", r.cycles.size(), verified,
                                  r.reached_until              ? " (--until reached)"
                                  : stopped && !o.keep_going ? " (stopped at the divergence below)"
+                                 : r.frontier < r.first     ? fmt::format(" (waiting for ledger {})", r.first)
                                                             : "");
   if (stopped && finding) {
     text += RenderFollowCycle(*stopped) + "\n" + RenderDiffText(finding->diff);

@@ -1736,6 +1736,7 @@ TEST(DocumentedJson, FollowCycleKeysAreTheEmittedKeys) {
   const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
   verify::FollowCycle c;
   c.retry = "recovered after 1.0 s of failures";  // every optional key present
+  c.reaped = LedgerRange{2, 11};
   c.finding = verify::FollowFinding{};
   EXPECT_EQ(DocumentedTableKeys(readme, "### follow cycles"), Keys(report::FollowCycleToJson(c)));
   EXPECT_EQ(Keys(report::FollowCycleToJson(c)["finding"]),

@@ -43,11 +43,15 @@ struct Segment {
   std::string file;  // under DIR/segments
 };
 
-// DIR/state.json. INVARIANT: the segments are consecutive from `from` through `compared_through`
-// and every file they name is complete (written before the state that names it).
+// DIR/state.json. INVARIANT: the segments are consecutive through `compared_through`, the first
+// one holds the first ledger not reaped (none when every compared ledger was reaped), and every
+// file they name is complete (written before the state that names it).
 struct FollowState {
   Ledger from = 0;
   Ledger compared_through = 0;             // from - 1: nothing compared yet
+  // Compared ledgers gone from both sides since (retention), from `from` through this one
+  // (from - 1: none). Segments wholly below it are dropped; nothing below it is checked again.
+  Ledger reaped_through = 0;
   std::optional<Ledger> first_divergence;  // the first divergent ledger found (--keep-going)
   uint64_t cycles = 0, divergences = 0;
   Ledger scrub_next = 0;                   // the next verified ledger the scrub checks
@@ -59,6 +63,8 @@ struct FollowState {
   Ledger VerifiedThrough() const {
     return first_divergence ? std::min(compared_through, *first_divergence - 1) : compared_through;
   }
+  // The first ledger still held (not reaped).
+  Ledger Kept() const { return std::max(from, reaped_through + 1); }
 };
 
 nlohmann::json StateToJson(const FollowState& s) {
@@ -67,6 +73,7 @@ nlohmann::json StateToJson(const FollowState& s) {
   return {{"format", kStateFormat},
           {"from", s.from},
           {"compared_through", s.compared_through},
+          {"reaped_through", s.reaped_through},
           {"first_divergence", s.first_divergence ? nlohmann::json(*s.first_divergence) : nlohmann::json()},
           {"cycles", s.cycles},
           {"divergences", s.divergences},
@@ -90,8 +97,17 @@ Result<FollowState> StateFromJson(const nlohmann::json& j, const std::string& pa
     s.cycles = j.at("cycles").get<uint64_t>();
     s.divergences = j.at("divergences").get<uint64_t>();
     s.scrub_next = j.at("scrub_next").get<Ledger>();
-    Ledger next = s.from;
-    for (const auto& seg : j.at("segments")) {
+    // States written before retention was handled reaped nothing.
+    s.reaped_through = j.value("reaped_through", s.from - 1);
+    if (s.reaped_through + 1 < s.from || s.reaped_through > s.compared_through)
+      return Status::Usagef("{}: reaped through ledger {}, outside the compared ledgers {}:{}", path, s.reaped_through,
+                            s.from, s.compared_through);
+    const auto& stored = j.at("segments");
+    // The first segment holds the first ledger kept (segments wholly reaped were dropped).
+    Ledger next = stored.empty() ? s.compared_through + 1 : stored.front().at("from").get<Ledger>();
+    if (next < s.from || next > s.Kept() || (stored.empty() && s.compared_through >= s.Kept()))
+      return Status::Usagef("{}: segments start at ledger {}, not at the first ledger kept {}", path, next, s.Kept());
+    for (const auto& seg : stored) {
       Segment one{{seg.at("from").get<Ledger>(), seg.at("to").get<Ledger>()}, seg.at("file").get<std::string>()};
       if (one.range.from != next || one.range.to < one.range.from || one.file.find('/') != std::string::npos ||
           one.file.empty() || one.file[0] == '.')
@@ -173,26 +189,35 @@ void RemoveUnreferenced(const std::string& dir, const FollowState& s) {
 std::string SegmentName(const LedgerRange& r) { return fmt::format("{:010}-{:010}.ldm", r.from, r.to); }
 
 // Each side's heads: the highest ledger it holds, and the last of its gap-free run of ledgers
-// after `after` (through after + window; `after` when ledger after + 1 is missing).
+// after `after` (through after + window; `after` when ledger after + 1 is missing); and, in the
+// same statement (one snapshot), what it still holds of the compared ledgers `kept`:`after`.
 struct Heads {
   std::optional<Ledger> max;
   Ledger contiguous = 0;
   std::optional<double> closed_at_max;  // Unix time of `max`, when the ledger table has closed_at
+  std::optional<Ledger> lowest;         // its lowest ledger at or after `kept`
+  uint64_t held = 0;                    // its ledgers in kept:after (an index-only count)
 };
 
-Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window) {
+Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window,
+                        Ledger kept) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
   const std::string table = pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable);
   const std::string column = pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column);
   const std::string sql = fmt::format(
       "SELECT (SELECT max({c}) FROM {t}), "
       "(SELECT max({c}) FROM (SELECT {c}, {c}::bigint - row_number() OVER (ORDER BY {c}) AS g FROM {t} "
-      "WHERE {c} > $1::bigint AND {c} <= $2::bigint) run WHERE g = $1::bigint)",
+      "WHERE {c} > $1::bigint AND {c} <= $2::bigint) run WHERE g = $1::bigint), "
+      "(SELECT min({c}) FROM {t} WHERE {c} >= $3::bigint), "
+      "(SELECT count(*) FROM {t} WHERE {c} >= $3::bigint AND {c} <= $1::bigint)",
       fmt::arg("c", column), fmt::arg("t", table));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn->Exec(sql, {std::to_string(after), std::to_string(after + window)}));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn->Exec(sql, {std::to_string(after), std::to_string(after + window),
+                                                      std::to_string(kept)}));
   Heads h;
   if (!rows.IsNull(0, 0)) h.max = static_cast<Ledger>(rows.GetInt(0, 0));
   h.contiguous = rows.IsNull(0, 1) ? after : static_cast<Ledger>(rows.GetInt(0, 1));
+  if (!rows.IsNull(0, 2)) h.lowest = static_cast<Ledger>(rows.GetInt(0, 2));
+  h.held = static_cast<uint64_t>(rows.GetInt(0, 3));
   if (h.max) {
     auto at = conn->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {} WHERE {} = $1::bigint",
                                      table, column),
@@ -200,6 +225,19 @@ Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, 
     if (at.ok() && at->size() == 1 && !at->IsNull(0, 0)) h.closed_at_max = std::stod(std::string(at->Get(0, 0)));
   }
   return h;
+}
+
+// The first ledger of from:to that `schema` does not hold (to + 1 when it holds them all).
+Result<Ledger> FirstMissing(const std::string& conninfo, const std::string& schema, Ledger from, Ledger to) {
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
+  const std::string sql = fmt::format(
+      "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {t} WHERE {c} = $1::bigint) THEN $1::bigint ELSE "
+      "coalesce((SELECT min(a.{c}) + 1 FROM {t} a WHERE a.{c} >= $1::bigint AND a.{c} <= $2::bigint AND NOT EXISTS "
+      "(SELECT 1 FROM {t} b WHERE b.{c} = a.{c} + 1)), $2::bigint + 1) END",
+      fmt::arg("c", pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column)),
+      fmt::arg("t", pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable)));
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn->Exec(sql, {std::to_string(from), std::to_string(to)}));
+  return static_cast<Ledger>(std::min<int64_t>(rows.GetInt(0, 0), int64_t{to} + 1));
 }
 
 std::optional<double> ClosedAt(const std::string& conninfo, const std::string& schema, Ledger ledger) {
@@ -270,6 +308,7 @@ class Follower {
       ++run;
       cycle.seconds = SecondsSince(start);
       report.cycles.push_back(cycle);
+      report.first = state_.from;
       report.frontier = cycle.frontier;
       if (cycle.finding) report.diverged = true;
       if (on_cycle_) on_cycle_(report.cycles.back());
@@ -313,6 +352,7 @@ class Follower {
       if (o_.from == 0) return Status::Usagef("--follow needs --from A: --state {} holds no state yet", o_.state_dir);
       state_.from = o_.from;
       state_.compared_through = o_.from - 1;
+      state_.reaped_through = o_.from - 1;  // none
       state_.scrub_next = o_.from;
       state_.left = left;
       state_.right = right;
@@ -369,12 +409,15 @@ class Follower {
     RemoveUnreferenced(o_.state_dir, state_);
     const Ledger through = state_.compared_through;
     const uint64_t window = uint64_t{o_.max_cycle_ledgers} + o_.settle;
-    auto hl = ReadHeads(o_.sides.left, o_.sides.left_schema, through, window);
+    const Ledger kept = state_.Kept();
+    auto hl = ReadHeads(o_.sides.left, o_.sides.left_schema, through, window, kept);
     if (!hl.ok()) return hl.status().With("left");
-    auto hr = ReadHeads(o_.sides.right, o_.sides.right_schema, through, window);
+    auto hr = ReadHeads(o_.sides.right, o_.sides.right_schema, through, window, kept);
     if (!hr.ok()) return hr.status().With("right");
     cycle.head_left = hl->max;
     cycle.head_right = hr->max;
+    // What was compared must still be there: reaped from both sides, or a finding at once.
+    if (kept <= through) LD_RETURN_IF_ERROR(CheckKept(*hl, *hr, cycle));
     // Each side's usable frontier: its gap-free run, less its newest `settle` ledgers.
     auto usable = [&](const Heads& h) -> Ledger {
       const Ledger settled = h.max && *h.max >= Ledger{o_.settle} ? *h.max - o_.settle : 0;
@@ -383,10 +426,13 @@ class Follower {
     Ledger frontier = std::min(usable(*hl), usable(*hr));
     if (o_.until) frontier = std::min(frontier, std::max(*o_.until, through));
     frontier = std::min<Ledger>(frontier, through + o_.max_cycle_ledgers);
-    if (frontier > through) LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, cycle));
+    if (frontier > through && (!cycle.finding || o_.keep_going))
+      LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, cycle));
     if (!cycle.finding || o_.keep_going) LD_RETURN_IF_ERROR(Scrub(cycle, period));
     ++state_.cycles;
     cycle.number = state_.cycles;
+    cycle.first = state_.from;
+    cycle.reaped_through = state_.reaped_through;
     if (cycle.finding) ++state_.divergences;
     cycle.divergences_total = state_.divergences;
     LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
@@ -401,9 +447,74 @@ class Follower {
       if (auto at = ClosedAt(o_.sides.left, o_.sides.left_schema, cycle.frontier)) cycle.lag_seconds = std::max(0.0, *closed - *at);
     }
     const Ledger verified_end = state_.VerifiedThrough();
-    const uint64_t verified = verified_end >= state_.from ? verified_end + 1 - state_.from : 0;
+    const Ledger verified_from = state_.Kept();
+    const uint64_t verified = verified_end >= verified_from ? verified_end + 1 - verified_from : 0;
     cycle.scrub_coverage =
-        verified ? std::min(1.0, static_cast<double>(state_.scrub_next - state_.from) / static_cast<double>(verified)) : 0;
+        verified ? std::min(1.0, static_cast<double>(state_.scrub_next - std::min(state_.scrub_next, verified_from)) /
+                                     static_cast<double>(verified))
+                 : 0;
+    return Status::Ok();
+  }
+
+  // Reads what each side still holds of the compared ledgers kept:compared_through (its lowest
+  // ledger there and how many it holds, from ReadHeads' snapshot). Ledgers gone from both sides
+  // from the bottom up were reaped (Horizon's retention): the covered range starts after them,
+  // their segments go. Any other compared ledger a side no longer holds is a finding.
+  Status CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle) {
+    const Ledger compared = state_.compared_through;
+    const Ledger kept = state_.Kept();
+    // The lowest ledger both sides hold (a side that holds none from `kept` on lost them all).
+    if (hl.lowest && hr.lowest) {
+      const Ledger reaped_to = std::min<Ledger>(std::min(*hl.lowest, *hr.lowest) - 1, compared);
+      if (reaped_to >= kept) {
+        cycle.reaped = LedgerRange{kept, reaped_to};
+        state_.reaped_through = reaped_to;
+        auto& segs = state_.segments;
+        segs.erase(std::remove_if(segs.begin(), segs.end(), [&](const Segment& g) { return g.range.to <= reaped_to; }),
+                   segs.end());
+        if (state_.scrub_next <= reaped_to) state_.scrub_next = reaped_to + 1;
+        reporter_.Note(fmt::format("ledgers {} reaped on both sides (retention): no longer compared",
+                                   cycle.reaped->str()));
+      }
+    }
+    const Ledger from = state_.Kept();
+    if (from > compared) return Status::Ok();
+    const uint64_t expected = uint64_t{compared} - from + 1;
+    std::optional<Ledger> first;
+    uint64_t most = 0;
+    std::vector<std::string> sides;
+    for (auto [h, conninfo, schema, side] :
+         {std::tuple{&hl, &o_.sides.left, &o_.sides.left_schema, "left"},
+          std::tuple{&hr, &o_.sides.right, &o_.sides.right_schema, "right"}}) {
+      // This side holds nothing below `from` down to `kept` (from is at most its lowest ledger
+      // there): its count of kept:compared is its count of from:compared.
+      if (h->held >= expected) continue;
+      LD_ASSIGN_OR_RETURN(Ledger missing, FirstMissing(*conninfo, *schema, from, compared));
+      if (missing > compared) missing = from;  // fewer rows, none missing: they came back since
+      if (first && missing > *first) continue;
+      if (!first || missing < *first) sides.clear();
+      first = missing;
+      most = std::max(most, expected - h->held);
+      sides.push_back(side);
+    }
+    if (!first) return Status::Ok();
+    FollowFinding f;
+    f.changed_after_verified = true;
+    f.gone = true;
+    f.gone_ledgers = most;
+    f.ledger = *first;
+    f.sides = sides.size() == 2 ? "both" : sides[0];
+    f.tables = {kLedgerTable};
+    NullReporter quiet;
+    VerifyRangeOptions v = CycleOptions({*first, *first});
+    v.allow_empty = true;  // gone from both: the report shows the coverage, not a usage error
+    LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
+    cycle.finding = std::move(f);
+    if (!o_.keep_going) {
+      state_.scrub_next = std::max(std::min(state_.scrub_next, *first), from);
+    } else if (!state_.first_divergence || *first < *state_.first_divergence) {
+      state_.first_divergence = *first;
+    }
     return Status::Ok();
   }
 
@@ -456,9 +567,10 @@ class Follower {
   Status Scrub(FollowCycle& cycle, double period) {
     // The verified range: a divergence kept going past (--keep-going) ends it.
     const Ledger end = state_.VerifiedThrough();
-    if (end < state_.from) return Status::Ok();
-    if (state_.scrub_next > end) state_.scrub_next = state_.from;  // a new pass
-    const double verified = static_cast<double>(end + 1 - state_.from);
+    const Ledger from = state_.Kept();  // reaped ledgers are not scrubbed
+    if (end < from) return Status::Ok();
+    if (state_.scrub_next > end || state_.scrub_next < from) state_.scrub_next = from;  // a new pass
+    const double verified = static_cast<double>(end + 1 - from);
     uint64_t budget = static_cast<uint64_t>(std::ceil(verified * std::max(period, 0.0) / o_.scrub_period_s));
     budget = std::clamp<uint64_t>(budget, 1, o_.max_cycle_ledgers);
     const Ledger first = state_.scrub_next;
@@ -521,7 +633,9 @@ class Follower {
     f.tables.assign(tables.begin(), tables.end());
     // The rows: the two sides at that ledger (identical when both changed alike: then only the
     // stored manifest knows the ledger as it was verified).
-    LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(CycleOptions({*changed, *changed}), quiet));
+    VerifyRangeOptions v = CycleOptions({*changed, *changed});
+    v.allow_empty = true;  // the ledger gone from both sides: its coverage, not a usage error
+    LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
     cycle.finding = std::move(f);
     if (!o_.keep_going) {
       state_.scrub_next = *changed;  // a restart checks it again first
@@ -537,8 +651,9 @@ class Follower {
   const std::string segments_dir_;
   std::unique_ptr<DirLock> lock_;
   FollowState state_;
-  // Each side's lookup rows, kept from one cycle's new ledgers to the next (the scrub reads
-  // whole tables: it sees a natural key changed in place, which the caches do not).
+  // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
+  // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads
+  // whole tables).
   dump::LookupCache lookup_caches_[2];
 };
 
@@ -546,6 +661,13 @@ class Follower {
 
 Status ValidateFollowOptions(const FollowOptions& o) {
   if (o.state_dir.empty()) return Status::Usage("--follow needs --state DIR (where what was verified is kept)");
+  // history_ledgers.sequence is a 32-bit signed integer in Horizon's schema.
+  constexpr Ledger kHighestLedger = 2147483647;
+  for (const std::optional<Ledger>& l : {std::optional<Ledger>(o.from), o.until})
+    if (l && *l > kHighestLedger)
+      return Status::Usagef("--from/--range/--until: ledger {} is past {}, the highest ledger history_ledgers.sequence "
+                            "(an integer) can hold",
+                            *l, kHighestLedger);
   std::error_code ec;
   if (o.from == 0 && !fs::exists(fs::path(o.state_dir) / kStateFile, ec))
     return Status::Usagef("--follow needs the first ledger, --from A (or --range A:): --state {} holds no state yet",

@@ -46,9 +46,14 @@ struct FollowOptions {
 };
 Status ValidateFollowOptions(const FollowOptions& options);
 
-// A divergence found by a cycle: a new stretch that differs, or a verified ledger that changed.
+// A divergence found by a cycle: a new stretch that differs, a verified ledger that changed, or
+// verified ledgers gone from one side (or from both, not from the bottom: not a reaping).
 struct FollowFinding {
-  bool changed_after_verified = false;  // found by the scrub
+  bool changed_after_verified = false;  // found by the scrub, or gone (below)
+  // Verified ledgers a side no longer holds (its history_ledgers rows in the verified range,
+  // counted at the start of every cycle); `ledger` is the first of them, `sides` who lost them.
+  bool gone = false;
+  uint64_t gone_ledgers = 0;            // how many (the most of either side)
   Ledger ledger = 0;
   std::string sides;                    // the scrub: "left", "right" or "both"
   std::vector<std::string> tables;      // at that ledger
@@ -57,10 +62,16 @@ struct FollowFinding {
 
 struct FollowCycle {
   uint64_t number = 0;                 // 1, 2, ... over the state's life
+  Ledger first = 0;                    // the state's first ledger: frontier < first, nothing verified yet
   std::optional<Ledger> head_left, head_right;  // the last ledger of each side's gap-free run
   Ledger frontier = 0;                 // verified through (from - 1: nothing yet)
   std::optional<LedgerRange> compared;  // the new ledgers compared by this cycle
   std::optional<LedgerRange> scrubbed;  // the verified ledgers re-checked by this cycle
+  // Retention: verified ledgers gone from both sides from the bottom up (Horizon's reaper) are
+  // reaped, no longer compared or scrubbed: those this cycle found, and all through now
+  // (reaped_through < first: none).
+  std::optional<LedgerRange> reaped;
+  Ledger reaped_through = 0;
   uint64_t rows_left = 0, rows_right = 0;  // compared by this cycle (new and scrub)
   uint64_t lag_ledgers = 0;            // max(head) - frontier
   std::optional<double> lag_seconds;   // closed_at(max head) - closed_at(frontier), when known
@@ -73,6 +84,7 @@ struct FollowCycle {
 
 struct FollowReport {
   std::vector<FollowCycle> cycles;  // of this run
+  Ledger first = 0;                 // the state's first ledger (frontier < first: nothing verified)
   Ledger frontier = 0;
   bool reached_until = false;
   bool diverged = false;            // some cycle of this run found a divergence
