@@ -929,6 +929,28 @@ Result<std::optional<int64_t>> LastLedgerCloseMs(pg::Connection& conn, const std
   return std::optional<int64_t>(r.GetInt(0, 0));
 }
 
+Result<std::optional<Ledger>> FirstUnsettledLedger(pg::Connection& conn, const std::string& schema,
+                                                   const ProfileSpec& spec, const LedgerRange& range,
+                                                   int64_t settled_before_ms) {
+  std::optional<Ledger> first;
+  for (const TableRule& rule : spec.tables) {
+    if (!rule.window) continue;
+    LD_ASSIGN_OR_RETURN(pg::Rows present, conn.Exec("SELECT 1 WHERE to_regclass($1) IS NOT NULL",
+                                                     {pg::Qualified(schema, rule.table)}));
+    if (present.size() == 0) continue;
+    LD_ASSIGN_OR_RETURN(
+        pg::Rows r,
+        conn.Exec(fmt::format("SELECT min({}) FROM {} t WHERE {} AND t.{} > {}",
+                              LedgerExpression(rule.ledger.column, rule.ledger.kind, "t"), pg::Qualified(schema, rule.table),
+                              LedgerRangePredicate(rule.ledger.column, rule.ledger.kind, range, "t"),
+                              pg::QuoteIdent(rule.window->column), settled_before_ms - rule.window->width_ms)));
+    if (r.IsNull(0, 0)) continue;
+    const Ledger l = static_cast<Ledger>(r.GetInt(0, 0));
+    first = first ? std::min(*first, l) : l;
+  }
+  return first;
+}
+
 // The rows of each windowed table in `range` that the cutoff leaves out (ApplySettledCutoff),
 // counted on `conn` (in its snapshot).
 Result<std::vector<UnsettledRows>> CountUnsettled(pg::Connection& conn, const std::string& schema,

@@ -217,6 +217,12 @@ Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema,
 // ledger table (core/history_tables.h kLedgerTable, its closed_at), or nullopt when it holds
 // none: the instant up to which a side's windowed tables are settled (profile.h TimeWindow).
 Result<std::optional<int64_t>> LastLedgerCloseMs(pg::Connection& conn, const std::string& schema, Ledger at);
+// The first ledger of `range` that filed a row of a windowed table of `spec` (profile.h
+// TimeWindow) whose window had not closed by `settled_before_ms` in `schema`, or nullopt: what
+// holds a follower's frontier back until that window closes (windowed tables absent: nullopt).
+Result<std::optional<Ledger>> FirstUnsettledLedger(pg::Connection& conn, const std::string& schema,
+                                                   const ProfileSpec& spec, const LedgerRange& range,
+                                                   int64_t settled_before_ms);
 // A cutoff before any window: nothing is settled (far from overflow when a width is subtracted).
 inline constexpr int64_t kNothingSettled = INT64_MIN / 4;
 

@@ -632,6 +632,10 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
   return p;
 }
 
+bool HasWindowedTable(const ProfileSpec& spec) {
+  return std::any_of(spec.tables.begin(), spec.tables.end(), [](const TableRule& t) { return t.window.has_value(); });
+}
+
 void ApplySettledCutoff(ResolvedProfile& profile, int64_t settled_before_ms) {
   for (ResolvedTable& t : profile.tables)
     if (t.window) t.settled_before_ms = settled_before_ms;

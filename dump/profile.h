@@ -121,6 +121,9 @@ struct LookupRule {
 };
 std::vector<LookupRule> LookupRules(const ProfileSpec& spec);
 
+// True when some table of `spec` has a TimeWindow.
+bool HasWindowedTable(const ProfileSpec& spec);
+
 // Built-in specs.
 ProfileSpec HorizonProfileSpec();
 ProfileSpec AutoProfileSpec();

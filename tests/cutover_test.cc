@@ -291,6 +291,63 @@ TEST(Windows, AnAggregationBrokenAlikeOnBothSidesBreaksTheInvariant) {
   EXPECT_EQ(VerifyRange(c.left, c.right, "text").exit_code, 0);
 }
 
+// A live side that is behind: its history rows above `head` wait in schema "ahead" until
+// RevealThrough moves them back (the ledgers arriving), and its buckets are rebuilt each time.
+const std::vector<std::pair<std::string, std::string>> kLedgerOf = {
+    {"history_ledgers", "sequence"},
+    {"history_transactions", "ledger_sequence"},
+    {"history_operations", "id >> 32"},
+    {"history_effects", "history_operation_id >> 32"},
+    {"history_trades", "history_operation_id >> 32"},
+    {"history_operation_participants", "history_operation_id >> 32"},
+    {"history_transaction_participants", "history_transaction_id >> 32"},
+    {"history_operation_claimable_balances", "history_operation_id >> 32"},
+    {"history_transaction_claimable_balances", "history_transaction_id >> 32"},
+    {"history_operation_liquidity_pools", "history_operation_id >> 32"},
+    {"history_transaction_liquidity_pools", "history_transaction_id >> 32"}};
+
+void HoldBackAbove(const std::string& conninfo, int64_t head) {
+  std::string sql = "CREATE SCHEMA ahead;";
+  for (const auto& [table, ledger] : kLedgerOf)
+    sql += fmt::format("CREATE TABLE ahead.{0} AS SELECT * FROM public.{0} WHERE {1} > {2}; "
+                       "DELETE FROM public.{0} WHERE {1} > {2};",
+                       table, ledger, head);
+  ExecSql(conninfo, sql + kRebuildBuckets);
+}
+
+void RevealThrough(const std::string& conninfo, int64_t head) {
+  std::string sql;
+  for (const auto& [table, ledger] : kLedgerOf)
+    sql += fmt::format("INSERT INTO public.{0} SELECT * FROM ahead.{0} WHERE {1} <= {2}; "
+                       "DELETE FROM ahead.{0} WHERE {1} <= {2};",
+                       table, ledger, head);
+  ExecSql(conninfo, sql + kRebuildBuckets);
+}
+
+TEST(Windows, AFollowerComparesEachBucketOnceWhenItsMinuteHasClosed) {
+  for (const auto& engine : kEngines) {
+    BucketCase c;
+    for (const std::string& side : {c.left, c.right}) HoldBackAbove(side, 20);
+    testing::ScratchDir dir("ledgerdiff-cutover-window-");
+    auto cycle = [&] {
+      auto r = RunCli({"verify-range", "--follow", "--left", c.left, "--right", c.right, "--range", "1:61", "--state",
+                       dir.path + "/state", "--engine", engine, "--cycles", "1", "--scrub-period", "1", "--format",
+                       "json"});
+      EXPECT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+      return r.exit_code == 0 ? json::parse(r.out)["follow"].value("verified_through", json()) : json();
+    };
+    // Both sides at ledger 20: the minute's buckets (opened at 19) are open; the frontier waits before them.
+    EXPECT_EQ(cycle(), 18) << engine;
+    // Both gain ledgers 21..24: ledger 24's trade rewrites the USD bucket of ledger 19. Nothing was
+    // compared of it, so nothing "changed after it was verified".
+    for (const std::string& side : {c.left, c.right}) RevealThrough(side, 24);
+    EXPECT_EQ(cycle(), 18) << engine;
+    // The minute closes (ledgers up to 61): its buckets are compared once, settled, and the rest follows.
+    for (const std::string& side : {c.left, c.right}) RevealThrough(side, 61);
+    EXPECT_EQ(cycle(), 61) << engine;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Coverage: a table the profile requires that neither side has is not compared, and says so.
 

@@ -21,6 +21,7 @@
 #include "core/pg.h"
 #include "core/process.h"
 #include "core/text.h"
+#include "dump/digest.h"
 #include "dump/profile.h"
 #include "dump/shard.h"
 #include "dump/source_identity.h"
@@ -140,7 +141,7 @@ Status SaveState(const std::string& dir, const FollowState& s) {
 
 // One side of the comparison as the state records it: its identity and schema; never a conninfo.
 Result<nlohmann::json> SideRecord(const std::string& conninfo, const std::string& schema) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
   LD_ASSIGN_OR_RETURN(dump::SourceIdentity id, dump::ReadSourceIdentity(*conn, schema));
   return dump::SourceIdentityToJson(id);
 }
@@ -201,7 +202,7 @@ struct Heads {
 
 Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window,
                         Ledger kept) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
   const std::string table = pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable);
   const std::string column = pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column);
   const std::string sql = fmt::format(
@@ -229,7 +230,7 @@ Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, 
 
 // The first ledger of from:to that `schema` does not hold (to + 1 when it holds them all).
 Result<Ledger> FirstMissing(const std::string& conninfo, const std::string& schema, Ledger from, Ledger to) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow"));
+  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
   const std::string sql = fmt::format(
       "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {t} WHERE {c} = $1::bigint) THEN $1::bigint ELSE "
       "coalesce((SELECT min(a.{c}) + 1 FROM {t} a WHERE a.{c} >= $1::bigint AND a.{c} <= $2::bigint AND NOT EXISTS "
@@ -241,7 +242,7 @@ Result<Ledger> FirstMissing(const std::string& conninfo, const std::string& sche
 }
 
 std::optional<double> ClosedAt(const std::string& conninfo, const std::string& schema, Ledger ledger) {
-  auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow");
+  auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly);
   if (!conn.ok()) return std::nullopt;
   auto at = (*conn)->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {}.{} WHERE {} = $1::bigint",
                                       pg::QuoteIdent(schema), pg::QuoteIdent(kLedgerTable),
@@ -426,8 +427,10 @@ class Follower {
     Ledger frontier = std::min(usable(*hl), usable(*hr));
     if (o_.until) frontier = std::min(frontier, std::max(*o_.until, through));
     frontier = std::min<Ledger>(frontier, through + o_.max_cycle_ledgers);
+    std::optional<int64_t> settled_before;
+    LD_ASSIGN_OR_RETURN(frontier, HoldForOpenWindows(*hl, *hr, through, frontier, settled_before));
     if (frontier > through && (!cycle.finding || o_.keep_going))
-      LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, cycle));
+      LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, settled_before, cycle));
     if (!cycle.finding || o_.keep_going) LD_RETURN_IF_ERROR(Scrub(cycle, period));
     ++state_.cycles;
     cycle.number = state_.cycles;
@@ -519,8 +522,48 @@ class Follower {
   }
 
   // verify-range over the new ledgers; an identical stretch becomes a segment.
-  Status CompareNew(const LedgerRange& range, FollowCycle& cycle) {
+  // Windowed tables (dump/profile.h TimeWindow, issue 41): a bucket is compared once, when its
+  // window has closed on both sides, so a bucket that later ledgers of its minute rewrite is never
+  // compared half-filled, nor flagged by the scrub as changed once it fills. The frontier stops
+  // before the first ledger of through+1..frontier that filed a bucket still open at the earlier
+  // of the two sides' close times of their gap-free heads; `settled_before` is that instant, with
+  // which the comparison reads (every bucket before the frontier is settled by it).
+  Result<Ledger> HoldForOpenWindows(const Heads& hl, const Heads& hr, Ledger through, Ledger frontier,
+                                    std::optional<int64_t>& settled_before) {
+    if (frontier <= through) return frontier;
+    if (!spec_) {
+      LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
+    }
+    if (!dump::HasWindowedTable(*spec_)) return frontier;
+    struct SideHead {
+      const std::string& conninfo;
+      const std::string& schema;
+      Ledger head;
+    };
+    const SideHead sides[] = {{o_.sides.left, o_.sides.left_schema, hl.contiguous},
+                              {o_.sides.right, o_.sides.right_schema, hr.contiguous}};
+    std::vector<std::unique_ptr<pg::Connection>> conns;
+    int64_t cutoff = INT64_MAX;
+    for (const SideHead& side : sides) {
+      LD_ASSIGN_OR_RETURN(auto conn,
+                          pg::Connection::Open(side.conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
+      LD_ASSIGN_OR_RETURN(std::optional<int64_t> close, dump::LastLedgerCloseMs(*conn, side.schema, side.head));
+      cutoff = std::min(cutoff, close.value_or(dump::kNothingSettled));
+      conns.push_back(std::move(conn));
+    }
+    Ledger held = frontier;
+    for (size_t i = 0; i < conns.size(); ++i) {
+      LD_ASSIGN_OR_RETURN(std::optional<Ledger> open,
+                          dump::FirstUnsettledLedger(*conns[i], sides[i].schema, *spec_, {through + 1, frontier}, cutoff));
+      if (open) held = std::min(held, *open - 1);
+    }
+    settled_before = cutoff;
+    return std::max(held, through);
+  }
+
+  Status CompareNew(const LedgerRange& range, const std::optional<int64_t>& settled_before, FollowCycle& cycle) {
     VerifyRangeOptions v = CycleOptions(range);
+    v.settled_before_ms = settled_before;
     const std::string name = SegmentName(range);
     v.out = (fs::path(segments_dir_) / name).string();
     v.lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]};
@@ -650,6 +693,7 @@ class Follower {
   const std::function<void(const FollowCycle&)>& on_cycle_;
   const std::string segments_dir_;
   std::unique_ptr<DirLock> lock_;
+  std::optional<dump::ProfileSpec> spec_;  // loaded at the first cycle that needs it
   FollowState state_;
   // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
   // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads

@@ -576,10 +576,6 @@ std::string LookAgainCommand(const VerifyRangeOptions& o, const diff::DiffReport
 
 }  // namespace
 
-bool HasWindowedTable(const dump::ProfileSpec& spec) {
-  return std::any_of(spec.tables.begin(), spec.tables.end(), [](const dump::TableRule& t) { return t.window.has_value(); });
-}
-
 // The instant the windowed tables of both sides are settled at: the earlier of the two sides'
 // close times of their last ledger at or before `to` (the whole range's end, for a shard too).
 // A side that holds no such ledger settles nothing.
@@ -626,7 +622,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.allow_missing_tables = o.allow_missing_tables;
   if (o.settled_before_ms) {
     dopt.settled_before_ms = o.settled_before_ms;
-  } else if (HasWindowedTable(spec)) {
+  } else if (dump::HasWindowedTable(spec)) {
     LD_ASSIGN_OR_RETURN(dopt.settled_before_ms, SettledBefore(left, right, o.range.to));
   }
   std::optional<ComparisonManifest> manifest;
