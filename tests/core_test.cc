@@ -1,6 +1,7 @@
 // Core: ranges, job splitting, quoting, the embedded server and schema ownership.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -255,6 +256,56 @@ TEST(Secrets, LeaksFoundByFuzzing) {
   RegisterSecret("Overlap1Left");
   RegisterSecret("Left2Right");
   EXPECT_EQ(ScrubSecrets("x Overlap1Left2Right y"), "x *** y");
+}
+
+// Issue 44: malformed conninfos that libpq parses as something else or not at all. The rules need
+// no parse: a URI-shaped user info is everything between a ':' or "//" and the '@' after it; a
+// password or sslpassword value runs up to the next key libpq recognises. No 4-byte piece of the
+// password in the redacted conninfo, a Status holding the conninfo, or the connect error.
+TEST(Secrets, MalformedConninfosAreMaskedWithoutLibpqParsingThem) {
+  struct Case {
+    std::string conninfo, password;
+  };
+  const std::vector<Case> cases = {
+      {"postgresql:/bob:OneSlashPw77@nohost.invalid/db", "OneSlashPw77"},
+      {"postgresql//bob:NoColonPw88@nohost.invalid/db", "NoColonPw88"},
+      {"postgres:bob:SchemeOnlyPw99@nohost.invalid/db", "SchemeOnlyPw99"},
+      {"bob:BareUserinfoPw11@nohost.invalid/db", "BareUserinfoPw11"},
+      {"postgresql:/bob:Two Words@Pw22@nohost.invalid/db", "Two Words@Pw22"},
+      {"host=/nonexistent port=1 user=bob password=Hun ter=2Qx", "Hun ter=2Qx"},
+      {"host=/nonexistent password=Hun ter=2Qx user=bob", "Hun ter=2Qx"},
+      {"host=/nonexistent port=1 sslpassword=Key Pass=Word7 user=bob", "Key Pass=Word7"},
+      {"host=/nonexistent port=1 user=bob sslpassword=Key Pass=Word7", "Key Pass=Word7"},
+  };
+  auto pieces = [](const std::string& pw) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i + 4 <= pw.size(); ++i) out.push_back(pw.substr(i, 4));
+    return out;
+  };
+  for (const auto& c : cases) {
+    const std::string shown = RedactConninfo(c.conninfo);
+    const std::string raw = Status::Runtime("bad --db " + c.conninfo).message();
+    auto opened = pg::Connection::Open(c.conninfo);
+    ASSERT_FALSE(opened.ok()) << c.conninfo;
+    for (const auto& piece : pieces(c.password)) {
+      EXPECT_EQ(shown.find(piece), std::string::npos) << c.conninfo << " -> " << shown;
+      EXPECT_EQ(raw.find(piece), std::string::npos) << c.conninfo << " -> " << raw;
+      EXPECT_EQ(opened.status().message().find(piece), std::string::npos) << opened.status().message();
+    }
+  }
+  // What is not user info nor a password stays: the rules stop at a recognised key.
+  EXPECT_EQ(RedactConninfo("host=/tmp user=a:b password=Hun ter=2Qx dbname=x"), "host=/tmp user=a:b password=*** dbname=x");
+  EXPECT_EQ(RedactConninfo("postgresql:/bob:OneSlashPw77@nohost.invalid/db"), "postgresql:***@nohost.invalid/db");
+}
+
+// An external ingester's output may show part of a password: ScrubSecretPieces masks every 4-byte
+// piece of one, ScrubSecrets (the tool's own messages) only whole forms.
+TEST(Secrets, ForeignTextIsScrubbedOfEveryPieceOfAPassword) {
+  RegisterConninfoSecrets("host=h password=Ingest3rPiecePw user=u");
+  EXPECT_EQ(ScrubSecretPieces("auth as u with Ingest3rPiece and PiecePw, ok"), "auth as u with *** and ***, ok");
+  EXPECT_EQ(ScrubSecretPieces("first 4: Inge | rest"), "first 4: *** | rest");
+  EXPECT_EQ(ScrubSecrets("auth with Ingest3rPiece"), "auth with Ingest3rPiece");
+  EXPECT_EQ(ScrubSecrets("auth with Ingest3rPiecePw"), "auth with ***");
 }
 
 TEST(Pg, SessionSettingsArePinned) {
