@@ -308,7 +308,17 @@ int main(int argc, char** argv) {
                                      existing ? " (no default: the run's database must be named)"
                                      : writes ? ", then an embedded throwaway server (this command writes: the PG* "
                                                 "environment is ignored)"
-                                              : ", then an embedded throwaway server"));
+                                              : ", then an embedded throwaway server"))
+          // An empty --db (an unset variable in a script: --db "$DB") would fall back to the
+          // defaults silently and write somewhere the user did not name.
+          ->check(CLI::Validator(
+              [](std::string& conninfo) {
+                return conninfo.empty() ? std::string(
+                                              "--db is empty: name the database (a libpq URI or key=value "
+                                              "conninfo), or leave --db out for the default")
+                                        : std::string();
+              },
+              ""));
       e->sub->add_option("--keep-db", e->db.keep_dir,
                          "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
     }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -375,6 +376,24 @@ TEST(IngestCli, BadInputIsOneLineAndExit2) {
   EXPECT_NE(unreachable.err.find("cannot connect"), std::string::npos) << unreachable.err;
   EXPECT_EQ(std::count(unreachable.err.begin(), unreachable.err.end(), '\n'), 1) << unreachable.err;
   EXPECT_EQ(unreachable.err.find("topsecret"), std::string::npos);
+}
+
+// Issue 44: an empty --db (an unset variable: --db "$DB") is one exit-2 line, never a silent fall
+// back to LEDGERDIFF_DB, PG* or the embedded default.
+TEST(IngestCli, AnEmptyDbIsExit2) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"ingest", "--range", "2:10", "--schema", "x", "--db", ""},
+           {"ingest", "--range", "2:10", "--schema", "x", "--db="},
+           {"digest", "--schema", "x", "--db", ""},
+           {"verify", "--range", "2:10", "--db", ""},
+           {"plan", "--range", "2:10", "--schema", "x", "--db", ""},
+           {"runs", "--db", ""}}) {
+    auto r = RunCli(args, {"LEDGERDIFF_DB=" + TestConninfo()});
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    // "--db=" is refused by CLI parsing itself ("--db: 1 required TEXT missing").
+    EXPECT_NE(r.err.find(args.back() == "--db=" ? "--db" : "--db is empty"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST(IngestCli, RefusesASchemaItDidNotCreateAndWritesNothing) {
