@@ -66,7 +66,8 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
   if (which == PlanFlags::kAll) {
     sub->add_option("--workers", p.workers, "Worker processes of a parallel ingestion (1 is the serial path)")
         ->capture_default_str();
-    sub->add_option("--job-size", p.job_size, "Ledgers per job (the last job may be shorter)")->capture_default_str();
+    sub->add_option("--job-size", p.job_size, fmt::format("Ledgers per job (the last job may be shorter; a run holds at most {} jobs)",
+                                                   FormatCount(ingest::kMaxJobsPerRun)))->capture_default_str();
   }
   sub->add_option("--retries", p.retries, "Retries of a failed job")->capture_default_str();
   sub->add_option("--retry-backoff", p.retry_backoff_s, "First retry delay in seconds, doubled per retry")

@@ -20,6 +20,7 @@
 #include "ingest/ingest_command.h"
 #include "ingest/job_table.h"
 #include "ingest/orchestrator.h"
+#include "ingest/plan.h"
 #include "ingest/worker.h"
 
 namespace ledgerdiff {
@@ -394,6 +395,39 @@ TEST(IngestCli, AnEmptyDbIsExit2) {
     EXPECT_NE(r.err.find(args.back() == "--db=" ? "--db" : "--db is empty"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// Issue 44: a run holds at most kMaxJobsPerRun jobs. plan, ingest and verify refuse more with one
+// exit-2 line naming the cap and the --job-size that fits, before any schema or run exists (plan
+// --range 1:2147483647 --job-size 1 ended in std::bad_alloc, a marked schema left behind).
+TEST(IngestCli, MoreJobsThanARunHoldsIsExit2BeforeAnySchema) {
+  ASSERT_EQ(ingest::kMaxJobsPerRun, 1'000'000u);
+  const std::string schema = UniqueName("too_many_jobs");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"plan", "--range", "1:2147483647", "--job-size", "1", "--schema", schema, "--db", TestConninfo()},
+           {"ingest", "--range", "1:2147483647", "--job-size", "1", "--schema", schema, "--db", TestConninfo()},
+           {"verify", "--range", "1:2147483647", "--job-size", "1", "--db", TestConninfo()}}) {
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("into 2,147,483,647 jobs, more than a run holds (at most 1,000,000): use --job-size 2148 "
+                         "or larger"),
+              std::string::npos)
+        << r.err;
+  }
+  // The bound itself: 1,000,000 jobs are fine, one more is not.
+  ingest::IngestPlan plan;
+  plan.schema = schema;
+  plan.range = {2, 1'000'001};
+  plan.job_size = 1;
+  EXPECT_TRUE(plan.Validate().ok());
+  plan.range = {2, 1'000'002};
+  EXPECT_EQ(plan.Validate().kind(), Status::Kind::kUsage);
+  EXPECT_EQ(ingest::MinJobSizeFor(plan.range), 2u);
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  auto exists = conn->Exec("SELECT count(*) FROM pg_namespace WHERE nspname = $1", {schema});
+  ASSERT_TRUE(exists.ok());
+  EXPECT_EQ(exists->GetInt(0, 0), 0) << "no schema is created for a run that cannot be split";
 }
 
 TEST(IngestCli, RefusesASchemaItDidNotCreateAndWritesNothing) {
