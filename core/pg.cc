@@ -86,6 +86,10 @@ std::vector<std::string> LibpqEnvironmentVariables() {
   return names;
 }
 
+bool IsInsufficientPrivilege(const char* sqlstate) {
+  return sqlstate != nullptr && std::string_view(sqlstate) == "42501";
+}
+
 Status Connection::Failure(const pg_result* res) const {
   const char* result_message = res ? PQresultErrorMessage(res) : nullptr;
   std::string msg = Trim(result_message && *result_message ? result_message : PQerrorMessage(conn_));
@@ -100,6 +104,9 @@ Status Connection::Failure(const pg_result* res) const {
     if (std::string cause = host ? EmbeddedServerFailureCause(host) : ""; !cause.empty())
       msg += " (embedded server log: " + cause + ")";
   }
+  // A privilege the role lacks ("permission denied for schema s") is the configuration's to fix:
+  // no retry grants it.
+  if (IsInsufficientPrivilege(sqlstate)) return Status::Usage(msg);
   return Status::Runtime(msg);
 }
 
@@ -125,7 +132,8 @@ bool ConnectErrorIsBadInput(const std::string& conninfo, const std::string& erro
                                                    "invalid sslmode",
                                                    "certificate authentication failed",
                                                    "Peer authentication failed",
-                                                   "Ident authentication failed"};
+                                                   "Ident authentication failed",
+                                                   "permission denied"};  // 42501: no CONNECT privilege
   for (std::string_view r : kRefusals)
     if (error.find(r) != std::string::npos) return true;
   return false;

@@ -316,6 +316,42 @@ TEST(Pg, SessionSettingsArePinned) {
   EXPECT_EQ(rows->Get(0, 0), "2020-01-02 03:04:05+00");
 }
 
+// Issue 44: a privilege the role lacks (SQLSTATE 42501) is the configuration's to fix: a Usage
+// error, exit 2 (a follower or a scheduler retrying it only repeats it), not a runtime one.
+TEST(Pg, InsufficientPrivilegeIsBadInputNotARuntimeFailure) {
+  auto admin = Connect();
+  ASSERT_TRUE(admin);
+  const std::string schema = UniqueName("private"), role = UniqueName("nopriv");
+  ASSERT_TRUE(admin->Run("CREATE SCHEMA " + pg::QuoteIdent(schema) + "; CREATE TABLE " +
+                         pg::Qualified(schema, "t") + " (x int); CREATE ROLE " + pg::QuoteIdent(role) + " LOGIN")
+                  .ok());
+  const std::string as_role = testing::TestConninfo() + " user=" + role;
+  auto conn = pg::Connection::Open(as_role);
+  ASSERT_TRUE(conn.ok()) << conn.status().message();
+  auto denied = (*conn)->Exec("SELECT * FROM " + pg::Qualified(schema, "t"));
+  ASSERT_FALSE(denied.ok());
+  EXPECT_NE(denied.status().message().find("permission denied for schema"), std::string::npos)
+      << denied.status().message();
+  EXPECT_EQ(denied.status().kind(), Status::Kind::kUsage);
+  EXPECT_TRUE(pg::IsInsufficientPrivilege("42501"));
+  EXPECT_FALSE(pg::IsInsufficientPrivilege("42P01"));
+  EXPECT_FALSE(pg::IsInsufficientPrivilege(nullptr));
+  // Through the CLI: a role that may not create schemas (42501 "permission denied for database").
+  auto r = testing::RunCli({"ingest", "--range", "2:3", "--schema", UniqueName("denied"), "--db", as_role});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("permission denied for"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // At connect: no CONNECT privilege on the database.
+  const std::string closed_db = UniqueName("closed");
+  ASSERT_TRUE(testing::TestServer().CreateDatabase(closed_db).ok());
+  ASSERT_TRUE(admin->Run("REVOKE CONNECT ON DATABASE " + pg::QuoteIdent(closed_db) + " FROM PUBLIC").ok());
+  auto refused = pg::Connection::Open(testing::TestServer().conninfo(closed_db) + " user=" + role);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("permission denied for database"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(refused.status().kind(), Status::Kind::kUsage);
+}
+
 TEST(Pg, UnreachableDatabaseIsAClearError) {
   auto c = pg::Connection::Open("host=/nonexistent port=1 user=x password=hunter2");
   ASSERT_FALSE(c.ok());

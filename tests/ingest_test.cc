@@ -13,6 +13,7 @@
 #include "core/database.h"
 #include "core/history_tables.h"
 #include "core/ledger_range.h"
+#include "core/pg.h"
 #include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
@@ -525,6 +526,39 @@ TEST(IngestCommand, PlaceholdersBecomeQuotedVariablesAndShellBracesPassThrough) 
 
 namespace ledgerdiff {
 namespace {
+
+// Issue 44: an interrupted ingest --db leaves its run in that database; the advice to continue it
+// names the database (--db, password removed), or the resume would look in the default one.
+TEST(IngestCli, CtrlCOfAnIngestIntoADbAdvisesAResumeThere) {
+  const std::string tmp = "/tmp/" + UniqueName("ld-sigint-db");
+  std::filesystem::create_directories(tmp);
+  SpawnOptions so;
+  so.output_file = tmp + "/out.log";
+  so.error_file = tmp + "/err.log";
+  so.env = {{"TMPDIR", tmp}};
+  const std::string run_id = UniqueName("r");
+  auto pid = Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:20001", "--schema", UniqueName("sigint_db"),
+                    "--workers", "2", "--run-id", run_id, "--db", TestConninfo() + " password=ResumeAdvicePw"},
+                   so);
+  ASSERT_TRUE(pid.ok()) << pid.status().message();
+  bool ingesting = false;
+  for (int i = 0; i < 1200 && !ingesting; ++i) {
+    ingesting = (testing::ReadFileBytes(so.output_file) + testing::ReadFileBytes(so.error_file)).find("] done by ") !=
+                std::string::npos;
+    if (!ingesting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(ingesting) << testing::ReadFileBytes(so.error_file);
+  kill(*pid, SIGINT);
+  int ws = 0;
+  waitpid(*pid, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 130) << ws;
+  const std::string err = testing::ReadFileBytes(so.error_file);
+  const std::string advice = "continue it with `ledgerdiff ingest --resume " + run_id + " --db '" +
+                             pg::RedactConninfo(TestConninfo() + " password=ResumeAdvicePw") + "'`";
+  EXPECT_NE(err.find(advice), std::string::npos) << advice << " not in: " << err;
+  EXPECT_EQ(err.find("ResumeAdvicePw"), std::string::npos) << err;
+  std::filesystem::remove_all(tmp);
+}
 
 TEST(IngestCli, CtrlCStopsWorkersAndRemovesTheEmbeddedServer) {
   // The embedded cluster lands in TMPDIR: give the run a directory of its own to watch.
