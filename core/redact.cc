@@ -138,8 +138,8 @@ size_t NextRecognisedKey(std::string_view s, size_t from) {
   return s.size();
 }
 
-// `v` (trimmed) and its whitespace-separated words: libpq echoes a malformed token up to
-// whitespace. `split_keys`: also each word's text before and after its first '=' (libpq reads
+// `v` (trimmed), its whitespace-separated words (libpq echoes a malformed token up to whitespace)
+// and its prefixes ending at a word's end. `split_keys`: also each word's text before and after its first '=' (libpq reads
 // "ter=2Q" after "password=Hun" as an option and names "ter" in its error).
 void AddWithWords(std::string_view v, std::vector<std::string>& out, bool split_keys = false) {
   while (!v.empty() && IsSpace(v.front())) v.remove_prefix(1);
@@ -152,6 +152,9 @@ void AddWithWords(std::string_view v, std::vector<std::string>& out, bool split_
     while (j < v.size() && !IsSpace(v[j])) ++j;
     const std::string_view word = v.substr(i, j - i);
     if (!word.empty() && word.size() < v.size()) out.emplace_back(word);
+    // And the text up to each word's end: where the value ends may be before words that are
+    // not the password's (junk up to the next key), with the whitespace inside it kept.
+    if (!word.empty() && j < v.size()) out.emplace_back(v.substr(0, j));
     if (const size_t eq = word.find('='); split_keys && eq != std::string_view::npos) {
       out.emplace_back(word.substr(0, eq));
       out.emplace_back(word.substr(eq + 1));

@@ -233,6 +233,10 @@ TEST(Secrets, LeaksFoundByFuzzing) {
       // rejects the rest (missing "=" after "ter2Q"), echoing that part of the password.
       {"host=h password=Hun ter2Q user=u", "Hun ter2Q", {"ter2Q", "Hun"}},
       {"password=Hun ter2Q", "Hun ter2Q", {"ter2Q", "Hun"}},
+      // Issue 44 (redact_fuzz, form bare-to-key): an unquoted value runs to the next recognised
+      // key, junk words included; the password the user meant ends at a word before them, with
+      // its whitespace: masking its words alone left "\r\r\r\r" between them.
+      {"PASSWORD=H\r\r\r\r\r\r\r:n ter2\f_n junk", "H\r\r\r\r\r\r\r:n ter2\f_n", {"\r\r\r\r"}},
   };
   for (const auto& c : cases) {
     const std::string shown = RedactConninfo(c.conninfo);
