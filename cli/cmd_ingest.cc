@@ -99,9 +99,10 @@ Action SetupIngest(CLI::App* sub) {
     o.keep_database = db->Keeper();
     if (o.run_id.empty() && o.resume_run.empty()) o.run_id = NewRunId();
     const std::string run_id = o.resume_run.empty() ? o.run_id : o.resume_run;
-    // Ctrl-C: in a database that outlives the process the run stays, resumable.
-    const std::string flags =
-        db->embedded() ? " --keep-db " + ShellQuote(db->embedded_server()->dir(), ShellQuoting::kWhenNeeded) : "";
+    // Ctrl-C: in a database that outlives the process the run stays, resumable there (--db or
+    // --keep-db: the resume must reach the same database).
+    const std::string reach = ReconnectFlags(*db);
+    const std::string flags = reach.empty() ? "" : " " + reach;
     ScopedCleanup interrupted(
         db->ephemeral() ? nullptr : std::function<std::string()>([run_id, schema = o.plan.schema, flags] {
           return fmt::format("ingest run {} stays in the database{}: continue it with `ledgerdiff ingest --resume {}{}`",

@@ -101,8 +101,8 @@ Action SetupWait(CLI::App* sub) {
   auto f = std::make_shared<Flags>();
   sub->add_option("--run", f->run, "The run (printed by plan)")->required();
   sub->add_option("--timeout", f->timeout,
-                  "Give up after S seconds (the run's status, then an error: exit 2, a runtime error); default: wait "
-                  "forever");
+                  "Give up after S seconds (the run's status, then an error: exit 3, a runtime error: the run may "
+                  "still finish); default: wait forever");
   Action a;
   a.check = [f]() -> Status {
     if (!std::isfinite(f->timeout) || f->timeout < 0)

@@ -66,7 +66,8 @@ void AddPlanFlags(CLI::App* sub, ingest::IngestPlan& p, PlanFlags which) {
   if (which == PlanFlags::kAll) {
     sub->add_option("--workers", p.workers, "Worker processes of a parallel ingestion (1 is the serial path)")
         ->capture_default_str();
-    sub->add_option("--job-size", p.job_size, "Ledgers per job (the last job may be shorter)")->capture_default_str();
+    sub->add_option("--job-size", p.job_size, fmt::format("Ledgers per job (the last job may be shorter; a run holds at most {} jobs)",
+                                                   FormatCount(ingest::kMaxJobsPerRun)))->capture_default_str();
   }
   sub->add_option("--retries", p.retries, "Retries of a failed job")->capture_default_str();
   sub->add_option("--retry-backoff", p.retry_backoff_s, "First retry delay in seconds, doubled per retry")
@@ -308,7 +309,17 @@ int main(int argc, char** argv) {
                                      existing ? " (no default: the run's database must be named)"
                                      : writes ? ", then an embedded throwaway server (this command writes: the PG* "
                                                 "environment is ignored)"
-                                              : ", then an embedded throwaway server"));
+                                              : ", then an embedded throwaway server"))
+          // An empty --db (an unset variable in a script: --db "$DB") would fall back to the
+          // defaults silently and write somewhere the user did not name.
+          ->check(CLI::Validator(
+              [](std::string& conninfo) {
+                return conninfo.empty() ? std::string(
+                                              "--db is empty: name the database (a libpq URI or key=value "
+                                              "conninfo), or leave --db out for the default")
+                                        : std::string();
+              },
+              ""));
       e->sub->add_option("--keep-db", e->db.keep_dir,
                          "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
     }

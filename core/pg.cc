@@ -36,8 +36,7 @@ void NoticeIgnore(void*, const char*) {}
 // With row_security off, a statement that a policy would filter fails with 42501
 // (insufficient_privilege) and this message: bad input (the role), not a runtime failure.
 bool IsRowSecurityRefusal(const char* sqlstate, std::string_view message) {
-  return sqlstate && std::string_view(sqlstate) == "42501" &&
-         message.find("row-level security policy") != std::string_view::npos;
+  return IsInsufficientPrivilege(sqlstate) && message.find("row-level security policy") != std::string_view::npos;
 }
 
 }  // namespace
@@ -97,6 +96,10 @@ std::vector<std::string> LibpqEnvironmentVariables() {
   return names;
 }
 
+bool IsInsufficientPrivilege(const char* sqlstate) {
+  return sqlstate != nullptr && std::string_view(sqlstate) == "42501";
+}
+
 Status Connection::Failure(const pg_result* res) const {
   const char* result_message = res ? PQresultErrorMessage(res) : nullptr;
   std::string msg = Trim(result_message && *result_message ? result_message : PQerrorMessage(conn_));
@@ -117,6 +120,9 @@ Status Connection::Failure(const pg_result* res) const {
     if (std::string cause = host ? EmbeddedServerFailureCause(host) : ""; !cause.empty())
       msg += " (embedded server log: " + cause + ")";
   }
+  // A privilege the role lacks ("permission denied for schema s") is the configuration's to fix:
+  // no retry grants it.
+  if (IsInsufficientPrivilege(sqlstate)) return Status::Usage(msg);
   return Status::Runtime(msg);
 }
 
@@ -142,7 +148,8 @@ bool ConnectErrorIsBadInput(const std::string& conninfo, const std::string& erro
                                                    "invalid sslmode",
                                                    "certificate authentication failed",
                                                    "Peer authentication failed",
-                                                   "Ident authentication failed"};
+                                                   "Ident authentication failed",
+                                                   "permission denied"};  // 42501: no CONNECT privilege
   for (std::string_view r : kRefusals)
     if (error.find(r) != std::string::npos) return true;
   return false;

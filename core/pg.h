@@ -31,6 +31,11 @@ std::string QuoteLiteral(std::string_view value);
 // "schema"."table"
 std::string Qualified(std::string_view schema, std::string_view table);
 
+// SQLSTATE 42501 (insufficient_privilege: "permission denied for schema s", "must be owner of
+// table t"): the role lacks a privilege, which no retry grants. Connection errors with it are
+// Status::Usage (exit 2); every other server error is Status::Runtime (exit 3).
+bool IsInsufficientPrivilege(const char* sqlstate);
+
 // Same as ledgerdiff::RedactConninfo (core/redact.h): the conninfo without its password.
 std::string RedactConninfo(std::string_view conninfo);
 

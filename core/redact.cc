@@ -19,7 +19,10 @@ constexpr size_t kWholeTokenBelow = 4;
 
 std::mutex g_mu;
 std::set<std::string> g_secrets;  // GUARDED_BY(g_mu)
+std::set<std::string> g_pieces;   // GUARDED_BY(g_mu): the 4-byte pieces of passwords (ScrubSecretPieces)
 std::atomic<size_t> g_count{0};
+
+constexpr size_t kPiece = 4;
 
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
 
@@ -88,7 +91,8 @@ constexpr EscapeTable kBackslashEscapes{{'\'', "\\'"}, {'\\', "\\\\"}, {' ', "\\
 std::string BackslashEscape(std::string_view v) { return Escaped(v, kBackslashEscapes); }
 
 bool LooksLikeConninfo(std::string_view s) {
-  return s.find('=') != std::string_view::npos || s.rfind("postgresql://", 0) == 0 || s.rfind("postgres://", 0) == 0;
+  return s.find('=') != std::string_view::npos || s.find('@') != std::string_view::npos ||
+         s.rfind("postgresql://", 0) == 0 || s.rfind("postgres://", 0) == 0;
 }
 
 bool IsUri(std::string_view s) { return s.rfind("postgresql://", 0) == 0 || s.rfind("postgres://", 0) == 0; }
@@ -100,6 +104,87 @@ bool IsPasswordKey(std::string_view key) {
   std::string k(key);
   if (std::string d = PercentDecode(k); !d.empty()) k = d;
   return k.size() >= 8 && StartsWithNoCase(k, k.size() - 8, "password");
+}
+
+// The keywords libpq recognises (PQconndefaults: its own list, not a parse of any text).
+const std::vector<std::string>& RecognisedKeys() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    if (PQconninfoOption* opts = PQconndefaults()) {
+      for (PQconninfoOption* o = opts; o->keyword; ++o) out.emplace_back(o->keyword);
+      PQconninfoFree(opts);
+    }
+    return out;
+  }();
+  return keys;
+}
+
+// Whether a recognised key followed by '=' (spaces allowed around it) starts at `pos` of `s`.
+bool RecognisedKeyAt(std::string_view s, size_t pos) {
+  for (const std::string& k : RecognisedKeys()) {
+    if (s.compare(pos, k.size(), k) != 0) continue;
+    size_t i = pos + k.size();
+    while (i < s.size() && IsSpace(s[i])) ++i;
+    if (i < s.size() && s[i] == '=') return true;
+  }
+  return false;
+}
+
+// Where the next recognised key (RecognisedKeyAt, after whitespace) starts in `s` from `from`,
+// else s.size().
+size_t NextRecognisedKey(std::string_view s, size_t from) {
+  for (size_t i = from; i < s.size(); ++i)
+    if (IsSpace(s[i]) && i + 1 < s.size() && !IsSpace(s[i + 1]) && RecognisedKeyAt(s, i + 1)) return i + 1;
+  return s.size();
+}
+
+// `v` (trimmed), its whitespace-separated words (libpq echoes a malformed token up to whitespace)
+// and its prefixes ending at a word's end. `split_keys`: also each word's text before and after its first '=' (libpq reads
+// "ter=2Q" after "password=Hun" as an option and names "ter" in its error).
+void AddWithWords(std::string_view v, std::vector<std::string>& out, bool split_keys = false) {
+  while (!v.empty() && IsSpace(v.front())) v.remove_prefix(1);
+  while (!v.empty() && IsSpace(v.back())) v.remove_suffix(1);
+  if (v.empty()) return;
+  out.emplace_back(v);
+  for (size_t i = 0; i < v.size();) {
+    while (i < v.size() && IsSpace(v[i])) ++i;
+    size_t j = i;
+    while (j < v.size() && !IsSpace(v[j])) ++j;
+    const std::string_view word = v.substr(i, j - i);
+    if (!word.empty() && word.size() < v.size()) out.emplace_back(word);
+    // And the text up to each word's end: where the value ends may be before words that are
+    // not the password's (junk up to the next key), with the whitespace inside it kept.
+    if (!word.empty() && j < v.size()) out.emplace_back(v.substr(0, j));
+    if (const size_t eq = word.find('='); split_keys && eq != std::string_view::npos) {
+      out.emplace_back(word.substr(0, eq));
+      out.emplace_back(word.substr(eq + 1));
+    }
+    i = j;
+  }
+}
+
+// URI-shaped user info, whatever the rest of the text (no libpq parse; the malformed forms
+// "postgresql:/user:pw@host", "postgresql//user:pw@host", "postgres:user:pw@host",
+// "user:pw@host"): for every '@', the text from each ':' before it (but a scheme's "://") up to
+// it, unless a recognised key=value lies between (that is key=value text, not user info); each
+// whole, its whitespace-separated words and their parts around '=' (libpq echoes a malformed
+// token up to whitespace or '='). A user name alone ("postgresql://bob@host") is no secret.
+void ScanUserinfo(std::string_view s, std::vector<std::string>& out) {
+  constexpr size_t kMaxSpans = 256;  // past it, each '@' adds its widest span only (it masks the rest)
+  size_t spans = 0;
+  std::vector<size_t> seps;
+  for (size_t at = s.find('@'); at != std::string_view::npos; at = s.find('@', at + 1)) {
+    seps.clear();
+    for (size_t c = at; c-- > 0;) {
+      if (IsSpace(s[c]) && RecognisedKeyAt(s, c + 1)) break;
+      if (s[c] == ':' && s.compare(c + 1, 2, "//") != 0) seps.push_back(c);  // not a scheme's "://"
+    }
+    for (size_t k = 0; k < seps.size(); ++k) {
+      if (spans >= kMaxSpans && k + 1 < seps.size()) continue;
+      ++spans;
+      AddWithWords(s.substr(seps[k] + 1, at - seps[k] - 1), out, /*split_keys=*/true);
+    }
+  }
 }
 
 // The passwords of a URI `u` (from its scheme on) as libpq reads them, however malformed the rest:
@@ -231,7 +316,15 @@ void ScanPasswords(std::string_view s, std::vector<std::string>& out) {
     }
     out.push_back(raw);
     out.push_back(value);
-    if (!uri) ScanUnquotedContinuation(s, pos - 8, i, out);
+    if (!uri) {
+      ScanUnquotedContinuation(s, pos - 8, i, out);
+      // Whatever libpq makes of it: the value runs up to the next recognised key ("password=Hun
+      // ter=2Q" is one value), and, in a malformed URI's query, up to the next '&'.
+      const size_t start = s.find('=', pos) + 1;
+      std::string_view rest = s.substr(start, NextRecognisedKey(s, start) - start);
+      AddWithWords(rest, out, /*split_keys=*/true);
+      AddWithWords(rest.substr(0, rest.find('&')), out);
+    }
   }
 }
 
@@ -280,6 +373,37 @@ std::string MaskAll(const std::string& text, std::vector<std::string> secrets, s
 
 }  // namespace
 
+namespace {
+
+// The passwords libpq parses from `conninfo` (also in a nested dbname conninfo): what a child
+// given this conninfo is told as PGPASSWORD.
+void ParsedPasswords(std::string_view conninfo, std::vector<std::string>& out, int depth = 0) {
+  std::string s(conninfo);
+  char* err = nullptr;
+  if (PQconninfoOption* opts = PQconninfoParse(s.c_str(), &err)) {
+    for (PQconninfoOption* o = opts; o->keyword; ++o) {
+      if (!o->val) continue;
+      if (IsSecretKeyword(o->keyword)) out.emplace_back(o->val);
+      if (std::string_view(o->keyword) == "dbname" && LooksLikeConninfo(o->val) && std::string_view(o->val) != conninfo &&
+          depth < 8)
+        ParsedPasswords(o->val, out, depth + 1);
+    }
+    PQconninfoFree(opts);
+  }
+  if (err) PQfreemem(err);
+}
+
+// Registers `password`'s 4-byte pieces (of every form it is written in) for ScrubSecretPieces.
+void RegisterPieces(std::string_view password) {
+  std::set<std::string> forms;
+  AddForms(password, forms);
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const auto& f : forms)
+    for (size_t i = 0; i + kPiece <= f.size(); ++i) g_pieces.insert(f.substr(i, kPiece));
+}
+
+}  // namespace
+
 std::vector<std::string> ConninfoPasswords(std::string_view conninfo) {
   std::vector<std::string> out;
   std::string s(conninfo);
@@ -296,6 +420,7 @@ std::vector<std::string> ConninfoPasswords(std::string_view conninfo) {
   }
   if (err) PQfreemem(err);
   ScanPasswords(conninfo, out);
+  ScanUserinfo(conninfo, out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   out.erase(std::remove(out.begin(), out.end(), std::string()), out.end());
@@ -314,15 +439,22 @@ void RegisterSecret(std::string_view secret) {
 
 void RegisterConninfoSecrets(std::string_view conninfo) {
   for (const auto& p : ConninfoPasswords(conninfo)) RegisterSecret(p);
+  std::vector<std::string> parsed;
+  ParsedPasswords(conninfo, parsed);
+  for (const auto& p : parsed) RegisterPieces(p);
 }
 
 void RegisterEnvironmentSecrets() {
-  if (const char* p = std::getenv("PGPASSWORD"); p && *p) RegisterSecret(p);
+  if (const char* p = std::getenv("PGPASSWORD"); p && *p) {
+    RegisterSecret(p);
+    RegisterPieces(p);
+  }
 }
 
 void ForgetSecretsForTesting() {
   std::lock_guard<std::mutex> lock(g_mu);
   g_secrets.clear();
+  g_pieces.clear();
   g_count = 0;
 }
 
@@ -332,6 +464,17 @@ std::string ScrubSecrets(std::string text) {
   {
     std::lock_guard<std::mutex> lock(g_mu);
     secrets.assign(g_secrets.begin(), g_secrets.end());
+  }
+  return MaskAll(text, std::move(secrets), kWholeTokenBelow);
+}
+
+std::string ScrubSecretPieces(std::string text) {
+  if (g_count.load(std::memory_order_relaxed) == 0 || text.empty()) return text;
+  std::vector<std::string> secrets;
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    secrets.assign(g_secrets.begin(), g_secrets.end());
+    secrets.insert(secrets.end(), g_pieces.begin(), g_pieces.end());
   }
   return MaskAll(text, std::move(secrets), kWholeTokenBelow);
 }

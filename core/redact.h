@@ -20,10 +20,14 @@
 namespace ledgerdiff {
 
 // Every password `conninfo` may hold (password and sslpassword): the value libpq parses (URI or
-// key=value, also in a nested dbname conninfo), plus what a lenient scan finds when libpq cannot
-// parse it (upper-case PASSWORD=, malformed percent-encoding, unterminated quotes, a '?' in a
+// key=value, also in a nested dbname conninfo), plus what lenient scans find whether or not libpq
+// can parse it (upper-case PASSWORD=, malformed percent-encoding, unterminated quotes, a '?' in a
 // URI password, a percent-encoded query key such as pass%77ord, a value quoted inside a quoted
-// dbname conninfo, a URI given as dbname). Raw forms only.
+// dbname conninfo, a URI given as dbname), and two rules that need no parse at all: a URI-shaped
+// user info, malformed or not ("postgresql:/u:pw@h", "postgresql//u:pw@h", "postgres:u:pw@h",
+// "u:pw@h"), is everything between a ':' (not a scheme's "://") and the '@' after it (unless a recognised
+// key=value lies between); a password or sslpassword value runs up to the next recognised key
+// (one of libpq's keywords followed by '='), so "password=Hun ter=2Q" is one value. Raw forms only.
 std::vector<std::string> ConninfoPasswords(std::string_view conninfo);
 
 // Registers `secret` (and its percent-encoded/-decoded and escaped forms). Empty: no-op.
@@ -35,6 +39,12 @@ void RegisterEnvironmentSecrets();
 
 // `text` with every registered secret replaced by "***".
 std::string ScrubSecrets(std::string text);
+
+// Foreign text (an external ingester's output, which may show part of a password): ScrubSecrets,
+// and also every run of text that holds a 4-byte piece of a password libpq parsed from a
+// registered conninfo or of PGPASSWORD (in any of its registered forms), masked as "***". Not for
+// the tool's own messages: a password such as "ledger" would mask every word that holds "ledg".
+std::string ScrubSecretPieces(std::string text);
 
 // Tests and fuzzers only (tests/fuzz/redact_fuzz.cc registers millions of passwords, one input
 // after the other): forgets every registered secret. Never called by the tool: it would break the

@@ -25,6 +25,38 @@ namespace ledgerdiff::dump {
 
 namespace {
 
+// A comparison outcome read from a file is untrusted (a part may be crafted, its checksum
+// recomputed): its counts within the manifest's own range, its verdict consistent with its
+// numbers. Throws JsonFormatError naming the field.
+void CheckComparisonOutcome(const ComparisonOutcome& c, const LedgerRange& range) {
+  const uint64_t n = range.size();
+  const std::pair<const char*, uint64_t> counts[] = {{"divergent_ledgers", c.divergent_ledgers},
+                                                     {"ledgers_compared", c.ledgers_compared},
+                                                     {"coverage.missing_left", c.missing_left},
+                                                     {"coverage.missing_right", c.missing_right}};
+  for (const auto& [key, v] : counts)
+    if (v > n)
+      throw JsonFormatError(fmt::format("key \"comparison.{}\": {} ledgers, more than the {} of its range {}", key, v,
+                                        n, range.str()));
+  if (c.divergent_ledgers > c.ledgers_compared)
+    throw JsonFormatError(fmt::format("key \"comparison.divergent_ledgers\": {} of {} ledgers compared",
+                                      c.divergent_ledgers, c.ledgers_compared));
+  if (c.first_divergent_ledger && (*c.first_divergent_ledger < range.from || *c.first_divergent_ledger > range.to))
+    throw JsonFormatError(fmt::format("key \"comparison.first_divergent_ledger\": ledger {} is outside its range {}",
+                                      *c.first_divergent_ledger, range.str()));
+  if (c.first_divergent_ledger.has_value() != (c.divergent_ledgers > 0))
+    throw JsonFormatError(fmt::format("key \"comparison.first_divergent_ledger\": {} with {} divergent ledgers",
+                                      c.first_divergent_ledger ? std::to_string(*c.first_divergent_ledger) : "none",
+                                      c.divergent_ledgers));
+  if (c.identical && c.first_divergent_ledger)
+    throw JsonFormatError(fmt::format("key \"comparison.identical\": true with first divergent ledger {}",
+                                      *c.first_divergent_ledger));
+  if (c.identical && (c.missing_left || c.missing_right) && !c.allow_gaps)
+    throw JsonFormatError(fmt::format("key \"comparison.identical\": true with ledgers missing ({} left, {} right) "
+                                      "and no --allow-gaps",
+                                      c.missing_left, c.missing_right));
+}
+
 constexpr char kManifestMagic[8] = {'L', 'D', 'G', 'R', 'D', 'I', 'F', 'F'};
 constexpr uint64_t kHeadBytes = 16;         // magic, version, header length
 constexpr uint64_t kLeastTailBytes = 4 + 2 + 32;  // trailer length, "{}", checksum
@@ -542,6 +574,7 @@ Status ManifestReader::Finish() {
           *snapshot = std::move(snap);
         }
       }
+      CheckComparisonOutcome(c, header_.range);
       comparison_ = c;
     }
   } catch (const std::exception& e) {

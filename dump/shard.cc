@@ -142,22 +142,53 @@ Result<std::string> MissingShards(const std::map<uint32_t, size_t>& present, con
   return text;
 }
 
-// Adds the outcome of the next part (in ledger order) to `joined`.
-void JoinOutcome(ComparisonOutcome& joined, const ComparisonOutcome& part, bool first_part) {
+// `sum` += `add`, or a Usage error naming `field` and `path` when the sum leaves 64 bits (counts
+// read from parts are untrusted: a wrapped sum would show a small, plausible number).
+Status AddCount(uint64_t& sum, uint64_t add, std::string_view field, const std::string& path) {
+  if (__builtin_add_overflow(sum, add, &sum))
+    return Status::Usagef("{}: {} summed over the parts passes 2^64-1 (this part adds {}); nothing merged", path,
+                          field, add);
+  return Status::Ok();
+}
+
+// Adds the outcome of the next part (in ledger order, read from `path`) to `joined`. Each part's
+// outcome was checked against its own slice when it was read (dump/manifest.cc).
+Status JoinOutcome(ComparisonOutcome& joined, const ComparisonOutcome& part, bool first_part, const std::string& path) {
   joined.identical = joined.identical && part.identical;
   if (part.first_divergent_ledger && !joined.first_divergent_ledger)  // parts in ledger order
     joined.first_divergent_ledger = part.first_divergent_ledger;
-  joined.divergent_ledgers += part.divergent_ledgers;
-  joined.ledgers_compared += part.ledgers_compared;
-  joined.rows_left += part.rows_left;
-  joined.rows_right += part.rows_right;
+  LD_RETURN_IF_ERROR(AddCount(joined.divergent_ledgers, part.divergent_ledgers, "comparison.divergent_ledgers", path));
+  LD_RETURN_IF_ERROR(AddCount(joined.ledgers_compared, part.ledgers_compared, "comparison.ledgers_compared", path));
+  LD_RETURN_IF_ERROR(AddCount(joined.rows_left, part.rows_left, "comparison.rows_left", path));
+  LD_RETURN_IF_ERROR(AddCount(joined.rows_right, part.rows_right, "comparison.rows_right", path));
   joined.allow_empty = part.allow_empty;
   // Coverage is known for the whole range only when every part recorded it.
   joined.coverage_checked = (first_part || joined.coverage_checked) && part.coverage_checked;
-  joined.missing_left += part.missing_left;
-  joined.missing_right += part.missing_right;
+  LD_RETURN_IF_ERROR(AddCount(joined.missing_left, part.missing_left, "comparison.coverage.missing_left", path));
+  LD_RETURN_IF_ERROR(AddCount(joined.missing_right, part.missing_right, "comparison.coverage.missing_right", path));
   joined.allow_gaps = part.allow_gaps;
+  return Status::Ok();
 }
+
+// The rows of every table and in all, summed over the parts' entries as the merged summary sums
+// them (SummaryBuilder), checked: a crafted part's counts must not wrap the merged totals.
+class RowSums {
+ public:
+  explicit RowSums(const ResolvedProfile& profile) : profile_(profile), tables_(profile.tables.size()) {}
+  Status Add(const Chunk& chunk, const std::string& path) {
+    for (size_t i = 0; i < chunk.counts.size(); ++i) {
+      const size_t t = i % chunk.tables;
+      LD_RETURN_IF_ERROR(AddCount(tables_[t], chunk.counts[i], "rows of table " + profile_.tables[t].name, path));
+      LD_RETURN_IF_ERROR(AddCount(total_, chunk.counts[i], "rows", path));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  const ResolvedProfile& profile_;
+  std::vector<uint64_t> tables_;
+  uint64_t total_ = 0;
+};
 
 struct MergePart {
   std::string path;
@@ -253,6 +284,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
   header.right_identity = plan.right_identity;
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
   SummaryBuilder builder(header.profile, rs.full_range, header.source);
+  RowSums sums(header.profile);
   std::optional<ComparisonOutcome> outcome;
   if (ref.comparison) outcome = ComparisonOutcome{};
   bool first_part = true;
@@ -262,11 +294,12 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
     for (;;) {
       LD_ASSIGN_OR_RETURN(bool more, reader.Next(chunk));
       if (!more) break;
+      LD_RETURN_IF_ERROR(sums.Add(chunk, opened[i].path));
       builder.Add(chunk);
       LD_RETURN_IF_ERROR(writer->Add(chunk));
     }
     if (!outcome) continue;
-    JoinOutcome(*outcome, *reader.comparison(), first_part);
+    LD_RETURN_IF_ERROR(JoinOutcome(*outcome, *reader.comparison(), first_part, opened[i].path));
     first_part = false;
   }
   if (outcome && outcome->rows_left == 0 && outcome->rows_right == 0 && !outcome->allow_empty)
@@ -320,6 +353,7 @@ Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& part
   }
   LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
   SummaryBuilder builder(header.profile, header.range, header.source);
+  RowSums sums(header.profile);
   std::optional<ComparisonOutcome> outcome;
   if (header.comparison) outcome = ComparisonOutcome{};
   Chunk chunk;
@@ -327,10 +361,11 @@ Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& part
     for (;;) {
       LD_ASSIGN_OR_RETURN(bool more, readers[i]->Next(chunk));
       if (!more) break;
+      LD_RETURN_IF_ERROR(sums.Add(chunk, parts[i]));
       builder.Add(chunk);
       LD_RETURN_IF_ERROR(writer->Add(chunk));
     }
-    if (outcome) JoinOutcome(*outcome, *readers[i]->comparison(), i == 0);
+    if (outcome) LD_RETURN_IF_ERROR(JoinOutcome(*outcome, *readers[i]->comparison(), i == 0, parts[i]));
   }
   DigestSummary summary = builder.Finish();
   summary.engine = header.engine;

@@ -71,6 +71,11 @@ Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const s
 // "part-1.ldm: database \"new\" but part-0.ldm: database \"old\""); verify-range parts that
 // compared zero rows on both sides in all (unless they were run with --allow-empty). A part beyond
 // the format's bounds (dump/manifest.h) fails as it is opened, before anything is sized by it.
+// Every part is untrusted input (issue 44): its comparison outcome is checked as it is read
+// (counts within its own slice, a first divergent ledger inside it and present exactly when a
+// ledger diverged, never "identical" with a divergent ledger or with missing ledgers and no
+// --allow-gaps), and every sum over the parts (rows of each table, the outcome's counts) is
+// checked: a sum past 2^64-1 is a Usage error naming the field and the part, never a wrap.
 struct MergedManifest {
   DigestSummary summary;                        // of the merged manifest
   std::optional<ComparisonOutcome> comparison;  // verify-range parts

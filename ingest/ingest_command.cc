@@ -90,7 +90,7 @@ std::string TailSince(const std::string& path, std::streamoff offset, size_t max
   std::string out;
   for (size_t i = lines.size() > max_lines ? lines.size() - max_lines : 0; i < lines.size(); ++i)
     out += (out.empty() ? "" : " | ") + lines[i];
-  return ScrubSecrets(out);
+  return ScrubSecretPieces(out);  // it may show part of a password (core/redact.h)
 }
 
 }  // namespace

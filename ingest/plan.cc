@@ -66,6 +66,11 @@ Status IngestPlan::Validate(bool check_schema) const {
   if (workers > kMaxWorkers) return Status::Usagef("--workers must be at most {}", kMaxWorkers);
   if (job_size == 0) return Status::Usage("--job-size must be at least 1");
   if (job_size > kMaxJobSize) return Status::Usagef("--job-size {} is too large (at most {})", job_size, kMaxJobSize);
+  // Before the split (and before any schema or run is created): SplitJobs sizes by the count.
+  if (const uint64_t jobs = (range.size() + job_size - 1) / job_size; jobs > kMaxJobsPerRun)
+    return Status::Usagef(
+        "--job-size {} splits range {} into {} jobs, more than a run holds (at most {}): use --job-size {} or larger",
+        job_size, range.str(), FormatCount(jobs), FormatCount(kMaxJobsPerRun), MinJobSizeFor(range));
   if (!std::isfinite(retry_backoff_s) || retry_backoff_s < 0 || retry_backoff_s > kMaxRetryBackoffS)
     return Status::Usagef("--retry-backoff {} must be a number of seconds from 0 to {}", retry_backoff_s,
                           kMaxRetryBackoffS);
@@ -77,6 +82,10 @@ Status IngestPlan::Validate(bool check_schema) const {
                           kMinJobTimeoutS, kMaxJobTimeoutS);
   if (!ingest_cmd.empty()) LD_RETURN_IF_ERROR(CheckIngestCommand(ingest_cmd));
   return Status::Ok();
+}
+
+uint32_t MinJobSizeFor(const LedgerRange& range) {
+  return static_cast<uint32_t>(std::max<uint64_t>(1, (range.size() + kMaxJobsPerRun - 1) / kMaxJobsPerRun));
 }
 
 uint32_t WholeRangeJobSize(const LedgerRange& range) {

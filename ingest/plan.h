@@ -57,6 +57,11 @@ Result<HoldPoint> ParseHoldPoint(const std::string& text);
 // Bounds checked by IngestPlan::Validate (and by sweep for each of its --workers).
 inline constexpr uint32_t kMaxWorkers = 64;
 inline constexpr uint32_t kMaxJobSize = 10'000'000;
+// Jobs per run: the job table holds a row per job and every orchestrator, worker and report
+// lists them (plan --range 1:2147483647 --job-size 1 would be 2^31 rows, and the split alone runs
+// out of memory). A range needs a --job-size of at least MinJobSizeFor(range).
+inline constexpr uint64_t kMaxJobsPerRun = 1'000'000;
+uint32_t MinJobSizeFor(const LedgerRange& range);
 // The job size of a serial side that an external ingester carries out (verify's serial side,
 // chaos's baseline, sweep's reference): its template over the whole range at once, as it runs
 // unparallelised; a range beyond kMaxJobSize ledgers in jobs of that size, one after another.

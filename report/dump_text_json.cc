@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "core/report.h"
 #include "core/text.h"
 #include "dump/source_identity.h"
@@ -144,9 +146,18 @@ std::string RenderComparisonOutcome(const ComparisonOutcome& c) {
   if (c.identical)
     return fmt::format("identical over {} ledgers ({} rows left, {} rows right){}", FormatCount(c.ledgers_compared),
                        FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
-  if (c.incomplete())
-    return fmt::format("incomplete: the {} ledgers held are identical ({} rows left, {} rows right){}",
+  if (c.incomplete()) {
+    // The ledgers each side holds: those compared less those it misses (a reader checked that
+    // neither count exceeds the range, dump/manifest.cc).
+    const uint64_t held_left = c.ledgers_compared - std::min(c.missing_left, c.ledgers_compared);
+    const uint64_t held_right = c.ledgers_compared - std::min(c.missing_right, c.ledgers_compared);
+    const std::string held = held_left == held_right
+                                 ? fmt::format("the {} held", FormatCountOf(held_left, "ledger"))
+                                 : fmt::format("the ledgers held ({} left, {} right)", FormatCount(held_left),
+                                               FormatCount(held_right));
+    return fmt::format("incomplete: {} of {} are identical ({} rows left, {} rows right){}", held,
                        FormatCount(c.ledgers_compared), FormatCount(c.rows_left), FormatCount(c.rows_right), gaps);
+  }
   const std::string where = c.first_divergent_ledger
                                 ? fmt::format("first divergent ledger {}", *c.first_divergent_ledger)
                                 : std::string("no ledger differs (tables, columns, lookups or invariants do)");

@@ -1,6 +1,7 @@
 // Core: ranges, job splitting, quoting, the embedded server and schema ownership.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -232,6 +233,10 @@ TEST(Secrets, LeaksFoundByFuzzing) {
       // rejects the rest (missing "=" after "ter2Q"), echoing that part of the password.
       {"host=h password=Hun ter2Q user=u", "Hun ter2Q", {"ter2Q", "Hun"}},
       {"password=Hun ter2Q", "Hun ter2Q", {"ter2Q", "Hun"}},
+      // Issue 44 (redact_fuzz, form bare-to-key): an unquoted value runs to the next recognised
+      // key, junk words included; the password the user meant ends at a word before them, with
+      // its whitespace: masking its words alone left "\r\r\r\r" between them.
+      {"PASSWORD=H\r\r\r\r\r\r\r:n ter2\f_n junk", "H\r\r\r\r\r\r\r:n ter2\f_n", {"\r\r\r\r"}},
   };
   for (const auto& c : cases) {
     const std::string shown = RedactConninfo(c.conninfo);
@@ -257,12 +262,98 @@ TEST(Secrets, LeaksFoundByFuzzing) {
   EXPECT_EQ(ScrubSecrets("x Overlap1Left2Right y"), "x *** y");
 }
 
+// Issue 44: malformed conninfos that libpq parses as something else or not at all. The rules need
+// no parse: a URI-shaped user info is everything between a ':' or "//" and the '@' after it; a
+// password or sslpassword value runs up to the next key libpq recognises. No 4-byte piece of the
+// password in the redacted conninfo, a Status holding the conninfo, or the connect error.
+TEST(Secrets, MalformedConninfosAreMaskedWithoutLibpqParsingThem) {
+  struct Case {
+    std::string conninfo, password;
+  };
+  const std::vector<Case> cases = {
+      {"postgresql:/bob:OneSlashPw77@nohost.invalid/db", "OneSlashPw77"},
+      {"postgresql//bob:NoColonPw88@nohost.invalid/db", "NoColonPw88"},
+      {"postgres:bob:SchemeOnlyPw99@nohost.invalid/db", "SchemeOnlyPw99"},
+      {"bob:BareUserinfoPw11@nohost.invalid/db", "BareUserinfoPw11"},
+      {"postgresql:/bob:Two Words@Pw22@nohost.invalid/db", "Two Words@Pw22"},
+      {"host=/nonexistent port=1 user=bob password=Hun ter=2Qx", "Hun ter=2Qx"},
+      {"host=/nonexistent password=Hun ter=2Qx user=bob", "Hun ter=2Qx"},
+      {"host=/nonexistent port=1 sslpassword=Key Pass=Word7 user=bob", "Key Pass=Word7"},
+      {"host=/nonexistent port=1 user=bob sslpassword=Key Pass=Word7", "Key Pass=Word7"},
+  };
+  auto pieces = [](const std::string& pw) {
+    std::vector<std::string> out;
+    for (size_t i = 0; i + 4 <= pw.size(); ++i) out.push_back(pw.substr(i, 4));
+    return out;
+  };
+  for (const auto& c : cases) {
+    const std::string shown = RedactConninfo(c.conninfo);
+    const std::string raw = Status::Runtime("bad --db " + c.conninfo).message();
+    auto opened = pg::Connection::Open(c.conninfo);
+    ASSERT_FALSE(opened.ok()) << c.conninfo;
+    for (const auto& piece : pieces(c.password)) {
+      EXPECT_EQ(shown.find(piece), std::string::npos) << c.conninfo << " -> " << shown;
+      EXPECT_EQ(raw.find(piece), std::string::npos) << c.conninfo << " -> " << raw;
+      EXPECT_EQ(opened.status().message().find(piece), std::string::npos) << opened.status().message();
+    }
+  }
+  // What is not user info nor a password stays: the rules stop at a recognised key.
+  EXPECT_EQ(RedactConninfo("host=/tmp user=a:b password=Hun ter=2Qx dbname=x"), "host=/tmp user=a:b password=*** dbname=x");
+  EXPECT_EQ(RedactConninfo("postgresql:/bob:OneSlashPw77@nohost.invalid/db"), "postgresql:***@nohost.invalid/db");
+}
+
+// An external ingester's output may show part of a password: ScrubSecretPieces masks every 4-byte
+// piece of one, ScrubSecrets (the tool's own messages) only whole forms.
+TEST(Secrets, ForeignTextIsScrubbedOfEveryPieceOfAPassword) {
+  RegisterConninfoSecrets("host=h password=Ingest3rPiecePw user=u");
+  EXPECT_EQ(ScrubSecretPieces("auth as u with Ingest3rPiece and PiecePw, ok"), "auth as u with *** and ***, ok");
+  EXPECT_EQ(ScrubSecretPieces("first 4: Inge | rest"), "first 4: *** | rest");
+  EXPECT_EQ(ScrubSecrets("auth with Ingest3rPiece"), "auth with Ingest3rPiece");
+  EXPECT_EQ(ScrubSecrets("auth with Ingest3rPiecePw"), "auth with ***");
+}
+
 TEST(Pg, SessionSettingsArePinned) {
   auto conn = Connect(testing::TestConninfo() + " options='-c TimeZone=Asia/Tokyo -c DateStyle=German'");
   ASSERT_TRUE(conn);
   auto rows = conn->Exec("SELECT '2020-01-02 03:04:05+00'::timestamptz::text");
   ASSERT_TRUE(rows.ok());
   EXPECT_EQ(rows->Get(0, 0), "2020-01-02 03:04:05+00");
+}
+
+// Issue 44: a privilege the role lacks (SQLSTATE 42501) is the configuration's to fix: a Usage
+// error, exit 2 (a follower or a scheduler retrying it only repeats it), not a runtime one.
+TEST(Pg, InsufficientPrivilegeIsBadInputNotARuntimeFailure) {
+  auto admin = Connect();
+  ASSERT_TRUE(admin);
+  const std::string schema = UniqueName("private"), role = UniqueName("nopriv");
+  ASSERT_TRUE(admin->Run("CREATE SCHEMA " + pg::QuoteIdent(schema) + "; CREATE TABLE " +
+                         pg::Qualified(schema, "t") + " (x int); CREATE ROLE " + pg::QuoteIdent(role) + " LOGIN")
+                  .ok());
+  const std::string as_role = testing::TestConninfo() + " user=" + role;
+  auto conn = pg::Connection::Open(as_role);
+  ASSERT_TRUE(conn.ok()) << conn.status().message();
+  auto denied = (*conn)->Exec("SELECT * FROM " + pg::Qualified(schema, "t"));
+  ASSERT_FALSE(denied.ok());
+  EXPECT_NE(denied.status().message().find("permission denied for schema"), std::string::npos)
+      << denied.status().message();
+  EXPECT_EQ(denied.status().kind(), Status::Kind::kUsage);
+  EXPECT_TRUE(pg::IsInsufficientPrivilege("42501"));
+  EXPECT_FALSE(pg::IsInsufficientPrivilege("42P01"));
+  EXPECT_FALSE(pg::IsInsufficientPrivilege(nullptr));
+  // Through the CLI: a role that may not create schemas (42501 "permission denied for database").
+  auto r = testing::RunCli({"ingest", "--range", "2:3", "--schema", UniqueName("denied"), "--db", as_role});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("permission denied for"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  // At connect: no CONNECT privilege on the database.
+  const std::string closed_db = UniqueName("closed");
+  ASSERT_TRUE(testing::TestServer().CreateDatabase(closed_db).ok());
+  ASSERT_TRUE(admin->Run("REVOKE CONNECT ON DATABASE " + pg::QuoteIdent(closed_db) + " FROM PUBLIC").ok());
+  auto refused = pg::Connection::Open(testing::TestServer().conninfo(closed_db) + " user=" + role);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("permission denied for database"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(refused.status().kind(), Status::Kind::kUsage);
 }
 
 TEST(Pg, UnreachableDatabaseIsAClearError) {

@@ -222,5 +222,25 @@ TEST(Json, AFailureStillPrintsADocumentWithTheVerdictError) {
   EXPECT_NE(refused.err.find(r["error"].get<std::string>()), std::string::npos) << refused.err;
 }
 
+// Issue 44: wait --timeout's help (and so the man page, generated from the same text) names the
+// exit code a timed-out wait really ends with.
+TEST(Help, WaitTimeoutNamesTheExitCodeItEndsWith) {
+  CliResult plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:51", "--schema", UniqueName("help_wait")});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run = plan.out.substr(plan.out.find_last_of('\n', plan.out.size() - 2) + 1);
+  CliResult waited =
+      RunCli({"wait", "--db", TestConninfo(), "--run", run.substr(0, run.size() - 1), "--timeout", "1"});
+  ASSERT_NE(waited.err.find("not finished after 1 s"), std::string::npos) << waited.err;
+  CliResult help = RunCli({"wait", "--help"});
+  ASSERT_EQ(help.exit_code, 0);
+  std::string flat = std::regex_replace(help.out, std::regex("\\s+"), " ");
+  EXPECT_NE(flat.find("exit " + std::to_string(waited.exit_code) + ", a runtime error"), std::string::npos) << flat;
+  CliResult man = RunCli({"_docs", "man"});
+  ASSERT_EQ(man.exit_code, 0);
+  flat = std::regex_replace(man.out, std::regex("\\s+"), " ");
+  EXPECT_NE(flat.find("exit " + std::to_string(waited.exit_code) + ", a runtime error"), std::string::npos);
+  RunCli({"cancel", "--db", TestConninfo(), "--run", run.substr(0, run.size() - 1)});
+}
+
 }  // namespace
 }  // namespace ledgerdiff::testing

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "core/database.h"
 #include "core/history_tables.h"
 #include "core/ledger_range.h"
+#include "core/pg.h"
 #include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
@@ -19,6 +21,7 @@
 #include "ingest/ingest_command.h"
 #include "ingest/job_table.h"
 #include "ingest/orchestrator.h"
+#include "ingest/plan.h"
 #include "ingest/worker.h"
 
 namespace ledgerdiff {
@@ -377,6 +380,57 @@ TEST(IngestCli, BadInputIsOneLineAndExit2) {
   EXPECT_EQ(unreachable.err.find("topsecret"), std::string::npos);
 }
 
+// Issue 44: an empty --db (an unset variable: --db "$DB") is one exit-2 line, never a silent fall
+// back to LEDGERDIFF_DB, PG* or the embedded default.
+TEST(IngestCli, AnEmptyDbIsExit2) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"ingest", "--range", "2:10", "--schema", "x", "--db", ""},
+           {"ingest", "--range", "2:10", "--schema", "x", "--db="},
+           {"digest", "--schema", "x", "--db", ""},
+           {"verify", "--range", "2:10", "--db", ""},
+           {"plan", "--range", "2:10", "--schema", "x", "--db", ""},
+           {"runs", "--db", ""}}) {
+    auto r = RunCli(args, {"LEDGERDIFF_DB=" + TestConninfo()});
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    // "--db=" is refused by CLI parsing itself ("--db: 1 required TEXT missing").
+    EXPECT_NE(r.err.find(args.back() == "--db=" ? "--db" : "--db is empty"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+// Issue 44: a run holds at most kMaxJobsPerRun jobs. plan, ingest and verify refuse more with one
+// exit-2 line naming the cap and the --job-size that fits, before any schema or run exists (plan
+// --range 1:2147483647 --job-size 1 ended in std::bad_alloc, a marked schema left behind).
+TEST(IngestCli, MoreJobsThanARunHoldsIsExit2BeforeAnySchema) {
+  ASSERT_EQ(ingest::kMaxJobsPerRun, 1'000'000u);
+  const std::string schema = UniqueName("too_many_jobs");
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"plan", "--range", "1:2147483647", "--job-size", "1", "--schema", schema, "--db", TestConninfo()},
+           {"ingest", "--range", "1:2147483647", "--job-size", "1", "--schema", schema, "--db", TestConninfo()},
+           {"verify", "--range", "1:2147483647", "--job-size", "1", "--db", TestConninfo()}}) {
+    auto r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << ": " << r.err;
+    EXPECT_NE(r.err.find("into 2,147,483,647 jobs, more than a run holds (at most 1,000,000): use --job-size 2148 "
+                         "or larger"),
+              std::string::npos)
+        << r.err;
+  }
+  // The bound itself: 1,000,000 jobs are fine, one more is not.
+  ingest::IngestPlan plan;
+  plan.schema = schema;
+  plan.range = {2, 1'000'001};
+  plan.job_size = 1;
+  EXPECT_TRUE(plan.Validate().ok());
+  plan.range = {2, 1'000'002};
+  EXPECT_EQ(plan.Validate().kind(), Status::Kind::kUsage);
+  EXPECT_EQ(ingest::MinJobSizeFor(plan.range), 2u);
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  auto exists = conn->Exec("SELECT count(*) FROM pg_namespace WHERE nspname = $1", {schema});
+  ASSERT_TRUE(exists.ok());
+  EXPECT_EQ(exists->GetInt(0, 0), 0) << "no schema is created for a run that cannot be split";
+}
+
 TEST(IngestCli, RefusesASchemaItDidNotCreateAndWritesNothing) {
   auto conn = Connect();
   std::string schema = UniqueName("Their Data");
@@ -472,6 +526,39 @@ TEST(IngestCommand, PlaceholdersBecomeQuotedVariablesAndShellBracesPassThrough) 
 
 namespace ledgerdiff {
 namespace {
+
+// Issue 44: an interrupted ingest --db leaves its run in that database; the advice to continue it
+// names the database (--db, password removed), or the resume would look in the default one.
+TEST(IngestCli, CtrlCOfAnIngestIntoADbAdvisesAResumeThere) {
+  const std::string tmp = "/tmp/" + UniqueName("ld-sigint-db");
+  std::filesystem::create_directories(tmp);
+  SpawnOptions so;
+  so.output_file = tmp + "/out.log";
+  so.error_file = tmp + "/err.log";
+  so.env = {{"TMPDIR", tmp}};
+  const std::string run_id = UniqueName("r");
+  auto pid = Spawn({testing::LedgerdiffBinary(), "ingest", "--range", "2:20001", "--schema", UniqueName("sigint_db"),
+                    "--workers", "2", "--run-id", run_id, "--db", TestConninfo() + " password=ResumeAdvicePw"},
+                   so);
+  ASSERT_TRUE(pid.ok()) << pid.status().message();
+  bool ingesting = false;
+  for (int i = 0; i < 1200 && !ingesting; ++i) {
+    ingesting = (testing::ReadFileBytes(so.output_file) + testing::ReadFileBytes(so.error_file)).find("] done by ") !=
+                std::string::npos;
+    if (!ingesting) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(ingesting) << testing::ReadFileBytes(so.error_file);
+  kill(*pid, SIGINT);
+  int ws = 0;
+  waitpid(*pid, &ws, 0);
+  EXPECT_TRUE(WIFEXITED(ws) && WEXITSTATUS(ws) == 130) << ws;
+  const std::string err = testing::ReadFileBytes(so.error_file);
+  const std::string advice = "continue it with `ledgerdiff ingest --resume " + run_id + " --db '" +
+                             pg::RedactConninfo(TestConninfo() + " password=ResumeAdvicePw") + "'`";
+  EXPECT_NE(err.find(advice), std::string::npos) << advice << " not in: " << err;
+  EXPECT_EQ(err.find("ResumeAdvicePw"), std::string::npos) << err;
+  std::filesystem::remove_all(tmp);
+}
 
 TEST(IngestCli, CtrlCStopsWorkersAndRemovesTheEmbeddedServer) {
   // The embedded cluster lands in TMPDIR: give the run a directory of its own to watch.

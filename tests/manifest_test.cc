@@ -640,6 +640,92 @@ TEST_F(Manifests, MergeOutEqualToAPartIsRefusedBeforeWriting) {
 
 // ---- crafted files ----
 
+// Issue 44: a part's comparison outcome is untrusted input. Crafted outcomes (checksum
+// recomputed) whose numbers contradict the verdict, the part's slice or each other, or whose sums
+// would wrap, are refused with exit 2 naming the field; nothing is written.
+TEST_F(Manifests, CraftedComparisonOutcomesInPartsAreRefusedNamingTheField) {
+  auto part = [&](int k, const std::string& out) {
+    auto r = RunCli({"verify-range", "--range", "2:201", "--left", old_, "--right", old_, "--left-schema", schema_,
+                     "--right-schema", schema_, "--shards", "2", "--shard", std::to_string(k), "--out", out});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  };
+  part(0, Path("oc-0.ldm"));
+  part(1, Path("oc-1.ldm"));  // ledgers 102:201
+  const ManifestBytes genuine = ManifestBytes::Of(ReadFileBytes(Path("oc-1.ldm")));
+  ASSERT_TRUE(nlohmann::json::parse(genuine.trailer).contains("comparison")) << genuine.trailer;
+  struct Case {
+    std::string name;
+    std::function<void(nlohmann::json&)> change;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {"identical with a divergent ledger",
+       [](nlohmann::json& c) {
+         c["first_divergent_ledger"] = 150;
+         c["divergent_ledgers"] = 1;
+       },
+       "key \"comparison.identical\": true with first divergent ledger 150"},
+      {"a first divergent ledger outside the slice",
+       [](nlohmann::json& c) {
+         c["identical"] = false;
+         c["first_divergent_ledger"] = 50;
+         c["divergent_ledgers"] = 1;
+       },
+       "key \"comparison.first_divergent_ledger\": ledger 50 is outside its range 102:201"},
+      {"missing ledgers passing without --allow-gaps",
+       [](nlohmann::json& c) { c["coverage"]["missing_left"] = 5; },
+       "key \"comparison.identical\": true with ledgers missing (5 left, 0 right) and no --allow-gaps"},
+      {"more divergent ledgers than the slice holds",
+       [](nlohmann::json& c) {
+         c["identical"] = false;
+         c["first_divergent_ledger"] = 150;
+         c["divergent_ledgers"] = 1000;
+       },
+       "key \"comparison.divergent_ledgers\": 1000 ledgers, more than the 100 of its range 102:201"},
+      {"a divergent ledger count without a first divergent ledger",
+       [](nlohmann::json& c) {
+         c["identical"] = false;
+         c["divergent_ledgers"] = 3;
+       },
+       "key \"comparison.first_divergent_ledger\": none with 3 divergent ledgers"},
+      {"rows that wrap when summed",
+       [](nlohmann::json& c) { c["rows_left"] = UINT64_MAX; },
+       "comparison.rows_left summed over the parts passes 2^64-1"},
+  };
+  for (const auto& c : cases) {
+    ManifestBytes crafted = genuine;
+    nlohmann::json trailer = nlohmann::json::parse(crafted.trailer);
+    c.change(trailer["comparison"]);
+    crafted.trailer = trailer.dump();
+    WriteFileBytes(Path("oc-1-crafted.ldm"), crafted.Bytes());
+    for (const auto& order : std::vector<std::vector<std::string>>{{Path("oc-0.ldm"), Path("oc-1-crafted.ldm")},
+                                                                   {Path("oc-1-crafted.ldm"), Path("oc-0.ldm")}}) {
+      auto r = Merge(Path("oc-merged.ldm"), order);
+      EXPECT_EQ(r.exit_code, 2) << c.name << ": " << r.out << r.err;
+      EXPECT_NE(r.err.find(c.field), std::string::npos) << c.name << ": " << r.err;
+      EXPECT_NE(r.err.find(Path("oc-1-crafted.ldm")), std::string::npos) << c.name << ": " << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      EXPECT_FALSE(fs::exists(Path("oc-merged.ldm"))) << c.name;
+    }
+  }
+  auto fine = Merge(Path("oc-merged.ldm"), {Path("oc-0.ldm"), Path("oc-1.ldm")});
+  EXPECT_EQ(fine.exit_code, 0) << fine.err;
+}
+
+// Issue 44: an incomplete merge says how many ledgers the sides hold, not how many were compared.
+TEST_F(Manifests, AnIncompleteMergeSaysHowManyLedgersAreHeld) {
+  // 2:301 in two slices (2:151, 152:301); both sides hold 2:201, so 100 ledgers miss on each.
+  for (int k : {0, 1}) {
+    auto r = RunCli({"verify-range", "--range", "2:301", "--left", old_, "--right", old_, "--left-schema", schema_,
+                     "--right-schema", schema_, "--shards", "2", "--shard", std::to_string(k), "--out",
+                     Path(fmt::format("inc-{}.ldm", k))});
+    ASSERT_EQ(r.exit_code, k == 0 ? 0 : 1) << r.out << r.err;
+  }
+  auto r = Merge(Path("inc-merged.ldm"), {Path("inc-0.ldm"), Path("inc-1.ldm")});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("incomplete: the 200 ledgers held of 300 are identical"), std::string::npos) << r.out;
+}
+
 TEST_F(Manifests, CraftedCountsAndLengthsFailFastInLittleMemory) {
   Shard(old_, schema_, 1, Path("c-1.ldm"));
   Shard(old_, schema_, 0, Path("c-0.ldm"));

@@ -110,6 +110,79 @@ TEST(Secrets, CliStderrAndJsonNeverCarryThePassword) {
   }
 }
 
+// The 4-byte pieces of `password` that `text` holds.
+std::vector<std::string> PiecesIn(const std::string& text, const std::string& password) {
+  std::vector<std::string> found;
+  for (size_t i = 0; i + 4 <= password.size(); ++i)
+    if (text.find(password.substr(i, 4)) != std::string::npos) found.push_back(password.substr(i, 4));
+  return found;
+}
+
+// Everything a command printed or wrote: stdout, stderr and every file under `dir`.
+std::string EverythingShown(const testing::CliResult& r, const fs::path& dir) {
+  std::string all = r.out + "\n" + r.err;
+  if (fs::exists(dir))
+    for (const auto& e : fs::recursive_directory_iterator(dir))
+      if (e.is_regular_file()) all += "\n" + e.path().string() + ":\n" + testing::ReadFileBytes(e.path());
+  return all;
+}
+
+// Issue 44: conninfos libpq parses as something else or not at all still have their password
+// masked everywhere (stdout, stderr, --json, JUnit, Markdown): no 4-byte piece of it is shown.
+TEST(Secrets, MalformedConninfosLeakNoPieceOfThePassword) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"postgresql:/bob:OneSlashPw77@nohost.invalid/db", "OneSlashPw77"},
+      {"postgresql//bob:NoColonPw88@nohost.invalid/db", "NoColonPw88"},
+      {"postgres:bob:SchemeOnlyPw99@nohost.invalid/db", "SchemeOnlyPw99"},
+      {"bob:BareUserinfoPw11@nohost.invalid/db", "BareUserinfoPw11"},
+      {"host=/nonexistent port=1 user=bob password=Hun ter=2Qx", "Hun ter=2Qx"},
+      {"host=/nonexistent port=1 user=bob sslpassword=Key Pass=Word7", "Key Pass=Word7"},
+  };
+  Scratch scratch;
+  int n = 0;
+  for (const auto& [conninfo, password] : cases) {
+    const fs::path out = fs::path(scratch.path) / std::to_string(n++);
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"verify", "--range", "2:11", "--db", conninfo, "--format", "json", "--json", (out / "v.json").string(),
+              "--junit", (out / "v.xml").string(), "--markdown", (out / "v.md").string()},
+             {"digest", "--schema", "s", "--db", conninfo, "--json", (out / "d.json").string()}}) {
+      auto r = RunCli(args);
+      EXPECT_EQ(r.exit_code, 2) << conninfo << ": " << r.err;
+      EXPECT_NE(r.err.find("cannot connect"), std::string::npos) << r.err;
+      const std::string all = EverythingShown(r, out);
+      EXPECT_EQ(PiecesIn(all, password), std::vector<std::string>{}) << conninfo << " -> " << all;
+    }
+  }
+}
+
+// Issue 44: an external ingester that shows part of the password (its stderr ends the failed job's
+// error) has it masked before the error reaches stdout, stderr, --json, JUnit or Markdown.
+TEST(Secrets, AnIngesterShowingPartOfThePasswordHasItMasked) {
+  Scratch scratch;
+  const std::string password = "Qz7xKv9wJm4pYt2L";  // no 4-byte piece of it is an English word
+  const std::string db = testing::TestConninfo() + " password=" + password;
+  // Cut by the shell, as a script that logs its settings would: no whole form of the password.
+  const std::string cmd =
+      "echo \"connecting with ${PGPASSWORD%Yt2L} (${PGPASSWORD#Qz7x})\" >&2; exit 3 # {from} {to}";
+  const fs::path out = fs::path(scratch.path) / "reports";
+  auto ingest = RunCli({"ingest", "--range", "2:11", "--schema", UniqueName("pw_ing"), "--workers", "2", "--job-size",
+                        "5", "--retries", "0", "--ingest-cmd", cmd, "--db", db, "--format", "json", "--json",
+                        (out / "i.json").string()},
+                       {"TMPDIR=" + scratch.path});
+  EXPECT_EQ(ingest.exit_code, 1) << ingest.err;
+  EXPECT_NE(ingest.err.find("connecting with ***"), std::string::npos) << "the ingester's line is shown, masked: "
+                                                                       << ingest.err;
+  auto verify = RunCli({"verify", "--range", "2:11", "--workers", "2", "--job-size", "5", "--retries", "0",
+                        "--ingest-cmd", cmd, "--db", db, "--format", "json", "--json", (out / "v.json").string(),
+                        "--junit", (out / "v.xml").string(), "--markdown", (out / "v.md").string()},
+                       {"TMPDIR=" + scratch.path});
+  EXPECT_EQ(verify.exit_code, 1) << verify.err;
+  for (const auto* r : {&ingest, &verify}) {
+    const std::string all = EverythingShown(*r, out);
+    EXPECT_EQ(PiecesIn(all, password), std::vector<std::string>{}) << all;
+  }
+}
+
 TEST(Embedded, KeepDbRefusesANonEmptyDirectoryThatIsNotACluster) {
   Scratch scratch;
   fs::path dir = fs::path(scratch.path) / "precious";

@@ -69,13 +69,18 @@ enum Form {
   kNestedKv,        // dbname='user=u password=\'pw\''
   kNestedUri,       // dbname='postgresql://user:pw@host/db'
   kUriNoUser,       // postgresql://:pw@host/db
+  // Issue 44: forms libpq parses as something else or refuses, masked by rules that need no parse.
+  kBareToKey,       // password=Hun ter=2Q user=u (unquoted, spaces and '=' up to the next recognised key;
+                    // the key spelled password=, PASSWORD=, Password = or sslpassword=)
+  kMalformedUri,    // postgresql:/u:pw@h/db, postgresql//u:pw@h/db, postgres:u:pw@h/db, u:pw@h/db
   kForms
 };
 const char* const kFormNames[] = {"quoted",        "bare",          "bare-escaped", "spaced",           "upper-key",
                                   "unterminated",  "sslpassword",   "uri-userinfo", "uri-userinfo-raw", "uri-query",
-                                  "uri-query-raw", "uri-query-key", "nested-kv",    "nested-uri",       "uri-no-user"};
+                                  "uri-query-raw", "uri-query-key", "nested-kv",    "nested-uri",       "uri-no-user",
+                                  "bare-to-key",   "malformed-uri"};
 
-bool IsKv(int form) { return form <= kSslPassword || form == kNestedKv || form == kNestedUri; }
+bool IsKv(int form) { return form <= kSslPassword || form == kNestedKv || form == kNestedUri || form == kBareToKey; }
 
 bool IsSpace(char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; }
 bool IsAlnum(char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; }
@@ -110,6 +115,19 @@ struct Values {
   std::string user, host, dbname, app, options;
 };
 
+// The keywords libpq recognises (what ends an unquoted password, core/redact.h).
+const std::vector<std::string>& Keywords() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    if (PQconninfoOption* opts = PQconndefaults()) {
+      for (PQconninfoOption* o = opts; o->keyword; ++o) out.emplace_back(o->keyword);
+      PQconninfoFree(opts);
+    }
+    return out;
+  }();
+  return keys;
+}
+
 // The password as this form can hold it unambiguously.
 std::string Normalize(int form, std::string pw) {
   for (char& c : pw) {
@@ -117,8 +135,26 @@ std::string Normalize(int form, std::string pw) {
     if ((form == kBare) && (IsSpace(c) || c == '\\')) c = '_';
     if (form == kUriUserinfoRaw && (c == '@' || c == '/')) c = '_';
     if (form == kUriQueryRaw && c == '&') c = '_';
+    // Bare up to the next key: no escapes; a malformed URI: its user info up to an '@'.
+    if (form == kBareToKey && c == '\\') c = '_';
+    if (form == kMalformedUri && (c == '@' || c == '/' || c == '\\')) c = '_';
   }
-  if (form == kBare && !pw.empty() && pw[0] == '\'') pw[0] = '_';
+  if ((form == kBare || form == kBareToKey) && !pw.empty() && pw[0] == '\'') pw[0] = '_';
+  if (form == kBareToKey || form == kMalformedUri) {
+    // Whitespace at either end is the separator's, not the password's; a recognised key after
+    // whitespace would start the next pair (that is where the user's password ends).
+    while (!pw.empty() && IsSpace(pw.front())) pw.front() = '_';
+    while (!pw.empty() && IsSpace(pw.back())) pw.back() = '_';
+    for (size_t i = 1; i < pw.size(); ++i) {
+      if (!IsSpace(pw[i - 1])) continue;
+      for (const std::string& k : Keywords()) {
+        if (pw.compare(i, k.size(), k) != 0) continue;
+        size_t j = i + k.size();
+        while (j < pw.size() && IsSpace(pw[j])) ++j;
+        if (j < pw.size() && pw[j] == '=') pw[j] = '_';
+      }
+    }
+  }
   return pw;
 }
 
@@ -173,6 +209,11 @@ Built Build(int form, unsigned flags, const std::string& pw, const Values& v) {
       case kSslPassword:
         open = "sslpassword='", b.written = KvEscape(pw), close = "'";
         break;
+      case kBareToKey: {
+        static const char* const kKeys[] = {"password=", "PASSWORD=", "Password =", "sslpassword="};
+        open = kKeys[(flags >> 6) & 3], b.written = pw;
+        break;
+      }
       case kNestedKv:
         open = "dbname='" + KvEscape("user=" + KvQuote(v.user) + " password='");
         b.written = KvEscape(KvEscape(pw));
@@ -191,6 +232,14 @@ Built Build(int form, unsigned flags, const std::string& pw, const Values& v) {
     static const char* const kJunk[] = {"", " junk", " bogus_option=1", " host='open"};
     b.prefix = pre + open;
     b.suffix = close + post + kJunk[junk];
+    return b;
+  }
+  if (form == kMalformedUri) {
+    static const char* const kSchemes[] = {"postgresql:/", "postgresql//", "postgres:", ""};
+    static const char* const kJunk[] = {"", "?application_name=x", " junk", "?bogus=1"};
+    b.prefix = std::string(kSchemes[(flags >> 6) & 3]) + v.user + ":";
+    b.written = pw;
+    b.suffix = "@" + v.host + "/" + v.dbname + kJunk[junk];
     return b;
   }
   // URIs.
