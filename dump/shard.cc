@@ -287,6 +287,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
   RowSums sums(header.profile);
   std::optional<ComparisonOutcome> outcome;
   if (ref.comparison) outcome = ComparisonOutcome{};
+  std::vector<PartSnapshots> snapshots;
   bool first_part = true;
   Chunk chunk;
   for (const auto& [index, i] : plan.slot) {
@@ -299,7 +300,10 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
       LD_RETURN_IF_ERROR(writer->Add(chunk));
     }
     if (!outcome) continue;
-    LD_RETURN_IF_ERROR(JoinOutcome(*outcome, *reader.comparison(), first_part, opened[i].path));
+    const ComparisonOutcome& part = *reader.comparison();
+    LD_RETURN_IF_ERROR(JoinOutcome(*outcome, part, first_part, opened[i].path));
+    if (part.left_snapshot && part.right_snapshot)
+      snapshots.push_back({opened[i].path, *part.left_snapshot, *part.right_snapshot});
     first_part = false;
   }
   if (outcome && outcome->rows_left == 0 && outcome->rows_right == 0 && !outcome->allow_empty)
@@ -313,7 +317,7 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
   summary.manifest_path = out;
   summary.manifest_bytes = size;
   summary.manifest_detail = ManifestDetailName(detail);
-  return MergedManifest{std::move(summary), outcome};
+  return MergedManifest{std::move(summary), outcome, std::move(snapshots)};
 }
 
 }  // namespace ledgerdiff::dump

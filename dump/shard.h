@@ -76,9 +76,24 @@ Result<DigestSummary> DigestShardToManifest(const std::string& conninfo, const s
 // ledger diverged, never "identical" with a divergent ledger or with missing ledgers and no
 // --allow-gaps), and every sum over the parts (rows of each table, the outcome's counts) is
 // checked: a sum past 2^64-1 is a Usage error naming the field and the part, never a wrap.
+// When each verify-range part read its two sides (ComparisonOutcome's snapshots).
+struct PartSnapshots {
+  std::string part;  // its path
+  SourceSnapshot left, right;
+};
+
 struct MergedManifest {
   DigestSummary summary;                        // of the merged manifest
   std::optional<ComparisonOutcome> comparison;  // verify-range parts
+  // verify-range parts that recorded their snapshots, in ledger order. Parts of one side read at
+  // different WAL positions saw different committed data: a change committed between two parts'
+  // reads may be in one part's ledgers and not in another's, and the merge says so.
+  std::vector<PartSnapshots> snapshots;
+  bool same_snapshots() const {
+    for (const auto& p : snapshots)
+      if (p.left.lsn != snapshots.front().left.lsn || p.right.lsn != snapshots.front().right.lsn) return false;
+    return true;
+  }
 };
 Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, const std::string& out,
                                       ManifestDetail detail);

@@ -198,6 +198,13 @@ nlohmann::json AppendedToJson(const dump::AppendedManifest& a) {
 std::string RenderMergedText(const dump::MergedManifest& merged, size_t parts, const std::string& out) {
   std::string text = fmt::format("merged {} parts into {}\n", parts, out);
   if (merged.comparison) text += "comparison (verify-range): " + RenderComparisonOutcome(*merged.comparison) + "\n";
+  if (!merged.snapshots.empty() && !merged.same_snapshots()) {
+    text += "the parts were read at different snapshots: a change committed between two parts' reads can be in one "
+            "part's ledgers and not in another's:\n";
+    for (const auto& p : merged.snapshots)
+      text += fmt::format("  {}: left at WAL {} ({}), right at WAL {} ({})\n", p.part, p.left.lsn, p.left.at,
+                          p.right.lsn, p.right.at);
+  }
   return text + RenderDigestText(merged.summary);
 }
 
@@ -205,6 +212,14 @@ nlohmann::json MergedToJson(const dump::MergedManifest& merged, size_t parts) {
   nlohmann::json j = DigestSummaryToJson(merged.summary);
   j["parts"] = parts;
   if (merged.comparison) j["comparison"] = dump::ComparisonOutcomeToJson(*merged.comparison);
+  if (!merged.snapshots.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& p : merged.snapshots)
+      list.push_back({{"part", p.part},
+                      {"left", {{"lsn", p.left.lsn}, {"at", p.left.at}}},
+                      {"right", {{"lsn", p.right.lsn}, {"at", p.right.at}}}});
+    j["snapshots"] = {{"same", merged.same_snapshots()}, {"parts", list}};
+  }
   return j;
 }
 

@@ -349,6 +349,34 @@ TEST(Windows, AFollowerComparesEachBucketOnceWhenItsMinuteHasClosed) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// What a merged or appended result read, and when.
+
+TEST(Snapshots, AMergeOfPartsReadAtDifferentSnapshotsSaysSo) {
+  const std::string left = LoadDump(), right = LoadDump();
+  testing::ScratchDir dir("ledgerdiff-cutover-parts-");
+  auto part = [&](int index) {
+    const std::string out = fmt::format("{}/part-{}.ldm", dir.path, index);
+    auto r = RunCli({"verify-range", "--left", left, "--right", right, "--range", "1:61", "--shards", "2", "--shard",
+                     std::to_string(index), "--out", out});
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    return out;
+  };
+  const std::string p0 = part(0);
+  // Between the two parts' reads the left side commits something (here outside the history).
+  ExecSql(left, "CREATE TABLE public.operator_notes (x int); INSERT INTO public.operator_notes VALUES (1)");
+  const std::string p1 = part(1);
+  auto merged = RunCli({"manifest", "merge", "--out", dir.path + "/all.ldm", p0, p1, "--format", "json"});
+  ASSERT_EQ(merged.exit_code, 0) << merged.err << merged.out;
+  json j = json::parse(merged.out);
+  EXPECT_EQ(j["snapshots"]["same"], false) << merged.out;
+  ASSERT_EQ(j["snapshots"]["parts"].size(), 2u);
+  EXPECT_NE(j["snapshots"]["parts"][0]["left"]["lsn"], j["snapshots"]["parts"][1]["left"]["lsn"]);
+  auto text = RunCli({"manifest", "merge", "--out", dir.path + "/all2.ldm", p0, p1});
+  EXPECT_NE(text.out.find("the parts were read at different snapshots"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(p0 + ": left at WAL "), std::string::npos) << text.out;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Coverage: a table the profile requires that neither side has is not compared, and says so.
 
 TEST(Coverage, ATableNeitherSideHasMakesTheVerdictIncompleteUnlessAllowed) {

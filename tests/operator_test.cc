@@ -366,7 +366,8 @@ TEST(Interrupt, CtrlCOnANamedDatabaseSaysTheRunStaysAndHowToContinueIt) {
   const std::string line = LastLine(testing::ReadFileBytes(err));
   EXPECT_TRUE(Contains(line, "ledgerdiff ingest: interrupted by SIGINT: stopped 2 workers of run " + run_id)) << line;
   EXPECT_TRUE(Contains(line, "ingest run " + run_id + " stays in the database with its schema \"" + schema + "\"")) << line;
-  EXPECT_TRUE(Contains(line, "`ledgerdiff ingest --resume " + run_id + "`")) << line;
+  // The advice reaches the database the run lives in (issue 44: it named no --db).
+  EXPECT_TRUE(Contains(line, "`ledgerdiff ingest --resume " + run_id + " --db ")) << line;
   EXPECT_FALSE(Contains(line, "embedded")) << line;
   // The advice works: the resume finishes the run.
   auto resumed = RunCli({"ingest", "--db", TestConninfo(), "--resume", run_id, "--format", "json"});
