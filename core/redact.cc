@@ -106,22 +106,9 @@ bool IsPasswordKey(std::string_view key) {
   return k.size() >= 8 && StartsWithNoCase(k, k.size() - 8, "password");
 }
 
-// The keywords libpq recognises (PQconndefaults: its own list, not a parse of any text).
-const std::vector<std::string>& RecognisedKeys() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out;
-    if (PQconninfoOption* opts = PQconndefaults()) {
-      for (PQconninfoOption* o = opts; o->keyword; ++o) out.emplace_back(o->keyword);
-      PQconninfoFree(opts);
-    }
-    return out;
-  }();
-  return keys;
-}
-
 // Whether a recognised key followed by '=' (spaces allowed around it) starts at `pos` of `s`.
 bool RecognisedKeyAt(std::string_view s, size_t pos) {
-  for (const std::string& k : RecognisedKeys()) {
+  for (const std::string& k : LibpqKeywords()) {
     if (s.compare(pos, k.size(), k) != 0) continue;
     size_t i = pos + k.size();
     while (i < s.size() && IsSpace(s[i])) ++i;
@@ -499,6 +486,18 @@ std::string RedactConninfo(std::string_view conninfo) {
   }
   PQconninfoFree(opts);
   return ScrubSecrets(out);
+}
+
+const std::vector<std::string>& LibpqKeywords() {
+  static const std::vector<std::string> keys = [] {
+    std::vector<std::string> out;
+    if (PQconninfoOption* opts = PQconndefaults()) {
+      for (PQconninfoOption* o = opts; o->keyword; ++o) out.emplace_back(o->keyword);
+      PQconninfoFree(opts);
+    }
+    return out;
+  }();
+  return keys;
 }
 
 }  // namespace ledgerdiff

@@ -57,4 +57,8 @@ void ForgetSecretsForTesting();
 // Registers the passwords it removes.
 std::string RedactConninfo(std::string_view conninfo);
 
+// The keywords libpq recognises (PQconndefaults: its own list, not a parse of any text): what
+// ends an unquoted password.
+const std::vector<std::string>& LibpqKeywords();
+
 }  // namespace ledgerdiff

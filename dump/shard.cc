@@ -377,7 +377,7 @@ Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& part
   summary.manifest_path = out;
   summary.manifest_bytes = size;
   summary.manifest_detail = ManifestDetailName(ManifestDetail::kFull);
-  return MergedManifest{std::move(summary), outcome};
+  return MergedManifest{std::move(summary), outcome, {}};
 }
 
 }  // namespace ledgerdiff::dump

@@ -115,19 +115,6 @@ struct Values {
   std::string user, host, dbname, app, options;
 };
 
-// The keywords libpq recognises (what ends an unquoted password, core/redact.h).
-const std::vector<std::string>& Keywords() {
-  static const std::vector<std::string> keys = [] {
-    std::vector<std::string> out;
-    if (PQconninfoOption* opts = PQconndefaults()) {
-      for (PQconninfoOption* o = opts; o->keyword; ++o) out.emplace_back(o->keyword);
-      PQconninfoFree(opts);
-    }
-    return out;
-  }();
-  return keys;
-}
-
 // The password as this form can hold it unambiguously.
 std::string Normalize(int form, std::string pw) {
   for (char& c : pw) {
@@ -147,7 +134,7 @@ std::string Normalize(int form, std::string pw) {
     while (!pw.empty() && IsSpace(pw.back())) pw.back() = '_';
     for (size_t i = 1; i < pw.size(); ++i) {
       if (!IsSpace(pw[i - 1])) continue;
-      for (const std::string& k : Keywords()) {
+      for (const std::string& k : LibpqKeywords()) {
         if (pw.compare(i, k.size(), k) != 0) continue;
         size_t j = i + k.size();
         while (j < pw.size() && IsSpace(pw[j])) ++j;
