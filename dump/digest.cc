@@ -139,7 +139,7 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
     LD_RETURN_IF_ERROR(p.coordinator->Run(kBeginSnapshot));
     LD_ASSIGN_OR_RETURN(pg::Rows snap,
                         p.coordinator->Exec("SELECT pg_export_snapshot(), (CASE WHEN pg_is_in_recovery() THEN "
-                                            "pg_last_wal_replay_lsn() ELSE pg_current_wal_lsn() END)::text, "
+                                            "pg_last_wal_replay_lsn() ELSE pg_current_wal_insert_lsn() END)::text, "
                                             "to_char(clock_timestamp() AT TIME ZONE 'UTC', "
                                             "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"));
     p.snapshot = std::string(snap.Get(0, 0));

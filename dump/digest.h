@@ -156,8 +156,10 @@ struct TableSummary {
 };
 
 // When a digest read its source: the server's WAL position when the digest's snapshot was taken
-// (pg_current_wal_lsn(), or pg_last_wal_replay_lsn() on a standby) and the server's time then
-// (UTC, ISO 8601). Two reads of one source at the same LSN saw the same committed data.
+// (pg_current_wal_insert_lsn(), or pg_last_wal_replay_lsn() on a standby) and the server's time
+// then (UTC, ISO 8601). Two reads of one source at the same LSN saw the same committed data. The
+// insert position, not pg_current_wal_lsn() (the write position): with synchronous_commit off a
+// commit's record may sit in WAL buffers, and the write position would not have moved past it.
 struct SourceSnapshot {
   std::string lsn, at;
   bool operator==(const SourceSnapshot&) const = default;
