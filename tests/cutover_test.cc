@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/pg.h"
+#include "tests/follow_harness.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff {
@@ -17,16 +18,11 @@ namespace {
 
 using nlohmann::json;
 using testing::Connect;
+using testing::ExecSql;
 using testing::LoadDump;
 using testing::RunCli;
 
 const std::vector<std::string> kEngines = {"text", "server-hash"};
-
-void ExecSql(const std::string& conninfo, const std::string& sql) {
-  auto c = Connect(conninfo);
-  Status s = c->Run(sql);
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
-}
 
 testing::CliResult VerifyRange(const std::string& left, const std::string& right, const std::string& engine,
                                const std::string& range = "1:61") {

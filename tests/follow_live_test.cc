@@ -18,53 +18,21 @@
 
 #include "core/history_tables.h"
 #include "core/pg.h"
+#include "follow_harness.h"
 #include "harness.h"
 
 namespace ledgerdiff {
 namespace {
 
 using testing::Connect;
+using testing::ExecSql;
+using testing::FollowArgs;
+using testing::Kahuna;
+using testing::QueryInt;
 using testing::RunCli;
+using testing::WaitForText;
 
-void Exec(const std::string& conninfo, const std::string& sql) {
-  auto c = Connect(conninfo);
-  ASSERT_TRUE(c);
-  const Status st = c->Run(sql);
-  ASSERT_TRUE(st.ok()) << st.message() << "\n" << sql;
-}
-
-int64_t Scalar(const std::string& conninfo, const std::string& sql) {
-  auto c = Connect(conninfo);
-  auto r = c->Exec(sql);
-  EXPECT_TRUE(r.ok()) << sql;
-  return r.ok() && r->size() == 1 && !r->IsNull(0, 0) ? r->GetInt(0, 0) : -1;
-}
-
-nlohmann::json Outcome(const testing::CliResult& r) {
-  auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (j.is_discarded() || !j.contains("follow")) {
-    ADD_FAILURE() << "not a follow outcome: " << r.out << r.err;
-    return {{"follow", {{"cycles", nlohmann::json::array()}, {"verified_through", -1}}}};
-  }
-  return j;
-}
-
-std::vector<std::string> FollowArgs(const std::string& left, const std::string& right, const std::string& state,
-                                    std::vector<std::string> more) {
-  std::vector<std::string> args = {"verify-range", "--follow", "--left", left, "--right", right, "--state", state};
-  if (std::find(more.begin(), more.end(), "--format") == more.end()) more.insert(more.end(), {"--format", "json"});
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-// Polls `path` every 100 ms until `text` stands in it (true) or 60 s pass (false).
-bool WaitForText(const std::string& path, const std::string& text) {
-  for (int i = 0; i < 600; ++i) {
-    if (testing::ReadFileBytes(path).find(text) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
+nlohmann::json Outcome(const testing::CliResult& r) { return testing::FollowOutcome(r); }
 
 // Horizon's reaper: every history row of ledgers from:to goes (each table by its ledger column).
 std::string ReapSql(Ledger from, Ledger to) {
@@ -75,13 +43,6 @@ std::string ReapSql(Ledger from, Ledger to) {
         t.name, LedgerRangePredicate(t, LedgerRange{from, to}));
   return sql;
 }
-
-struct Kahuna {
-  std::string left = testing::LoadDump("kahuna-horizon.sql");
-  std::string right = testing::LoadDump("kahuna-horizon.sql");
-  int64_t first = Scalar(left, "SELECT min(sequence) FROM history_ledgers");
-  int64_t last = Scalar(left, "SELECT max(sequence) FROM history_ledgers");
-};
 
 // Every account reference of kahuna's history tables, with its ledger.
 constexpr const char* kAccountRefs =
@@ -106,7 +67,7 @@ std::vector<int64_t> AccountsFirstReferencedAfter(const std::string& conninfo, i
 // with the held-back ledgers' return, and the same follower (its lookup caches filled by the
 // first cycle) goes on until k.last. Returns its outcome.
 testing::CliResult FollowAcrossAChange(const Kahuna& k, int64_t cut, const std::string& change) {
-  Exec(k.right, fmt::format("CREATE SCHEMA stash; CREATE TABLE stash.held AS SELECT * FROM history_ledgers "
+  ExecSql(k.right, fmt::format("CREATE SCHEMA stash; CREATE TABLE stash.held AS SELECT * FROM history_ledgers "
                             "WHERE sequence > {0}; DELETE FROM history_ledgers WHERE sequence > {0}",
                             cut));
   const testing::ScratchDir dir("ledgerdiff-follow-live");
@@ -120,7 +81,7 @@ testing::CliResult FollowAcrossAChange(const Kahuna& k, int64_t cut, const std::
                   "--scrub-period", "1e9"}),
       so);
   EXPECT_TRUE(WaitForText(err, fmt::format("cycle 1: verified through {} ", cut))) << testing::ReadFileBytes(err);
-  Exec(k.right, "BEGIN; " + change + "; INSERT INTO history_ledgers SELECT * FROM stash.held; COMMIT");
+  ExecSql(k.right, "BEGIN; " + change + "; INSERT INTO history_ledgers SELECT * FROM stash.held; COMMIT");
   const int code = testing::WaitExitCode(follower);
   return {code, testing::ReadFileBytes(out), testing::ReadFileBytes(err)};
 }
@@ -139,7 +100,7 @@ TEST(FollowLive, ALookupRowChangedInPlaceIsCaughtAtTheLedgerAOneShotCheckCatches
       fmt::format("UPDATE history_accounts SET address = 'GAXCHANGEDINPLACEXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX' "
                   "WHERE id = {}",
                   account));
-  ASSERT_EQ(Scalar(k.right, "SELECT count(*) FROM history_accounts"), Scalar(k.left, "SELECT count(*) FROM history_accounts"));
+  ASSERT_EQ(QueryInt(k.right, "SELECT count(*) FROM history_accounts"), QueryInt(k.left, "SELECT count(*) FROM history_accounts"));
   auto once = RunCli({"verify-range", "--left", k.left, "--right", k.right, "--range",
                       fmt::format("{}:{}", k.first, k.last), "--format", "json"});
   ASSERT_EQ(once.exit_code, 1) << once.out << once.err;
@@ -175,7 +136,7 @@ TEST(FollowLive, AccountsSwappingIdsBetweenCyclesStayIdentical) {
   auto fks = c->Exec("SELECT conrelid::regclass::text, conname FROM pg_constraint WHERE contype = 'f'");
   ASSERT_TRUE(fks.ok());
   for (int i = 0; i < fks->size(); ++i)
-    Exec(k.right, fmt::format("ALTER TABLE {} DROP CONSTRAINT {}", fks->Get(i, 0), pg::QuoteIdent(std::string(fks->Get(i, 1)))));
+    ExecSql(k.right, fmt::format("ALTER TABLE {} DROP CONSTRAINT {}", fks->Get(i, 0), pg::QuoteIdent(std::string(fks->Get(i, 1)))));
   std::string swap = fmt::format(
       "UPDATE history_accounts SET id = -1 WHERE id = {0}; UPDATE history_accounts SET id = {0} WHERE id = {1}; "
       "UPDATE history_accounts SET id = {1} WHERE id = -1",
@@ -209,9 +170,9 @@ TEST(FollowLive, LedgersReapedOnBothSidesAreReportedAndSurviveRestarts) {
   auto first = RunCli(FollowArgs(k.left, k.right, state, {"--from", std::to_string(k.first), "--cycles", "1"}));
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const int64_t reap_to = k.first + 9;
-  Exec(k.left, ReapSql(1, reap_to));
-  Exec(k.right, ReapSql(1, reap_to));
-  ASSERT_EQ(Scalar(k.right, "SELECT min(sequence) FROM history_ledgers"), reap_to + 1);
+  ExecSql(k.left, ReapSql(1, reap_to));
+  ExecSql(k.right, ReapSql(1, reap_to));
+  ASSERT_EQ(QueryInt(k.right, "SELECT min(sequence) FROM history_ledgers"), reap_to + 1);
   // A scrub period so short that the cycle re-checks every verified ledger still held.
   auto reaped = RunCli(FollowArgs(k.left, k.right, state,
                                   {"--cycles", "1", "--scrub-period", "0.001", "--metrics", metrics}));
@@ -238,7 +199,7 @@ TEST(FollowLive, LedgersReapedOnBothSidesAreReportedAndSurviveRestarts) {
   EXPECT_EQ(cycles[0]["verified_through"], k.last);
   // The right side alone reaps five more: gone from one side, a finding at once (the scrub,
   // at its 24 h default, would not get there in this cycle).
-  Exec(k.right, ReapSql(reap_to + 1, reap_to + 5));
+  ExecSql(k.right, ReapSql(reap_to + 1, reap_to + 5));
   auto one_side = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--format", "text"}));
   EXPECT_EQ(one_side.exit_code, 1) << one_side.out << one_side.err;
   EXPECT_NE(one_side.out.find(fmt::format("gone after it was verified: 5 ledgers from ledger {} (right side; "
@@ -258,7 +219,7 @@ TEST(FollowLive, VerifiedLedgersGoneFromOneSideAreAFindingOfTheNextCycle) {
   auto first = RunCli(FollowArgs(k.left, k.right, state, {"--from", std::to_string(k.first), "--cycles", "1"}));
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   const int64_t keep = k.last - 10;
-  Exec(k.right, fmt::format("DELETE FROM history_ledgers WHERE sequence > {}", keep));
+  ExecSql(k.right, fmt::format("DELETE FROM history_ledgers WHERE sequence > {}", keep));
   auto r = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "1e9", "--metrics", metrics}));
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   auto cycles = Outcome(r)["follow"]["cycles"];

@@ -23,6 +23,7 @@
 #include "core/embedded_pg.h"
 #include "core/pg.h"
 #include "dump/shard.h"
+#include "follow_harness.h"
 #include "harness.h"
 #include "horizon_dumps.h"
 
@@ -31,60 +32,17 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::Connect;
+using testing::ExecSql;
+using testing::FollowArgs;
+using testing::Kahuna;
+using testing::QueryInt;
 using testing::RunCli;
 using testing::TestConninfo;
 using testing::UniqueName;
-
-void Exec(const std::string& conninfo, const std::string& sql) {
-  auto c = Connect(conninfo);
-  ASSERT_TRUE(c);
-  ASSERT_TRUE(c->Run(sql).ok()) << sql;
-}
-
-int64_t Scalar(const std::string& conninfo, const std::string& sql) {
-  auto c = Connect(conninfo);
-  auto r = c->Exec(sql);
-  EXPECT_TRUE(r.ok()) << sql;
-  return r.ok() && r->size() == 1 && !r->IsNull(0, 0) ? r->GetInt(0, 0) : -1;
-}
+using testing::WaitForText;
 
 // The follow JSON's cycles.
-nlohmann::json Cycles(const testing::CliResult& r) {
-  auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (j.is_discarded() || !j.contains("follow")) {
-    ADD_FAILURE() << "not a follow outcome: " << r.out << r.err;
-    return nlohmann::json::array();
-  }
-  return j["follow"]["cycles"];
-}
-
-// verify-range --follow on LEFT and RIGHT with --state STATE, --format json unless `more` has --format.
-std::vector<std::string> FollowArgs(const std::string& left, const std::string& right, const std::string& state,
-                                    std::vector<std::string> more) {
-  std::vector<std::string> args = {"verify-range", "--follow", "--left", left, "--right", right, "--state", state};
-  if (std::find(more.begin(), more.end(), "--format") == more.end()) more.insert(more.end(), {"--format", "json"});
-  args.insert(args.end(), more.begin(), more.end());
-  return args;
-}
-
-// Polls the file at `path` every 100 ms until `text` stands in it at or after byte `from` (true) or
-// 60 s pass (false): the tests order their steps by what the follower wrote, never by fixed sleeps.
-bool WaitForText(const std::string& path, const std::string& text, size_t from = 0) {
-  for (int i = 0; i < 600; ++i) {
-    const std::string bytes = testing::ReadFileBytes(path);
-    if (bytes.size() > from && bytes.find(text, from) != std::string::npos) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return false;
-}
-
-// Two copies of a real Horizon database, and its ledgers.
-struct Kahuna {
-  std::string left = testing::LoadDump("kahuna-horizon.sql");
-  std::string right = testing::LoadDump("kahuna-horizon.sql");
-  int64_t first = Scalar(left, "SELECT min(sequence) FROM history_ledgers");
-  int64_t last = Scalar(left, "SELECT max(sequence) FROM history_ledgers");
-};
+nlohmann::json Cycles(const testing::CliResult& r) { return testing::FollowOutcome(r)["follow"]["cycles"]; }
 
 TEST(Follow, KeepsUpWithASideIngestedLiveByWorkersAndEndsIdenticalAtUntil) {
   const std::string serial = UniqueName("follow_serial"), live = UniqueName("follow_live"), range = "2:401";
@@ -164,7 +122,7 @@ TEST(Follow, ARestartComparesOnlyNewLedgersAndCatchesAChangeInOneWithinACycle) {
   ASSERT_GT(k.last - k.first, 20);
   const int64_t cut = k.last - 10;
   // Held in a schema of its own: a table in the compared schema would be a schema difference.
-  Exec(k.right, fmt::format("CREATE SCHEMA stash; CREATE TABLE stash.held AS SELECT * FROM history_ledgers "
+  ExecSql(k.right, fmt::format("CREATE SCHEMA stash; CREATE TABLE stash.held AS SELECT * FROM history_ledgers "
                             "WHERE sequence > {0}; DELETE FROM history_ledgers WHERE sequence > {0}",
                             cut));
   const testing::ScratchDir dir("ledgerdiff-follow");
@@ -174,9 +132,9 @@ TEST(Follow, ARestartComparesOnlyNewLedgersAndCatchesAChangeInOneWithinACycle) {
   EXPECT_EQ(Cycles(first)[0]["verified_through"], cut);
   // A row of a ledger the follower has not seen yet changes on the right; the ledgers arrive.
   const int64_t planted =
-      Scalar(k.right, fmt::format("SELECT min(ledger_sequence) FROM history_transactions WHERE ledger_sequence > {}", cut));
+      QueryInt(k.right, fmt::format("SELECT min(ledger_sequence) FROM history_transactions WHERE ledger_sequence > {}", cut));
   ASSERT_GT(planted, cut);
-  Exec(k.right, fmt::format("UPDATE history_transactions SET fee_charged = fee_charged + 1 WHERE ledger_sequence = {}; "
+  ExecSql(k.right, fmt::format("UPDATE history_transactions SET fee_charged = fee_charged + 1 WHERE ledger_sequence = {}; "
                             "INSERT INTO history_ledgers SELECT * FROM stash.held",
                             planted));
   auto second = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "1e9"}));
@@ -202,7 +160,7 @@ TEST(Follow, AGapOnOneSideHoldsTheFrontierBeforeItAndIsNeverDivergent) {
   Kahuna k;
   const int64_t gap = k.first + (k.last - k.first) / 2;
   testing::HoldBackLedger(k.right, static_cast<Ledger>(gap));
-  ASSERT_EQ(Scalar(k.right, fmt::format("SELECT count(*) FROM history_ledgers WHERE sequence = {}", gap)), 0);
+  ASSERT_EQ(QueryInt(k.right, fmt::format("SELECT count(*) FROM history_ledgers WHERE sequence = {}", gap)), 0);
   const testing::ScratchDir dir("ledgerdiff-follow");
   const std::string range = fmt::format("{}:{}", k.first, k.last);
   const std::vector<std::string> engines = {"text", "server-hash"};
@@ -247,9 +205,9 @@ TEST(Follow, AGapOnOneSideHoldsTheFrontierBeforeItAndIsNeverDivergent) {
 TEST(Follow, ARowWithoutALedgerOnOneSideIsDivergent) {
   Kahuna k;
   // An effect loses its operation (its ledger diverges too; the count says why).
-  Exec(k.right, "ALTER TABLE history_effects ALTER COLUMN history_operation_id DROP NOT NULL; "
+  ExecSql(k.right, "ALTER TABLE history_effects ALTER COLUMN history_operation_id DROP NOT NULL; "
                 "UPDATE history_effects SET history_operation_id = NULL WHERE ctid = (SELECT min(ctid) FROM history_effects)");
-  ASSERT_EQ(Scalar(k.right, "SELECT count(*) FROM history_effects WHERE history_operation_id IS NULL"), 1);
+  ASSERT_EQ(QueryInt(k.right, "SELECT count(*) FROM history_effects WHERE history_operation_id IS NULL"), 1);
   const testing::ScratchDir dir("ledgerdiff-follow");
   auto r = RunCli(FollowArgs(k.left, k.right, dir.path + "/state",
                              {"--from", std::to_string(k.first), "--cycles", "1", "--format", "text"}));
@@ -268,9 +226,9 @@ TEST(Follow, TheScrubCatchesAVerifiedLedgerThatChangedLater) {
                                  {"--from", std::to_string(k.first), "--cycles", "1", "--scrub-period", "1e9"}));
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
   ASSERT_EQ(Cycles(first)[0]["verified_through"], k.last);
-  const int64_t planted = Scalar(
+  const int64_t planted = QueryInt(
       k.right, fmt::format("SELECT min(ledger_sequence) FROM history_transactions WHERE ledger_sequence > {}", k.first + 5));
-  Exec(k.right, fmt::format("UPDATE history_transactions SET fee_charged = fee_charged + 1 WHERE ledger_sequence = {}",
+  ExecSql(k.right, fmt::format("UPDATE history_transactions SET fee_charged = fee_charged + 1 WHERE ledger_sequence = {}",
                             planted));
   // A period short enough that one cycle scrubs everything verified.
   auto again = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--scrub-period", "0.001"}));
@@ -309,7 +267,7 @@ double Gauge(const std::string& metrics, const std::string& name) {
 TEST(Follow, TheScrubReachesTheLastVerifiedLedgerAndStartsASecondPass) {
   Kahuna k;
   const int64_t L = k.last, F = L - 4;
-  ASSERT_EQ(Scalar(k.left, fmt::format("SELECT count(*) FROM history_ledgers WHERE sequence BETWEEN {} AND {}", F, L)), 5);
+  ASSERT_EQ(QueryInt(k.left, fmt::format("SELECT count(*) FROM history_ledgers WHERE sequence BETWEEN {} AND {}", F, L)), 5);
   const testing::ScratchDir dir("ledgerdiff-follow");
   const std::string state = dir.path + "/state", metrics = dir.path + "/m.prom";
   const auto follow = [&](const std::vector<std::string>& more) {
@@ -319,7 +277,7 @@ TEST(Follow, TheScrubReachesTheLastVerifiedLedgerAndStartsASecondPass) {
   };
   const auto coverage = [&] { return Gauge(testing::ReadFileBytes(metrics), "ledgerdiff_scrub_coverage_ratio"); };
   const auto fee_pool = [&](int64_t ledger, int delta) {
-    Exec(k.right, fmt::format("UPDATE history_ledgers SET fee_pool = fee_pool + ({}) WHERE sequence = {}", delta, ledger));
+    ExecSql(k.right, fmt::format("UPDATE history_ledgers SET fee_pool = fee_pool + ({}) WHERE sequence = {}", delta, ledger));
   };
   const auto scrubbed = [](const nlohmann::json& c) {
     return c["scrubbed"].is_null() ? std::string("null")
@@ -440,7 +398,7 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
     auto c = Connect(k.right);
     return std::string(c->Exec("SELECT current_database()")->Get(0, 0));
   }();
-  Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS false", pg::QuoteIdent(right_db)));
+  ExecSql(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS false", pg::QuoteIdent(right_db)));
   // Refused for longer than --give-up-after: exit 3, naming how long and why.
   auto gave_up = RunCli(FollowArgs(k.left, k.right, state, {"--give-up-after", "0.5", "--cycles", "1"}));
   EXPECT_EQ(gave_up.exit_code, 3) << gave_up.out << gave_up.err;
@@ -455,7 +413,7 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
       testing::SpawnCli(FollowArgs(k.left, k.right, state, {"--until", std::to_string(k.last), "--interval", "0"}), rest_so);
   for (int i = 0; i < 600 && testing::ReadFileBytes(rest_so.stderr_path).find("failed") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  Exec(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS true", pg::QuoteIdent(right_db)));
+  ExecSql(TestConninfo(), fmt::format("ALTER DATABASE {} ALLOW_CONNECTIONS true", pg::QuoteIdent(right_db)));
   const int rest_code = testing::WaitExitCode(rest_pid);
   const testing::CliResult rest{rest_code, testing::ReadFileBytes(rest_so.stdout_path), testing::ReadFileBytes(rest_so.stderr_path)};
   ASSERT_EQ(rest.exit_code, 0) << rest.out << rest.err;
@@ -547,7 +505,7 @@ TEST(Follow, BadInputIsAUsageError) {
   EXPECT_NE(without.err.find("--state, --from and --until go with --follow"), std::string::npos) << without.err;
   // --range A: is open-ended: on an empty schema it follows from A and finds nothing yet.
   const std::string empty = UniqueName("follow_empty");
-  Exec(db, fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence integer)", empty));
+  ExecSql(db, fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence integer)", empty));
   auto open = RunCli({"verify-range", "--follow", "--left", db, "--right", db, "--left-schema", empty, "--right-schema",
                       empty, "--state", dir.path + "/open", "--range", "2:", "--cycles", "1", "--format", "json"});
   ASSERT_EQ(open.exit_code, 0) << open.out << open.err;
