@@ -73,6 +73,7 @@ std::string_view Rows::Get(int row, int col) const {
 }
 bool Rows::IsNull(int row, int col) const { return PQgetisnull(res_, row, col) != 0; }
 int64_t Rows::GetInt(int row, int col) const { return std::strtoll(PQgetvalue(res_, row, col), nullptr, 10); }
+bool Rows::GetBool(int row, int col) const { return !IsNull(row, col) && TextIsTrue(Get(row, col)); }
 int64_t Rows::AffectedRows() const {
   const char* n = res_ ? PQcmdTuples(res_) : "";
   return *n ? std::strtoll(n, nullptr, 10) : 0;

@@ -53,11 +53,17 @@ class Rows {
   std::string_view Get(int row, int col) const;
   bool IsNull(int row, int col) const;
   int64_t GetInt(int row, int col) const;  // REQUIRES: the value is an integer
+  // A boolean column in PostgreSQL's text form ("t"/"f"); NULL reads false.
+  bool GetBool(int row, int col) const;
   int64_t AffectedRows() const;  // for INSERT/UPDATE/DELETE
 
  private:
   pg_result* res_ = nullptr;
 };
+
+// A boolean in PostgreSQL's text output form (a field of COPY ... TO STDOUT or of a text result):
+// "t" is true, anything else ("f", "\\N") false.
+inline bool TextIsTrue(std::string_view field) { return field == "t"; }
 
 // Parameters for Exec: std::nullopt is SQL NULL; everything else is passed as text.
 using Param = std::optional<std::string>;

@@ -181,7 +181,7 @@ Result<std::vector<LookupFacts>> ReadLookupFacts(pg::Connection& conn, const std
                             lookup, NaturalAliases(naturals.size(), ""), fmt::join(parts, " UNION ALL "));
       Status read = conn.CopyOut(sql, [&](std::string_view line) {
         pg::SplitCopyFields(line, fields);
-        if (fields[0] != "t") {
+        if (!pg::TextIsTrue(fields[0])) {
           f.missing.push_back(MissingId(fields[1]));
           return Status::Ok();
         }

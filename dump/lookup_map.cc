@@ -122,7 +122,7 @@ Result<LookupMap> LookupCache::Load(pg::Connection& conn, const std::string& sch
       entries_.erase(it);
       return kept.status();
     }
-    if (static_cast<uint64_t>(kept->GetInt(0, 0)) == e.rows.ids.size() && kept->Get(0, 1) == "t") {
+    if (static_cast<uint64_t>(kept->GetInt(0, 0)) == e.rows.ids.size() && kept->GetBool(0, 1)) {
       const size_t before = e.rows.ids.size();
       Status read = e.rows.ReadFrom(conn, schema, join, highest, /*hashed=*/true);
       if (!read.ok() || !e.rows.exact) {

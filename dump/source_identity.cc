@@ -9,7 +9,7 @@ namespace ledgerdiff::dump {
 Result<SourceIdentity> ReadSourceIdentity(pg::Connection& conn, const std::string& schema) {
   SourceIdentity id;
   LD_ASSIGN_OR_RETURN(pg::Rows may, conn.Exec("SELECT has_function_privilege('pg_control_system()', 'EXECUTE')"));
-  if (may.Get(0, 0) == "t") {
+  if (may.GetBool(0, 0)) {
     LD_ASSIGN_OR_RETURN(pg::Rows sys, conn.Exec("SELECT system_identifier::text FROM pg_control_system()"));
     id.system_identifier = std::string(sys.Get(0, 0));
   }

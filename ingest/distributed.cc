@@ -120,7 +120,7 @@ std::string UniqueWorkerId() {
 
 Status RequireRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("runs")}));
-  if (exists.Get(0, 0) != "t")
+  if (!exists.GetBool(0, 0))
     return Status::Usagef("no such run \"{}\": this database has no job table ({}); plan prints the run id", run_id,
                           kControlSchema);
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT 1 FROM {} WHERE run_id = $1", ControlTable("runs")), {run_id}));
@@ -155,7 +155,7 @@ Result<RunStatus> GetRunStatus(pg::Connection& conn, const std::string& run_id) 
 Result<std::vector<RunStatus>> ListRuns(pg::Connection& conn) {
   std::vector<RunStatus> out;
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("runs")}));
-  if (exists.Get(0, 0) != "t") return out;
+  if (!exists.GetBool(0, 0)) return out;
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT {} FROM {} r ORDER BY created_at DESC, run_id",
                                                             kRunColumns, ControlTable("runs"))));
   for (int i = 0; i < rows.size(); ++i) {

@@ -35,7 +35,7 @@ Result<std::vector<JobRow>> JobRows(const pg::Rows& rows) {
              std::nullopt};
     if (rows.columns() > 12) {
       j.heartbeat_age_s = std::stod(std::string(rows.Get(i, 11)));
-      j.session_alive = rows.Get(i, 12) == "t";
+      j.session_alive = rows.GetBool(i, 12);
     }
     out.push_back(std::move(j));
   }
@@ -143,7 +143,7 @@ Status MigrateControlSchema(pg::Connection& conn) {
     }
   }
   LD_ASSIGN_OR_RETURN(pg::Rows workers, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("workers")}));
-  if (workers.Get(0, 0) != "t") LD_RETURN_IF_ERROR(conn.Run(WorkersTableDdl()));
+  if (!workers.GetBool(0, 0)) LD_RETURN_IF_ERROR(conn.Run(WorkersTableDdl()));
   return Status::Ok();
 }
 
@@ -272,7 +272,7 @@ Result<RunSpec> LoadRun(pg::Connection& conn, const std::string& run_id) {
 
 Result<std::optional<RunRow>> FindRun(pg::Connection& conn, const std::string& run_id) {
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("runs")}));
-  if (exists.Get(0, 0) != "t") return std::optional<RunRow>();
+  if (!exists.GetBool(0, 0)) return std::optional<RunRow>();
   LD_ASSIGN_OR_RETURN(pg::Rows rows,
                       conn.Exec(fmt::format("SELECT run_id, schema_name, state, coalesce(to_jsonb(r) "
                                             "->> 'mode', 'orchestrated'), coalesce(to_jsonb(r) ->> "
@@ -573,7 +573,7 @@ Status RecordWorkerExit(pg::Connection& conn, const std::string& run_id, const s
 Result<WorkerCounts> CountWorkers(pg::Connection& conn, const std::string& run_id, double job_timeout_s) {
   WorkerCounts c;
   LD_ASSIGN_OR_RETURN(pg::Rows exists, conn.Exec("SELECT to_regclass($1) IS NOT NULL", {ControlTable("workers")}));
-  if (exists.Get(0, 0) != "t") return c;
+  if (!exists.GetBool(0, 0)) return c;
   LD_ASSIGN_OR_RETURN(
       pg::Rows rows,
       conn.Exec(fmt::format("SELECT count(*), count(*) FILTER (WHERE exited_at IS NULL AND last_seen >= now() - "

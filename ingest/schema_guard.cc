@@ -32,7 +32,7 @@ Result<bool> TryLock(pg::Connection& conn, const std::string& schema) {
   LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT pg_try_advisory_lock({}, hashtext($1))",
                                                            kSchemaLockSpace),
                                                {schema}));
-  return rows.Get(0, 0) == "t";
+  return rows.GetBool(0, 0);
 }
 
 // Who holds the schema's lock: "run R (backend pid P)" as far as it can be told.
@@ -61,7 +61,7 @@ Status WithSchemaGuard(pg::Connection& conn, const std::string& schema, const st
     LD_ASSIGN_OR_RETURN(pg::Rows rows, conn.Exec(fmt::format("SELECT pg_try_advisory_lock({}, hashtext($1))",
                                                              kSchemaGuardSpace),
                                                  {schema}));
-    if (rows.Get(0, 0) == "t") break;
+    if (rows.GetBool(0, 0)) break;
     if (std::chrono::steady_clock::now() >= deadline)
       return Status::Runtimef("schema \"{}\": another ledgerdiff process has been registering or changing a run on it "
                               "for {} s; try again",
@@ -78,7 +78,7 @@ Status WithSchemaGuard(pg::Connection& conn, const std::string& schema, const st
 Status CheckNoLiveRun(pg::Connection& conn, const std::string& schema, const std::string& except_run) {
   LD_ASSIGN_OR_RETURN(pg::Rows exists,
                       conn.Exec("SELECT to_regclass($1) IS NOT NULL", {pg::Qualified(kControlSchema, "runs")}));
-  if (exists.Get(0, 0) != "t") return Status::Ok();
+  if (!exists.GetBool(0, 0)) return Status::Ok();
   LD_ASSIGN_OR_RETURN(
       pg::Rows live,
       conn.Exec(fmt::format("SELECT r.run_id, r.mode, (SELECT count(*) FILTER (WHERE j.state = 'done') || ' of ' || "
