@@ -18,6 +18,7 @@
 #include "dump/canonical.h"
 #include "dump/digest.h"
 #include "dump/manifest.h"
+#include "diff/coverage_builder.h"
 
 namespace ledgerdiff::diff {
 
@@ -27,10 +28,6 @@ using dump::ResolvedProfile;
 using dump::ResolvedTable;
 
 namespace {
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 // The digest's snapshot of a schema side, held open for the checks and the row diff.
 // The digest thread publishes the snapshot id and waits until the comparator releases it.
@@ -174,86 +171,12 @@ Result<LedgerRows> FetchRows(pg::Connection& conn, const std::string& schema, co
     // Field 0 is the ledger, the last one the flipped flag; the canonical columns between.
     for (size_t i = 1; i + 1 < fields.size(); ++i) r.push_back(dump::UnescapeCopyField(fields[i]));
     out.rows.push_back(std::move(r));
-    out.stored_flipped.push_back(fields.back() == "t");
+    out.stored_flipped.push_back(pg::TextIsTrue(fields.back()));
     return Status::Ok();
   });
   if (!s.ok()) return s.With(fmt::format("rows of {} at ledger {}", table.name, ledger));
   return out;
 }
-
-// One side's coverage (SideCoverage), fed ledger by ledger in order over the compared range.
-// Runs of ledgers without a ledger-table row are closed as they end: a run before the first held
-// ledger or after the last one is missing only with an explicit range (else `not_held`); a run
-// between held ledgers is a gap, always missing; with no ledger held at all the whole range is.
-class CoverageBuilder {
- public:
-  CoverageBuilder(bool explicit_range, std::vector<std::string> tables)
-      : explicit_(explicit_range), tables_(std::move(tables)), orphans_(tables_.size()) {}
-
-  // Ledgers `run` hold no row of any table (fed in order with Add).
-  void AddEmpty(const LedgerRange& run) {
-    if (absent_) absent_->to = run.to;
-    else absent_ = run;
-  }
-  // `held`: the ledger table has a row at `l`. When not held, `counts(t)` is table t's rows at l.
-  template <typename Counts>
-  void Add(Ledger l, bool held, const Counts& counts) {
-    if (held) {
-      if (absent_) Close(/*trailing=*/false);
-      if (!cov_.first) cov_.first = l;
-      cov_.last = l;
-      ++cov_.held;
-      return;
-    }
-    AddEmpty({l, l});
-    for (size_t t = 0; t < tables_.size(); ++t) {
-      uint64_t c = counts(t);
-      if (c == 0) continue;
-      Orphan& o = orphans_[t];
-      o.rows += c;
-      ++o.ledgers;
-      if (!o.at.empty() && o.at.back().to + 1 == l && o.extendable) o.at.back().to = l;
-      else if (o.at.size() < kMaxCoverageRanges) o.at.push_back({l, l}), o.extendable = true;
-      else o.extendable = false;
-    }
-  }
-
-  SideCoverage Finish() {
-    if (absent_) Close(/*trailing=*/true);
-    for (size_t t = 0; t < tables_.size(); ++t)
-      if (orphans_[t].rows) cov_.orphans.push_back({tables_[t], orphans_[t].rows, orphans_[t].ledgers, orphans_[t].at});
-    return std::move(cov_);
-  }
-
- private:
-  struct Orphan {
-    uint64_t rows = 0, ledgers = 0;
-    std::vector<LedgerRange> at;
-    bool extendable = true;  // at.back() may still grow (false once the list is full)
-  };
-  // Closes the current run of ledgers without a ledger-table row. Called before `l` updates
-  // first/last: a run closed by a held ledger with none held before is leading.
-  void Close(bool trailing) {
-    const LedgerRange run = *absent_;
-    absent_.reset();
-    const bool leading = !trailing && !cov_.first;
-    const bool beyond_data = leading || (trailing && cov_.first.has_value());  // outside first..last
-    if (beyond_data && !explicit_) {
-      cov_.not_held.push_back(run);
-      return;
-    }
-    ++cov_.missing_ranges;
-    cov_.missing_ledgers += run.size();
-    if (cov_.missing.size() < kMaxCoverageRanges) cov_.missing.push_back(run);
-  }
-
- private:
-  bool explicit_;
-  std::vector<std::string> tables_;
-  std::vector<Orphan> orphans_;
-  SideCoverage cov_;
-  std::optional<LedgerRange> absent_;
-};
 
 }  // namespace
 
@@ -264,104 +187,6 @@ const char* VerdictName(Verdict v) {
     case Verdict::kIncomplete: return "incomplete";
   }
   return "";
-}
-
-std::string Describe(const Source& source) {
-  if (const auto* m = std::get_if<ManifestSource>(&source)) return "manifest " + m->path;
-  const auto& s = std::get<SchemaSource>(source);
-  return fmt::format("schema \"{}\" ({})", s.schema, pg::RedactConninfo(s.conninfo));
-}
-
-bool SourceNeedsDefaultDatabase(const std::string& t) {
-  if (t.rfind("file:", 0) == 0 || EndsWith(t, ".ldm")) return false;
-  if ((t.rfind("postgresql://", 0) == 0 || t.rfind("postgres://", 0) == 0) && t.find('#') != std::string::npos)
-    return false;
-  return t.find("::") == std::string::npos;
-}
-
-Result<Source> ParseSource(const std::string& t, const std::optional<std::string>& default_database) {
-  if (t.empty()) return Status::Usage("empty side: give a schema, file:PATH or CONNINFO::SCHEMA");
-  if (t.rfind("file:", 0) == 0) return Source{ManifestSource{t.substr(5)}};
-  if (EndsWith(t, ".ldm")) return Source{ManifestSource{t}};
-  if (t.rfind("postgresql://", 0) == 0 || t.rfind("postgres://", 0) == 0) {
-    size_t hash = t.rfind('#');
-    if (hash != std::string::npos) {
-      if (hash + 1 == t.size()) return Status::Usagef("side \"{}\": no schema after '#'", pg::RedactConninfo(t));
-      return Source{SchemaSource{t.substr(0, hash), t.substr(hash + 1)}};
-    }
-  }
-  size_t sep = t.rfind("::");
-  if (sep != std::string::npos) {
-    if (sep + 2 == t.size()) return Status::Usagef("side \"{}\": no schema after '::'", pg::RedactConninfo(t));
-    return Source{SchemaSource{t.substr(0, sep), t.substr(sep + 2)}};
-  }
-  if (!default_database)
-    return Status::Usagef("side \"{}\": a schema needs a database (--db, LEDGERDIFF_DB or the PG* environment)", t);
-  return Source{SchemaSource{*default_database, t}};
-}
-
-void DiffRows(const std::vector<RowValues>& left, const std::vector<RowValues>& right, const std::vector<size_t>& key,
-              const std::vector<std::string>& columns, uint32_t max_rows, TableRowDiff& out,
-              const std::vector<bool>& left_flipped, const std::vector<bool>& right_flipped) {
-  using Row = std::pair<RowValues, bool>;  // canonical values, stored flipped
-  auto key_of = [&](const RowValues& r) {
-    RowValues k;
-    for (size_t i : key) k.push_back(r[i]);
-    return k;
-  };
-  auto flag = [](const std::vector<bool>& f, size_t i) { return i < f.size() && f[i]; };
-  // Group by key (multisets of rows per key); exact matches (on the values alone) cancel one for
-  // one. Sorting by (values, flag) keeps runs of equal values together and the pick determinate.
-  std::map<RowValues, std::pair<std::vector<Row>, std::vector<Row>>> groups;
-  for (size_t i = 0; i < left.size(); ++i) groups[key_of(left[i])].first.emplace_back(left[i], flag(left_flipped, i));
-  for (size_t i = 0; i < right.size(); ++i)
-    groups[key_of(right[i])].second.emplace_back(right[i], flag(right_flipped, i));
-  auto values_less = [](const Row& a, const Row& b) { return a.first < b.first; };
-  for (auto& [k, g] : groups) {
-    auto& [l, r] = g;
-    std::sort(l.begin(), l.end());
-    std::sort(r.begin(), r.end());
-    std::vector<Row> lo, ro;
-    std::set_difference(l.begin(), l.end(), r.begin(), r.end(), std::back_inserter(lo), values_less);
-    std::set_difference(r.begin(), r.end(), l.begin(), l.end(), std::back_inserter(ro), values_less);
-    size_t pairs = key.empty() ? 0 : std::min(lo.size(), ro.size());
-    for (size_t i = 0; i < pairs; ++i) {
-      ++out.changed_total;
-      if (out.changed.size() >= max_rows) continue;
-      ChangedRow c;
-      c.key = k;
-      const RowValues& lv = lo[i].first;
-      const RowValues& rv = ro[i].first;
-      for (size_t col = 0; col < columns.size(); ++col)
-        if (lv[col] != rv[col]) c.changes.push_back({columns[col], lv[col], rv[col]});
-      c.left_stored_flipped = lo[i].second;
-      c.right_stored_flipped = ro[i].second;
-      out.changed.push_back(std::move(c));
-    }
-    for (size_t i = pairs; i < lo.size(); ++i) {
-      ++out.only_left_total;
-      if (out.only_left.size() >= max_rows) continue;
-      out.only_left.push_back(lo[i].first);
-      out.only_left_stored_flipped.push_back(lo[i].second);
-    }
-    for (size_t i = pairs; i < ro.size(); ++i) {
-      ++out.only_right_total;
-      if (out.only_right.size() >= max_rows) continue;
-      out.only_right.push_back(ro[i].first);
-      out.only_right_stored_flipped.push_back(ro[i].second);
-    }
-  }
-}
-
-std::string StoredFlippedNote(bool stored_flipped) {
-  return stored_flipped ? "row shown in canonical orientation; stored flipped" : "";
-}
-
-std::string StoredFlippedNote(const ChangedRow& row, const std::string& left_name, const std::string& right_name) {
-  if (!row.left_stored_flipped && !row.right_stored_flipped) return "";
-  return StoredFlippedNote(true) + (row.left_stored_flipped && row.right_stored_flipped ? " on both sides"
-                                    : row.left_stored_flipped                         ? " on the " + left_name
-                                                                                      : " on the " + right_name);
 }
 
 namespace {

@@ -87,12 +87,6 @@ std::string Shown(const nlohmann::json& v) {
 
 }  // namespace
 
-std::optional<uint64_t> EstimateJsonMemory(std::string_view text, size_t max_depth) {
-  Estimator e(max_depth);
-  if (!nlohmann::json::sax_parse(text.begin(), text.end(), &e)) return std::nullopt;
-  return e.bytes();
-}
-
 Result<nlohmann::json> ParseBoundedJson(std::string_view text, const JsonBounds& bounds) {
   Estimator e(bounds.max_depth);
   bool ok = false;

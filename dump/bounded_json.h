@@ -35,10 +35,6 @@ struct JsonBounds {
 // The document, or an error message (no file name: the caller adds it).
 Result<nlohmann::json> ParseBoundedJson(std::string_view text, const JsonBounds& bounds = {});
 
-// The estimated memory of `text`'s document in bytes; nullopt when it is not JSON or nests more
-// than `max_depth` (exposed for tests).
-std::optional<uint64_t> EstimateJsonMemory(std::string_view text, size_t max_depth = 16);
-
 struct JsonFormatError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };

@@ -1,10 +1,8 @@
 #include "dump/digest.h"
 
-#include "dump/byte_order.h"
+#include "dump/ledger_statistics.h"
 #include "dump/lookup_map.h"
-#include "dump/manifest.h"
-
-#include <openssl/evp.h>
+#include "dump/summary_builder.h"
 
 #include <algorithm>
 #include <atomic>
@@ -27,17 +25,6 @@ namespace ledgerdiff::dump {
 namespace {
 
 constexpr const char* kBeginSnapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
-
-void PutStr(std::string& s, const std::string& v) {
-  PutU64(s, v.size());
-  s += v;
-}
-
-std::string HexBytes(const unsigned char* p, size_t n) {
-  std::string s;
-  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", p[i]);
-  return s;
-}
 
 // Chooses the chunk size (ledgers per chunk): the whole range up to kMaxChunkLedgers (which
 // bounds the entries a chunk holds in memory, see dump/README.md), whatever --jobs is. The
@@ -79,7 +66,7 @@ Result<bool> LedgerColumnsIndexed(pg::Connection& conn, const std::string& schem
                   "att.attnum = i.indkey[0] WHERE i.indrelid = to_regclass($1) AND a.amname = 'btree' AND "
                   "i.indisvalid AND i.indpred IS NULL AND att.attname = $2)",
                   {pg::Qualified(schema, t.name), t.ledger.column}));
-    if (r.Get(0, 0) != "t") return false;
+    if (!r.GetBool(0, 0)) return false;
   }
   return true;
 }
@@ -344,111 +331,6 @@ Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::
   return order;
 }
 
-
-// The numbers of a PostgreSQL array's text form ("{1,2.5,3}"); false when it holds anything
-// else (the statistics of a ledger column that is not a number).
-bool ParseNumberArray(std::string_view text, std::vector<double>& out) {
-  out.clear();
-  if (text.size() < 2 || text.front() != '{' || text.back() != '}') return false;
-  const std::string inner(text.substr(1, text.size() - 2));
-  for (const char* p = inner.c_str(); *p;) {
-    char* end = nullptr;
-    out.push_back(std::strtod(p, &end));
-    if (end == p || (*end != ',' && *end != '\0')) return false;
-    p = *end ? end + 1 : end;
-  }
-  return true;
-}
-
-// How a table's rows spread over the ledgers, as the server's statistics see it: its row count
-// (pg_class.reltuples) and the distribution of its ledger column (pg_stats: most common values,
-// then the histogram of the others, equal shares per bucket). Only the schedule's estimate of the
-// work (progress, ETA) depends on it, never a digest.
-class LedgerStatistics {
- public:
-  // From the catalog (one query, nothing scanned); nullopt when the table holds rows (pages) the
-  // statistics do not describe: never analyzed, not by column, or stale (more rows written since
-  // the last analyze than 50 + a fifth of the rows it counted: autovacuum analyzes at 50 + a
-  // tenth; rows past its histogram would count as none). The digest then counts ledgers: it
-  // never runs ANALYZE, which writes into a schema that need not be the tool's.
-  static Result<std::optional<LedgerStatistics>> Load(pg::Connection& conn, const std::string& schema,
-                                                      const ResolvedTable& table) {
-    LD_ASSIGN_OR_RETURN(
-        pg::Rows r,
-        conn.Exec("SELECT c.reltuples::float8::text, c.relpages, s.null_frac::float8::text, s.most_common_vals::text, "
-                  "s.most_common_freqs::text, s.histogram_bounds::text, coalesce((SELECT n_mod_since_analyze FROM "
-                  "pg_stat_all_tables WHERE relid = c.oid), 0) FROM pg_class c LEFT JOIN LATERAL (SELECT * FROM "
-                  "pg_stats s WHERE s.schemaname = $1 AND s.tablename = $2 AND s.attname = $3 ORDER BY s.inherited "
-                  "LIMIT 1) s ON true WHERE c.oid = to_regclass($4)",
-                  {schema, table.name, table.ledger.column, pg::Qualified(schema, table.name)}));
-    if (r.size() != 1) return std::optional<LedgerStatistics>();
-    LedgerStatistics st;
-    st.kind_ = table.ledger.kind;
-    st.rows_ = std::strtod(std::string(r.Get(0, 0)).c_str(), nullptr);
-    const bool holds_rows = st.rows_ > 0 || r.GetInt(0, 1) > 0;
-    if (st.rows_ < 0) return std::optional<LedgerStatistics>();  // never vacuumed nor analyzed
-    if (static_cast<double>(r.GetInt(0, 6)) > 50 + st.rows_ / 5) return std::optional<LedgerStatistics>();
-    if (r.IsNull(0, 2)) {
-      if (holds_rows) return std::optional<LedgerStatistics>();
-      return std::optional<LedgerStatistics>(st);  // analyzed empty: no rows anywhere
-    }
-    st.null_frac_ = std::strtod(std::string(r.Get(0, 2)).c_str(), nullptr);
-    std::vector<double> values, freqs;
-    if (!r.IsNull(0, 3) && !(ParseNumberArray(r.Get(0, 3), values) && !r.IsNull(0, 4) &&
-                             ParseNumberArray(r.Get(0, 4), freqs) && values.size() == freqs.size()))
-      return std::optional<LedgerStatistics>();
-    for (size_t i = 0; i < values.size(); ++i) st.common_.emplace_back(values[i], freqs[i]);
-    if (!r.IsNull(0, 5) && (!ParseNumberArray(r.Get(0, 5), st.bounds_) || st.bounds_.size() < 2))
-      return std::optional<LedgerStatistics>();
-    return std::optional<LedgerStatistics>(st);
-  }
-
-  // The rows whose ledger is in `span`.
-  double Rows(const LedgerRange& span) const {
-    // The span as values of the column: [lo, hi), a TOID's ledger in its top 32 bits.
-    const double scale = kind_ == LedgerColumnKind::kToid ? 4294967296.0 : 1.0;
-    const double lo = scale * span.from, hi = scale * (static_cast<double>(span.to) + 1);
-    double share = 0, common = 0;
-    for (const auto& [value, freq] : common_) {
-      common += freq;
-      if (value >= lo && value < hi) share += freq;
-    }
-    share += std::max(0.0, 1 - null_frac_ - common) * (HistogramBelow(hi) - HistogramBelow(lo));
-    return rows_ * share;
-  }
-
- private:
-  // The share of the histogram's values below `x`, linear inside a bucket.
-  double HistogramBelow(double x) const {
-    if (bounds_.empty() || x <= bounds_.front()) return 0;
-    if (x > bounds_.back()) return 1;
-    const size_t buckets = bounds_.size() - 1;
-    const size_t i = std::min<size_t>(std::upper_bound(bounds_.begin(), bounds_.end(), x) - bounds_.begin() - 1,
-                                      buckets - 1);
-    const double width = bounds_[i + 1] - bounds_[i];
-    const double inside = width > 0 ? std::min(1.0, (x - bounds_[i]) / width) : 1;
-    return (static_cast<double>(i) + inside) / static_cast<double>(buckets);
-  }
-
-  LedgerColumnKind kind_ = LedgerColumnKind::kSequence;
-  double rows_ = 0;       // pg_class.reltuples
-  double null_frac_ = 0;  // rows whose ledger column is NULL (no ledger: never read)
-  std::vector<std::pair<double, double>> common_;  // most common values, their shares of the rows
-  std::vector<double> bounds_;                     // histogram bounds, ascending
-};
-
-// Per profile table, its statistics; nullopt when a table has none (LedgerStatistics::Load).
-Result<std::optional<std::vector<LedgerStatistics>>> LoadLedgerStatistics(pg::Connection& conn,
-                                                                           const std::string& schema,
-                                                                           const ResolvedProfile& profile) {
-  std::vector<LedgerStatistics> all;
-  for (const auto& t : profile.tables) {
-    LD_ASSIGN_OR_RETURN(std::optional<LedgerStatistics> st, LedgerStatistics::Load(conn, schema, t));
-    if (!st) return std::optional<std::vector<LedgerStatistics>>();
-    all.push_back(std::move(*st));
-  }
-  return std::optional<std::vector<LedgerStatistics>>(std::move(all));
-}
 
 // ---- DigestSchema's stages: plan the work, open the workers, run the pool, emit in order.
 
@@ -775,196 +657,11 @@ SeenReferences CollectSeen(const LedgerRange& range, const ClientPlan& client,
 
 }  // namespace
 
-void Chunk::Append(Ledger l, const uint64_t* counts_of_l, const Digest128* digests_of_l) {
-  ledgers.push_back(l);
-  counts.insert(counts.end(), counts_of_l, counts_of_l + tables);
-  digests.insert(digests.end(), digests_of_l, digests_of_l + tables);
-  combined.push_back(CombinedDigest(l, counts_of_l, digests_of_l, tables));
-}
-
-Chunk Chunk::Empty(const LedgerRange& r, size_t tables, bool full) {
-  Chunk c;
-  c.range = r;
-  c.tables = tables;
-  c.full = full;
-  return c;
-}
-
-Digest128 CombinedDigest(Ledger ledger, const uint64_t* counts, const Digest128* digests, size_t tables) {
-  std::string buf;
-  buf.reserve(4 + tables * 24);
-  PutU32(buf, ledger);
-  for (size_t t = 0; t < tables; ++t) {
-    PutU64(buf, counts[t]);
-    buf.append(reinterpret_cast<const char*>(digests[t].bytes.data()), 16);
-  }
-  XXH128_hash_t h = XXH3_128bits(buf.data(), buf.size());
-  XXH128_canonical_t c;
-  XXH128_canonicalFromHash(&c, h);
-  Digest128 d;
-  std::memcpy(d.bytes.data(), c.digest, 16);
-  return d;
-}
-
-RootBuilder::RootBuilder(const ResolvedProfile& profile) : profile_(profile) {
-  for (size_t i = 0; i < profile.tables.size(); ++i) {
-    EVP_MD_CTX* ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(ctx, EVP_sha256(), nullptr);
-    ctx_.push_back(ctx);
-  }
-}
-
-RootBuilder::~RootBuilder() {
-  for (void* c : ctx_) EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(c));
-}
-
-void RootBuilder::Add(const Chunk& chunk) {
-  std::string buf;
-  for (size_t t = 0; t < chunk.tables; ++t) {
-    buf.clear();
-    for (size_t i = 0; i < chunk.ledgers.size(); ++i) {
-      const size_t e = chunk.At(i, t);
-      if (chunk.counts[e] == 0) continue;
-      PutU32(buf, chunk.ledgers[i]);
-      PutU64(buf, chunk.counts[e]);
-      buf.append(reinterpret_cast<const char*>(chunk.digests[e].bytes.data()), 16);
-    }
-    if (!buf.empty()) EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_[t]), buf.data(), buf.size());
-  }
-}
-
-void RootBuilder::Finish(const LedgerRange& range, std::vector<std::string>& table_roots, std::string& root) {
-  std::string all = "ledgerdiff-root-v2";
-  all.push_back('\0');
-  PutU32(all, range.from);
-  PutU32(all, range.to);
-  PutStr(all, profile_.name);
-  table_roots.clear();
-  for (size_t t = 0; t < ctx_.size(); ++t) {
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int n = 0;
-    EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_[t]), md, &n);
-    table_roots.push_back(HexBytes(md, n));
-    const ResolvedTable& table = profile_.tables[t];
-    PutStr(all, table.name);
-    PutU64(all, table.columns.size());
-    for (const auto& c : table.columns) {
-      PutStr(all, c.name);
-      PutStr(all, ColumnClassName(c.cls));
-    }
-    all.append(reinterpret_cast<const char*>(md), n);
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(all.data(), all.size(), md, &n, EVP_sha256(), nullptr);
-  root = HexBytes(md, n);
-}
-
 const JoinReferences* SeenReferences::Find(const std::string& table, const std::string& on_expr,
                                           const std::string& lookup_table) const {
   for (const auto& j : joins)
     if (j.table == table && j.on_expr == on_expr && j.lookup_table == lookup_table) return &j;
   return nullptr;
-}
-
-Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile) {
-  bool any = false;
-  int64_t lo = 0, hi = 0;
-  for (const auto& t : profile.tables) {
-    std::string ledger = LedgerExpression(t.ledger.column, t.ledger.kind);
-    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT min({0})::bigint, max({0})::bigint FROM {1}", ledger,
-                                                          pg::Qualified(schema, t.name))));
-    if (r.IsNull(0, 0)) continue;
-    int64_t a = r.GetInt(0, 0), b = r.GetInt(0, 1);
-    if (a < 0 || b > 0x7fffffff)
-      return Status::Usagef("schema \"{}\": table {} holds ledger numbers out of range ({}..{})", schema, t.name, a, b);
-    lo = any ? std::min(lo, a) : a;
-    hi = any ? std::max(hi, b) : b;
-    any = true;
-  }
-  if (!any) return Status::Usagef("schema \"{}\" holds no ledgers: give --range", schema);
-  return LedgerRange{static_cast<Ledger>(lo), static_cast<Ledger>(hi)};
-}
-
-Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, const std::string& schema,
-                                                        const ResolvedProfile& profile, const LedgerRange& range,
-                                                        bool without_ledger_only) {
-  std::vector<OutsideRange> out;
-  for (const auto& t : profile.tables) {
-    std::string col = "t." + pg::QuoteIdent(t.ledger.column);
-    std::string ledger = LedgerExpression(t.ledger.column, t.ledger.kind, "t");
-    if (without_ledger_only) {
-      LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT count(*) FROM {} t WHERE {} IS NULL",
-                                                            pg::Qualified(schema, t.name), col)));
-      OutsideRange o{t.name, 0, 0, static_cast<uint64_t>(r.GetInt(0, 0))};
-      if (o.total()) out.push_back(o);
-      continue;
-    }
-    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format(
-                                        "SELECT count(*) FILTER (WHERE {1} < {3}), count(*) FILTER (WHERE {1} > {4}), "
-                                        "count(*) FILTER (WHERE {0} IS NULL) FROM {2} t WHERE {0} IS NULL OR NOT ({5})",
-                                        col, ledger, pg::Qualified(schema, t.name), range.from, range.to,
-                                        LedgerRangePredicate(t.ledger.column, t.ledger.kind, range, "t"))));
-    OutsideRange o{t.name, static_cast<uint64_t>(r.GetInt(0, 0)), static_cast<uint64_t>(r.GetInt(0, 1)),
-                   static_cast<uint64_t>(r.GetInt(0, 2))};
-    if (o.total()) out.push_back(o);
-  }
-  return out;
-}
-
-Result<std::optional<int64_t>> LastLedgerCloseMs(pg::Connection& conn, const std::string& schema, Ledger at) {
-  const HistoryTable ledgers = *FindHistoryTable(kLedgerTable);
-  LD_ASSIGN_OR_RETURN(pg::Rows present,
-                      conn.Exec("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = 'closed_at' "
-                                "AND NOT attisdropped",
-                                {pg::Qualified(schema, ledgers.name)}));
-  if (present.size() == 0) return std::optional<int64_t>();
-  LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format("SELECT (extract(epoch FROM closed_at) * 1000)::bigint FROM {} "
-                                                        "WHERE {} <= $1 ORDER BY {} DESC LIMIT 1",
-                                                        pg::Qualified(schema, ledgers.name),
-                                                        pg::QuoteIdent(ledgers.ledger_column),
-                                                        pg::QuoteIdent(ledgers.ledger_column)),
-                                            {std::to_string(at)}));
-  if (r.size() == 0 || r.IsNull(0, 0)) return std::optional<int64_t>();
-  return std::optional<int64_t>(r.GetInt(0, 0));
-}
-
-Result<std::optional<Ledger>> FirstUnsettledLedger(pg::Connection& conn, const std::string& schema,
-                                                   const ProfileSpec& spec, const LedgerRange& range,
-                                                   int64_t settled_before_ms) {
-  std::optional<Ledger> first;
-  for (const TableRule& rule : spec.tables) {
-    if (!rule.window) continue;
-    LD_ASSIGN_OR_RETURN(pg::Rows present, conn.Exec("SELECT 1 WHERE to_regclass($1) IS NOT NULL",
-                                                     {pg::Qualified(schema, rule.table)}));
-    if (present.size() == 0) continue;
-    LD_ASSIGN_OR_RETURN(
-        pg::Rows r,
-        conn.Exec(fmt::format("SELECT min({}) FROM {} t WHERE {} AND t.{} > {}",
-                              LedgerExpression(rule.ledger.column, rule.ledger.kind, "t"), pg::Qualified(schema, rule.table),
-                              LedgerRangePredicate(rule.ledger.column, rule.ledger.kind, range, "t"),
-                              pg::QuoteIdent(rule.window->column), settled_before_ms - rule.window->width_ms)));
-    if (r.IsNull(0, 0)) continue;
-    const Ledger l = static_cast<Ledger>(r.GetInt(0, 0));
-    first = first ? std::min(*first, l) : l;
-  }
-  return first;
-}
-
-// The rows of each windowed table in `range` that the cutoff leaves out (ApplySettledCutoff),
-// counted on `conn` (in its snapshot).
-Result<std::vector<UnsettledRows>> CountUnsettled(pg::Connection& conn, const std::string& schema,
-                                                  const ResolvedProfile& profile, const LedgerRange& range) {
-  std::vector<UnsettledRows> out;
-  for (const ResolvedTable& t : profile.tables) {
-    const std::string settled = SettledPredicate(t);
-    if (settled.empty()) continue;
-    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec(fmt::format(
-                                        "SELECT count(*) FROM {} t WHERE {} AND NOT ({})", pg::Qualified(schema, t.name),
-                                        LedgerRangePredicate(t.ledger.column, t.ledger.kind, range, "t"), settled)));
-    out.push_back({t.name, static_cast<uint64_t>(r.GetInt(0, 0))});
-  }
-  return out;
 }
 
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,

@@ -39,59 +39,12 @@
 #include "core/status.h"
 #include "core/target.h"
 #include "dump/canonical.h"
+#include "dump/chunk.h"
 #include "dump/lookup_map.h"
 #include "dump/profile.h"
+#include "dump/range_facts.h"
 
 namespace ledgerdiff::dump {
-
-// The entries of a span of consecutive ledgers (`range`), listed for its non-empty ledgers only:
-// a ledger of `range` absent from `ledgers` has no row in any table (each table: count 0,
-// EmptyDigest()). Entry of listed ledger i (its position in `ledgers`), table t: At(i, t).
-// INVARIANT: ledgers strictly ascending within range, each with a non-zero count in some table;
-//            counts.size() == ledgers.size() * tables; combined.size() == ledgers.size();
-//            full: digests has counts.size() entries (tags empty, derived);
-//            !full (compact manifest): tags has counts.size() entries, digests empty.
-struct Chunk {
-  LedgerRange range;
-  size_t tables = 0;
-  bool full = true;
-  std::vector<Ledger> ledgers;
-  std::vector<uint64_t> counts;
-  std::vector<Digest128> digests;
-  std::vector<uint32_t> tags;
-  std::vector<Digest128> combined;
-
-  size_t At(size_t i, size_t t) const { return i * tables + t; }
-  uint32_t Tag(size_t i, size_t t) const { return full ? digests[At(i, t)].Tag() : tags[At(i, t)]; }
-  // Lists ledger `l` (after every ledger listed so far) with its full entries and combined digest.
-  // REQUIRES: full; l > ledgers.back(); some count non-zero.
-  void Append(Ledger l, const uint64_t* counts_of_l, const Digest128* digests_of_l);
-  // The empty chunk of `r` (no ledger listed).
-  static Chunk Empty(const LedgerRange& r, size_t tables, bool full = true);
-};
-
-// Combined digest of one ledger. REQUIRES: counts and digests hold `tables` entries.
-Digest128 CombinedDigest(Ledger ledger, const uint64_t* counts, const Digest128* digests, size_t tables);
-
-// Consumes chunks in ledger order. A non-ok Status stops the digest and is returned.
-using ChunkSink = std::function<Status(const Chunk&)>;
-
-// Accumulates table roots and the overall root from full chunks in ledger order.
-class RootBuilder {
- public:
-  explicit RootBuilder(const ResolvedProfile& profile);
-  ~RootBuilder();
-  RootBuilder(const RootBuilder&) = delete;
-  RootBuilder& operator=(const RootBuilder&) = delete;
-  // REQUIRES: chunk.full, chunks consecutive. Costs O(listed ledgers x tables).
-  void Add(const Chunk& chunk);
-  // Table roots (hex, profile order) and the overall root (hex). Call once.
-  void Finish(const LedgerRange& range, std::vector<std::string>& table_roots, std::string& root);
-
- private:
-  const ResolvedProfile& profile_;
-  std::vector<void*> ctx_;  // EVP_MD_CTX*
-};
 
 // The surrogate ids the digest's rows referenced, as its client resolution saw them over the
 // whole `range` (dump/lookup_map.h). Only tables resolved on the client are in it: a consumer
@@ -165,12 +118,6 @@ struct SourceSnapshot {
   bool operator==(const SourceSnapshot&) const = default;
 };
 
-// Rows of a windowed table in the digest's range that DigestOptions::settled_before_ms left out.
-struct UnsettledRows {
-  std::string table;
-  uint64_t rows = 0;
-};
-
 // Ledgers that `digest --append` read into a manifest it extended, and when (UTC, ISO 8601):
 // the rest of the manifest's range was taken from the file, read when it was written. Header key
 // "appended" ([{"from","to","at"}], in range order; absent for a manifest read in one digest).
@@ -210,37 +157,6 @@ struct DigestSummary {
   // "target"); unset otherwise (a manifest merge, a verify's baseline).
   std::optional<Target> target;
 };
-
-// The range present in `schema`: the union of min..max ledger over every compared table (ledger 0
-// included). Usage error when everything is empty or a ledger is outside 0..2^31-1.
-Result<LedgerRange> DetectRange(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile);
-
-// The close time (epoch milliseconds, UTC) of the last ledger at or before `at` in `schema`'s
-// ledger table (core/history_tables.h kLedgerTable, its closed_at), or nullopt when it holds
-// none: the instant up to which a side's windowed tables are settled (profile.h TimeWindow).
-Result<std::optional<int64_t>> LastLedgerCloseMs(pg::Connection& conn, const std::string& schema, Ledger at);
-// The first ledger of `range` that filed a row of a windowed table of `spec` (profile.h
-// TimeWindow) whose window had not closed by `settled_before_ms` in `schema`, or nullopt: what
-// holds a follower's frontier back until that window closes (windowed tables absent: nullopt).
-Result<std::optional<Ledger>> FirstUnsettledLedger(pg::Connection& conn, const std::string& schema,
-                                                   const ProfileSpec& spec, const LedgerRange& range,
-                                                   int64_t settled_before_ms);
-// A cutoff before any window: nothing is settled (far from overflow when a width is subtracted).
-inline constexpr int64_t kNothingSettled = INT64_MIN / 4;
-
-// Rows of a compared table that a digest over `range` does not read.
-struct OutsideRange {
-  std::string table;
-  uint64_t before = 0, after = 0;  // ledger < range.from, ledger > range.to
-  uint64_t no_ledger = 0;          // the ledger column is NULL
-  uint64_t total() const { return before + after + no_ledger; }
-};
-// Counts them per table (tables with none are left out). `without_ledger_only`: only rows whose
-// ledger column is NULL (an index lookup; before and after stay 0), for sides that grow past every
-// range by design.
-Result<std::vector<OutsideRange>> CountRowsOutsideRange(pg::Connection& conn, const std::string& schema,
-                                                        const ResolvedProfile& profile, const LedgerRange& range,
-                                                        bool without_ledger_only = false);
 
 // Digests `schema` of the database at `conninfo`, calling `sink` (may be empty) with every chunk
 // in ledger order. Errors: unreachable database, missing schema, no profile table (Usage).

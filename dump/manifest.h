@@ -58,6 +58,7 @@
 #include "core/atomic_file.h"
 #include "dump/digest.h"
 #include "dump/source_identity.h"
+#include "dump/summary_builder.h"
 
 namespace ledgerdiff::dump {
 
@@ -254,21 +255,6 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
                                           const ProfileSpec& spec, const DigestOptions& options,
                                           const std::string& path, const std::optional<LedgerRange>& range,
                                           Reporter& reporter);
-
-// Rows, ledgers with rows and roots per table and the overall root of a manifest's entries, from
-// its chunks in ledger order, as DigestSchema computes them (the merge and verify-range use it).
-class SummaryBuilder {
- public:
-  SummaryBuilder(const ResolvedProfile& profile, const LedgerRange& range, std::string source);
-  // REQUIRES: chunk.full, chunks consecutive from range.from, with the profile's tables.
-  void Add(const Chunk& chunk);
-  // Call once, after the chunk holding range.to.
-  DigestSummary Finish();
-
- private:
-  DigestSummary summary_;
-  std::unique_ptr<RootBuilder> roots_;  // refers to summary_.profile
-};
 
 // A manifest read whole and verified (entries, trailer, checksum).
 struct ManifestInfo {

@@ -1,0 +1,49 @@
+#pragma once
+// The server's statistics of a table's ledger column, read from the catalog: what a digest's
+// schedule estimates its work with (rows per chunk, for progress and the ETA). Internal to dump/.
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/ledger_range.h"
+#include "core/pg.h"
+#include "core/status.h"
+#include "dump/profile.h"
+
+namespace ledgerdiff::dump {
+
+// How a table's rows spread over the ledgers, as the server's statistics see it: its row count
+// (pg_class.reltuples) and the distribution of its ledger column (pg_stats: most common values,
+// then the histogram of the others, equal shares per bucket). Only the schedule's estimate of the
+// work (progress, ETA) depends on it, never a digest.
+class LedgerStatistics {
+ public:
+  // From the catalog (one query, nothing scanned); nullopt when the table holds rows (pages) the
+  // statistics do not describe: never analyzed, not by column, or stale (more rows written since
+  // the last analyze than 50 + a fifth of the rows it counted: autovacuum analyzes at 50 + a
+  // tenth; rows past its histogram would count as none). The digest then counts ledgers: it
+  // never runs ANALYZE, which writes into a schema that need not be the tool's.
+  static Result<std::optional<LedgerStatistics>> Load(pg::Connection& conn, const std::string& schema,
+                                                      const ResolvedTable& table);
+  // The rows whose ledger is in `span`.
+  double Rows(const LedgerRange& span) const;
+
+ private:
+  // The share of the histogram's values below `x`, linear inside a bucket.
+  double HistogramBelow(double x) const;
+
+  LedgerColumnKind kind_ = LedgerColumnKind::kSequence;
+  double rows_ = 0;       // pg_class.reltuples
+  double null_frac_ = 0;  // rows whose ledger column is NULL (no ledger: never read)
+  std::vector<std::pair<double, double>> common_;  // most common values, their shares of the rows
+  std::vector<double> bounds_;                     // histogram bounds, ascending
+};
+
+// Per profile table, its statistics; nullopt when a table has none (LedgerStatistics::Load).
+Result<std::optional<std::vector<LedgerStatistics>>> LoadLedgerStatistics(pg::Connection& conn,
+                                                                           const std::string& schema,
+                                                                           const ResolvedProfile& profile);
+
+}  // namespace ledgerdiff::dump
