@@ -45,7 +45,6 @@ class AtomicFile {
   // Bytes written so far.
   uint64_t size() const { return size_; }
   const std::string& target() const { return target_; }
-  const std::string& temp_path() const { return tmp_; }
 
  private:
   AtomicFile() = default;

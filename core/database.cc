@@ -137,18 +137,18 @@ Result<std::string> SchemaRunId(pg::Connection& conn, const std::string& schema)
 }
 
 Result<bool> CreateOwnedSchema(pg::Connection& conn, const std::string& schema, const std::string& run_id,
-                               bool replace_owned, bool force) {
+                               IfOwned if_owned, IfForeign if_foreign) {
   LD_RETURN_IF_ERROR(ValidateSchemaName(schema));
   LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, schema));
   if (state == SchemaState::kForeign) {
-    if (force) return false;
+    if (if_foreign == IfForeign::kUse) return false;
     return Status::Usagef(
         "schema \"{}\" exists and was not created by ledgerdiff; refusing to touch it (use another --schema, or "
         "--force)",
         schema);
   }
   if (state == SchemaState::kOwned) {
-    if (!replace_owned) return false;
+    if (if_owned == IfOwned::kKeep) return false;
     LD_RETURN_IF_ERROR(DropOwnedSchema(conn, schema));
   }
   std::string sql = fmt::format("CREATE SCHEMA {0}; COMMENT ON SCHEMA {0} IS {1}", pg::QuoteIdent(schema),

@@ -97,11 +97,14 @@ Result<SchemaState> InspectSchema(pg::Connection& conn, const std::string& schem
 // The run id in an owned schema's mark ("" when absent or foreign).
 Result<std::string> SchemaRunId(pg::Connection& conn, const std::string& schema);
 
-// Creates `schema` marked as owned by `run_id`. When it exists: owned -> dropped and recreated
-// only if `replace_owned`; foreign -> an error naming it, unless `force` (then it is used as is,
-// never dropped). Returns whether the schema was created fresh.
+// What CreateOwnedSchema does with a schema of that name that exists already.
+enum class IfOwned { kKeep, kReplace };    // one ledgerdiff created: kept as is, or dropped and recreated
+enum class IfForeign { kRefuse, kUse };    // one it did not: an error naming it, or used as is (--force), never dropped
+
+// Creates `schema` marked as owned by `run_id`; an existing one is treated as `if_owned` and
+// `if_foreign` say. Returns whether the schema was created fresh.
 Result<bool> CreateOwnedSchema(pg::Connection& conn, const std::string& schema, const std::string& run_id,
-                               bool replace_owned, bool force);
+                               IfOwned if_owned, IfForeign if_foreign);
 // Drops `schema` only when it carries the ownership mark; a foreign schema is an error.
 Status DropOwnedSchema(pg::Connection& conn, const std::string& schema);
 // ANALYZEs every table of `schema` when it carries the ownership mark (nothing otherwise: the

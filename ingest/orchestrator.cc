@@ -250,7 +250,9 @@ Result<RunSpec> RegisterRun(pg::Connection& conn, const IngestOptions& options) 
     Status s = [&]() -> Status {
       LD_RETURN_IF_ERROR(CheckNoLiveRun(conn, spec.plan.schema));
       LD_ASSIGN_OR_RETURN(bool fresh,
-                          CreateOwnedSchema(conn, spec.plan.schema, spec.run_id, options.replace_schema, options.force));
+                          CreateOwnedSchema(conn, spec.plan.schema, spec.run_id,
+                                            options.replace_schema ? IfOwned::kReplace : IfOwned::kKeep,
+                                            options.force ? IfForeign::kUse : IfForeign::kRefuse));
       LD_ASSIGN_OR_RETURN(SchemaState state, InspectSchema(conn, spec.plan.schema));
       if (!fresh && state == SchemaState::kOwned)  // an owned schema reused: it is this run's now
         LD_RETURN_IF_ERROR(conn.Run(fmt::format("COMMENT ON SCHEMA {} IS {}", pg::QuoteIdent(spec.plan.schema),

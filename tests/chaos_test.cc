@@ -70,7 +70,7 @@ TEST(Fencing, FrozenAttemptResumedAfterReassignmentCannotCommit) {
   spec.plan.density = fixtures::Density::kFlat;
   spec.plan.job_timeout_s = 60;  // the server must not end the stale session: the fence must hold alone
   spec.hooks.hold_points = {{1, 1, "history_operations", 3.0}};
-  ASSERT_TRUE(CreateOwnedSchema(*conn, spec.plan.schema, spec.run_id, false, false).ok());
+  ASSERT_TRUE(CreateOwnedSchema(*conn, spec.plan.schema, spec.run_id, IfOwned::kKeep, IfForeign::kRefuse).ok());
   ASSERT_TRUE(fixtures::CreateHistorySchema(*conn, spec.plan.schema).ok());
   ASSERT_TRUE(ingest::CreateRun(*conn, spec, SplitJobs(spec.plan.range, spec.plan.job_size)).ok());
 

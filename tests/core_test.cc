@@ -398,7 +398,7 @@ TEST(Ownership, RefusesForeignSchemaAndDropsOnlyOwned) {
                         pg::Qualified(foreign, "keep") + " (x int); INSERT INTO " + pg::Qualified(foreign, "keep") +
                         " VALUES (1)")
                   .ok());
-  auto created = CreateOwnedSchema(*conn, foreign, "r1", /*replace_owned=*/true, /*force=*/false);
+  auto created = CreateOwnedSchema(*conn, foreign, "r1", IfOwned::kReplace, IfForeign::kRefuse);
   ASSERT_FALSE(created.ok());
   EXPECT_EQ(created.status().kind(), Status::Kind::kUsage);
   EXPECT_NE(created.status().message().find("not created by ledgerdiff"), std::string::npos);
@@ -408,7 +408,7 @@ TEST(Ownership, RefusesForeignSchemaAndDropsOnlyOwned) {
   EXPECT_EQ(still->GetInt(0, 0), 1);
 
   std::string mine = UniqueName("mine");
-  auto made = CreateOwnedSchema(*conn, mine, "r2", true, false);
+  auto made = CreateOwnedSchema(*conn, mine, "r2", IfOwned::kReplace, IfForeign::kRefuse);
   ASSERT_TRUE(made.ok()) << made.status().message();
   EXPECT_TRUE(*made);
   EXPECT_EQ(*InspectSchema(*conn, mine), SchemaState::kOwned);

@@ -429,7 +429,7 @@ TEST(Embedded, ServerDeathNamesTheCauseFromItsLog) {
 // name order), so locking z_last stops a dump or digest midway, after a_first's file is written.
 std::string TwoTableSchema(pg::Connection& conn) {
   std::string schema = UniqueName("atomic_out");
-  EXPECT_TRUE(CreateOwnedSchema(conn, schema, "t", true, false).ok());
+  EXPECT_TRUE(CreateOwnedSchema(conn, schema, "t", IfOwned::kReplace, IfForeign::kRefuse).ok());
   for (const char* table : {"a_first", "z_last"})
     EXPECT_TRUE(conn.Run(fmt::format("CREATE TABLE {0} (ledger_sequence int, v text); "
                                      "INSERT INTO {0} SELECT g, 'row ' || g FROM generate_series(2, 41) g",
@@ -638,7 +638,7 @@ TEST(Dump, TableNamesNeverEscapeTheOutputDirectory) {
   auto conn = Connect();
   ASSERT_TRUE(conn);
   std::string schema = UniqueName("dump_escape");
-  ASSERT_TRUE(CreateOwnedSchema(*conn, schema, "t", true, false).ok());
+  ASSERT_TRUE(CreateOwnedSchema(*conn, schema, "t", IfOwned::kReplace, IfForeign::kRefuse).ok());
   for (const char* table : {"../../x", "/abs_x", "..", "a%2Fb"}) {
     ASSERT_TRUE(conn->Run(fmt::format("CREATE TABLE {} (ledger_sequence int); INSERT INTO {} VALUES (2)",
                                       pg::Qualified(schema, table), pg::Qualified(schema, table)))
