@@ -1,7 +1,8 @@
 // ledgerdiff: prove that a parallel ingestion of ledger history wrote exactly what a serial one
 // writes. This file is the table of subcommands and the one path every command takes:
 //   parse flags -> check them (no database yet) -> run (database resolved on first use,
-//   progress on stderr) -> print the outcome as text or JSON -> exit 0 / 1 / 2.
+//   progress on stderr) -> print the outcome as text or JSON -> exit 0 (pass) / 1 (a finding) /
+//   2 (bad input) / 3 (runtime failure) / 128+N (ended by signal N).
 
 #include <fmt/format.h>
 
