@@ -20,6 +20,7 @@ using nlohmann::json;
 using testing::Connect;
 using testing::ExecSql;
 using testing::LoadDump;
+using testing::QueryInt;
 using testing::RunCli;
 
 const std::vector<std::string> kEngines = {"text", "server-hash"};
@@ -208,12 +209,6 @@ void TruncateHistoryAbove(const std::string& conninfo, int64_t head) {
                         head));
 }
 
-int64_t QueryInt(const std::string& conninfo, const std::string& sql) {
-  auto r = Connect(conninfo)->Exec(sql);
-  EXPECT_TRUE(r.ok() && r->size() == 1) << sql;
-  return r.ok() && r->size() == 1 ? r->GetInt(0, 0) : -1;
-}
-
 // kahuna's trades (ledgers 19, 20 and 24) fall in one minute, whose buckets open at ledger 19;
 // `open_head` is the last ledger of that minute, so a side whose head is at or before it holds
 // the minute's buckets unsettled.
@@ -250,6 +245,26 @@ TEST(Windows, SidesWhoseHeadsDifferInsideAMinuteAreIdenticalWithItsBucketsUnsett
     EXPECT_NE(text.out.find("not compared (unsettled): history_trades_60000: 2 rows on the left, 2 on the right"),
               std::string::npos)
         << text.out;
+  }
+}
+
+// The cutoff is the earlier of the two sides' close times: the side that is behind (its head
+// inside the minute) has not finished the minute's buckets, so neither side's are compared, though
+// the side ahead closed the minute long ago. The ledgers the right side lacks are its findings.
+TEST(Windows, TheSideThatIsBehindHoldsTheCutoff) {
+  BucketCase c;
+  ASSERT_GE(c.open_head, 24) << "the minute of the trades holds ledger 24";
+  TruncateHistoryAbove(c.right, 23);
+  ExecSql(c.right, kRebuildBuckets);
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(c.left, c.right, engine, "1:61");
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json j = json::parse(r.out);
+    ASSERT_EQ(j["unsettled"].size(), 1u) << r.out;
+    EXPECT_GE(j["unsettled"][0]["left"], 2) << "the left's buckets of the minute wait for the right's head";
+    EXPECT_EQ(j["unsettled"][0]["right"], QueryInt(c.right, "SELECT count(*) FROM history_trades_60000")) << r.out;
+    EXPECT_NE(j["first_divergent_ledger"], 19) << "the open buckets were compared: " << r.out;
+    for (const auto& t : j["divergent_tables"]) EXPECT_NE(t, "history_trades_60000") << r.out;
   }
 }
 
