@@ -1,9 +1,14 @@
 // verify (the CI gate), verify-range (the cut-over check) and selftest (the gate's self-test).
 #include <algorithm>
 #include <fstream>
+#include <memory>
+#include <mutex>
+
+#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
+#include "core/process.h"
 #include "core/text.h"
 #include "dump/profile.h"
 #include "verify/follow.h"
@@ -113,16 +118,36 @@ Action SetupVerify(CLI::App* sub) {
 namespace {
 
 // verify-range --follow: a line per cycle on stderr (with the progress), the metrics file after
-// every cycle, the reports and the row diff of a divergence; stdout gets the outcome at the end.
+// every cycle; stdout gets the outcome at the end. The other reports (--junit, --markdown,
+// --report): a divergence's are those of a verify-range over it; a run that stops without one
+// (--until reached, --cycles ran, SIGINT/SIGTERM/SIGHUP) writes those of its cycles
+// (report::FollowReports), from the termination handler's thread on a signal. Either is written
+// once.
 Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::optional<TargetPair>& targets,
                                  const ReportFiles& files,
                                  Context& ctx) {
   Reporter& reporter = ctx.reporter();
   Status metrics_written;
   report::FollowTotals totals;
+  ReportFiles rest = files;
+  rest.metrics.clear();  // written per cycle
+  // The cycles so far, shared with the cleanup that writes the reports on a signal.
+  struct SoFar {
+    std::mutex mu;
+    verify::FollowReport run;
+    bool written = false;  // the reports were written (or are being written): not again
+  };
+  auto so_far = std::make_shared<SoFar>();
   auto on_cycle = [&](const verify::FollowCycle& c) {
     reporter.Note(report::RenderFollowCycle(c));
     totals.Add(c);
+    {
+      std::lock_guard<std::mutex> lock(so_far->mu);
+      so_far->run.cycles.push_back(c);
+      so_far->run.first = c.first;
+      so_far->run.frontier = c.frontier;
+      so_far->run.diverged = so_far->run.diverged || c.finding.has_value();
+    }
     if (!files.metrics.empty()) {
       ReportFiles only;
       only.metrics = files.metrics;
@@ -130,6 +155,20 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
       if (!st.ok() && metrics_written.ok()) metrics_written = st;
     }
   };
+  const bool any_report = !rest.junit.empty() || !rest.markdown.empty() || !rest.report_dir.empty();
+  ScopedCleanup on_signal(any_report ? std::function<std::string()>([so_far, o, rest]() -> std::string {
+    verify::FollowReport run;
+    {
+      std::lock_guard<std::mutex> lock(so_far->mu);
+      if (so_far->written || so_far->run.cycles.empty()) return "";
+      so_far->written = true;
+      run = so_far->run;
+    }
+    const Status st = EmitReports(report::FollowReports(run, o, "a termination signal"), rest);
+    return st.ok() ? fmt::format("wrote the reports of the {} finished", FormatCountOf(run.cycles.size(), "cycle"))
+                   : "could not write the reports: " + st.message();
+  })
+                                                 : std::function<std::string()>());
   LD_ASSIGN_OR_RETURN(verify::FollowReport r, verify::RunFollow(o, reporter, on_cycle));
   const verify::FollowCycle* stopped = nullptr;
   for (const auto& c : r.cycles)
@@ -142,11 +181,19 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
   }
   Outcome out{r.diverged ? 1 : 0, report::RenderFollowText(r, o, stopped, finding ? &*finding : nullptr),
               report::FollowToJson(r, o, finding ? &*finding : nullptr), ""};
-  if (finding) {
+  bool write = true;
+  {
+    std::lock_guard<std::mutex> lock(so_far->mu);
+    write = !so_far->written;
+    so_far->written = true;
+  }
+  if (write && finding) {
     const verify::VerifyRangeReport& vr = *finding;
-    ReportFiles rest = files;
-    rest.metrics.clear();  // written per cycle
     AddWriteFailure(out, EmitReports(report::VerifyRangeReports(vr.diff, vr.look_again), rest));
+  } else if (write) {
+    const std::string stopped_by = r.reached_until ? fmt::format("--until {} reached", o.until.value_or(0))
+                                                   : fmt::format("--cycles {} ran", o.max_cycles);
+    AddWriteFailure(out, EmitReports(report::FollowReports(r, o, stopped_by), rest));
   }
   AddWriteFailure(out, metrics_written);
   return out;
@@ -203,7 +250,8 @@ void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {
                 "Verify continuously: every --interval, compare the ledgers both sides gained since, and scrub the "
                 "verified ones (needs --state and --from)");
   sub->add_option("--state", fo.state_dir,
-                  "With --follow: the directory that keeps what was verified (a restart continues from it)");
+                  "With --follow: the directory that keeps what was verified (a restart continues from it); a new or "
+                  "empty directory or a follow state's own: any other is refused");
   sub->add_option("--from", fo.from, "With --follow: the first ledger to verify");
   sub->add_option("--until", f.until, "With --follow: stop once verified through this ledger (default: never)");
   sub->add_option("--interval", fo.interval_s, "With --follow: seconds between the starts of two cycles")

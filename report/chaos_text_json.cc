@@ -57,7 +57,9 @@ std::string RenderChaosText(const ChaosReport& r) {
     std::string faults;
     for (const auto& f : round.faults) {
       const std::string_view by = f.detector ? ingest::ToString(*f.detector) : "nothing";
+      const bool idle_kill = f.in_flight && *f.in_flight == 0;  // an orchestrator kill that tested no resume
       std::string caught = f.injected    ? fmt::format(" [{}]", by)
+                           : idle_kill   ? std::string(" [NOT COUNTED: fired with no job in flight]")
                            : f.performed ? fmt::format(" [NOT COUNTED: caught by {}, not {}]", by,
                                                        ingest::ToString(verify::ExpectedDetector(f.plan.kind)))
                                          : std::string(" [NOT COUNTED: never fired]");
@@ -130,10 +132,12 @@ nlohmann::json ChaosReportToJson(const ChaosReport& r) {
           {"detector", f.detector ? nlohmann::json(ingest::ToString(*f.detector)) : nlohmann::json(nullptr)},
           {"expected_detector", ingest::ToString(verify::ExpectedDetector(f.plan.kind))},
           {"not_counted", f.injected ? nlohmann::json(nullptr) : nlohmann::json(f.not_counted)}};
-      if (f.plan.kind == verify::FaultKind::kOrchestrator)
+      if (f.plan.kind == verify::FaultKind::kOrchestrator) {
         jf["after_jobs_done"] = f.plan.after_jobs_done;
-      else
+        jf["in_flight"] = f.in_flight ? nlohmann::json(*f.in_flight) : nlohmann::json(nullptr);
+      } else {
         jf["job"] = f.plan.job;
+      }
       if (!f.plan.stage.empty()) jf["stage"] = f.plan.stage;
       faults.push_back(jf);
     }

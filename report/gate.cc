@@ -501,6 +501,43 @@ GateReports FollowCycleReports(const verify::FollowCycle& c, const FollowTotals&
   return g;
 }
 
+GateSummary FollowGate(const verify::FollowReport& r, const verify::FollowOptions& o, const std::string& stopped_by) {
+  GateSummary s;
+  s.command = "verify-range";
+  const bool none = r.frontier < r.first;
+  s.verdict = r.diverged ? "divergent" : none ? "incomplete" : "identical";
+  s.passed = !r.diverged && !none;
+  s.facts = {{"mode", "--follow"},
+             {"state", o.state_dir},
+             {"verified through", none ? std::string("nothing yet") : std::to_string(r.frontier)},
+             {"first ledger", std::to_string(r.first)},
+             {"cycles", FormatCount(r.cycles.size())},
+             {"stopped by", stopped_by}};
+  GateCheck through;
+  through.name = "verified through";
+  through.state = none ? GateCheck::State::kFail : GateCheck::State::kPass;
+  through.message = none ? fmt::format("nothing verified yet (waiting for ledger {})", r.first)
+                         : fmt::format("both sides identical through ledger {} over {}", r.frontier,
+                                       FormatCountOf(r.cycles.size(), "cycle"));
+  s.checks.push_back(through);
+  for (const auto& c : r.cycles) {
+    if (!c.finding) continue;
+    GateCheck f;
+    f.name = fmt::format("cycle {}", c.number);
+    f.state = GateCheck::State::kFail;
+    f.message = fmt::format("{} at ledger {}", c.finding->changed_after_verified ? "changed after verified" : "divergent",
+                            c.finding->ledger);
+    f.detail = RenderFollowCycle(c);
+    s.checks.push_back(std::move(f));
+  }
+  s.text = RenderFollowText(r, o, nullptr, nullptr);
+  return s;
+}
+
+GateReports FollowReports(const verify::FollowReport& r, const verify::FollowOptions& o, const std::string& stopped_by) {
+  return FromSummary(FollowGate(r, o, stopped_by));
+}
+
 KeptClusterLines RenderKeptCluster(const Result<KeptDatabase>& kept) {
   if (!kept.ok()) {
     const std::string gone = "the embedded database is removed on exit, the schemas called kept above included (" +

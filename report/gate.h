@@ -62,6 +62,15 @@ GateReports SweepReports(const verify::SweepReport& report);
 // verify-range --follow, after each cycle: only the metrics (the cycle's verdict, time, last
 // success, FollowMetrics); a divergence's other reports are VerifyRangeReports of its diff.
 GateReports FollowCycleReports(const verify::FollowCycle& cycle, const FollowTotals& totals);
+// verify-range --follow that stopped without a finding (--until reached, --cycles ran, a signal):
+// the JUnit, Markdown and HTML of its run (no metrics: those are per cycle). One passing check
+// "verified through" (failing when nothing was verified yet: incomplete), one failing check per
+// cycle that found a divergence kept going past. `stopped_by` says why it stopped ("--until
+// reached", "SIGTERM"). Holds copies: `run` and `options` need not outlive it.
+GateSummary FollowGate(const verify::FollowReport& run, const verify::FollowOptions& options,
+                       const std::string& stopped_by);
+GateReports FollowReports(const verify::FollowReport& run, const verify::FollowOptions& options,
+                          const std::string& stopped_by);
 
 // The lines chaos and sweep add when they kept schemas in an embedded cluster that would have
 // gone with the process: where it stays and how to reach and remove it (`kept`), or why nothing

@@ -624,6 +624,61 @@ TEST(ChaosReasons, AFaultThatNeverFiredSaysWhy) {
             "to be caught by its heartbeat timeout)");
 }
 
+// Issue 44: an orchestrator kill that finds nothing in flight (11 of 12 jobs done, the last one
+// not claimed yet) tests no resume: it waits for a job in flight, and a kill that fired with none
+// (as before the fix) is not counted; the text and the JSON say so.
+TEST(ChaosOrchestratorKill, AKillWithNothingInFlightWaitsAndIsNotCounted) {
+  verify::RoundFault kill;
+  kill.plan = {verify::FaultKind::kOrchestrator, 0, "", 6};
+  std::vector<ingest::JobRow> jobs;
+  for (uint32_t i = 1; i <= 12; ++i) {
+    ingest::JobRow j{};
+    j.job_id = i;
+    j.range = {i * 100, i * 100 + 99};
+    j.state = i <= 11 ? ingest::JobState::kDone : ingest::JobState::kPending;
+    j.attempt = 1;
+    jobs.push_back(j);
+  }
+  std::string wait;
+  EXPECT_EQ(verify::OrchestratorKillDue({kill}, kill, jobs, 3, wait), verify::KillDue::kNo);
+  EXPECT_NE(wait.find("11 done, it waited for a job in flight; none was"), std::string::npos) << wait;
+  jobs.back().state = ingest::JobState::kRunning;
+  EXPECT_EQ(verify::OrchestratorKillDue({kill}, kill, jobs, 3, wait), verify::KillDue::kNow);
+
+  kill.performed = true;
+  kill.detail = "SIGKILL orchestrator (pid 7) after 11 of 12 jobs done (planned 6), 0 in flight; restarted on run r1";
+  kill.in_flight = 0;
+  EXPECT_EQ(verify::JudgeOrchestratorKill(kill, 1, 1, "r1"), "");
+  EXPECT_FALSE(kill.detector.has_value());
+  EXPECT_NE(kill.not_counted.find("fired with no job in flight: it tested no resume"), std::string::npos)
+      << kill.not_counted;
+  verify::RoundFault busy = kill;
+  busy.not_counted.clear();
+  busy.in_flight = 2;
+  EXPECT_NE(verify::JudgeOrchestratorKill(busy, 1, 1, "r1"), "");
+  EXPECT_EQ(busy.detector, ingest::Detector::kOrchestratorRestart);
+  busy.detector.reset();
+  EXPECT_EQ(verify::JudgeOrchestratorKill(busy, 2, 1, "r1"), "") << "a kill that no resume followed";
+  EXPECT_NE(busy.not_counted.find("no restarted orchestrator resumed run r1"), std::string::npos);
+
+  verify::ChaosReport report;
+  report.options.plan.range = {2, 1201};
+  verify::ChaosRound round;
+  round.round = 1;
+  round.faults = {kill};
+  round.inconclusive = true;
+  report.rounds = {round};
+  report.inconclusive = true;
+  const std::string text = report::RenderChaosText(report);
+  EXPECT_NE(text.find("[NOT COUNTED: fired with no job in flight]"), std::string::npos) << text;
+  EXPECT_NE(text.find("orchestrator not counted: fired with no job in flight"), std::string::npos) << text;
+  const nlohmann::json j = report::ChaosReportToJson(report);
+  const auto& f = j["rounds"][0]["faults"][0];
+  EXPECT_EQ(f["in_flight"], 0) << f.dump();
+  EXPECT_EQ(f["injected"], false);
+  EXPECT_NE(f["not_counted"].get<std::string>().find("fired with no job in flight"), std::string::npos) << f.dump();
+}
+
 TEST(ChaosCli, TheReplayLineReproducesTheRun) {
   std::vector<std::string> args = {"chaos",
                                    "--range",

@@ -6,6 +6,9 @@
 // Issue 47: a gap on one side holds the frontier before it (never divergent); the scrub reaches
 // the last verified ledger and starts a second pass, its coverage metric going to 1 and back; a
 // state of a schema dropped and re-created under its name is refused.
+// Issue 44: a state file is untrusted input (bounds and consistency checked before any
+// connection, exit 2 naming the key); a symbolic link or a foreign directory is refused at start;
+// a follower that stops without a finding (--cycles, --until, SIGTERM) writes its CI reports.
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -513,6 +516,209 @@ TEST(Follow, BadInputIsAUsageError) {
   ASSERT_EQ(cycles.size(), 1u);
   EXPECT_EQ(cycles[0]["verified_through"], 1) << "nothing verified yet: the first ledger less one";
   EXPECT_TRUE(cycles[0]["compared"].is_null());
+}
+
+// A follow state of two small identical schemas after one cycle, in DIR/state: the sides, and the
+// flags that continue it.
+struct SmallState {
+  std::string db = TestConninfo();
+  std::string left = UniqueName("follow_st_left"), right = UniqueName("follow_st_right");
+  std::vector<std::string> sides() const { return {"--left-schema", left, "--right-schema", right}; }
+  // Makes the state in `state` (one cycle from ledger 2 through 61).
+  void Make(const std::string& state) {
+    for (const auto& schema : {left, right}) {
+      auto r = RunCli({"ingest", "--db", db, "--schema", schema, "--range", "2:61", "--workers", "1"});
+      ASSERT_EQ(r.exit_code, 0) << r.err;
+    }
+    std::vector<std::string> more = sides();
+    more.insert(more.end(), {"--from", "2", "--cycles", "1"});
+    auto r = RunCli(FollowArgs(db, db, state, more));
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  }
+};
+
+// One line on stderr (the error), nothing more.
+size_t Lines(const std::string& err) { return static_cast<size_t>(std::count(err.begin(), err.end(), '\n')); }
+
+// Every bound and consistency rule of state.json: a hostile value is exit 2 with one line naming
+// the key, before any work (the state and the segments untouched; never a failure retried until
+// --give-up-after, exit 3).
+TEST(FollowState, AHostileStateFileIsBadInputNamingTheKey) {
+  SmallState s;
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string good = dir.path + "/good";
+  s.Make(good);
+  const nlohmann::json base = nlohmann::json::parse(testing::ReadFileBytes(good + "/state.json"));
+  ASSERT_EQ(base["compared_through"], 61);
+  struct Case {
+    std::string pointer;  // JSON pointer of the value replaced
+    nlohmann::json value;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {"/from", -1, "key \"from\": -1 is not a whole number"},
+      {"/from", 0, "key \"from\": 0 is not a ledger"},
+      {"/cycles", -1, "key \"cycles\": -1 is not a whole number"},
+      {"/divergences", -1, "key \"divergences\": -1"},
+      {"/compared_through", 4294967295u, "key \"compared_through\": 4294967295 is not a whole number from 0 to 2147483647"},
+      {"/compared_through", 2147483648u, "key \"compared_through\": 2147483648"},
+      {"/compared_through", 1.5, "key \"compared_through\": 1.5"},
+      {"/scrub_next", 0, "key \"scrub_next\": 0 is not a ledger"},
+      {"/scrub_next", 63, "key \"scrub_next\": ledger 63, outside the kept ledgers 2:61"},
+      {"/reaped_through", 62, "key \"reaped_through\": ledger 62, outside the compared ledgers"},
+      {"/first_divergence", 62, "key \"first_divergence\": ledger 62, outside the compared ledgers 2:61"},
+      {"/divergences", 2, "key \"divergences\": 2 divergences in 1 cycles"},
+      {"/cycles", 0, "key \"cycles\": 0, but ledgers 2:61 were compared"},
+      {"/segments/0/to", 60, "key \"segments\": they end at 60, the state at 61"},
+      {"/segments/0/file", "../../etc/passwd", "key \"segments[0].file\""},
+      {"/segments/0/from", -5, "key \"segments[0].from\": -5"},
+      {"/format", -1, "key \"format\": -1"},
+      {"/left", "x", "key \"left\": \"x\" is not an object"},
+  };
+  for (const auto& c : cases) {
+    const std::string state = dir.path + "/case";
+    fs::remove_all(state);
+    fs::copy(good, state, fs::copy_options::recursive);
+    nlohmann::json j = base;
+    j[nlohmann::json::json_pointer(c.pointer)] = c.value;
+    testing::WriteFileBytes(state + "/state.json", j.dump(2));
+    std::vector<std::string> more = s.sides();
+    more.insert(more.end(), {"--cycles", "1", "--give-up-after", "0.5"});
+    auto r = RunCli(FollowArgs(s.db, s.db, state, more));
+    EXPECT_EQ(r.exit_code, 2) << c.pointer << " = " << c.value.dump() << ": " << r.out << r.err;
+    EXPECT_NE(r.err.find(state + "/state.json: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.pointer << ": " << r.err;
+    EXPECT_EQ(Lines(r.err), 1u) << r.err;
+    EXPECT_EQ(testing::ReadFileBytes(state + "/state.json"), j.dump(2)) << "the state is untouched";
+  }
+  // Before any connection: a bad state with the servers away is exit 2 at once, not exit 3.
+  const std::string state = dir.path + "/away";
+  fs::copy(good, state, fs::copy_options::recursive);
+  nlohmann::json j = base;
+  j["scrub_next"] = 0;
+  testing::WriteFileBytes(state + "/state.json", j.dump(2));
+  const std::string away = "host=/nonexistent-ledgerdiff port=1 user=x dbname=x connect_timeout=1";
+  auto r = RunCli(FollowArgs(away, away, state, {"--cycles", "1", "--give-up-after", "0.5"}));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("key \"scrub_next\""), std::string::npos) << r.err;
+  // The state as written continues.
+  std::vector<std::string> more = s.sides();
+  more.insert(more.end(), {"--cycles", "1"});
+  auto again = RunCli(FollowArgs(s.db, s.db, good, more));
+  EXPECT_EQ(again.exit_code, 0) << again.out << again.err;
+}
+
+// A symbolic link in the state directory (state.json, lock, segments or a segment) is refused at
+// start, before any connection or cycle; the file it points to is untouched.
+TEST(FollowState, SymbolicLinksInTheStateDirectoryAreRefusedAtStart) {
+  SmallState s;
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string good = dir.path + "/good";
+  s.Make(good);
+  const std::string away = "host=/nonexistent-ledgerdiff port=1 user=x dbname=x connect_timeout=1";
+  const std::string segment = fs::directory_iterator(good + "/segments")->path().filename().string();
+  for (const std::string& entry : std::vector<std::string>{"state.json", "lock", "segments/" + segment}) {
+    const std::string state = dir.path + "/case";
+    fs::remove_all(state);
+    fs::copy(good, state, fs::copy_options::recursive);
+    const std::string target = dir.path + "/elsewhere";
+    fs::remove(target);
+    fs::rename(state + "/" + entry, target);
+    fs::create_symlink(target, state + "/" + entry);
+    const std::string before = testing::ReadFileBytes(target);
+    for (const std::string& side : {away, s.db}) {
+      std::vector<std::string> more = s.sides();
+      more.insert(more.end(), {"--cycles", "1", "--give-up-after", "0.5"});
+      auto r = RunCli(FollowArgs(side, side, state, more));
+      EXPECT_EQ(r.exit_code, 2) << entry << ": " << r.out << r.err;
+      EXPECT_NE(r.err.find(entry + " is a symbolic link"), std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find("cycle 1"), std::string::npos) << "no cycle ran: " << r.err;
+      EXPECT_EQ(testing::ReadFileBytes(target), before) << entry;
+      EXPECT_TRUE(fs::is_symlink(state + "/" + entry)) << entry;
+    }
+  }
+}
+
+// --state refuses a non-empty directory that is not a follow state, as --keep-db refuses one that
+// is not a cluster: nothing in it is removed, whatever --from says.
+TEST(FollowState, AForeignNonEmptyDirectoryIsRefusedAndNothingInItRemoved) {
+  SmallState s;
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  const std::string good = dir.path + "/good";
+  s.Make(good);
+  std::vector<std::string> more = s.sides();
+  more.insert(more.end(), {"--from", "2", "--cycles", "1"});
+  // An unrelated segments/notes.txt: in a directory without a state, and in a follow state.
+  const std::string foreign = dir.path + "/foreign";
+  fs::create_directories(foreign + "/segments");
+  testing::WriteFileBytes(foreign + "/segments/notes.txt", "mine\n");
+  auto r = RunCli(FollowArgs(s.db, s.db, foreign, more));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("segments/notes.txt is not the follower's"), std::string::npos) << r.err;
+  EXPECT_EQ(testing::ReadFileBytes(foreign + "/segments/notes.txt"), "mine\n");
+  EXPECT_FALSE(fs::exists(foreign + "/state.json"));
+  testing::WriteFileBytes(good + "/segments/notes.txt", "mine\n");
+  auto ours = RunCli(FollowArgs(s.db, s.db, good, more));
+  EXPECT_EQ(ours.exit_code, 2) << ours.out << ours.err;
+  EXPECT_NE(ours.err.find("segments/notes.txt is not the follower's"), std::string::npos) << ours.err;
+  EXPECT_EQ(testing::ReadFileBytes(good + "/segments/notes.txt"), "mine\n");
+  fs::remove(good + "/segments/notes.txt");
+  // Any other file at the top.
+  const std::string top = dir.path + "/top";
+  fs::create_directories(top);
+  testing::WriteFileBytes(top + "/notes.txt", "mine\n");
+  auto t = RunCli(FollowArgs(s.db, s.db, top, more));
+  EXPECT_EQ(t.exit_code, 2) << t.out << t.err;
+  EXPECT_NE(t.err.find("the directory is not empty and does not hold a follow state (notes.txt"), std::string::npos)
+      << t.err;
+  EXPECT_EQ(fs::directory_iterator(top)->path().filename(), "notes.txt");
+  // An empty directory, and the follower's own, are used.
+  fs::create_directories(dir.path + "/empty");
+  EXPECT_EQ(RunCli(FollowArgs(s.db, s.db, dir.path + "/empty", more)).exit_code, 0);
+  EXPECT_EQ(RunCli(FollowArgs(s.db, s.db, good, more)).exit_code, 0);
+}
+
+// A follower that stops without a finding writes --junit, --markdown and --report: at --cycles'
+// end, and on SIGTERM (exit 143) with the cycles finished before it.
+TEST(FollowReports, StoppingWithoutAFindingWritesTheCiReports) {
+  SmallState s;
+  const testing::ScratchDir dir("ledgerdiff-follow");
+  s.Make(dir.path + "/first");
+  auto flags = [&](const std::string& out) {
+    std::vector<std::string> more = s.sides();
+    more.insert(more.end(), {"--from", "2", "--junit", out + ".xml", "--markdown", out + ".md", "--report", out});
+    return more;
+  };
+  std::vector<std::string> cycles = flags(dir.path + "/cycles");
+  cycles.insert(cycles.end(), {"--cycles", "2", "--interval", "0"});
+  auto r = RunCli(FollowArgs(s.db, s.db, dir.path + "/s1", cycles));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const std::string junit = testing::ReadFileBytes(dir.path + "/cycles.xml");
+  EXPECT_NE(junit.find("testsuite name=\"ledgerdiff.verify-range\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<property name=\"verified through\" value=\"61\"/>"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<property name=\"stopped by\" value=\"--cycles 2 ran\"/>"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"ledgerdiff.verify-range\" name=\"verified through\"/>"),
+            std::string::npos)
+      << junit;
+  EXPECT_EQ(junit.find("<failure"), std::string::npos) << junit;
+  const std::string md = testing::ReadFileBytes(dir.path + "/cycles.md");
+  EXPECT_NE(md.find("--cycles 2 ran"), std::string::npos) << md;
+  EXPECT_NE(testing::ReadFileBytes(dir.path + "/cycles/index.html").find("verified through"), std::string::npos);
+  // SIGTERM after a cycle: the reports of the cycles finished, then exit 143.
+  std::vector<std::string> forever = flags(dir.path + "/term");
+  forever.insert(forever.end(), {"--interval", "0.2"});
+  testing::CliSpawnOptions so;
+  so.stderr_path = dir.path + "/term.err";
+  const pid_t pid = testing::SpawnCli(FollowArgs(s.db, s.db, dir.path + "/s2", forever), so);
+  ASSERT_TRUE(WaitForText(so.stderr_path, "cycle 1: verified through 61")) << testing::ReadFileBytes(so.stderr_path);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::WaitExitCode(pid), 128 + SIGTERM);
+  const std::string term = testing::ReadFileBytes(dir.path + "/term.xml");
+  EXPECT_NE(term.find("<property name=\"verified through\" value=\"61\"/>"), std::string::npos)
+      << term << testing::ReadFileBytes(so.stderr_path);
+  EXPECT_NE(testing::ReadFileBytes(dir.path + "/term.md").find("a termination signal"), std::string::npos);
+  EXPECT_TRUE(fs::exists(dir.path + "/term/index.html"));
+  EXPECT_NE(testing::ReadFileBytes(so.stderr_path).find("wrote the reports of the"), std::string::npos);
 }
 
 }  // namespace

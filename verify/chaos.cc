@@ -26,47 +26,6 @@
 
 namespace ledgerdiff::verify {
 
-std::string WhyNeverFired(const RoundFault& f, const FaultFate& fate) {
-  const std::string end = fate.run_end.empty() ? "the round ended" : fate.run_end;
-  if (f.plan.kind == FaultKind::kOrchestrator) {
-    return fmt::format("never fired: {} before the kill was due{}", end,
-                       fate.kill_wait.empty() ? std::string() : " (" + fate.kill_wait + ")");
-  }
-  const std::string target = fmt::format("job {} attempt {}", f.plan.job, f.attempt);
-  const std::string point = f.plan.kind == FaultKind::kCrash   ? "its crash point at " + f.plan.stage
-                            : fate.external_ingester ? "the nemesis (it fires once it sees the attempt running)"
-                                                     : "its hold point at " + f.plan.stage;
-  const std::string error = fate.attempt_error.empty() ? std::string() : ": " + fate.attempt_error;
-  if (!fate.attempt_outcome) {
-    if (fate.job_state == ingest::JobState::kDone)
-      return fmt::format("never fired: {} never ran: job {} was done at attempt {} before it", target, f.plan.job,
-                         fate.job_attempt);
-    if (fate.job_state == ingest::JobState::kFailed)
-      return fmt::format("never fired: {} never ran: job {} failed at attempt {} (out of retries)", target,
-                         f.plan.job, fate.job_attempt);
-    return fmt::format("never fired: {} was never claimed ({}; the job is {}): no worker took it", target, end,
-                       fate.job_state ? ingest::ToString(*fate.job_state) : "unknown");
-  }
-  switch (*fate.attempt_outcome) {
-    case ingest::AttemptOutcome::kDone:
-      if (fate.external_ingester)
-        return fmt::format("never fired: {} finished before the nemesis saw it running (it looks every 20 ms)", target);
-      return fmt::format("never fired: {} finished (done) without reaching {}: the job's ingestion never passed that "
-                         "point",
-                         target, point);
-    case ingest::AttemptOutcome::kRunning:
-      return fmt::format("never fired: {} was still running short of {} when {}", target, point, end);
-    case ingest::AttemptOutcome::kFailed:
-    case ingest::AttemptOutcome::kLost:
-    case ingest::AttemptOutcome::kFenced:
-    case ingest::AttemptOutcome::kInterrupted:
-    case ingest::AttemptOutcome::kCancelled:
-      break;
-  }
-  return fmt::format("never fired: {} ended ({}{}) before reaching {}", target, ingest::ToString(*fate.attempt_outcome), error,
-                     point);
-}
-
 namespace {
 
 using ingest::JobRow;
@@ -214,10 +173,7 @@ class Round {
       const ingest::AttemptRow* target = nullptr;
       if (f.plan.kind == FaultKind::kOrchestrator) {
         if (f.performed) ++kills;
-        if (f.performed && resumes >= kills) {
-          f.detector = ingest::Detector::kOrchestratorRestart;
-          evidence = fmt::format("the restarted orchestrator resumed run {}", r_.run_id);
-        }
+        evidence = JudgeOrchestratorKill(f, kills, resumes, r_.run_id);
       } else {
         for (const auto& a : attempts)
           if (a.job_id == f.plan.job && a.attempt == f.attempt) target = &a;
@@ -256,8 +212,7 @@ class Round {
           }
         f.not_counted = WhyNeverFired(f, fate);
       } else if (!f.detector && f.plan.kind == FaultKind::kOrchestrator) {
-        f.not_counted = fmt::format("fired, but no restarted orchestrator resumed run {} ({} resumes for {} kills)",
-                                    r_.run_id, resumes, kills);
+        // JudgeOrchestratorKill said why.
       } else if (!f.detector) {
         f.not_counted = fmt::format("fired, but nothing recorded what caught job {} attempt {} (outcome {})",
                                     f.plan.job, f.attempt, target ? ToString(target->outcome) : "unknown");
@@ -361,15 +316,7 @@ class Round {
     }
   }
 
-  // Whether the round's next orchestrator kill fires now. It is due once its planned number of
-  // jobs is done; then it waits for a job in flight that no per-job fault targets (resume with
-  // jobs in flight is its point), for at most workers - 1 more jobs done. It never cuts another
-  // fault's detector short: it waits while a fault that fired is not yet caught (its target
-  // attempt still running: a kill or disconnect for a moment, a hang for its heartbeat timeout)
-  // and while a crash target runs (it aborts on its own). A target not yet fired is no reason to
-  // wait: its attempt dies with the orchestrator and the fault moves to the next attempt
-  // (RetargetFaultsLostWithTheOrchestrator).
-  enum class KillDue { kNo, kAwaitCatch, kAwaitHang, kNow };
+  // The round's next orchestrator kill fires now (OrchestratorKillDue)?
   KillDue OrchestratorDue(const std::vector<JobRow>& jobs) {
     RoundFault* due = nullptr;
     for (auto& f : r_.faults)
@@ -378,43 +325,15 @@ class Round {
         break;
       }
     if (!due) return KillDue::kNo;
-    uint32_t done = 0;
-    for (const auto& j : jobs) done += j.state == ingest::JobState::kDone ? 1 : 0;
-    if (done < due->plan.after_jobs_done) {
-      kill_wait_ = fmt::format("it was due after {} done; {} were done when last seen",
-                               FormatCountOf(due->plan.after_jobs_done, "job"), FormatCount(done));
-      return KillDue::kNo;
-    }
-    std::set<std::pair<uint32_t, uint32_t>> targets;
-    for (const auto& f : r_.faults)
-      if (PerJob(f.plan.kind)) targets.insert({f.plan.job, f.attempt});
-    bool other_in_flight = false;
-    for (const auto& j : jobs)
-      other_in_flight = other_in_flight || (j.state == ingest::JobState::kRunning && !targets.count({j.job_id, j.attempt}));
-    if (!other_in_flight && done + 1 < due->plan.after_jobs_done + o_.plan.workers) {
-      kill_wait_ = fmt::format("{} done, it waited for a job in flight that no fault targets; none was", FormatCount(done));
-      return KillDue::kNo;
-    }
-    bool await_catch = false, await_hang = false;
-    for (const auto& f : r_.faults) {
-      if (!PerJob(f.plan.kind)) continue;
-      for (const auto& j : jobs) {
-        if (j.job_id != f.plan.job || j.state != ingest::JobState::kRunning || j.attempt != f.attempt) continue;
-        if (f.plan.kind == FaultKind::kCrash) await_catch = true;
-        if (f.performed) (f.plan.kind == FaultKind::kHang ? await_hang : await_catch) = true;
-      }
-    }
-    if (await_hang) {
-      kill_wait_ = "it waited for a fired hang to be caught by its heartbeat timeout";
-      return KillDue::kAwaitHang;
-    }
-    if (await_catch) {
-      kill_wait_ = "it waited for a fired fault to be caught, or a crash target to abort";
-      return KillDue::kAwaitCatch;
-    }
+    const KillDue when = OrchestratorKillDue(r_.faults, *due, jobs, o_.plan.workers, kill_wait_);
+    if (when != KillDue::kNow) return when;
     due->performed = true;
-    uint32_t running = 0;
-    for (const auto& j : jobs) running += j.state == ingest::JobState::kRunning ? 1 : 0;
+    uint32_t done = 0, running = 0;
+    for (const auto& j : jobs) {
+      done += j.state == ingest::JobState::kDone ? 1 : 0;
+      running += j.state == ingest::JobState::kRunning ? 1 : 0;
+    }
+    due->in_flight = running;
     due->detail = fmt::format(
         "SIGKILL orchestrator (pid {}) after {} of {} jobs done (planned {}), {} in flight; "
         "restarted on run {}",

@@ -121,7 +121,27 @@ struct RoundFault {
   bool performed = false;  // the nemesis did it (crash: the target attempt died at its crash point)
   std::optional<ingest::Detector> detector;  // what caught it (none: never performed, or nothing recorded)
   std::string not_counted;  // when not injected: why (never fired, or which detector caught it instead)
+  // Orchestrator kills: the round's jobs in flight (running) when it fired; none before it fired.
+  std::optional<uint32_t> in_flight;
 };
+
+// Whether the round's next orchestrator kill `due` (not yet performed) fires now, from the job
+// table `jobs` (pure; the nemesis asks at every poll). It is due once its planned number of jobs is
+// done; then it waits for a job in flight that no per-job fault targets (resume with jobs in flight
+// is its point), for at most workers - 1 more jobs done, and never fires with no job in flight at
+// all (a kill then would exercise no resume: it waits, and never fires when the run ends first).
+// It never cuts another fault's detector short: it waits while a fault that fired is not yet
+// caught (its target attempt still running) and while a crash target runs. On kNo and the waits
+// `kill_wait` says why (WhyNeverFired's FaultFate::kill_wait).
+enum class KillDue { kNo, kAwaitCatch, kAwaitHang, kNow };
+KillDue OrchestratorKillDue(const std::vector<RoundFault>& faults, const RoundFault& due,
+                            const std::vector<ingest::JobRow>& jobs, uint32_t workers, std::string& kill_wait);
+
+// Judges orchestrator kill number `kill` (1, 2, ... in the round) when the round's run was
+// resumed `resumes` times: caught by orchestrator_restart when it fired with jobs in flight and
+// a restarted orchestrator resumed the run (sets `detector`, returns the evidence); else "" and,
+// when it fired, `not_counted` says why (no job in flight: it tested no resume; or no resume).
+std::string JudgeOrchestratorKill(RoundFault& fault, uint32_t kill, uint32_t resumes, const std::string& run_id);
 
 // What became of a planned fault's target by the end of its round, from the job table: the
 // facts WhyNeverFired explains a fault that never fired with.

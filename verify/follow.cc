@@ -25,6 +25,7 @@
 #include "dump/profile.h"
 #include "dump/shard.h"
 #include "dump/source_identity.h"
+#include "verify/follow_state.h"
 
 namespace ledgerdiff::verify {
 
@@ -33,111 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr int kStateFormat = 1;
-constexpr const char* kStateFile = "state.json";
-constexpr const char* kSegmentsDir = "segments";
-
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-struct Segment {
-  LedgerRange range;
-  std::string file;  // under DIR/segments
-};
-
-// DIR/state.json. INVARIANT: the segments are consecutive through `compared_through`, the first
-// one holds the first ledger not reaped (none when every compared ledger was reaped), and every
-// file they name is complete (written before the state that names it).
-struct FollowState {
-  Ledger from = 0;
-  Ledger compared_through = 0;             // from - 1: nothing compared yet
-  // Compared ledgers gone from both sides since (retention), from `from` through this one
-  // (from - 1: none). Segments wholly below it are dropped; nothing below it is checked again.
-  Ledger reaped_through = 0;
-  std::optional<Ledger> first_divergence;  // the first divergent ledger found (--keep-going)
-  uint64_t cycles = 0, divergences = 0;
-  Ledger scrub_next = 0;                   // the next verified ledger the scrub checks
-  std::vector<Segment> segments;
-  nlohmann::json left, right;              // sides: identity (dump/source_identity.h), schema
-  std::string profile;
-  dump::DigestEngine engine = dump::DigestEngine::kText;  // its segments' engine
-
-  Ledger VerifiedThrough() const {
-    return first_divergence ? std::min(compared_through, *first_divergence - 1) : compared_through;
-  }
-  // The first ledger still held (not reaped).
-  Ledger Kept() const { return std::max(from, reaped_through + 1); }
-};
-
-nlohmann::json StateToJson(const FollowState& s) {
-  nlohmann::json segs = nlohmann::json::array();
-  for (const auto& seg : s.segments) segs.push_back({{"from", seg.range.from}, {"to", seg.range.to}, {"file", seg.file}});
-  return {{"format", kStateFormat},
-          {"from", s.from},
-          {"compared_through", s.compared_through},
-          {"reaped_through", s.reaped_through},
-          {"first_divergence", s.first_divergence ? nlohmann::json(*s.first_divergence) : nlohmann::json()},
-          {"cycles", s.cycles},
-          {"divergences", s.divergences},
-          {"scrub_next", s.scrub_next},
-          {"segments", segs},
-          {"left", s.left},
-          {"right", s.right},
-          {"profile", s.profile},
-          {"engine", dump::ToString(s.engine)}};
-}
-
-Result<FollowState> StateFromJson(const nlohmann::json& j, const std::string& path) {
-  try {
-    if (j.at("format").get<int>() != kStateFormat)
-      return Status::Usagef("{}: state format {} (this ledgerdiff reads {})", path, j.at("format").get<int>(),
-                            kStateFormat);
-    FollowState s;
-    s.from = j.at("from").get<Ledger>();
-    s.compared_through = j.at("compared_through").get<Ledger>();
-    if (!j.at("first_divergence").is_null()) s.first_divergence = j.at("first_divergence").get<Ledger>();
-    s.cycles = j.at("cycles").get<uint64_t>();
-    s.divergences = j.at("divergences").get<uint64_t>();
-    s.scrub_next = j.at("scrub_next").get<Ledger>();
-    // States written before retention was handled reaped nothing.
-    s.reaped_through = j.value("reaped_through", s.from - 1);
-    if (s.reaped_through + 1 < s.from || s.reaped_through > s.compared_through)
-      return Status::Usagef("{}: reaped through ledger {}, outside the compared ledgers {}:{}", path, s.reaped_through,
-                            s.from, s.compared_through);
-    const auto& stored = j.at("segments");
-    // The first segment holds the first ledger kept (segments wholly reaped were dropped).
-    Ledger next = stored.empty() ? s.compared_through + 1 : stored.front().at("from").get<Ledger>();
-    if (next < s.from || next > s.Kept() || (stored.empty() && s.compared_through >= s.Kept()))
-      return Status::Usagef("{}: segments start at ledger {}, not at the first ledger kept {}", path, next, s.Kept());
-    for (const auto& seg : stored) {
-      Segment one{{seg.at("from").get<Ledger>(), seg.at("to").get<Ledger>()}, seg.at("file").get<std::string>()};
-      if (one.range.from != next || one.range.to < one.range.from || one.file.find('/') != std::string::npos ||
-          one.file.empty() || one.file[0] == '.')
-        return Status::Usagef("{}: segment {} does not continue the verified range at ledger {}", path,
-                              one.range.str(), next);
-      next = one.range.to + 1;
-      s.segments.push_back(std::move(one));
-    }
-    if (next != s.compared_through + 1 || s.from == 0)
-      return Status::Usagef("{}: segments end at {}, the state at {}", path, next - 1, s.compared_through);
-    s.left = j.at("left");
-    s.right = j.at("right");
-    s.profile = j.at("profile").get<std::string>();
-    // States written before the engine was recorded were verified by the text engine.
-    const std::string engine = j.value("engine", std::string(dump::ToString(dump::DigestEngine::kText)));
-    if (auto e = dump::ParseDigestEngine(engine)) {
-      s.engine = *e;
-    } else {
-      return Status::Usagef("{}: not a follow state: engine \"{}\" is neither text nor server-hash", path, engine);
-    }
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    return Status::Usagef("{}: not a follow state: {}", path, e.what());
-  }
-}
-
-Status SaveState(const std::string& dir, const FollowState& s) {
-  return WriteFileAtomic((fs::path(dir) / kStateFile).string(), StateToJson(s).dump(2) + "\n");
-}
 
 // One side of the comparison as the state records it: its identity and schema; never a conninfo.
 Result<nlohmann::json> SideRecord(const std::string& conninfo, const std::string& schema) {
@@ -176,18 +73,6 @@ class DirLock {
   DirLock() = default;
   int fd_ = -1;
 };
-
-// The files of DIR/segments the state does not name: what an interrupted cycle left (a segment
-// not yet recorded, a checkpoint, a temporary file). Removed under the lock.
-void RemoveUnreferenced(const std::string& dir, const FollowState& s) {
-  std::set<std::string> keep;
-  for (const auto& seg : s.segments) keep.insert(seg.file);
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(fs::path(dir) / kSegmentsDir, ec))
-    if (!keep.count(e.path().filename().string())) fs::remove(e.path(), ec);
-}
-
-std::string SegmentName(const LedgerRange& r) { return fmt::format("{:010}-{:010}.ldm", r.from, r.to); }
 
 // Each side's heads: the highest ledger it holds, and the last of its gap-free run of ledgers
 // after `after` (through after + window; `after` when ledger after + 1 is missing); and, in the
@@ -255,7 +140,7 @@ std::optional<double> ClosedAt(const std::string& conninfo, const std::string& s
 class Follower {
  public:
   Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle)
-      : o_(o), reporter_(reporter), on_cycle_(on_cycle), segments_dir_((fs::path(o.state_dir) / kSegmentsDir).string()) {}
+      : o_(o), reporter_(reporter), on_cycle_(on_cycle), segments_dir_((fs::path(o.state_dir) / kFollowSegmentsDir).string()) {}
 
   Result<FollowReport> Run() {
     // A runtime failure (a server restarting, a lost connection) is retried with backoff until
@@ -330,8 +215,7 @@ class Follower {
   // sides and profile.
   Status Open() {
     std::error_code ec;
-    if (fs::is_symlink(o_.state_dir, ec))
-      return Status::Usagef("--state {} is a symbolic link; give the directory itself", o_.state_dir);
+    LD_RETURN_IF_ERROR(CheckFollowStateDir(o_.state_dir));
     fs::create_directories(segments_dir_, ec);
     if (ec || !fs::is_directory(o_.state_dir) || fs::is_symlink(segments_dir_))
       return Status::Usagef("--state {}: cannot make the state directory there{}", o_.state_dir,
@@ -339,6 +223,8 @@ class Follower {
     if (!lock_) {
       LD_ASSIGN_OR_RETURN(lock_, DirLock::Acquire(o_.state_dir));
     }
+    // Under the lock: what another follower may have left between the check and the lock.
+    LD_RETURN_IF_ERROR(CheckFollowStateDir(o_.state_dir));
     nlohmann::json left, right;
     {
       auto l = SideRecord(o_.sides.left, o_.sides.left_schema);
@@ -348,7 +234,7 @@ class Follower {
       left = *l;
       right = *r;
     }
-    const std::string path = (fs::path(o_.state_dir) / kStateFile).string();
+    const std::string path = (fs::path(o_.state_dir) / kFollowStateFile).string();
     if (!fs::exists(path, ec)) {
       if (o_.from == 0) return Status::Usagef("--follow needs --from A: --state {} holds no state yet", o_.state_dir);
       state_.from = o_.from;
@@ -359,15 +245,10 @@ class Follower {
       state_.right = right;
       state_.profile = o_.sides.table_profile;
       state_.engine = o_.sides.engine;
-      LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
+      LD_RETURN_IF_ERROR(SaveFollowState(o_.state_dir, state_));
       reporter_.Note(fmt::format("following from ledger {}; state in {}", o_.from, o_.state_dir));
     } else {
-      LD_ASSIGN_OR_RETURN(int fd, OpenRegularFile(path, "follow state " + path));
-      ::close(fd);
-      std::ifstream in(path);
-      nlohmann::json j = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-      if (j.is_discarded()) return Status::Usagef("{}: not a follow state (not JSON)", path);
-      LD_ASSIGN_OR_RETURN(state_, StateFromJson(j, path));
+      LD_ASSIGN_OR_RETURN(state_, LoadFollowState(o_.state_dir));
       for (auto [stored, now, side] : {std::tuple{&state_.left, &left, "left"}, std::tuple{&state_.right, &right, "right"}}) {
         std::string why;
         try {
@@ -391,7 +272,7 @@ class Follower {
       reporter_.Note(fmt::format("continuing from {}: verified through ledger {}, {} cycles before", o_.state_dir,
                                  state_.VerifiedThrough(), state_.cycles));
     }
-    RemoveUnreferenced(o_.state_dir, state_);
+    RemoveUnreferencedSegments(o_.state_dir, state_);
     return Status::Ok();
   }
 
@@ -407,7 +288,7 @@ class Follower {
   }
 
   Status Cycle(FollowCycle& cycle, double period) {
-    RemoveUnreferenced(o_.state_dir, state_);
+    RemoveUnreferencedSegments(o_.state_dir, state_);
     const Ledger through = state_.compared_through;
     const uint64_t window = uint64_t{o_.max_cycle_ledgers} + o_.settle;
     const Ledger kept = state_.Kept();
@@ -438,8 +319,8 @@ class Follower {
     cycle.reaped_through = state_.reaped_through;
     if (cycle.finding) ++state_.divergences;
     cycle.divergences_total = state_.divergences;
-    LD_RETURN_IF_ERROR(SaveState(o_.state_dir, state_));
-    RemoveUnreferenced(o_.state_dir, state_);
+    LD_RETURN_IF_ERROR(SaveFollowState(o_.state_dir, state_));
+    RemoveUnreferencedSegments(o_.state_dir, state_);
     cycle.frontier = state_.VerifiedThrough();
     // A ledger found different is not verified, whatever the state says of the stretch it is in.
     if (cycle.finding && cycle.finding->ledger > 0) cycle.frontier = std::min(cycle.frontier, cycle.finding->ledger - 1);
@@ -473,7 +354,7 @@ class Follower {
         cycle.reaped = LedgerRange{kept, reaped_to};
         state_.reaped_through = reaped_to;
         auto& segs = state_.segments;
-        segs.erase(std::remove_if(segs.begin(), segs.end(), [&](const Segment& g) { return g.range.to <= reaped_to; }),
+        segs.erase(std::remove_if(segs.begin(), segs.end(), [&](const FollowSegment& g) { return g.range.to <= reaped_to; }),
                    segs.end());
         if (state_.scrub_next <= reaped_to) state_.scrub_next = reaped_to + 1;
         reporter_.Note(fmt::format("ledgers {} reaped on both sides (retention): no longer compared",
@@ -564,7 +445,7 @@ class Follower {
   Status CompareNew(const LedgerRange& range, const std::optional<int64_t>& settled_before, FollowCycle& cycle) {
     VerifyRangeOptions v = CycleOptions(range);
     v.settled_before_ms = settled_before;
-    const std::string name = SegmentName(range);
+    const std::string name = FollowSegmentName(range);
     v.out = (fs::path(segments_dir_) / name).string();
     v.lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]};
     LD_ASSIGN_OR_RETURN(VerifyRangeReport r, RunVerifyRange(v, reporter_));
@@ -590,10 +471,10 @@ class Follower {
   Status JoinSegments() {
     auto& segs = state_.segments;
     while (segs.size() >= 2 && segs[segs.size() - 2].range.size() <= 2 * segs.back().range.size()) {
-      const Segment& a = segs[segs.size() - 2];
-      const Segment& b = segs.back();
+      const FollowSegment& a = segs[segs.size() - 2];
+      const FollowSegment& b = segs.back();
       const LedgerRange joined{a.range.from, b.range.to};
-      const std::string name = SegmentName(joined);
+      const std::string name = FollowSegmentName(joined);
       const fs::path dir(segments_dir_);
       LD_RETURN_IF_ERROR(dump::ConcatenateManifests({(dir / a.file).string(), (dir / b.file).string()},
                                                     (dir / name).string())
@@ -618,7 +499,7 @@ class Follower {
     budget = std::clamp<uint64_t>(budget, 1, o_.max_cycle_ledgers);
     const Ledger first = state_.scrub_next;
     while (budget > 0 && state_.scrub_next <= end) {
-      const Segment* seg = nullptr;
+      const FollowSegment* seg = nullptr;
       for (const auto& s : state_.segments)
         if (s.range.from <= state_.scrub_next && state_.scrub_next <= s.range.to) seg = &s;
       if (!seg) return Status::Runtimef("follow state: no segment holds verified ledger {}", state_.scrub_next);
@@ -633,7 +514,7 @@ class Follower {
     return Status::Ok();
   }
 
-  Status ScrubSlice(const Segment& seg, const LedgerRange& slice, FollowCycle& cycle) {
+  Status ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, FollowCycle& cycle) {
     LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o_.sides.table_profile));
     const diff::Source stored = diff::ManifestSource{(fs::path(segments_dir_) / seg.file).string()};
     diff::DiffOptions d;
@@ -705,15 +586,15 @@ class Follower {
 
 Status ValidateFollowOptions(const FollowOptions& o) {
   if (o.state_dir.empty()) return Status::Usage("--follow needs --state DIR (where what was verified is kept)");
-  // history_ledgers.sequence is a 32-bit signed integer in Horizon's schema.
-  constexpr Ledger kHighestLedger = 2147483647;
+  // history_ledgers.sequence is a 32-bit signed integer in Horizon's schema (kHighestLedger).
   for (const std::optional<Ledger>& l : {std::optional<Ledger>(o.from), o.until})
     if (l && *l > kHighestLedger)
       return Status::Usagef("--from/--range/--until: ledger {} is past {}, the highest ledger history_ledgers.sequence "
                             "(an integer) can hold",
                             *l, kHighestLedger);
   std::error_code ec;
-  if (o.from == 0 && !fs::exists(fs::path(o.state_dir) / kStateFile, ec))
+  const bool has_state = fs::exists(fs::symlink_status(fs::path(o.state_dir) / kFollowStateFile, ec));
+  if (o.from == 0 && !has_state)
     return Status::Usagef("--follow needs the first ledger, --from A (or --range A:): --state {} holds no state yet",
                           o.state_dir);
   if (o.until && *o.until < o.from)
@@ -727,7 +608,12 @@ Status ValidateFollowOptions(const FollowOptions& o) {
     return Status::Usage("--follow keeps its own manifests in --state: --out, --shards and --resume do not apply");
   VerifyRangeOptions v = o.sides;
   v.range = {std::max<Ledger>(o.from, 1), std::max<Ledger>(o.from, 1)};
-  return ValidateVerifyRangeOptions(v);
+  LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(v));
+  // The state directory and its state before any connection: bad input is exit 2 at once, not
+  // a failure retried until --give-up-after.
+  LD_RETURN_IF_ERROR(CheckFollowStateDir(o.state_dir));
+  if (has_state) return LoadFollowState(o.state_dir).status();
+  return Status::Ok();
 }
 
 Result<FollowReport> RunFollow(const FollowOptions& options, Reporter& reporter,

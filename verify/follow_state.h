@@ -1,0 +1,87 @@
+#pragma once
+// The follower's state directory (verify/follow.h): DIR/state.json and DIR/segments/*.ldm.
+//
+// A state file is untrusted input (a hand edit, a corrupted disk, a hostile file): it is read
+// with bounds on its size and nesting (dump/bounded_json.h), every number within its range (a
+// ledger 1..2^31-1, history_ledgers.sequence being an integer; counts 0..2^63-1) and the values
+// consistent with one another before anything uses them. A violation is a Usage error (exit 2)
+// of one line naming the file and the key.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/ledger_range.h"
+#include "core/status.h"
+#include "dump/digest.h"
+
+namespace ledgerdiff::verify {
+
+inline constexpr const char* kFollowStateFile = "state.json";
+inline constexpr const char* kFollowSegmentsDir = "segments";
+inline constexpr const char* kFollowLockFile = "lock";
+// The highest ledger history_ledgers.sequence (a 32-bit signed integer) can hold.
+inline constexpr Ledger kHighestLedger = 2147483647;
+
+struct FollowSegment {
+  LedgerRange range;
+  std::string file;  // under DIR/segments: always FollowSegmentName(range)
+};
+
+// "0000000002-0000000061.ldm"
+std::string FollowSegmentName(const LedgerRange& r);
+
+// DIR/state.json. INVARIANT (checked by ParseFollowState): 1 <= from <= compared_through + 1 <=
+// 2^31; from - 1 <= reaped_through <= compared_through; first_divergence within
+// from..compared_through; Kept() <= scrub_next <= compared_through + 1; divergences <= cycles,
+// at least 1 with a first divergence; a cycle ran when a ledger was compared; the segments are
+// consecutive through `compared_through`, the first one holds the first ledger not reaped (none
+// when every compared ledger was reaped), each named FollowSegmentName of its range, and every
+// file they name is complete (written before the state that names it).
+struct FollowState {
+  Ledger from = 0;
+  Ledger compared_through = 0;             // from - 1: nothing compared yet
+  // Compared ledgers gone from both sides since (retention), from `from` through this one
+  // (from - 1: none). Segments wholly below it are dropped; nothing below it is checked again.
+  Ledger reaped_through = 0;
+  std::optional<Ledger> first_divergence;  // the first divergent ledger found (--keep-going)
+  uint64_t cycles = 0, divergences = 0;
+  Ledger scrub_next = 0;                   // the next verified ledger the scrub checks
+  std::vector<FollowSegment> segments;
+  nlohmann::json left, right;              // sides: identity (dump/source_identity.h), schema
+  std::string profile;
+  dump::DigestEngine engine = dump::DigestEngine::kText;  // its segments' engine
+
+  Ledger VerifiedThrough() const {
+    return first_divergence ? std::min(compared_through, *first_divergence - 1) : compared_through;
+  }
+  // The first ledger still held (not reaped).
+  Ledger Kept() const { return std::max(from, reaped_through + 1); }
+};
+
+nlohmann::json FollowStateToJson(const FollowState& s);
+// The state in `text` (the bytes of the file `path`, named in errors). Errors: Usage, one line
+// "PATH: ..." naming the key at fault. Never throws; any bytes are safe (fuzzed: tests/fuzz).
+Result<FollowState> ParseFollowState(std::string_view text, const std::string& path);
+
+// Checks the state directory `dir` before the follower uses it (it may not exist yet). Errors
+// (Usage): DIR or DIR/segments not a directory or a symbolic link; DIR/state.json or DIR/lock a
+// symbolic link or not a regular file; a non-empty DIR that is not a follow state directory
+// (like --keep-db: DIR holds only state.json, lock, segments and the temporary files of their
+// atomic writes, and state.json unless DIR/segments is empty); an entry of DIR/segments not
+// named like a segment or its leftovers, or a symbolic link.
+Status CheckFollowStateDir(const std::string& dir);
+// Loads DIR/state.json (a regular file, not a symbolic link), checked as ParseFollowState does,
+// and checks each segment the state names is a regular file in DIR/segments.
+Result<FollowState> LoadFollowState(const std::string& dir);
+Status SaveFollowState(const std::string& dir, const FollowState& s);
+// Removes the entries of DIR/segments the state does not name that are a segment's leftovers (a
+// segment not yet recorded, a checkpoint, a temporary file): what an interrupted cycle left. Call
+// under the directory's lock. Other entries are left alone (CheckFollowStateDir refuses them).
+void RemoveUnreferencedSegments(const std::string& dir, const FollowState& s);
+
+}  // namespace ledgerdiff::verify
