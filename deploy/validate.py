@@ -578,6 +578,28 @@ def check_systemd(path):
                           "(Restart=on-failure)")
     if service.get("ProtectSystem") != "strict" or service.get("NoNewPrivileges") != "true":
         report.fail(path, "hardening: needs ProtectSystem=strict and NoNewPrivileges=true")
+    # What the unit needs from the host, as written: its user, its state, the collector's directory,
+    # the password file. Its user comes from a sysusers.d file beside it (or DynamicUser=yes).
+    user = service.get("User", "")
+    sysusers = [line.split() for f in sorted(pathlib.Path(path).parent.glob("*.sysusers.conf"))
+                for line in f.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if service.get("DynamicUser") != "yes" and not any(w[:2] == ["u", user] for w in sysusers):
+        report.fail(path, f"User={user}: no *.sysusers.conf beside the unit creates it (and DynamicUser= is not yes)")
+    if words and "--state" in words[:-1]:
+        state = words[words.index("--state") + 1]
+        dirs = ["/var/lib/" + d for d in service.get("StateDirectory", "").split()]
+        if not any(state == d or state.startswith(d + "/") for d in dirs):
+            report.fail(path, f"--state {state}: not under StateDirectory= (nothing creates it for User={user})")
+    if words and "--metrics" in words[:-1]:
+        metrics_dir = str(pathlib.PurePosixPath(words[words.index("--metrics") + 1]).parent)
+        writable = service.get("ReadWritePaths", "").split()
+        if not any(metrics_dir == d.lstrip("-") or metrics_dir.startswith(d.lstrip("-") + "/") for d in writable):
+            report.fail(path, f"--metrics: {metrics_dir} is not in ReadWritePaths= (ProtectSystem=strict makes it read-only)")
+    credentials = {c.split(":", 1)[0] for c in service.get("LoadCredential", "").split()}
+    passfile = re.fullmatch(r"PGPASSFILE=%d/(\S+)", service.get("Environment", ""))
+    if not passfile or passfile.group(1) not in credentials:
+        report.fail(path, "the password file: needs LoadCredential=NAME:FILE and Environment=PGPASSFILE=%d/NAME "
+                          "(a home .pgpass needs a home the sandbox lets it read)")
     print(f"validate.py systemd: {path}, {report.problems} problems")
     return report.problems
 

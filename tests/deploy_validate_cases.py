@@ -75,6 +75,8 @@ def set_(obj, key, value): obj[key] = value
 def negative_systemd(name, edit, pattern):
     path = tmp / "ledgerdiff-follow.service"
     path.write_text(edit((deploy / "systemd/ledgerdiff-follow.service").read_text()))
+    for f in (deploy / "systemd").glob("*.sysusers.conf"):  # the user the unit runs as
+        shutil.copy(f, tmp / f.name)
     expect(f"systemd rejects: {name}", 1, pattern, ["systemd", path])
 
 
@@ -242,6 +244,16 @@ negative_systemd("restarting on a divergence", lambda t: t.replace("RestartPreve
 negative_systemd("the state elsewhere than the documented layout",
                  lambda t: t.replace("--state /var/lib/ledgerdiff/follow", "--state /srv/follow"),
                  r"--state /srv/follow: the layout is /var/lib/ledgerdiff/follow")
+negative_systemd("a user nothing creates", lambda t: t.replace("User=ledgerdiff", "User=ledger"),
+                 r"User=ledger: no \*\.sysusers\.conf beside the unit creates it")
+negative_systemd("a state directory systemd does not create", lambda t: t.replace("StateDirectory=ledgerdiff", "StateDirectory=ld"),
+                 r"--state /var/lib/ledgerdiff/follow: not under StateDirectory=")
+negative_systemd("a metrics directory the sandbox keeps read-only",
+                 lambda t: t.replace("ReadWritePaths=/var/lib/prometheus/node-exporter\n", ""),
+                 r"--metrics: /var/lib/prometheus/node-exporter is not in ReadWritePaths=")
+negative_systemd("a password file in a home the sandbox hides",
+                 lambda t: t.replace("LoadCredential=pgpass:/etc/ledgerdiff/pgpass\n", ""),
+                 r"the password file: needs LoadCredential=")
 negative_systemd("a password in the unit", lambda t: t.replace("--left ${LEFT_CONNINFO}", "--left 'password=hunter2 ${LEFT_CONNINFO}'"),
                  r"a password written inline")
 
