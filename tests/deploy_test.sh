@@ -5,7 +5,8 @@
 # stub `aws`). Every check has a negative twin: a deliberately broken copy that must be rejected.
 # Every ledgerdiff command line in deploy/, the CI templates and the READMEs is checked against the
 # CLI contract the binary itself prints (`ledgerdiff _docs contract`), and the schedulers' retry
-# policies against the exit codes (fail on 1 and 2, retry 3).
+# policies against the exit codes (fail on 1 and 2, retry 3), and what deploy/README.md, slurm/README.md
+# and the systemd unit's comments say about each exit code against those policies (validate.py exit-docs).
 # Usage: tests/deploy_test.sh [SOURCE_DIR [LEDGERDIFF]]   (ctest: deploy_test)
 set -uo pipefail
 src=$(cd "${1:-$(dirname "$0")/..}" && pwd)
