@@ -4,6 +4,7 @@
   validate.py k8s [--policy] FILE.yaml...     Kubernetes manifests against the Kubernetes API schema
   validate.py aws-batch KIND FILE.json...      AWS Batch CLI input (KIND: register-job-definition | submit-job)
   validate.py containerfile FILE               structure of deploy/Containerfile (FROM ${ARG}: its default)
+  validate.py exit-docs DEPLOY_DIR README.md    what the docs say about exit codes against the policies
 
 Schemas are the vendored files in deploy/schemas/ (see its README for their source); the checking
 is done by the jsonschema package (Debian: python3-jsonschema). Kubernetes objects are checked
@@ -91,10 +92,8 @@ def contract_problems(words):
     return problems
 
 
-def k8s_exit_policy_problems(spec):
-    """A retried Job (backoffLimit > 0) must fail at once on exit 1 and 2 and retry exit 3."""
-    if (spec.get("backoffLimit") or 0) == 0:
-        return []
+def k8s_final_codes(spec):
+    """The exit codes a Job's podFailurePolicy fails at once (FailJob)."""
     final = set()
     for rule in ((spec.get("podFailurePolicy") or {}).get("rules") or []):
         codes = rule.get("onExitCodes") or {}
@@ -103,6 +102,14 @@ def k8s_exit_policy_problems(spec):
             final |= values
         if rule.get("action") == "FailJob" and codes.get("operator") == "NotIn":
             final |= set(range(1, 256)) - values
+    return final
+
+
+def k8s_exit_policy_problems(spec):
+    """A retried Job (backoffLimit > 0) must fail at once on exit 1 and 2 and retry exit 3."""
+    if (spec.get("backoffLimit") or 0) == 0:
+        return []
+    final = k8s_final_codes(spec)
     problems = []
     if not FINAL_EXIT_CODES <= final:
         problems.append(f"spec.podFailurePolicy: exit codes {sorted(FINAL_EXIT_CODES - final)} must fail the Job "
@@ -112,19 +119,25 @@ def k8s_exit_policy_problems(spec):
     return problems
 
 
+def batch_decision(strategy, code):
+    """RETRY or EXIT: what a retryStrategy does with an exit code. The first matching evaluateOnExit
+    rule decides; AWS Batch retries when none matches; one attempt retries nothing."""
+    if (strategy.get("attempts") or 1) <= 1:
+        return "EXIT"
+    for r in strategy.get("evaluateOnExit") or []:
+        pattern = r.get("onExitCode")
+        if pattern is not None and fnmatch.fnmatchcase(str(code), pattern):
+            return r.get("action", "").upper()
+    return "RETRY"
+
+
 def batch_exit_policy_problems(strategy):
     """A retried Batch job (attempts > 1) retries exit 3 (and host failures) and nothing else: the
     first matching evaluateOnExit rule decides, and AWS Batch retries when no rule matches."""
     if not strategy or (strategy.get("attempts") or 1) <= 1:
         return []
-    rules = strategy.get("evaluateOnExit") or []
-
     def decision(code):
-        for r in rules:
-            pattern = r.get("onExitCode")
-            if pattern is not None and fnmatch.fnmatchcase(str(code), pattern):
-                return r.get("action", "").upper()
-        return "RETRY"
+        return batch_decision(strategy, code)
 
     problems = []
     for code in sorted(FINAL_EXIT_CODES) + [137]:
@@ -578,7 +591,211 @@ def check_systemd(path):
                           "(Restart=on-failure)")
     if service.get("ProtectSystem") != "strict" or service.get("NoNewPrivileges") != "true":
         report.fail(path, "hardening: needs ProtectSystem=strict and NoNewPrivileges=true")
+    # What the unit needs from the host, as written: its user, its state, the collector's directory,
+    # the password file. Its user comes from a sysusers.d file beside it (or DynamicUser=yes).
+    user = service.get("User", "")
+    sysusers = [line.split() for f in sorted(pathlib.Path(path).parent.glob("*.sysusers.conf"))
+                for line in f.read_text().splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    if service.get("DynamicUser") != "yes" and not any(w[:2] == ["u", user] for w in sysusers):
+        report.fail(path, f"User={user}: no *.sysusers.conf beside the unit creates it (and DynamicUser= is not yes)")
+    if words and "--state" in words[:-1]:
+        state = words[words.index("--state") + 1]
+        dirs = ["/var/lib/" + d for d in service.get("StateDirectory", "").split()]
+        if not any(state == d or state.startswith(d + "/") for d in dirs):
+            report.fail(path, f"--state {state}: not under StateDirectory= (nothing creates it for User={user})")
+    if words and "--metrics" in words[:-1]:
+        metrics_dir = str(pathlib.PurePosixPath(words[words.index("--metrics") + 1]).parent)
+        writable = service.get("ReadWritePaths", "").split()
+        if not any(metrics_dir == d.lstrip("-") or metrics_dir.startswith(d.lstrip("-") + "/") for d in writable):
+            report.fail(path, f"--metrics: {metrics_dir} is not in ReadWritePaths= (ProtectSystem=strict makes it read-only)")
+    credentials = {c.split(":", 1)[0] for c in service.get("LoadCredential", "").split()}
+    passfile = re.fullmatch(r"PGPASSFILE=%d/(\S+)", service.get("Environment", ""))
+    if not passfile or passfile.group(1) not in credentials:
+        report.fail(path, "the password file: needs LoadCredential=NAME:FILE and Environment=PGPASSFILE=%d/NAME "
+                          "(a home .pgpass needs a home the sandbox lets it read)")
     print(f"validate.py systemd: {path}, {report.problems} problems")
+    return report.problems
+
+
+# ---------------------------------------------------------------- exit-code statements in the docs
+
+# What the docs say happens to an exit code, read from prose and from tables. A clause that names
+# exit codes and says they are never retried (or fail, end, are answers) is "final"; one that says
+# they are retried, requeued or restarted is "retried"; one that says neither is not a statement.
+FINAL_WORDS = re.compile(r"\b(never|not|no|cannot|fails?|ends?|FailJob|EXIT|FAILED|answers?|would repeat|repeats?)\b")
+RETRY_WORDS = re.compile(r"\b(retried|retry|retries|requeued|requeues?|restarted|restarts?|RETRY|yes)\b")
+EXIT_CODES = re.compile(r"\bexit(?:s| codes?| status(?:es)?)?\s+(\d+(?:\s*(?:,|and|or|/)\s*\d+)*)\b", re.I)
+# Where a clause ends: a sentence, a semicolon, a dash, or a comma before another exit code.
+CLAUSE_END = re.compile(r";\s|\.\s|\s—\s|,\s(?=(?:and\s|but\s|while\s)?(?:an\s)?exit\s)", re.I)
+
+
+def statement(text, cell=False):
+    """(class, codes) of a clause: class "final", "retried" or None; codes the exit codes it names.
+    In a clause any word of no retry makes it final ("is never retried", "a retry would repeat
+    it"); a table cell is read by its first word ("requeued ..., then FAILED" is a retry)."""
+    codes = {int(c) for m in EXIT_CODES.finditer(text) for c in re.findall(r"\d+", m.group(1))}
+    final, retried = FINAL_WORDS.search(text), RETRY_WORDS.search(text)
+    if cell and final and retried:
+        return ("final" if final.start() < retried.start() else "retried"), codes
+    return ("final" if final else "retried" if retried else None), codes
+
+
+def prose_statements(path, text):
+    """[(line, clause, class, codes)] of the prose of a Markdown file or the comments of a unit:
+    paragraphs joined, tables and code blocks left out (tables are read by markdown_tables)."""
+    markdown = str(path).endswith(".md")
+    paragraphs, current, fenced = [], [], False
+    for number, line in enumerate(text.splitlines(), 1):
+        if markdown and line.startswith("```"):
+            fenced = not fenced
+            continue
+        if not markdown:  # a unit: only its comments are prose
+            line = line[1:].strip() if line.startswith("#") else ""
+        if fenced or not line.strip() or line.lstrip().startswith("|"):
+            if current:
+                paragraphs.append(current)
+            current = []
+            continue
+        current.append((number, line.strip()))
+    if current:
+        paragraphs.append(current)
+    out = []
+    for para in paragraphs:
+        joined, starts = "", []
+        for number, line in para:
+            starts.append((len(joined), number))
+            joined += line + " "
+        begin = 0
+        for end in [m.start() for m in CLAUSE_END.finditer(joined)] + [len(joined)]:
+            clause = joined[begin:end].strip()
+            line = max(n for offset, n in starts if offset <= begin)
+            begin = end + 1
+            kind, codes = statement(clause)
+            if kind and codes:
+                out.append((line, clause, kind, codes))
+    return out
+
+
+def markdown_tables(text):
+    """Tables whose first column is an exit code: [(line, header, {code: [cell per column]})]."""
+    tables, rows, header, first = [], None, None, 0
+    for number, line in enumerate(text.splitlines() + [""], 1):
+        if line.startswith("|"):
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if header is None:
+                header, rows, first = cells, {}, number
+            elif not set(line) <= set("|-: "):
+                code = re.sub(r"[*`]", "", cells[0])
+                if code.isdigit():
+                    rows[int(code)] = cells
+            continue
+        if header is not None and "exit" in header[0].lower() or header is not None and header[0] == "code":
+            tables.append((first, header, rows))
+        header = None
+    return tables
+
+
+def policies(deploy):
+    """What the files under deploy/ do with exit codes 1..3, per scheduler: {name: {code: class}}
+    ("final", "retried", or "mixed" when files of one scheduler disagree), with the files read."""
+    deploy = pathlib.Path(deploy)
+    found = {}
+
+    def note(name, code, kind):
+        have = found.setdefault(name, {})
+        have[code] = kind if have.get(code, kind) == kind else "mixed"
+
+    for path in sorted((deploy / "k8s").rglob("*.yaml")):
+        for doc in load_yaml(path):
+            if not isinstance(doc, dict):
+                continue
+            spec = doc.get("spec") or {}
+            if doc.get("kind") == "Job" and (spec.get("backoffLimit") or 0) > 0:  # backoffLimit 0: the plan
+                final = k8s_final_codes(spec)
+                for code in (1, 2, 3):
+                    note("k8s-job", code, "final" if code in final else "retried")
+            if doc.get("kind") == "Deployment":  # restartPolicy Always is all a Deployment allows
+                always = pod_spec(doc).get("restartPolicy", "Always") == "Always"
+                for code in (1, 2, 3):
+                    note("deployment", code, "retried" if always else "final")
+    for path in sorted((deploy / "aws-batch").glob("*.json")):
+        strategy = json.loads(path.read_text()).get("retryStrategy")
+        if strategy is not None:
+            for code in (1, 2, 3):
+                note("aws-batch", code, "retried" if batch_decision(strategy, code) == "RETRY" else "final")
+    wrapper = deploy / "slurm" / "ledgerdiff-slurm"
+    if wrapper.exists():
+        m = re.search(r"\$\{LEDGERDIFF_SLURM_RETRY_EXIT-([^}]*)\}", wrapper.read_text())
+        requeued = {int(c) for c in (m.group(1).split() if m else [])}
+        for code in (1, 2, 3):
+            note("slurm", code, "retried" if code in requeued else "final")
+    for path in sorted((deploy / "systemd").glob("*.service")):
+        service = dict(unit_sections(path.read_text()).get("Service", []))
+        prevent = set(service.get("RestartPreventExitStatus", "").split()) | set(service.get("SuccessExitStatus", "").split())
+        restarts = service.get("Restart", "no") in ("on-failure", "always", "on-abnormal")
+        for code in (1, 2, 3):
+            note("systemd", code, "retried" if restarts and str(code) not in prevent else "final")
+    return found
+
+
+def column_policy(header):
+    """The scheduler a table column speaks for, by its heading."""
+    h = header.lower()
+    for words, name in (("deployment", "deployment"), ("kubernetes job", "k8s-job"), ("aws batch", "aws-batch"),
+                        ("systemd", "systemd"), ("slurm", "slurm"), ("the job", "slurm"), ("retry?", "truth")):
+        if words in h:
+            return name
+    return None
+
+
+def check_exit_docs(deploy, top_readme):
+    """The exit-code statements of deploy/README.md, slurm/README.md and the unit's comments against
+    the policy of the top README's table and the policies the manifests and scripts apply."""
+    report, deploy = Report(), pathlib.Path(deploy)
+    truth = {code: "final" for code in FINAL_EXIT_CODES} | {RETRY_EXIT_CODE: "retried"}
+    does = policies(deploy)
+    docs = [deploy / "README.md", deploy / "slurm" / "README.md", *sorted((deploy / "systemd").glob("*.service"))]
+    statements = cells = 0
+    # The top README's table is the policy; validate.py's constants must say the same.
+    for line, header, rows in markdown_tables(pathlib.Path(top_readme).read_text()):
+        for col, heading in enumerate(header):
+            if column_policy(heading) == "truth":
+                for code, want in truth.items():
+                    kind, _ = statement(rows.get(code, [""] * len(header))[col], cell=True)
+                    if kind != want:
+                        report.fail(f"{top_readme}:{line}", f"the exit code table says exit {code} is {kind}, "
+                                                            f"validate.py's policy {want}")
+    for path in docs:
+        text = path.read_text()
+        for line, clause, kind, codes in prose_statements(path, text):
+            statements += 1
+            for code in sorted(codes & set(truth)):
+                if kind != truth[code]:
+                    report.fail(f"{path}:{line}", f"says exit {code} is {kind}, the policy: {truth[code]} "
+                                                  f"(1 and 2 never retried, 3 retried): {clause!r}")
+        if path.suffix != ".md":
+            continue
+        for line, header, rows in markdown_tables(text):
+            for col, heading in enumerate(header[1:], 1):
+                name = column_policy(heading)
+                if name is None or name == "truth":
+                    continue
+                for code in sorted(set(truth) & set(rows)):
+                    cell = rows[code][col] if col < len(rows[code]) else ""
+                    kind, _ = statement(cell, cell=True)
+                    cells += 1
+                    actual = does.get(name, {}).get(code)
+                    if actual is None:
+                        report.fail(f"{path}:{line}", f"column {heading!r}: no file under {deploy} applies it")
+                    elif kind != actual:
+                        report.fail(f"{path}:{line}", f"column {heading!r} says exit {code} is {kind} ({cell!r}), "
+                                                      f"the files make it {actual}")
+    for name, codes in sorted(does.items()):
+        for code, kind in sorted(codes.items()):
+            if name != "deployment" and kind != truth[code]:
+                report.fail(str(deploy), f"{name}: exit {code} is {kind}, the policy: {truth[code]}")
+    print(f"validate.py exit-docs: {statements} statements and {cells} table cells in {len(docs)} files, "
+          f"{report.problems} problems")
     return report.problems
 
 
@@ -595,8 +812,10 @@ def main(argv):
         return 1 if check_commands(argv[1:]) else 0
     if len(argv) == 2 and argv[0] == "systemd":
         return 1 if check_systemd(argv[1]) else 0
+    if len(argv) == 3 and argv[0] == "exit-docs":
+        return 1 if check_exit_docs(argv[1], argv[2]) else 0
     print("validate.py: usage: k8s [--policy] FILE... | aws-batch KIND FILE... | containerfile FILE | commands FILE... | "
-          "systemd FILE",
+          "systemd FILE | exit-docs DEPLOY_DIR TOP_README",
           file=sys.stderr)
     return 2
 

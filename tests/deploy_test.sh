@@ -5,7 +5,8 @@
 # stub `aws`). Every check has a negative twin: a deliberately broken copy that must be rejected.
 # Every ledgerdiff command line in deploy/, the CI templates and the READMEs is checked against the
 # CLI contract the binary itself prints (`ledgerdiff _docs contract`), and the schedulers' retry
-# policies against the exit codes (fail on 1 and 2, retry 3).
+# policies against the exit codes (fail on 1 and 2, retry 3), and what deploy/README.md, slurm/README.md
+# and the systemd unit's comments say about each exit code against those policies (validate.py exit-docs).
 # Usage: tests/deploy_test.sh [SOURCE_DIR [LEDGERDIFF]]   (ctest: deploy_test)
 set -uo pipefail
 src=$(cd "${1:-$(dirname "$0")/..}" && pwd)
@@ -188,6 +189,16 @@ analyze() {  # prints systemd-analyze's complaints and exits 1, or prints "clean
 expect "systemd: systemd-analyze verify finds nothing to say" 0 "^clean$" analyze "$tmp/ledgerdiff-follow.service"
 sed 's/^RestartSec=/RestartSecs=/' "$tmp/ledgerdiff-follow.service" >"$tmp/bad-unit.service"
 expect "systemd rejects: a misspelled directive" 1 "Unknown key 'RestartSecs'" analyze "$tmp/bad-unit.service"
+# The unit's user, made for real by systemd-sysusers into an empty tree (no change to this host).
+sysusers() {  # ROOT CONF: the passwd line of ledgerdiff that CONF creates under ROOT
+  mkdir -p "$1/etc" && systemd-sysusers --root="$1" "$2" >/dev/null 2>&1 && grep '^ledgerdiff:' "$1/etc/passwd" ||
+    { echo "no user ledgerdiff"; return 1; }
+}
+expect "systemd: the sysusers file makes user ledgerdiff, home /var/lib/ledgerdiff, no login" 0 \
+  '^ledgerdiff:x:[0-9]+:[0-9]+:[^:]*:/var/lib/ledgerdiff:/usr/sbin/nologin$' \
+  sysusers "$tmp/sysroot" "$deploy/systemd/ledgerdiff.sysusers.conf"
+sed 's/^u ledgerdiff /u ledger /' "$deploy/systemd/ledgerdiff.sysusers.conf" >"$tmp/bad.sysusers.conf"
+expect "systemd rejects: a sysusers file that makes another user" 1 '^no user ledgerdiff$' sysusers "$tmp/sysroot-bad" "$tmp/bad.sysusers.conf"
 
 echo "== command lines in scripts, CI templates and READMEs against the binary's contract"
 mapfile -t scripted < <(cd "$src" && ls ci/github/action.yml ci/gitlab/*.yml ci/soak deploy/aws-batch/submit.sh \

@@ -75,6 +75,8 @@ def set_(obj, key, value): obj[key] = value
 def negative_systemd(name, edit, pattern):
     path = tmp / "ledgerdiff-follow.service"
     path.write_text(edit((deploy / "systemd/ledgerdiff-follow.service").read_text()))
+    for f in (deploy / "systemd").glob("*.sysusers.conf"):  # the user the unit runs as
+        shutil.copy(f, tmp / f.name)
     expect(f"systemd rejects: {name}", 1, pattern, ["systemd", path])
 
 
@@ -242,8 +244,63 @@ negative_systemd("restarting on a divergence", lambda t: t.replace("RestartPreve
 negative_systemd("the state elsewhere than the documented layout",
                  lambda t: t.replace("--state /var/lib/ledgerdiff/follow", "--state /srv/follow"),
                  r"--state /srv/follow: the layout is /var/lib/ledgerdiff/follow")
+negative_systemd("a user nothing creates", lambda t: t.replace("User=ledgerdiff", "User=ledger"),
+                 r"User=ledger: no \*\.sysusers\.conf beside the unit creates it")
+negative_systemd("a state directory systemd does not create", lambda t: t.replace("StateDirectory=ledgerdiff", "StateDirectory=ld"),
+                 r"--state /var/lib/ledgerdiff/follow: not under StateDirectory=")
+negative_systemd("a metrics directory the sandbox keeps read-only",
+                 lambda t: t.replace("ReadWritePaths=/var/lib/prometheus/node-exporter\n", ""),
+                 r"--metrics: /var/lib/prometheus/node-exporter is not in ReadWritePaths=")
+negative_systemd("a password file in a home the sandbox hides",
+                 lambda t: t.replace("LoadCredential=pgpass:/etc/ledgerdiff/pgpass\n", ""),
+                 r"the password file: needs LoadCredential=")
 negative_systemd("a password in the unit", lambda t: t.replace("--left ${LEFT_CONNINFO}", "--left 'password=hunter2 ${LEFT_CONNINFO}'"),
                  r"a password written inline")
+
+# ------------------------------------------------------------------ exit codes in the docs
+print("== exit-code statements in the docs against the policies")
+expect("exit-docs: deploy/README, slurm/README and the unit say what the manifests, Batch JSON, the Slurm wrapper "
+       "and the unit do (1 and 2 never retried, 3 retried)", 0, r"validate\.py exit-docs: \d+ statements and \d+ table cells in 3 files, 0 problems",
+       ["exit-docs", deploy, src / "README.md"])
+
+
+def negative_docs(name, rel, old, new, pattern):
+    """A copy of deploy/ (and the top README) with OLD replaced by NEW in REL must be rejected."""
+    root = tmp / "docs"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(deploy, root / "deploy", ignore=shutil.ignore_patterns("schemas", "__pycache__"))
+    shutil.copy(src / "README.md", root / "README.md")
+    path = root / rel
+    text = path.read_text()
+    assert old in text, f"the edit for {name!r} finds nothing to change in {rel}"
+    path.write_text(text.replace(old, new, 1))
+    expect(f"exit-docs rejects: {name}", 1, pattern, ["exit-docs", root / "deploy", root / "README.md"])
+
+
+negative_docs("a README sentence that says exit 2 is retried (the text before issue 43)", "deploy/README.md",
+              "and exit 2 (bad input: an unknown run id, a bad conninfo) fail it at\nonce; exit 3",
+              "fails it at once; exit 2 is retried; exit 3",
+              r"README\.md:\d+: says exit 2 is retried, the policy: final")
+negative_docs("a Slurm README that says exit 1 is requeued", "deploy/slurm/README.md",
+              "the wrapper requeues on exit 3 only", "the wrapper requeues on exit 1 and 3",
+              r"slurm/README\.md:\d+: says exit 1 is retried")
+negative_docs("the table: systemd restarts exit 1, the unit does not", "deploy/README.md",
+              "| not restarted (`RestartPreventExitStatus=`) |", "| restarted after `RestartSec=` |",
+              r"column 'follower, systemd' says exit 1 is retried .*, the files make it final")
+negative_docs("a unit that restarts exit 1 while the docs say it does not", "deploy/systemd/ledgerdiff-follow.service",
+              "RestartPreventExitStatus=1 2", "RestartPreventExitStatus=2",
+              r"column 'follower, systemd' says exit 1 is final .*, the files make it retried")
+negative_docs("a Job that retries exit 2 while the docs say none does", "deploy/k8s/ingest/workers-job.yaml",
+              "operator: In, values: [1, 2]}", "operator: In, values: [1]}",
+              r"column 'Kubernetes Jobs \(`podFailurePolicy`\)' says exit 2 is final .*, the files make it mixed")
+negative_docs("a Batch submission that retries everything", "deploy/aws-batch/submit-merge.json",
+              '{"onExitCode": "*", "action": "EXIT"}', '{"onExitCode": "*", "action": "RETRY"}',
+              r"column 'AWS Batch \(`retryStrategy`\)' says exit 1 is final .*, the files make it mixed")
+negative_docs("a Slurm wrapper that requeues exit 2", "deploy/slurm/ledgerdiff-slurm",
+              "${LEDGERDIFF_SLURM_RETRY_EXIT-3}", "${LEDGERDIFF_SLURM_RETRY_EXIT-2 3}",
+              r"says exit 2 is final .*, the files make it retried")
+negative_docs("a top README that calls exit 2 worth a retry", "README.md",
+              "| no: fix the input |", "| yes |", r"the exit code table says exit 2 is retried, validate\.py's policy final")
 
 shutil.rmtree(tmp, ignore_errors=True)
 print(f"validation cases: {passed} passed, {failed} failed")
