@@ -545,10 +545,6 @@ std::string_view ToString(ChaosVerdict verdict) {
   return "invalid";  // not reached: the switch names every verdict
 }
 
-ChaosVerdict VerdictOf(bool valid, bool inconclusive) {
-  return valid ? ChaosVerdict::kValid : inconclusive ? ChaosVerdict::kUnknown : ChaosVerdict::kInvalid;
-}
-
 // A fault kind as --faults, the schedule and the reports spell it.
 std::string_view ToString(FaultKind kind) {
   switch (kind) {

@@ -173,7 +173,11 @@ using Anomalies = std::map<AnomalyClass, std::vector<LedgerRange>>;
 // detector than the one its kind exists to prove caught it: the run proves nothing); invalid.
 enum class ChaosVerdict { kValid, kUnknown, kInvalid };
 std::string_view ToString(ChaosVerdict verdict);  // "valid" | "unknown" | "invalid"
-ChaosVerdict VerdictOf(bool valid, bool inconclusive);
+// The verdict of an outcome (ChaosRound, ChaosReport) from its `valid` and `inconclusive`.
+template <typename Outcome>
+ChaosVerdict VerdictOf(const Outcome& o) {
+  return o.valid ? ChaosVerdict::kValid : o.inconclusive ? ChaosVerdict::kUnknown : ChaosVerdict::kInvalid;
+}
 
 struct ChaosRound {
   uint32_t round = 0;
@@ -188,7 +192,7 @@ struct ChaosRound {
   std::map<ingest::Detector, uint32_t> detectors;             // the round's faults by the detector that caught them
   bool valid = false;
   bool inconclusive = false;  // a planned fault not injected (fired, caught by its detector): the round proves nothing
-  ChaosVerdict verdict() const { return VerdictOf(valid, inconclusive); }
+  ChaosVerdict verdict() const { return VerdictOf(*this); }
   bool schema_kept = false;
   double seconds = 0;
 };
@@ -204,7 +208,7 @@ struct ChaosReport {
   double baseline_s = 0, seconds = 0;
   bool valid = false;         // every round valid (hence every planned fault injected)
   bool inconclusive = false;  // some round's planned fault never fired (exit 1)
-  ChaosVerdict verdict() const { return VerdictOf(valid, inconclusive); }
+  ChaosVerdict verdict() const { return VerdictOf(*this); }
   std::string replay;         // the command line that replays this run exactly (shell-quoted)
   // What the command worked on (Target::Line in text, "target" in JSON); unset: not shown.
   std::optional<Target> target;
