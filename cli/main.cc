@@ -335,6 +335,11 @@ int main(int argc, char** argv) {
     entries.push_back(std::move(e));
   }
   ApplyHelpConventions(app);
+  // Before CLI11's parse, which names a missing required option before an unknown one.
+  if (std::string unknown = UnknownOption(app, argc, argv); !unknown.empty()) {
+    fmt::print(stderr, "ledgerdiff: {}\n", unknown);
+    return 2;
+  }
   if (std::string missing = OptionMissingItsValue(app, argc, argv); !missing.empty()) {
     fmt::print(stderr, "ledgerdiff: {}\n", missing);
     return 2;
