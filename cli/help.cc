@@ -386,21 +386,7 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
     return suggestion.empty() ? fmt::format("unknown command '{}'; the commands are: {}", command, Join(commands, ", "))
                               : fmt::format("unknown command '{}'; did you mean {}?", command, suggestion);
   }
-  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
-    std::vector<std::string> flags;
-    for (const CLI::Option* opt : sub->get_options())
-      if (!opt->get_group().empty())
-        for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
-    for (int i = 1; i < argc; ++i) {
-      std::string_view arg = argv[i];
-      if (arg.substr(0, 2) != "--") continue;
-      arg = arg.substr(0, arg.find('='));
-      if (std::find(flags.begin(), flags.end(), arg) != flags.end()) continue;
-      std::string suggestion = SuggestCommand(arg, flags);
-      return suggestion.empty() ? fmt::format("{}: unknown option {} (ledgerdiff {} --help)", command, arg, command)
-                                : fmt::format("{}: unknown option {}; did you mean {}?", command, arg, suggestion);
-    }
-  }
+  // An unknown option never gets here: UnknownOption names it before the parse.
   if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
     // CLI11 says "--format: Check xml value in {...} FAILED": name the choices instead.
     std::string message = error.what();
