@@ -51,7 +51,9 @@ Action SetupChaos(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers)));
-    ctx.Announce(db->target());
+    Target announced = db->target();
+    announced.kept_if = "a round diverges, or --keep";  // KeepClusterOfKeptSchemas below
+    ctx.Announce(announced);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunChaos(db->conninfo(), f->options, ctx.reporter()));
     bool kept = false;
     for (const auto& round : report.rounds) kept = kept || round.schema_kept;

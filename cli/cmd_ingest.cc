@@ -93,7 +93,10 @@ Action SetupIngest(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers)));
     // A resumed run's schema is in the job table: the line names the database only.
     const std::string& target_schema = f->options.plan.schema;
-    ctx.Announce(db->target(target_schema.empty() ? std::vector<std::string>{} : std::vector<std::string>{target_schema}));
+    Target announced =
+        db->target(target_schema.empty() ? std::vector<std::string>{} : std::vector<std::string>{target_schema});
+    announced.kept_if = "a failed run is kept to be resumed";  // o.keep_database below
+    ctx.Announce(announced);
     ingest::IngestOptions o = f->options;
     // A failed run's resume hint works only if the embedded default outlives the process.
     o.keep_database = db->Keeper();

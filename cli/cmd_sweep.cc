@@ -53,7 +53,9 @@ Action SetupSweep(CLI::App* sub) {
     uint32_t most_workers = 0;
     for (uint32_t w : f->options.workers) most_workers = std::max(most_workers, w);
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(static_cast<int>(most_workers)));
-    ctx.Announce(db->target());
+    Target announced = db->target();
+    announced.kept_if = "a cell diverges, or --keep";  // KeepClusterOfKeptSchemas below
+    ctx.Announce(announced);
     LD_ASSIGN_OR_RETURN(verify::SweepReport report, verify::RunSweep(db->conninfo(), f->options, ctx.reporter()));
     bool kept = !report.reference_schema.empty();
     for (const auto& c : report.cells)

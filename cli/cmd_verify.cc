@@ -99,7 +99,9 @@ Action SetupVerify(CLI::App* sub) {
           "machine");
     // The run id is chosen here so that the target line can name the schemas before the run.
     if (f->options.run_id.empty() && f->options.resume_run.empty()) f->options.run_id = NewRunId();
-    ctx.Announce(db->target(verify::VerifySchemas(f->options)));
+    Target announced = db->target(verify::VerifySchemas(f->options));
+    announced.kept_if = "the run diverges or fails, or --keep";  // WireEvidenceKeeping
+    ctx.Announce(announced);
     WireEvidenceKeeping(*db, f->options);
     LD_ASSIGN_OR_RETURN(auto report, verify::RunVerify(db->conninfo(), f->options, ctx.reporter()));
     report.target = db->target(report.schemas());  // kept or not, as it stands now

@@ -31,6 +31,7 @@ class TargetFirstReporter : public Reporter {
   void Flush();  // notes the pending line, if any, now
   void Note(std::string_view line) override;
   void Update(const Progress& progress) override;
+  void Event(std::string_view line) override;
   void Done() override { inner_.Done(); }
   bool live() const override { return inner_.live(); }
 
@@ -116,6 +117,7 @@ struct Command {
   DatabaseUse database;
   bool has_format;  // main adds --format text|json
   bool hidden;      // internal (worker and orchestrator processes)
+  bool progress;    // reports progress on stderr: main adds --quiet and --progress-interval
   // Adds the subcommand's own flags to `sub`; the Action runs it after parsing.
   Action (*setup)(CLI::App* sub);
 };

@@ -58,6 +58,36 @@ const char* CommandArgument(int argc, const char* const* argv) {
   return nullptr;
 }
 
+// The option `name` ("--left") of `level`, or of a parent it falls through to (never the root's:
+// those come before the command); nullptr when none.
+const CLI::Option* FindOption(const CLI::App& level, const std::string& name) {
+  for (const CLI::App* at = &level; at != nullptr && at->get_parent() != nullptr; at = at->get_parent()) {
+    if (const CLI::Option* opt = at->get_option_no_throw(name)) return opt;
+    if (!at->get_fallthrough()) break;
+  }
+  return nullptr;
+}
+
+// The long options a user is told about at `level` (hidden ones are accepted, never suggested).
+std::vector<std::string> SuggestableFlags(const CLI::App& level) {
+  std::vector<std::string> flags;
+  for (const CLI::App* at = &level; at != nullptr && at->get_parent() != nullptr; at = at->get_parent()) {
+    for (const CLI::Option* opt : at->get_options())
+      if (!opt->get_group().empty())
+        for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
+    if (!at->get_fallthrough()) break;
+  }
+  return flags;
+}
+
+// "manifest merge": the names from the root's command down to `level`.
+std::string CommandPath(const CLI::App& level) {
+  std::string path;
+  for (const CLI::App* at = &level; at != nullptr && at->get_parent() != nullptr; at = at->get_parent())
+    path = path.empty() ? at->get_name() : at->get_name() + " " + path;
+  return path;
+}
+
 }  // namespace
 
 std::string SuggestCommand(std::string_view typed, const std::vector<std::string>& candidates) {
@@ -305,6 +335,37 @@ std::string OptionMissingItsValue(const CLI::App& app, int argc, const char* con
   return "";
 }
 
+std::string UnknownOption(const CLI::App& app, int argc, const char* const* argv) {
+  const CLI::App* level = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;  // what follows is positional
+    if (arg.size() > 2 && arg.substr(0, 2) == "--") {
+      if (level == &app) return "";  // before the command: DescribeParseError says a command comes first
+      const std::string name(arg.substr(0, arg.find('=')));
+      const CLI::Option* opt = FindOption(*level, name);
+      if (opt == nullptr) {
+        const std::string command = CommandPath(*level);
+        const std::string suggestion = SuggestCommand(name, SuggestableFlags(*level));
+        return suggestion.empty()
+                   ? fmt::format("{}: unknown option {} (ledgerdiff {} --help)", command, name, command)
+                   : fmt::format("{}: unknown option {}; did you mean {}?", command, name, suggestion);
+      }
+      // CLI11 takes an option's required values whatever they look like.
+      if (arg.find('=') == std::string_view::npos && opt->get_expected_min() > 0) i += opt->get_expected_min();
+      continue;
+    }
+    if (!arg.empty() && arg.front() == '-') continue;  // a short option, or a negative number
+    // A word: a command (or a nested one) descends; else a positional or a value.
+    const CLI::App* next = nullptr;
+    for (const CLI::App* s : level->get_subcommands([](const CLI::App*) { return true; }))
+      if (s->get_name() == arg) next = s;
+    if (next != nullptr) level = next;
+    else if (level == &app) return "";  // an unknown command: DescribeParseError names it
+  }
+  return "";
+}
+
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, const char* const* argv) {
   const std::vector<std::string> commands = VisibleCommandNames(app);
   const char* command = CommandArgument(argc, argv);
@@ -325,21 +386,7 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
     return suggestion.empty() ? fmt::format("unknown command '{}'; the commands are: {}", command, Join(commands, ", "))
                               : fmt::format("unknown command '{}'; did you mean {}?", command, suggestion);
   }
-  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
-    std::vector<std::string> flags;
-    for (const CLI::Option* opt : sub->get_options())
-      if (!opt->get_group().empty())
-        for (const auto& l : opt->get_lnames()) flags.push_back("--" + l);
-    for (int i = 1; i < argc; ++i) {
-      std::string_view arg = argv[i];
-      if (arg.substr(0, 2) != "--") continue;
-      arg = arg.substr(0, arg.find('='));
-      if (std::find(flags.begin(), flags.end(), arg) != flags.end()) continue;
-      std::string suggestion = SuggestCommand(arg, flags);
-      return suggestion.empty() ? fmt::format("{}: unknown option {} (ledgerdiff {} --help)", command, arg, command)
-                                : fmt::format("{}: unknown option {}; did you mean {}?", command, arg, suggestion);
-    }
-  }
+  // An unknown option never gets here: UnknownOption names it before the parse.
   if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
     // CLI11 says "--format: Check xml value in {...} FAILED": name the choices instead.
     std::string message = error.what();

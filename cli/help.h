@@ -45,9 +45,18 @@ const std::vector<HelpEntry>& EnvironmentVariables();
 // REQUIRES: called once, after every subcommand and option is added, before parsing.
 void ApplyHelpConventions(CLI::App& app);
 
-// The one-line message for a usage error. Adds "did you mean X?" to an unknown command or
-// option and lists the commands when none was given; otherwise CLI11's message.
+// The one-line message for a usage error. Adds "did you mean X?" to an unknown command and lists
+// the commands when none was given; names an enum's choices and what a number flag takes;
+// otherwise CLI11's message. (An unknown option is UnknownOption's, checked before the parse.)
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, const char* const* argv);
+
+// The one-line message for the first option the command does not know (a nested command:
+// `manifest merge`, whose known options include those it falls through to), with the nearest
+// known option when a typo is plausible (SuggestCommand): "verify-range: unknown option --lefft;
+// did you mean --left?"; else "". The values an option takes are skipped as CLI11 takes them
+// (`--ingest-cmd --x`: "--x" is a value); nothing after "--" is an option. Checked before
+// parsing, so on every command an unknown option is named before any "--x is required".
+std::string UnknownOption(const CLI::App& app, int argc, const char* const* argv);
 
 // The one-line message when an option that takes a value is followed by another of the command's
 // options instead ("--schema --range 2:9": CLI11 would take "--range" as the schema's name),

@@ -58,6 +58,11 @@ void TargetFirstReporter::Update(const Progress& progress) {
   inner_.Update(progress);
 }
 
+void TargetFirstReporter::Event(std::string_view line) {
+  Flush();
+  inner_.Event(line);
+}
+
 int EmbeddedWorkersFor(const ingest::IngestPlan& plan, uint32_t workers) {
   const uint64_t w = workers;
   return static_cast<int>(std::min<uint64_t>(w + (plan.ingest_cmd.empty() ? 0 : (w + 1) / 2), 5000));
@@ -175,43 +180,44 @@ std::string InjectBugKinds() {
 
 namespace {
 
-// The table of commands: name, summary, what it does with a database, has --format, hidden, setup.
+// The table of commands: name, summary, what it does with a database, has --format, hidden, reports
+// progress, setup.
 constexpr Command kCommands[] = {
     {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes",
-     DatabaseUse::kWrites, true, false, SetupIngest},
+     DatabaseUse::kWrites, true, false, true, SetupIngest},
     {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", DatabaseUse::kReads, true,
-     false, SetupDigest},
+     false, true, SetupDigest},
     {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", DatabaseUse::kReads, true,
-     false, SetupDiff},
+     false, true, SetupDiff},
     {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", DatabaseUse::kReads,
-     false, false, SetupDump},
+     false, false, false, SetupDump},
     {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", DatabaseUse::kWrites, true,
-     false, SetupVerify},
+     false, true, SetupVerify},
     {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", DatabaseUse::kNone,
-     true, false, SetupVerifyRange},
-    {"selftest", "Prove the gate catches every injected bug at its ledger", DatabaseUse::kWrites, true, false,
+     true, false, true, SetupVerifyRange},
+    {"selftest", "Prove the gate catches every injected bug at its ledger", DatabaseUse::kWrites, true, false, true,
      SetupSelftest},
     {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator",
-     DatabaseUse::kWrites, true, false, SetupChaos},
+     DatabaseUse::kWrites, true, false, true, SetupChaos},
     {"sweep", "Choose workers and job size by measurement, each setting proven identical to the serial reference",
-     DatabaseUse::kWrites, true, false, SetupSweep},
+     DatabaseUse::kWrites, true, false, true, SetupSweep},
     {"manifest", "Manifest files: merge the parts of a sharded digest (merge), print one (show)", DatabaseUse::kNone,
-     true, false, SetupManifest},
+     true, false, false, SetupManifest},
     {"plan", "Register a distributed ingestion run and its jobs; prints the run id (no workers start)",
-     DatabaseUse::kWritesLasting, false, false, SetupPlan},
-    {"worker", "Join a run from any machine: claim its jobs until none remain", DatabaseUse::kWritesRun, false, false,
+     DatabaseUse::kWritesLasting, false, false, false, SetupPlan},
+    {"worker", "Join a run from any machine: claim its jobs until none remain", DatabaseUse::kWritesRun, false, false, false,
      SetupRunWorker},
-    {"wait", "Block until a run is complete or failed, printing progress", DatabaseUse::kReadsRun, true, false,
+    {"wait", "Block until a run is complete or failed, printing progress", DatabaseUse::kReadsRun, true, false, false,
      SetupWait},
-    {"runs", "List the runs of the job table with their states", DatabaseUse::kReadsRun, true, false, SetupRuns},
+    {"runs", "List the runs of the job table with their states", DatabaseUse::kReadsRun, true, false, false, SetupRuns},
     {"cancel", "Cancel a live run: fence its jobs, stop its workers; the schema stays ledgerdiff's",
-     DatabaseUse::kWritesRun, true, false, SetupCancel},
+     DatabaseUse::kWritesRun, true, false, false, SetupCancel},
     {"drop", "Drop schemas ledgerdiff created that no live run holds (refuses any other schema)",
-     DatabaseUse::kWritesRun, true, false, SetupDrop},
+     DatabaseUse::kWritesRun, true, false, false, SetupDrop},
     {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)",
-     DatabaseUse::kWrites, false, true, SetupOrchestrate},
-    {"_worker", "Internal: one worker process of an ingestion run", DatabaseUse::kNone, false, true, SetupWorker},
-    {"_docs", "Internal: print the man page or a shell completion script (build step)", DatabaseUse::kNone, false, true,
+     DatabaseUse::kWrites, false, true, false, SetupOrchestrate},
+    {"_worker", "Internal: one worker process of an ingestion run", DatabaseUse::kNone, false, true, false, SetupWorker},
+    {"_docs", "Internal: print the man page or a shell completion script (build step)", DatabaseUse::kNone, false, true, false,
      SetupDocs},
 };
 
@@ -232,6 +238,8 @@ struct Entry {
   DatabaseOptions db;
   OutputFormat format = OutputFormat::kText;
   std::string json_file;  // --json FILE: the JSON document also written there, whatever --format prints
+  bool quiet = false;     // --quiet: nothing on stderr but the error line
+  double progress_interval_s = StderrReporter::kDefaultLogIntervalS;  // --progress-interval
 };
 
 int Run(Entry& e) {
@@ -254,7 +262,7 @@ int Run(Entry& e) {
   if (e.action.check) {
     if (Status s = e.action.check(); !s.ok()) return fail(s);
   }
-  StderrReporter reporter(/*quiet=*/e.action.quiet && e.action.quiet());
+  StderrReporter reporter(/*quiet=*/e.quiet || (e.action.quiet && e.action.quiet()), e.progress_interval_s);
   Context context(e.db, reporter);
   Result<Outcome> outcome = e.action.run(context);
   if (outcome.ok()) context.FlushAnnouncement();  // a command that made no progress names its target now
@@ -333,9 +341,30 @@ int main(int argc, char** argv) {
                          "Also write the JSON document (what --format json prints) to FILE, replaced atomically")
           ->check(WritableFile());
     }
+    if (cmd.progress) {
+      e->sub->add_flag("--quiet", e->quiet,
+                       "Print nothing on stderr (no target line, notes nor progress) but the error line of a failure; "
+                       "the result still goes to stdout");
+      e->sub->add_option("--progress-interval", e->progress_interval_s,
+                         "Off a terminal (a log): at most one progress line every S seconds (a terminal's live "
+                         "block is redrawn as it goes)")
+          ->capture_default_str()
+          ->check(CLI::Validator(
+              [](std::string& text) {
+                double s = -1;
+                return CLI::detail::lexical_cast(text, s) && s >= 0 ? std::string()
+                                                                     : "must be 0 or more seconds, not '" + text + "'";
+              },
+              ""));
+    }
     entries.push_back(std::move(e));
   }
   ApplyHelpConventions(app);
+  // Before CLI11's parse, which names a missing required option before an unknown one.
+  if (std::string unknown = UnknownOption(app, argc, argv); !unknown.empty()) {
+    fmt::print(stderr, "ledgerdiff: {}\n", unknown);
+    return 2;
+  }
   if (std::string missing = OptionMissingItsValue(app, argc, argv); !missing.empty()) {
     fmt::print(stderr, "ledgerdiff: {}\n", missing);
     return 2;

@@ -119,17 +119,26 @@ void StderrReporter::Update(const Progress& p) {
   phase.rate.Add(p.phase, std::chrono::duration<double>(now - start_).count(), p.done, p.work_done);
   phase.last = p;
   if (!tty_) {
-    // A log: one line per interval and phase, the first once the phase has run an interval (a
-    // short phase stays out of the log; its notes say what happened).
+    // A log: one line per interval in all, a phase's first once it has run an interval (a short
+    // phase stays out of the log; its notes say what happened).
+    const auto interval = std::chrono::duration<double>(log_interval_s_);
     if (!phase.logged) {
       phase.logged = true;
       phase.last_line = now;
       return;
     }
-    if (now - phase.last_line < std::chrono::duration<double>(log_interval_s_)) return;
-    phase.last_line = now;
-    const double rate = phase.rate.rate() > 0 ? phase.rate.rate() : p.rate_per_s;
-    fmt::print(out_, "{} {}\n", IsoTimeNow(), FormatProgressLine(p, rate, phase.rate.Eta(p.total, p.work_total)));
+    if (now - phase.last_line < interval || now - last_log_line_ < interval) return;
+    // Phases at once (left and right digests) take turns: the one longest without a line.
+    Phase* due = &phase;
+    for (auto& [name, other] : phases_) {
+      const bool finished = other.last.total && other.last.done >= other.last.total;
+      if (other.logged && !finished && other.last_line < due->last_line) due = &other;
+    }
+    due->last_line = last_log_line_ = now;
+    const Progress& shown = due->last;
+    const double rate = due->rate.rate() > 0 ? due->rate.rate() : shown.rate_per_s;
+    fmt::print(out_, "{} {}\n", IsoTimeNow(),
+               FormatProgressLine(shown, rate, due->rate.Eta(shown.total, shown.work_total)));
     std::fflush(out_);
     return;
   }
@@ -141,6 +150,16 @@ void StderrReporter::Update(const Progress& p) {
   const std::string frame = live_.Frame();
   std::fputs(frame.c_str(), out_);
   live_lines_ = static_cast<int>(std::count(frame.begin(), frame.end(), '\n'));
+  std::fflush(out_);
+}
+
+void StderrReporter::Event(std::string_view line) {
+  if (quiet_ || tty_) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_log_line_ < std::chrono::duration<double>(log_interval_s_)) return;
+  last_log_line_ = now;
+  fmt::print(out_, "{}\n", ScrubSecrets(std::string(line)));
   std::fflush(out_);
 }
 

@@ -51,6 +51,9 @@ class Reporter {
   virtual void Note(std::string_view line) = 0;
   // A progress update; may be called often (the reporter throttles).
   virtual void Update(const Progress& progress) = 0;
+  // A line about one step of the progress ("job 3 [201-300] done by w1"), for a log: a reporter
+  // may throttle it with its progress lines, or leave it out (quiet). Default: Note(line).
+  virtual void Event(std::string_view line) { Note(line); }
   // Ends the live progress display (before final output).
   virtual void Done() {}
   // True when progress is shown live (a terminal): then per-job notes are not needed.
@@ -107,18 +110,24 @@ class LiveBlock {
 };
 
 // Writes notes to stderr. On a terminal, progress is one live status block redrawn at most 10
-// times a second, one line per phase in progress (with its workers); otherwise (a CI log) a
-// line every `log_interval_s` seconds per phase, the first one interval after the phase began:
+// times a second, one line per phase in progress (with its workers), and events are left out (the
+// block shows the workers); otherwise (a CI log) at most one progress line or event every
+// `log_interval_s` seconds in all, whatever the phases and jobs: a phase's lines begin once it
+// has run an interval, phases in progress at once take turns (the one longest without a line
+// first), an event is printed when the interval since the last line has passed, else dropped:
 //   2026-11-30T23:40:05Z parallel ingest: 1,500 / 5,000 ledgers (30.0%), 410 ledgers/s, ETA 8.5 s
 // The rate and ETA come from the recent work of the phase (RecentRate): the rate in ledgers,
-// the ETA from the work (rows) still to come when the producer estimates it.
+// the ETA from the work (rows) still to come when the producer estimates it. `quiet`: no notes,
+// events nor progress at all.
 class StderrReporter : public Reporter {
  public:
-  explicit StderrReporter(bool quiet = false, double log_interval_s = 10);
+  explicit StderrReporter(bool quiet = false, double log_interval_s = kDefaultLogIntervalS);
+  static constexpr double kDefaultLogIntervalS = 10;
   // For tests: `tty` forced, lines to `out`.
   StderrReporter(bool quiet, bool tty, double log_interval_s, std::FILE* out);
   void Note(std::string_view line) override;
   void Update(const Progress& progress) override;
+  void Event(std::string_view line) override;
   void Done() override;
   bool live() const override { return tty_ && !quiet_; }
 
@@ -139,6 +148,7 @@ class StderrReporter : public Reporter {
   int live_lines_ = 0;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_draw_{};
+  std::chrono::steady_clock::time_point last_log_line_{};  // off a terminal: of any phase or event
   std::map<std::string, Phase> phases_;
   LiveBlock live_;  // what a terminal shows
 };

@@ -19,7 +19,9 @@ std::string Target::Describe() const {
   // An IPv6 address takes brackets before its port.
   const std::string at = !socket() && host.find(':') != std::string::npos ? "[" + host + "]" : host;
   std::string out = fmt::format("database {} on {}{}:{}", database, socket() ? "socket " : "", at, port);
-  if (embedded) out += removed_on_exit ? " (embedded, removed on exit)" : " (embedded)";
+  if (embedded && !removed_on_exit) out += " (embedded)";
+  else if (embedded && kept_if.empty()) out += " (embedded, removed on exit)";
+  else if (embedded) out += " (embedded; removed on exit unless " + kept_if + ")";
   if (!schemas.empty()) {
     std::vector<std::string> quoted;
     for (const auto& s : schemas) quoted.push_back("\"" + s + "\"");

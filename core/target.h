@@ -24,13 +24,17 @@ struct Target {
   std::vector<std::string> schemas;
   bool embedded = false;         // the embedded server this process started (or reused: --keep-db)
   bool removed_on_exit = false;  // embedded, and removed when this process ends
+  // With removed_on_exit: what keeps the cluster after all ("the run diverges or fails"), as a
+  // command that may keep it says at the start, before it knows; "" when nothing does. Once the
+  // command knows, its report's target is read again (removed_on_exit then says what happened).
+  std::string kept_if;
   std::string manifest;          // a manifest side: its path (nothing else is set)
 
   static Target Manifest(std::string path);
   bool socket() const { return !host.empty() && host.front() == '/'; }
   // 'database ledgerdiff on socket /tmp/ledgerdiff-pg-abc:5433 (embedded, removed on exit),
-  // schemas "ld_x_serial", "ld_x_parallel"'; 'database prod on db1:5432, schema "public"';
-  // "manifest base.ldm".
+  // schemas "ld_x_serial", "ld_x_parallel"' ('(embedded; removed on exit unless <kept_if>)' when
+  // something may keep it); 'database prod on db1:5432, schema "public"'; "manifest base.ldm".
   std::string Describe() const;
   // "target: " + Describe(): the first line of progress and a line of each text report.
   std::string Line() const;

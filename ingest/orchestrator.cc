@@ -471,7 +471,7 @@ Status SuperviseLostJobs(SupervisedRun& run) {
   return Status::Ok();
 }
 
-// The running jobs into `p`, and a note per job newly done (unless the progress is live).
+// The running jobs into `p`, and an event per job newly done (unless the progress is live).
 Status SuperviseNoteJobs(SupervisedRun& run, Progress& p) {
   LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(run.conn, run.spec.run_id));
   // Each note counts the ledgers done up to its own job: those done before this tick, then
@@ -486,7 +486,7 @@ Status SuperviseNoteJobs(SupervisedRun& run, Progress& p) {
       done_ledgers += j.range.size();
       if (run.generated) run.rows_planned_done += fixtures::EstimatedRowCount(*run.generated, j.range);
       if (!run.reporter.live())
-        run.reporter.Note(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
+        run.reporter.Event(fmt::format("job {} [{}] done by {} (attempt {}), {}/{} ledgers", j.job_id, j.range.str(),
                                       j.worker, j.attempt, FormatCount(done_ledgers), FormatCount(run.total_ledgers)));
     }
   }

@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -415,6 +418,55 @@ TEST(Ownership, RefusesForeignSchemaAndDropsOnlyOwned) {
   EXPECT_EQ(*SchemaRunId(*conn, mine), "r2");
   EXPECT_TRUE(DropOwnedSchema(*conn, mine).ok());
   EXPECT_EQ(*InspectSchema(*conn, mine), SchemaState::kAbsent);
+}
+
+// What a StderrReporter off a terminal (or on one: `tty`) writes while `feed` drives it.
+std::string LogOf(bool quiet, bool tty, double interval_s, const std::function<void(StderrReporter&)>& feed) {
+  std::FILE* out = std::tmpfile();
+  EXPECT_NE(out, nullptr);
+  if (!out) return "";
+  {
+    StderrReporter rep(quiet, tty, interval_s, out);
+    feed(rep);
+  }
+  std::rewind(out);
+  std::string text;
+  for (int c; (c = std::fgetc(out)) != EOF;) text += static_cast<char>(c);
+  std::fclose(out);
+  return text;
+}
+
+// Issue 46: a job's event is a progress line of a log like the others: at most one line per
+// interval in all (a run of 160 jobs no longer logs 160 lines); on a terminal the live block
+// shows the workers instead; quiet prints nothing at all.
+TEST(Progress, EventsShareTheLogsIntervalAndQuietPrintsNothing) {
+  auto feed = [](StderrReporter& rep) {
+    for (int job = 1; job <= 50; ++job) rep.Event("job " + std::to_string(job) + " done");  // the first only
+    Progress p;
+    p.phase = "ingest";
+    p.total = 1000;
+    rep.Update(p);  // the phase's first line waits an interval
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    p.done = 100;
+    rep.Update(p);  // due: the progress line
+    rep.Event("job 51 done");  // within that line's interval: left out
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    rep.Event("job 52 done");
+    rep.Note("a note is never throttled");
+  };
+  const std::string log = LogOf(/*quiet=*/false, /*tty=*/false, 0.2, feed);
+  EXPECT_EQ(log.rfind("job 1 done\n", 0), 0u) << log;
+  EXPECT_NE(log.find("Z ingest: 100 / 1,000 ledgers (10.0%)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("job 2 done"), std::string::npos) << log;
+  EXPECT_EQ(log.find("job 51 done"), std::string::npos) << log;
+  EXPECT_NE(log.find("\njob 52 done\na note is never throttled\n"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 4) << log;
+
+  const std::string live = LogOf(/*quiet=*/false, /*tty=*/true, 0.2, feed);
+  EXPECT_EQ(live.find("done"), std::string::npos) << live;
+  EXPECT_NE(live.find("a note is never throttled"), std::string::npos) << live;
+  EXPECT_EQ(LogOf(/*quiet=*/true, /*tty=*/false, 0.2, feed), "");
+  EXPECT_EQ(LogOf(/*quiet=*/true, /*tty=*/true, 0.2, feed), "");
 }
 
 TEST(Embedded, SecondServerStartsAndIsRemovedOnStop) {

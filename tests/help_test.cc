@@ -202,6 +202,70 @@ TEST(Help, UsageErrorsSayWhatWasMeant) {
   EXPECT_NE(last.err.find("--left-schema"), std::string::npos) << last.err;
 }
 
+// The commands a --help lists under "Subcommands:" (the root's, or a command's own: manifest's).
+std::vector<std::string> ListedSubcommands(const std::string& help) {
+  std::vector<std::string> commands;
+  const size_t at = help.find("Subcommands:");
+  if (at == std::string::npos) return commands;
+  std::istringstream in(help.substr(at));
+  std::regex row(R"(^  ([a-z][a-z-]*)\s)");
+  for (std::string line; std::getline(in, line) && !(line.empty() && !commands.empty());) {
+    std::smatch m;
+    if (std::regex_search(line, m, row)) commands.push_back(m[1]);
+  }
+  return commands;
+}
+
+// Issue 46: every command, nested ones and the internal ones included, names an unknown option
+// and the option it nearly spells before anything else (a missing required option, a missing
+// database): one line, exit 2. Each command gets a typo of its longest option and nothing else.
+TEST(Help, EveryCommandNamesAnUnknownOptionAndWhatItMeantBeforeAnythingRequired) {
+  std::vector<std::vector<std::string>> paths;
+  for (const auto& command : ListedSubcommands(RunCli({"--help"}).out)) {
+    paths.push_back({command});
+    for (const auto& nested : ListedSubcommands(RunCli({command, "--help"}).out)) paths.push_back({command, nested});
+  }
+  for (const char* internal : {"_worker", "_orchestrate", "_docs"}) paths.push_back({internal});
+  ASSERT_GE(paths.size(), kCommands.size() + 2) << "manifest merge and show are walked too";
+  for (const auto& path : paths) {
+    std::vector<std::string> args = path;
+    args.push_back("--help");
+    CliResult help = RunCli(args);
+    ASSERT_EQ(help.exit_code, 0) << help.err;
+    std::string flag;
+    for (const auto& f : HelpFlags(help.out))
+      if (f.size() > flag.size()) flag = f;
+    std::string name;
+    for (const auto& p : path) name += (name.empty() ? "" : " ") + p;
+    SCOPED_TRACE(name + " " + flag);
+    ASSERT_GE(flag.size(), 5u) << help.out;
+    std::string typo = flag;
+    typo.insert(typo.size() / 2 + 1, 1, typo[typo.size() / 2 + 1]);  // "--left" -> "--lefft"
+    args = path;
+    args.push_back(typo);
+    CliResult r = RunCli(args);
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_EQ(r.err, "ledgerdiff: " + name + ": unknown option " + typo + "; did you mean " + flag + "?\n");
+    EXPECT_EQ(r.out, "");
+  }
+  // The issue's case: the typo is named, not the required option it left out.
+  CliResult lefft = RunCli({"verify-range", "--lefft", "X", "--right", "Y", "--range", "2:9"});
+  EXPECT_EQ(lefft.exit_code, 2);
+  EXPECT_EQ(lefft.err, "ledgerdiff: verify-range: unknown option --lefft; did you mean --left?\n");
+  CliResult nested = RunCli({"manifest", "merge", "--outt", "m.ldm", "a.ldm", "--format", "json"});
+  EXPECT_EQ(nested.exit_code, 2);
+  EXPECT_EQ(nested.err, "ledgerdiff: manifest merge: unknown option --outt; did you mean --out?\n");
+  // An option's value is not an option, whatever it looks like (CLI11 takes it as the value);
+  // an option the command falls through to is known.
+  CliResult value = RunCli({"ingest", "--ingest-cmd", "--not-a-flag", "--rnage", "2:9"});
+  EXPECT_EQ(value.err, "ledgerdiff: ingest: unknown option --rnage; did you mean --range?\n");
+  CliResult inherited = RunCli({"manifest", "show", "--format", "json", "/nonexistent/m.ldm"});
+  EXPECT_EQ(inherited.err.find("unknown option"), std::string::npos) << inherited.err;
+  CliResult unrelated = RunCli({"runs", "--zzzzzz"});
+  EXPECT_EQ(unrelated.exit_code, 2);
+  EXPECT_EQ(unrelated.err, "ledgerdiff: runs: unknown option --zzzzzz (ledgerdiff runs --help)\n");
+}
+
 // --format json: a failure past the flags still prints a JSON document (verdict "error", the
 // message stderr prints, the exit code), for a usage error and a runtime one alike.
 TEST(Json, AFailureStillPrintsADocumentWithTheVerdictError) {

@@ -247,6 +247,50 @@ TEST(Advice, SweepKeepsTheClusterOfTheSchemasItCallsKept) {
   fs::remove_all(dir);
 }
 
+// Issue 46: --quiet prints nothing on stderr for a passing run (the verdict still on stdout);
+// without it the same run names its target there.
+TEST(Progress, QuietPassingRunPrintsNothingOnStderr) {
+  const std::vector<std::string> verify = {"verify", "--db",      TestConninfo(), "--range", "2:41", "--workers",
+                                           "2",      "--job-size", "10",          "--density", "flat"};
+  auto loud = RunCli(verify);
+  ASSERT_EQ(loud.exit_code, 0) << loud.err;
+  EXPECT_TRUE(Contains(loud.err, "target: ")) << loud.err;
+  std::vector<std::string> quiet = verify;
+  quiet.push_back("--quiet");
+  auto r = RunCli(quiet);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(Contains(r.out, "identical")) << r.out;
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--range", "2:101", "--schema", UniqueName("quiet"),
+                        "--workers", "2", "--job-size", "10", "--density", "flat", "--quiet"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  EXPECT_EQ(ingest.err, "");
+  EXPECT_FALSE(ingest.out.empty());
+}
+
+// Issue 46: a log (stderr is not a terminal) got a line per job; now at most one progress line
+// per --progress-interval, jobs included. 0 shows every job.
+TEST(Progress, ALogGetsAtMostOneProgressLinePerInterval) {
+  auto progress_lines = [](const std::string& err) {
+    static const std::regex line(R"((^|\n)(job \d+ \[|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ))");
+    return static_cast<double>(std::distance(std::sregex_iterator(err.begin(), err.end(), line), std::sregex_iterator()));
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto r = RunCli({"ingest", "--db", TestConninfo(), "--range", "2:1001", "--schema", UniqueName("interval"),
+                   "--workers", "2", "--job-size", "10", "--density", "flat", "--progress-interval", "0.5"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GE(progress_lines(r.err), 1) << r.err;  // the first job is logged at once
+  EXPECT_LE(progress_lines(r.err), seconds / 0.5 + 1) << seconds << " s:\n" << r.err;
+  auto every = RunCli({"ingest", "--db", TestConninfo(), "--range", "2:1001", "--schema", UniqueName("interval"),
+                       "--workers", "2", "--job-size", "10", "--density", "flat", "--progress-interval", "0"});
+  ASSERT_EQ(every.exit_code, 0) << every.err;
+  EXPECT_GE(progress_lines(every.err), 100) << every.err;  // each of the 100 jobs
+  auto negative = RunCli({"verify", "--range", "2:41", "--progress-interval", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err, "ledgerdiff: --progress-interval: must be 0 or more seconds, not '-1'\n");
+}
+
 TEST(Advice, ChaosKeepsTheClusterOfTheSchemasItCallsKept) {
   Scratch scratch;
   auto r = RunCli({"chaos", "--range", "2:41", "--workers", "2", "--job-size", "10", "--rounds", "1", "--faults",

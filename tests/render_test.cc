@@ -1501,20 +1501,26 @@ TEST(Progress, OnATerminalEachFrameErasesThePrevious) {
             "\x1b[1A\x1b[2K\r");
 }
 
-TEST(Progress, OffATerminalOneTimestampedLinePerIntervalAndPhase) {
+// Issue 46: at most one line per interval in all (not one per phase), phases taking turns.
+TEST(Progress, OffATerminalOneTimestampedLinePerIntervalPhasesTakingTurns) {
   const std::string log = ReporterOutput(false, 0.2, 5000, [](StderrReporter& rep, Progress& left, Progress& right) {
     rep.Update(left);  // a phase's first line waits an interval: short phases stay out of the log
     rep.Update(right);
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    for (uint64_t d = 250; d <= 1000; d += 250) {
-      left.done = right.done = d;
-      rep.Update(left);  // interleaved phases: one line each per interval, not one per switch
-      rep.Update(right);
+    for (uint64_t d = 250; d <= 500; d += 250) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      for (uint64_t step = 0; step < 4; ++step) {
+        left.done = right.done = d + step;
+        rep.Update(left);  // interleaved phases: one line per interval in all, not one per switch
+        rep.Update(right);
+      }
     }
   });
   EXPECT_EQ(Count(log, "\n"), 2u) << log;
+  // The left phase waited longest for its first line; the right one gets the next interval's,
+  // showing its last update.
   EXPECT_NE(log.find("Z digest left: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
-  EXPECT_NE(log.find("Z digest right: 250 / 5,000 ledgers (5.0%)"), std::string::npos) << log;
+  EXPECT_NE(log.find("Z digest right: 253 / 5,000 ledgers (5.1%)"), std::string::npos) << log;
+  EXPECT_LT(log.find("digest left"), log.find("digest right")) << log;
   EXPECT_EQ(log[4], '-');  // 2026-11-30T23:40:05Z ...
   EXPECT_EQ(log[10], 'T');
   EXPECT_EQ(log.find('\x1b'), std::string::npos);  // no terminal control off a terminal

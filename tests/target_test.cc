@@ -113,6 +113,10 @@ TEST(Target, DescribeAndJsonNameHostPortDatabaseSchemas) {
   EXPECT_EQ(embedded.Describe(),
             "database ledgerdiff on socket /tmp/ledgerdiff-pg-abc:5433 (embedded, removed on exit), schemas "
             "\"ld_x_serial\", \"ld_x_parallel\"");
+  embedded.kept_if = "the run diverges";  // said before the command knows whether it keeps it
+  EXPECT_NE(embedded.Describe().find("(embedded; removed on exit unless the run diverges), schemas"),
+            std::string::npos)
+      << embedded.Describe();
   embedded.removed_on_exit = false;  // kept (--keep-db, or kept for evidence)
   EXPECT_NE(embedded.Describe().find("(embedded),"), std::string::npos) << embedded.Describe();
   EXPECT_EQ(embedded.ToJson()["embedded"], true);
@@ -230,13 +234,40 @@ TEST(TargetEmbedded, TheEmbeddedDefaultSaysSoAndThatItIsRemovedOnExit) {
   const std::string first = FirstLine(r.err);
   EXPECT_EQ(first.rfind("target: database ", 0), 0u) << r.err;
   EXPECT_NE(first.find(" on socket /"), std::string::npos) << first;
-  EXPECT_NE(first.find("(embedded, removed on exit), schemas \"ld_"), std::string::npos) << first;
+  EXPECT_NE(first.find("(embedded; removed on exit unless the run diverges or fails, or --keep), schemas \"ld_"),
+            std::string::npos)
+      << first;
   const json j = ParseJson(r);
   EXPECT_EQ(j["target"]["embedded"], true);
   EXPECT_EQ(j["target"]["host"].get<std::string>().rfind('/', 0), 0u) << j["target"];
   EXPECT_TRUE(j["target"]["port"].is_number()) << j["target"];
   EXPECT_NE(first.find(j["target"]["host"].get<std::string>() + ":" + j["target"]["port"].dump()), std::string::npos)
       << first;
+}
+
+// Issue 46: the target line comes before the verdict: it promises no removal a divergence would
+// break, it names what keeps the cluster; the report's target, read at the end, says what
+// happened (kept: "(embedded)", with where and how to remove it).
+TEST(TargetEmbedded, TheTargetLineDoesNotPromiseTheRemovalOfAClusterADivergenceKeeps) {
+  const std::string json_file = (FreshTempDir("tgt-kept") / "verify.json").string();
+  auto r = RunCli({"verify", "--range", "2:41", "--workers", "2", "--job-size", "10", "--density", "flat",
+                   "--inject-bug", "skip-ledger@25", "--json", json_file},
+                  kEmbeddedEnv);
+  ASSERT_EQ(r.exit_code, 1) << r.out << r.err;
+  const json j = json::parse(ReadFileBytes(json_file));
+  ASSERT_TRUE(j.contains("kept_cluster")) << j.dump();
+  const std::string cluster = j["kept_cluster"]["dir"].get<std::string>();
+  EXPECT_TRUE(std::filesystem::is_directory(cluster)) << cluster;
+  const std::string first = FirstLine(r.err);
+  EXPECT_NE(first.find("(embedded; removed on exit unless the run diverges or fails, or --keep), schemas \"ld_"),
+            std::string::npos)
+      << first;
+  EXPECT_EQ(r.err.find("(embedded, removed on exit)"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("(embedded, removed on exit)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("target: database "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" (embedded), schemas \"ld_"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(cluster), std::string::npos) << r.out;
+  std::filesystem::remove_all(cluster);
 }
 
 TEST_F(TargetCli, IngestAndTheRunCommandsNameTheirTarget) {
