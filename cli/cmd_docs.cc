@@ -147,6 +147,20 @@ void ManFiles(std::string& out) {
        "Reports, manifests and dumps, written where the flags say: each under a temporary name beside the target, "
        "synced and renamed into place, so it appears whole or not at all; a symbolic link at the target is "
        "refused. GITHUB_STEP_SUMMARY, when set, is appended to."},
+      {"DIR/state.json",
+       "verify-range --follow --state DIR: what was verified (first ledger, frontier, scrub position, segments, both "
+       "sides' identities and the profile), replaced atomically after every cycle. A state of other databases or "
+       "another profile, a symbolic link in DIR, or a DIR holding anything else is refused (exit 2). To start over, "
+       "remove DIR."},
+      {"DIR/lock",
+       "Locked exclusively (flock) by the one follower of DIR, released by the kernel on any exit; a second follower "
+       "exits 2 (\"in use\")."},
+      {"DIR/segments/*.ldm",
+       "The left side's manifests of the verified range, consecutive, joined as they grow; the scrub compares "
+       "against them. Files of an interrupted cycle are removed at the next start."},
+      {"--metrics FILE (e.g. /var/lib/prometheus/node-exporter/ledgerdiff.prom)",
+       "The Prometheus text file, replaced atomically after every run or follow cycle (a temporary file beside it, "
+       "renamed): the writer needs the directory, not just the file. node_exporter's textfile collector reads it."},
       {"/usr/share/doc/ledgerdiff/",
        "README.md and each folder's README.md: the ingestion protocol, the JSON report formats, how to use the CI "
        "templates; copyright: the licenses."},
