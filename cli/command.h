@@ -111,13 +111,22 @@ enum class DatabaseUse : uint8_t {
 // ENVIRONMENT section lists which commands read PG* from it (cmd_docs.cc).
 DatabaseUse DatabaseUseOf(std::string_view command);
 
+// What main adds to or does with a command (ninja's kTools idea: a row reads as what it does).
+enum CommandTrait : unsigned {
+  kPlain = 0,
+  kHasFormat = 1u << 0,        // main adds --format text|json
+  kHidden = 1u << 1,           // internal (worker and orchestrator processes)
+  kReportsProgress = 1u << 2,  // reports progress on stderr: main adds --quiet and --progress-interval
+};
+
 struct Command {
   const char* name;
   const char* summary;
   DatabaseUse database;
-  bool has_format;  // main adds --format text|json
-  bool hidden;      // internal (worker and orchestrator processes)
-  bool progress;    // reports progress on stderr: main adds --quiet and --progress-interval
+  unsigned traits;  // CommandTrait bits
+  bool has_format() const { return traits & kHasFormat; }
+  bool hidden() const { return traits & kHidden; }
+  bool progress() const { return traits & kReportsProgress; }
   // Adds the subcommand's own flags to `sub`; the Action runs it after parsing.
   Action (*setup)(CLI::App* sub);
 };

@@ -184,40 +184,40 @@ namespace {
 // progress, setup.
 constexpr Command kCommands[] = {
     {"ingest", "Ingest generated ledgers into a schema, serially (--workers 1) or with N worker processes",
-     DatabaseUse::kWrites, true, false, true, SetupIngest},
-    {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", DatabaseUse::kReads, true,
-     false, true, SetupDigest},
-    {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", DatabaseUse::kReads, true,
-     false, true, SetupDiff},
+     DatabaseUse::kWrites, kHasFormat | kReportsProgress, SetupIngest},
+    {"digest", "Per-table, per-ledger digests of a schema (optionally a manifest file)", DatabaseUse::kReads,
+     kHasFormat | kReportsProgress, SetupDigest},
+    {"diff", "Compare two schemas or manifests: first divergent ledger and its row diff", DatabaseUse::kReads,
+     kHasFormat | kReportsProgress, SetupDiff},
     {"dump", "Canonical rows of a schema (JSON lines or CSV), byte-identical for equal content", DatabaseUse::kReads,
-     false, false, false, SetupDump},
-    {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", DatabaseUse::kWrites, true,
-     false, true, SetupVerify},
+     kPlain, SetupDump},
+    {"verify", "Ingest a range serially and in parallel, digest and diff both: the CI gate", DatabaseUse::kWrites,
+     kHasFormat | kReportsProgress, SetupVerify},
     {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", DatabaseUse::kNone,
-     true, false, true, SetupVerifyRange},
-    {"selftest", "Prove the gate catches every injected bug at its ledger", DatabaseUse::kWrites, true, false, true,
-     SetupSelftest},
+     kHasFormat | kReportsProgress, SetupVerifyRange},
+    {"selftest", "Prove the gate catches every injected bug at its ledger", DatabaseUse::kWrites,
+     kHasFormat | kReportsProgress, SetupSelftest},
     {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator",
-     DatabaseUse::kWrites, true, false, true, SetupChaos},
+     DatabaseUse::kWrites, kHasFormat | kReportsProgress, SetupChaos},
     {"sweep", "Choose workers and job size by measurement, each setting proven identical to the serial reference",
-     DatabaseUse::kWrites, true, false, true, SetupSweep},
+     DatabaseUse::kWrites, kHasFormat | kReportsProgress, SetupSweep},
     {"manifest", "Manifest files: merge the parts of a sharded digest (merge), print one (show)", DatabaseUse::kNone,
-     true, false, false, SetupManifest},
+     kHasFormat, SetupManifest},
     {"plan", "Register a distributed ingestion run and its jobs; prints the run id (no workers start)",
-     DatabaseUse::kWritesLasting, false, false, false, SetupPlan},
-    {"worker", "Join a run from any machine: claim its jobs until none remain", DatabaseUse::kWritesRun, false, false, false,
+     DatabaseUse::kWritesLasting, kPlain, SetupPlan},
+    {"worker", "Join a run from any machine: claim its jobs until none remain", DatabaseUse::kWritesRun, kPlain,
      SetupRunWorker},
-    {"wait", "Block until a run is complete or failed, printing progress", DatabaseUse::kReadsRun, true, false, false,
+    {"wait", "Block until a run is complete or failed, printing progress", DatabaseUse::kReadsRun, kHasFormat,
      SetupWait},
-    {"runs", "List the runs of the job table with their states", DatabaseUse::kReadsRun, true, false, false, SetupRuns},
+    {"runs", "List the runs of the job table with their states", DatabaseUse::kReadsRun, kHasFormat, SetupRuns},
     {"cancel", "Cancel a live run: fence its jobs, stop its workers; the schema stays ledgerdiff's",
-     DatabaseUse::kWritesRun, true, false, false, SetupCancel},
+     DatabaseUse::kWritesRun, kHasFormat, SetupCancel},
     {"drop", "Drop schemas ledgerdiff created that no live run holds (refuses any other schema)",
-     DatabaseUse::kWritesRun, true, false, false, SetupDrop},
+     DatabaseUse::kWritesRun, kHasFormat, SetupDrop},
     {"_orchestrate", "Internal: the orchestrator of a run registered in the job table (JSON report)",
-     DatabaseUse::kWrites, false, true, false, SetupOrchestrate},
-    {"_worker", "Internal: one worker process of an ingestion run", DatabaseUse::kNone, false, true, false, SetupWorker},
-    {"_docs", "Internal: print the man page or a shell completion script (build step)", DatabaseUse::kNone, false, true, false,
+     DatabaseUse::kWrites, kHidden, SetupOrchestrate},
+    {"_worker", "Internal: one worker process of an ingestion run", DatabaseUse::kNone, kHidden, SetupWorker},
+    {"_docs", "Internal: print the man page or a shell completion script (build step)", DatabaseUse::kNone, kHidden,
      SetupDocs},
 };
 
@@ -245,7 +245,7 @@ struct Entry {
 int Run(Entry& e) {
   // Internal processes (workers, orchestrators) are stopped by their parent with SIGTERM as a
   // matter of course: only the command a user started says what an interruption did.
-  if (!e.command->hidden) SetTerminationSubject(e.command->name);
+  if (!e.command->hidden()) SetTerminationSubject(e.command->name);
   // A reader of --format json gets a document on every failure past the flags' parsing: the
   // error as stderr's one line says it, and the exit code.
   auto fail = [&e](const Status& status) {
@@ -302,7 +302,7 @@ int main(int argc, char** argv) {
     auto e = std::make_unique<Entry>();
     e->command = &cmd;
     e->sub = app.add_subcommand(cmd.name, cmd.summary);
-    if (cmd.hidden) e->sub->group("");
+    if (cmd.hidden()) e->sub->group("");
     e->action = cmd.setup(e->sub);
     if (cmd.database != DatabaseUse::kNone) {
       const bool writes = cmd.database == DatabaseUse::kWrites || cmd.database == DatabaseUse::kWritesRun ||
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
       e->sub->add_option("--keep-db", e->db.keep_dir,
                          "Embedded server: keep its cluster in DIR (reused when DIR already holds one)");
     }
-    if (cmd.has_format) {
+    if (cmd.has_format()) {
       e->sub->add_option("--format", e->format, "Output format")
           ->transform(CLI::CheckedTransformer(
               std::map<std::string, OutputFormat>{{"text", OutputFormat::kText}, {"json", OutputFormat::kJson}},
@@ -341,7 +341,7 @@ int main(int argc, char** argv) {
                          "Also write the JSON document (what --format json prints) to FILE, replaced atomically")
           ->check(WritableFile());
     }
-    if (cmd.progress) {
+    if (cmd.progress()) {
       e->sub->add_flag("--quiet", e->quiet,
                        "Print nothing on stderr (no target line, notes nor progress) but the error line of a failure; "
                        "the result still goes to stdout");

@@ -92,10 +92,10 @@ std::string LiveBlock::Frame() const {
 }
 
 StderrReporter::StderrReporter(bool quiet, double log_interval_s)
-    : StderrReporter(quiet, isatty(2) != 0, log_interval_s, stderr) {}
+    : StderrReporter(quiet, isatty(2) != 0 ? Display::kLiveBlock : Display::kLogLines, log_interval_s, stderr) {}
 
-StderrReporter::StderrReporter(bool quiet, bool tty, double log_interval_s, std::FILE* out)
-    : tty_(tty), quiet_(quiet), log_interval_s_(log_interval_s), out_(out) {}
+StderrReporter::StderrReporter(bool quiet, Display display, double log_interval_s, std::FILE* out)
+    : tty_(display == Display::kLiveBlock), quiet_(quiet), log_interval_s_(log_interval_s), out_(out) {}
 
 void StderrReporter::ClearLive() {
   for (int i = 0; i < live_lines_; ++i) std::fputs("\x1b[1A\x1b[2K", out_);

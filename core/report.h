@@ -121,10 +121,12 @@ class LiveBlock {
 // events nor progress at all.
 class StderrReporter : public Reporter {
  public:
+  // How progress is shown: a live block redrawn in place (a terminal), or log lines.
+  enum class Display { kLogLines, kLiveBlock };
   explicit StderrReporter(bool quiet = false, double log_interval_s = kDefaultLogIntervalS);
   static constexpr double kDefaultLogIntervalS = 10;
-  // For tests: `tty` forced, lines to `out`.
-  StderrReporter(bool quiet, bool tty, double log_interval_s, std::FILE* out);
+  // For tests: the display forced, lines to `out`.
+  StderrReporter(bool quiet, Display display, double log_interval_s, std::FILE* out);
   void Note(std::string_view line) override;
   void Update(const Progress& progress) override;
   void Event(std::string_view line) override;

@@ -426,7 +426,8 @@ std::string LogOf(bool quiet, bool tty, double interval_s, const std::function<v
   EXPECT_NE(out, nullptr);
   if (!out) return "";
   {
-    StderrReporter rep(quiet, tty, interval_s, out);
+    StderrReporter rep(quiet, tty ? StderrReporter::Display::kLiveBlock : StderrReporter::Display::kLogLines,
+                       interval_s, out);
     feed(rep);
   }
   std::rewind(out);

@@ -1013,14 +1013,16 @@ verify::ChaosReport SampleChaos(bool valid) {
                             "SIGKILL worker w2 (pid 123) during job 4 attempt 1",
                             true,
                             ingest::Detector::kProcessExit,
-                            ""});
+                            "",
+                            std::nullopt});
     round.faults.push_back({{verify::FaultKind::kOrchestrator, 0, "", 25},
                             1,
                             true,
                             "killed the orchestrator after 25 jobs done",
                             true,
                             ingest::Detector::kOrchestratorRestart,
-                            ""});
+                            "",
+                            std::nullopt});
     round.detectors = {{ingest::Detector::kProcessExit, 1}, {ingest::Detector::kOrchestratorRestart, 1}};
     r.rounds.push_back(round);
   }
@@ -1471,7 +1473,9 @@ std::string ReporterOutput(bool tty, double log_interval_s, uint64_t total,
   EXPECT_NE(out, nullptr);
   if (!out) return "";
   {
-    StderrReporter rep(/*quiet=*/false, tty, log_interval_s, out);
+    StderrReporter rep(/*quiet=*/false,
+                       tty ? StderrReporter::Display::kLiveBlock : StderrReporter::Display::kLogLines,
+                       log_interval_s, out);
     Progress left, right;
     left.phase = "digest left";
     right.phase = "digest right";
