@@ -470,6 +470,14 @@ class DiffRun {
     if (w.ledger_table >= 0)
       for (int i = 0; i < 2; ++i)
         w.coverage[i]->Add(l, ListedCount(at, i, static_cast<size_t>(w.ledger_table)) > 0, [&](size_t t) { return ListedCount(at, i, t); });
+    ++report_.ledgers_compared;
+    if (IsOneSidedGap(w, at)) {
+      for (size_t t = 0; t < report_.tables.size(); ++t) {
+        report_.tables[t].left_rows += ListedCount(at, 0, t);
+        report_.tables[t].right_rows += ListedCount(at, 1, t);
+      }
+      return;  // missing on one side (the coverage says so): incomplete there, not divergent
+    }
     const std::vector<size_t> differing = DifferingTables(w, l, at);
     for (size_t t : differing) {
       auto& tc = report_.tables[t];
@@ -486,7 +494,21 @@ class DiffRun {
       if (report_.divergent_sample.size() < kDivergentSample) report_.divergent_sample.push_back(l);
       if (!report_.first_divergent_ledger) report_.first_divergent_ledger = l;
     }
-    ++report_.ledgers_compared;
+  }
+
+  // DiffOptions::OneSidedGap::kIncomplete: the ledger at `at` (of the explicit range) is written
+  // on one side (its ledger-table row) and not at all on the other (no row of any table). A side
+  // that holds some of its rows but not the ledger-table row lost that row: compared, divergent.
+  bool IsOneSidedGap(const LedgerWalk& w, const std::optional<size_t> (&at)[2]) const {
+    if (options_.one_sided_gap != DiffOptions::OneSidedGap::kIncomplete || !options_.range || w.ledger_table < 0)
+      return false;
+    auto writes_any = [&](int i) {
+      for (size_t t = 0; t < common_.tables.size(); ++t)
+        if (ListedCount(at, i, t) > 0) return true;
+      return false;
+    };
+    const bool left = writes_any(0), right = writes_any(1);
+    return left != right && ListedCount(at, left ? 0 : 1, static_cast<size_t>(w.ledger_table)) > 0;
   }
 
   // Coverage (which ledgers each side holds) and the totals, once both sides are drained.

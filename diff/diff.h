@@ -109,6 +109,16 @@ struct DiffOptions {
   // unless named here (--allow-missing-table).
   bool require_profile_tables = false;
   std::vector<std::string> allow_missing_tables;
+  // A ledger of an explicit range that one side holds (its ledger-table row) and the other has
+  // not written at all (no row of any table): a gap on one side.
+  //   kDiverges: its rows are compared and differ (diff, verify: one job wrote both sides over
+  //     the range, so a ledger one side lacks is a wrong write, the first divergent ledger);
+  //   kIncomplete: not compared; the coverage names it missing on that side and the verdict is
+  //     incomplete unless something else differs (verify-range: two databases that ingest on
+  //     their own, one of which has not written that ledger yet).
+  // Without a range, or without the ledger table on both sides, every ledger is compared.
+  enum class OneSidedGap { kDiverges, kIncomplete };
+  OneSidedGap one_sided_gap = OneSidedGap::kDiverges;
 };
 
 // A windowed table's rows left out as unsettled (DiffOptions::settled_before_ms), per side.

@@ -302,7 +302,7 @@ std::string VerifyHtmlBanner(const VerifyReport& r, const VerifyView& view) {
       }
       break;
     case verify::VerifyVerdict::kIncomplete:
-      what = fmt::format("Ledgers of {} are missing ({} {}, {} {}); the ledgers held are identical.",
+      what = fmt::format("Ledgers of {} are missing ({} {}, {} {}); the ledgers both sides hold are identical.",
                          Esc(r.range.str()), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
                          FormatCount(r.diff.coverage.right.missing_ledgers));
       break;

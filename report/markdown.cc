@@ -57,7 +57,7 @@ std::string VerifyMdVerdict(const VerifyReport& r, const Sides& sides) {
         m += "**" + MdText(DivergenceWithoutLedger(r.diff)) + "**\n\n";
       break;
     case verify::VerifyVerdict::kIncomplete:
-      m += fmt::format("**Ledgers of {} are missing** ({} {}, {} {}); the ledgers held are identical.\n\n",
+      m += fmt::format("**Ledgers of {} are missing** ({} {}, {} {}); the ledgers both sides hold are identical.\n\n",
                        r.range.str(), sides.left, FormatCount(r.diff.coverage.left.missing_ledgers), sides.right,
                        FormatCount(r.diff.coverage.right.missing_ledgers));
       break;

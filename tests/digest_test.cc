@@ -1018,11 +1018,11 @@ TEST(Coverage, AGapInsideBothSidesIsIncompleteWithOrWithoutARange) {
 
 // A gap on one side only, under an explicit --range (a job the new database never ingested, and
 // its data ending two ledgers early), with either engine: the coverage names that side and those
-// ledgers, and says nothing of the other side, which holds them all. The verdict is the one
-// diff/README.md gives: the ledgers the other side holds there are compared row by row and differ,
-// and a difference takes precedence over the gap (divergent at the gap, exit 1). A change of that
-// rule is a change of this test.
-TEST(Coverage, AGapOnOneSideUnderARangeNamesThatSideAndItsLedgers) {
+// ledgers, and says nothing of the other side, which holds them all. verify-range compares two
+// databases that ingest on their own, so a ledger one side has not written at all is not yet
+// there, not wrong: the verdict is incomplete (exit 1), nothing is divergent, and the ledgers both
+// hold are compared (diff/README.md). A change of that rule is a change of this test.
+TEST(Coverage, AGapOnOneSideUnderARangeIsIncompleteAndNamesThatSideAndItsLedgers) {
   std::string b = LoadDump("kahuna-horizon.sql");
   const LedgerRange held = HeldLedgers(b);
   const Ledger gap = held.from + (held.to - held.from) / 2;
@@ -1054,8 +1054,8 @@ TEST(Coverage, AGapOnOneSideUnderARangeNamesThatSideAndItsLedgers) {
               nlohmann::json::parse(fmt::format("[[{0},{0}],[{1},{2}]]", gap, held.to - 1, held.to)));
     EXPECT_EQ(cov["right"]["missing_ledgers"], 3);
     EXPECT_EQ(cov["right"]["missing_ranges"], 2);
-    EXPECT_EQ(j["verdict"], "divergent");
-    EXPECT_EQ(j["first_divergent_ledger"], gap);
+    EXPECT_EQ(j["verdict"], "incomplete");
+    EXPECT_TRUE(j["first_divergent_ledger"].is_null()) << j["first_divergent_ledger"];
 
     std::vector<std::string> text_args = args;
     text_args.insert(text_args.end(), {"--junit", dir.path + "/" + engine + ".xml"});
@@ -1069,10 +1069,35 @@ TEST(Coverage, AGapOnOneSideUnderARangeNamesThatSideAndItsLedgers) {
     EXPECT_NE(t.out.find("\nincomplete: 3 ledgers missing on the right: " + missing + "\n"), std::string::npos) << t.out;
     EXPECT_EQ(t.out.find("missing on the left"), std::string::npos) << t.out;
     EXPECT_EQ(t.out.find("missing on both sides"), std::string::npos) << t.out;
-    EXPECT_NE(t.out.find(fmt::format("divergent: first divergent ledger {} ", gap)), std::string::npos) << t.out;
+    EXPECT_EQ(t.out.find("divergent"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("incomplete: ledgers of " + held.str() + " are missing (left 0, right 3, of "), std::string::npos)
+        << t.out;
     const std::string junit = testing::ReadFileBytes(dir.path + "/" + engine + ".xml");
     EXPECT_NE(junit.find("incomplete: right: 3 ledgers missing: " + missing), std::string::npos) << junit;
   }
+  // A difference at a ledger both sides hold still takes precedence over the gap: divergent there.
+  const Ledger changed = gap - 2;
+  ExecSql(*Connect(b), fmt::format("UPDATE history_ledgers SET total_coins = total_coins + 1 WHERE sequence = {}", changed));
+  for (const std::string engine : {"text", "server-hash"}) {
+    SCOPED_TRACE(engine);
+    auto r = RunCli({"verify-range", "--range", held.str(), "--left", KahunaLeft(), "--right", b, "--engine", engine,
+                     "--format", "json"});
+    EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+    const auto j = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << r.out << r.err;
+    EXPECT_EQ(j["verdict"], "divergent");
+    EXPECT_EQ(j["first_divergent_ledger"], changed);
+    EXPECT_EQ(j["divergent_ledgers"], 1) << "the gap's ledgers are not divergent";
+    EXPECT_EQ(j["coverage"]["right"]["missing_ledgers"], 3);
+  }
+  // diff compares what one job wrote on both sides: there a ledger one side lacks is a wrong write.
+  diff::DiffOptions o;
+  o.range = held;
+  auto d = Diff(Db(KahunaLeft()), Db(b), o);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->verdict, diff::Verdict::kDivergent);
+  EXPECT_EQ(d->first_divergent_ledger, std::optional<Ledger>(changed));
+  EXPECT_EQ(d->divergent_ledgers, 4u) << "the changed ledger and the three of the gap";
 }
 
 TEST(Coverage, ALostLedgerRowIsDivergentAndItsRowsAreNamed) {
@@ -1105,6 +1130,24 @@ TEST(Coverage, ALostLedgerRowIsDivergentAndItsRowsAreNamed) {
     }
   EXPECT_TRUE(transactions_named) << report::RenderDiffText(*r);
   EXPECT_NE(report::RenderDiffText(*r).find("history_transactions (right): "), std::string::npos);
+  // verify-range too: a ledger that lost its header row while its other rows stay was written,
+  // wrongly; it is not a ledger the side has yet to write (not incomplete).
+  auto v = RunCli({"verify-range", "--range", held.str(), "--left", KahunaLeft(), "--right", b, "--format", "json"});
+  EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
+  const auto j = nlohmann::json::parse(v.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << v.out << v.err;
+  EXPECT_EQ(j["verdict"], "divergent");
+  EXPECT_EQ(j["first_divergent_ledger"], lost);
+  // Against a side that has no row of that ledger at all: both lack its header, but one side's
+  // rows there were written (wrongly), so the ledger is compared and diverges, not a gap.
+  const std::string none = LoadDump("kahuna-horizon.sql");
+  DeleteLedger(none, lost);
+  auto w = RunCli({"verify-range", "--range", held.str(), "--left", none, "--right", b, "--format", "json"});
+  EXPECT_EQ(w.exit_code, 1) << w.out << w.err;
+  const auto k = nlohmann::json::parse(w.out, nullptr, false);
+  ASSERT_FALSE(k.is_discarded()) << w.out << w.err;
+  EXPECT_EQ(k["verdict"], "divergent");
+  EXPECT_EQ(k["first_divergent_ledger"], lost);
 }
 
 TEST(Coverage, EveryOutputFormatOfVerifyRangeSaysIncomplete) {

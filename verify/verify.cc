@@ -619,6 +619,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   dopt.lookup_caches = o.lookup_caches;
   dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
   dopt.require_profile_tables = true;
+  dopt.one_sided_gap = diff::DiffOptions::OneSidedGap::kIncomplete;  // two live databases: not written yet
   dopt.allow_missing_tables = o.allow_missing_tables;
   if (o.settled_before_ms) {
     dopt.settled_before_ms = o.settled_before_ms;
