@@ -138,6 +138,7 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
     std::mutex mu;
     verify::FollowReport run;
     bool written = false;  // the reports were written (or are being written): not again
+    bool found = false;    // a cycle of this run found a divergence
   };
   auto so_far = std::make_shared<SoFar>();
   auto on_cycle = [&](const verify::FollowCycle& c) {
@@ -148,7 +149,8 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
       so_far->run.cycles.push_back(c);
       so_far->run.first = c.first;
       so_far->run.frontier = c.frontier;
-      so_far->run.diverged = so_far->run.diverged || c.finding.has_value();
+      so_far->found = so_far->found || c.finding.has_value();
+      so_far->run.diverged = so_far->found || !c.open.empty();  // as verify::FollowReport::diverged
     }
     if (!files.metrics.empty()) {
       ReportFiles only;

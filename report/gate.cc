@@ -428,11 +428,11 @@ namespace {
 // --metrics: the gate's verdict, time and last success, then its own figures.
 std::function<std::string(const std::string&, std::time_t)> MetricsOf(std::string command, std::string verdict,
                                                                       bool passed, double seconds,
-                                                                      std::function<std::vector<Metric>()> own) {
+                                                                      std::function<std::vector<Metric>(std::time_t now)> own) {
   return [=](const std::string& previous, std::time_t now) {
     std::vector<Metric> m = GateMetrics(command, verdict, passed, seconds, now, previous);
     if (own)
-      for (Metric& one : own()) m.push_back(std::move(one));
+      for (Metric& one : own(now)) m.push_back(std::move(one));
     return RenderPrometheus(m);
   };
 }
@@ -447,7 +447,7 @@ GateReports VerifyReports(const verify::VerifyReport& r) {
   double seconds = 0;
   for (const auto& p : r.phases) seconds += p.seconds;
   g.metrics = MetricsOf("verify", std::string(ToString(r.verdict())), r.identical, seconds,
-                        r.error.empty() ? std::function<std::vector<Metric>()>([&r] { return ComparisonMetrics(r.diff); })
+                        r.error.empty() ? std::function<std::vector<Metric>(std::time_t)>([&r](std::time_t) { return ComparisonMetrics(r.diff); })
                                         : nullptr);
   return g;
 }
@@ -469,7 +469,7 @@ GateReports FromSummary(GateSummary s, std::function<std::string()> extra_html =
 GateReports VerifyRangeReports(const diff::DiffReport& r, const std::string& look_again) {
   GateReports g = FromSummary(VerifyRangeGate(r, look_again));
   g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict), r.identical, r.digest_seconds + r.row_diff_seconds,
-                        [&r] { return ComparisonMetrics(r); });
+                        [&r](std::time_t) { return ComparisonMetrics(r); });
   return g;
 }
 GateReports SelftestReports(const verify::SelftestReport& r) {
@@ -479,7 +479,7 @@ GateReports SelftestReports(const verify::SelftestReport& r) {
 }
 GateReports ChaosReports(const verify::ChaosReport& r) {
   GateReports g = FromSummary(ChaosGate(r), [&r] { return ChaosTimelineHtml(r); });
-  g.metrics = MetricsOf("chaos", g.summary.verdict, g.summary.passed, r.seconds, [&r] { return ChaosMetrics(r); });
+  g.metrics = MetricsOf("chaos", g.summary.verdict, g.summary.passed, r.seconds, [&r](std::time_t) { return ChaosMetrics(r); });
   return g;
 }
 GateReports SweepReports(const verify::SweepReport& r) {
@@ -495,9 +495,13 @@ GateReports SweepReports(const verify::SweepReport& r) {
 GateReports FollowCycleReports(const verify::FollowCycle& c, const FollowTotals& totals) {
   GateReports g;
   // Nothing compared yet (the frontier before the first ledger): incomplete, not a success.
-  const std::string verdict = c.finding ? "divergent" : c.frontier < c.first ? "incomplete" : "identical";
+  // Divergent while a divergence is open (found by this cycle or before and not closed since):
+  // a divergence is state, not an event that the next quiet cycle clears (issue 43).
+  const std::string verdict = c.finding || !c.open.empty() ? "divergent"
+                              : c.frontier < c.first        ? "incomplete"
+                                                            : "identical";
   g.metrics = MetricsOf("verify-range", verdict, verdict == "identical", c.seconds,
-                        [c, totals] { return FollowMetrics(c, totals); });
+                        [c, totals](std::time_t now) { return FollowMetrics(c, totals, now); });
   return g;
 }
 

@@ -100,9 +100,9 @@ std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d) {
     out.push_back(Gauge("ledgerdiff_lag_ledgers", "How many ledgers the right side's head is behind the left's (0: not behind)",
                         std::max(0.0, left - right)));
   }
-  out.push_back({"ledgerdiff_divergent_ledgers_total", "counter", "Ledgers where any table differs, in the last run",
-                 {{{}, static_cast<double>(d.divergent_ledgers)}}});
-  out.push_back({"ledgerdiff_rows_compared_total", "counter", "History rows compared in the last run, per side",
+  out.push_back(Gauge("ledgerdiff_divergent_ledgers", "Ledgers where any table differs, in the last run",
+                      static_cast<double>(d.divergent_ledgers)));
+  out.push_back({"ledgerdiff_rows_compared", "gauge", "History rows compared in the last run, per side",
                  {{{{"side", "left"}}, static_cast<double>(d.rows_compared_left)},
                   {{{"side", "right"}}, static_cast<double>(d.rows_compared_right)}}});
   out.push_back({"ledgerdiff_missing_ledgers", "gauge", "Ledgers of the range a side does not hold",
@@ -134,7 +134,7 @@ std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r) {
   return {by_fault, by_round};
 }
 
-std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals) {
+std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals, std::time_t now) {
   std::vector<Metric> out;
   // Nothing compared yet (waiting for the first ledger): no frontier is claimed.
   if (c.frontier >= c.first)
@@ -155,9 +155,21 @@ std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTota
   if (c.lag_seconds)
     out.push_back(Gauge("ledgerdiff_lag_seconds",
                         "Seconds between the close of the higher head's ledger and of the frontier's", *c.lag_seconds));
-  out.push_back({"ledgerdiff_divergent_ledgers_total", "counter",
-                 "Divergences found by the follower since its state was created",
+  out.push_back({"ledgerdiff_follow_divergences_found_total", "counter",
+                 "Cycles that found a divergence since the follower's state was created (kept across restarts)",
                  {{{}, static_cast<double>(c.divergences_total)}}});
+  out.push_back(Gauge("ledgerdiff_open_divergences",
+                      "Divergences found and not resolved since (the verdict is divergent while one is open)",
+                      static_cast<double>(c.open.size())));
+  if (!c.open.empty()) {
+    out.push_back(Gauge("ledgerdiff_first_open_divergent_ledger", "The first ledger of the first open divergence",
+                        static_cast<double>(c.open.front().ledgers.from)));
+    int64_t oldest = c.open.front().found_at;
+    for (const auto& d : c.open) oldest = std::min(oldest, d.found_at);
+    out.push_back(Gauge("ledgerdiff_oldest_open_divergence_age_seconds",
+                        "Seconds since the oldest open divergence was found",
+                        std::max(0.0, static_cast<double>(now - oldest))));
+  }
   out.push_back({"ledgerdiff_rows_compared_total", "counter", "History rows compared by this follower process, per side",
                  {{{{"side", "left"}}, static_cast<double>(totals.rows_left)},
                   {{{"side", "right"}}, static_cast<double>(totals.rows_right)}}});

@@ -59,9 +59,11 @@ struct FollowTotals {
   }
 };
 // After every cycle: verified through, each side's head, the lag in ledgers and seconds,
-// divergences over the state's life, rows compared by this process, the scrub's coverage of the
+// cycles that found a divergence over the state's life (a counter kept in the state), the open
+// divergences, rows compared by this process, the scrub's coverage of the
 // verified range in its current pass.
-std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals);
+// Open divergences (issue 43): how many, the first one's ledger, the oldest one's age at `now`.
+std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTotals& totals, std::time_t now);
 
 // The highest ledger L such that every ledger from the range's first to L was compared and found
 // equal (range.from - 1 when none): the first divergent and the first missing ledger stop it.

@@ -123,7 +123,19 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
     else
       s += fmt::format("\n  divergent: first divergent ledger {} ({})", f.ledger, tables.empty() ? "see below" : tables);
   }
+  for (const auto& closed : c.closed)
+    s += fmt::format("\n  closed: the divergence at ledgers {} (found {} in cycle {}): {}", closed.divergence.ledgers.str(),
+                     closed.divergence.how, closed.divergence.cycle, closed.why);
+  if (!c.open.empty())
+    s += fmt::format("\n  open: {} (the first at ledgers {}, found {} in cycle {})",
+                     FormatCountOf(c.open.size(), "divergence"), c.open.front().ledgers.str(), c.open.front().how,
+                     c.open.front().cycle);
   return s;
+}
+
+nlohmann::json OpenDivergenceToJson(const verify::OpenDivergence& d) {
+  return {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},        {"sides", d.sides},
+          {"tables", d.tables},     {"found_at", d.found_at}, {"found_cycle", d.cycle}};
 }
 
 nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
@@ -153,6 +165,15 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
                     {"sides", c.finding->changed_after_verified ? nlohmann::json(c.finding->sides) : nlohmann::json()},
                     {"tables", c.finding->tables}};
   if (c.finding && c.finding->gone) j["finding"]["ledgers"] = c.finding->gone_ledgers;
+  j["open_divergences"] = nlohmann::json::array();
+  for (const auto& d : c.open) j["open_divergences"].push_back(OpenDivergenceToJson(d));
+  j["closed_divergences"] = nlohmann::json::array();
+  for (const auto& d : c.closed) {
+    nlohmann::json one = OpenDivergenceToJson(d.divergence);
+    one["closed_at"] = d.closed_at;
+    one["why"] = d.why;
+    j["closed_divergences"].push_back(std::move(one));
+  }
   return j;
 }
 
@@ -200,6 +221,13 @@ std::string RenderFollowText(const verify::FollowReport& r, const verify::Follow
                                  : stopped && !o.keep_going ? " (stopped at the divergence below)"
                                  : r.frontier < r.first     ? fmt::format(" (waiting for ledger {})", r.first)
                                                             : "");
+  if (!r.cycles.empty() && !r.cycles.back().open.empty()) {
+    const auto& open = r.cycles.back().open;
+    text += fmt::format("{} open (the first at ledgers {}, found {} in cycle {}): the verdict stays divergent until "
+                        "a cycle finds both sides as verified there\n",
+                        FormatCountOf(open.size(), "divergence"), open.front().ledgers.str(), open.front().how,
+                        open.front().cycle);
+  }
   if (stopped && finding) {
     text += RenderFollowCycle(*stopped) + "\n" + RenderDiffText(finding->diff);
     if (!finding->look_again.empty()) text += fmt::format("  look again: {}\n", finding->look_again);

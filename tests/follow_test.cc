@@ -574,6 +574,15 @@ TEST(FollowState, AHostileStateFileIsBadInputNamingTheKey) {
       {"/segments/0/from", -5, "key \"segments[0].from\": -5"},
       {"/format", -1, "key \"format\": -1"},
       {"/left", "x", "key \"left\": \"x\" is not an object"},
+      // Issue 43: the open divergences are untrusted too.
+      {"/open_divergences", nlohmann::json::parse(R"([{"from":0,"to":3,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
+       "key \"open_divergences[0].from\": 0 is not a ledger"},
+      {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":4,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
+       "key \"open_divergences[0].to\": 4 is before"},
+      {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":5,"how":"rm -rf","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
+       "key \"open_divergences[0].how\": \"rm -rf\" is not new-ledgers, scrub or gone"},
+      {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":5,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
+       "key \"open_divergences\": 1 open, 0 found"},
   };
   for (const auto& c : cases) {
     const std::string state = dir.path + "/case";
@@ -590,6 +599,19 @@ TEST(FollowState, AHostileStateFileIsBadInputNamingTheKey) {
     EXPECT_NE(r.err.find(c.says), std::string::npos) << c.pointer << ": " << r.err;
     EXPECT_EQ(Lines(r.err), 1u) << r.err;
     EXPECT_EQ(testing::ReadFileBytes(state + "/state.json"), j.dump(2)) << "the state is untouched";
+  }
+  {  // A first divergence that no open divergence starts at (issue 43).
+    const std::string state = dir.path + "/first";
+    fs::copy(good, state, fs::copy_options::recursive);
+    nlohmann::json j = base;
+    j["divergences"] = 1;
+    j["first_divergence"] = 30;
+    testing::WriteFileBytes(state + "/state.json", j.dump(2));
+    std::vector<std::string> more = s.sides();
+    more.insert(more.end(), {"--cycles", "1", "--give-up-after", "0.5"});
+    auto r = RunCli(FollowArgs(s.db, s.db, state, more));
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("key \"first_divergence\": ledger 30 is not an open divergence"), std::string::npos) << r.err;
   }
   // Before any connection: a bad state with the servers away is exit 2 at once, not exit 3.
   const std::string state = dir.path + "/away";

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -173,6 +174,7 @@ class Follower {
                          o_.state_dir, state_.VerifiedThrough());
     });
     FollowReport report;
+    bool found = false;
     Clock::time_point last_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(
                                                       std::chrono::duration<double>(o_.interval_s));
     for (uint64_t run = 0; o_.max_cycles == 0 || run < o_.max_cycles;) {
@@ -196,7 +198,8 @@ class Follower {
       report.cycles.push_back(cycle);
       report.first = state_.from;
       report.frontier = cycle.frontier;
-      if (cycle.finding) report.diverged = true;
+      found = found || cycle.finding.has_value();
+      report.diverged = found || !cycle.open.empty();  // found by this run, or still open
       if (on_cycle_) on_cycle_(report.cycles.back());
       if (cycle.finding && !o_.keep_going) break;
       if (o_.until && state_.compared_through >= *o_.until) {
@@ -300,6 +303,7 @@ class Follower {
     cycle.head_right = hr->max;
     // What was compared must still be there: reaped from both sides, or a finding at once.
     if (kept <= through) LD_RETURN_IF_ERROR(CheckKept(*hl, *hr, cycle));
+    if (!cycle.finding) LD_RETURN_IF_ERROR(RecheckOpen(cycle));
     // Each side's usable frontier: its gap-free run, less its newest `settle` ledgers.
     auto usable = [&](const Heads& h) -> Ledger {
       const Ledger settled = h.max && *h.max >= Ledger{o_.settle} ? *h.max - o_.settle : 0;
@@ -319,6 +323,7 @@ class Follower {
     cycle.reaped_through = state_.reaped_through;
     if (cycle.finding) ++state_.divergences;
     cycle.divergences_total = state_.divergences;
+    cycle.open = state_.open_divergences;
     LD_RETURN_IF_ERROR(SaveFollowState(o_.state_dir, state_));
     RemoveUnreferencedSegments(o_.state_dir, state_);
     cycle.frontier = state_.VerifiedThrough();
@@ -394,6 +399,7 @@ class Follower {
     v.allow_empty = true;  // gone from both: the report shows the coverage, not a usage error
     LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
     cycle.finding = std::move(f);
+    OpenDivergenceOf(*cycle.finding, {*first, compared}, kFoundGone, cycle);
     if (!o_.keep_going) {
       state_.scrub_next = std::max(std::min(state_.scrub_next, *first), from);
     } else if (!state_.first_divergence || *first < *state_.first_divergence) {
@@ -458,8 +464,11 @@ class Follower {
       for (const auto& t : r.diff.divergent_tables) f.tables.push_back(t.table);
       f.report = std::move(r);
       cycle.finding = std::move(f);
+      OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, range.to}, kFoundInNewLedgers, cycle);
       if (!o_.keep_going) return Status::Ok();  // not verified: the next run compares it again
       if (!state_.first_divergence) state_.first_divergence = cycle.finding->ledger;
+    } else {
+      ClearChecked(range, fmt::format("ledgers {} compared equal on both sides", range.str()), cycle);
     }
     state_.segments.push_back({range, name});
     state_.compared_through = range.to;
@@ -511,11 +520,131 @@ class Follower {
       budget -= slice.size();
       if (cycle.finding) break;
     }
+    if (!cycle.finding && state_.scrub_next > first)
+      ClearChecked({first, state_.scrub_next - 1},
+                  fmt::format("the scrub found ledgers {}:{} on both sides as verified", first, state_.scrub_next - 1),
+                  cycle);
     return Status::Ok();
   }
 
-  Status ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, FollowCycle& cycle) {
-    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o_.sides.table_profile));
+  // Records the divergence `f` found over `ledgers` as open (one per first ledger: found again,
+  // it is updated, not added).
+  void OpenDivergenceOf(const FollowFinding& f, const LedgerRange& ledgers, const char* how, const FollowCycle& cycle) {
+    auto& open = state_.open_divergences;
+    auto at = std::lower_bound(open.begin(), open.end(), ledgers.from,
+                               [](const OpenDivergence& d, Ledger l) { return d.ledgers.from < l; });
+    OpenDivergence d{ledgers, how, f.sides, f.tables, static_cast<int64_t>(std::time(nullptr)), state_.cycles + 1};
+    if (at != open.end() && at->ledgers.from == ledgers.from) {
+      d.found_at = at->found_at;  // open since it was first found
+      d.cycle = at->cycle;
+      d.ledgers.to = std::max(d.ledgers.to, at->ledgers.to);
+      *at = std::move(d);
+    } else if (open.size() < kMaxOpenDivergences) {
+      open.insert(at, std::move(d));
+    }
+  }
+
+  // `checked` compared equal (both sides as verified, or with each other): the open divergences
+  // that start in it lose their ledgers through its end, and close when none is left; the first
+  // divergence (the frontier's stop, --keep-going) moves to the next one still open.
+  void ClearChecked(const LedgerRange& checked, const std::string& why, FollowCycle& cycle) {
+    auto& open = state_.open_divergences;
+    for (auto it = open.begin(); it != open.end();) {
+      if (it->ledgers.from < checked.from || it->ledgers.from > checked.to) {
+        ++it;
+      } else if (it->ledgers.to <= checked.to) {
+        Close(*it, why, cycle);
+        it = open.erase(it);
+      } else {
+        it->ledgers.from = checked.to + 1;  // the rest is still to be compared
+        ++it;
+      }
+    }
+    // Shrunk ones may now start where another does: one per first ledger, the widest.
+    std::stable_sort(open.begin(), open.end(),
+                     [](const OpenDivergence& a, const OpenDivergence& b) { return a.ledgers.from < b.ledgers.from; });
+    for (size_t i = 1; i < open.size();) {
+      if (open[i].ledgers.from == open[i - 1].ledgers.from) {
+        open[i - 1].ledgers.to = std::max(open[i - 1].ledgers.to, open[i].ledgers.to);
+        open.erase(open.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    RecomputeFirstDivergence();
+  }
+
+  void Close(const OpenDivergence& d, const std::string& why, FollowCycle& cycle) {
+    ClosedDivergence c{d, static_cast<int64_t>(std::time(nullptr)), state_.cycles + 1, why};
+    reporter_.Note(fmt::format("divergence at ledgers {} (found {} in cycle {}) closed: {}", d.ledgers.str(), d.how,
+                               d.cycle, why));
+    cycle.closed.push_back(c);
+    auto& closed = state_.closed_divergences;
+    closed.push_back(std::move(c));
+    if (closed.size() > kMaxClosedDivergences) closed.erase(closed.begin());
+  }
+
+  void RecomputeFirstDivergence() {
+    if (!state_.first_divergence) return;
+    state_.first_divergence.reset();
+    for (const auto& d : state_.open_divergences)
+      if (d.ledgers.from >= state_.from && d.ledgers.from <= state_.compared_through) {
+        state_.first_divergence = d.ledgers.from;
+        break;
+      }
+  }
+
+  // The way back (issue 43): each open divergence whose ledgers were stored (verified, or kept
+  // going past) is compared again, both sides against what was verified, at most
+  // kRechecksPerCycle a cycle; equal on both sides, it is closed and the frontier moves on.
+  // Divergences reaped on both sides are closed too. One still different stays open (not a new
+  // finding).
+  static constexpr size_t kRechecksPerCycle = 8;
+  Status RecheckOpen(FollowCycle& cycle) {
+    const Ledger kept = state_.Kept();
+    std::vector<OpenDivergence> check;
+    for (const auto& d : state_.open_divergences) {
+      if (d.ledgers.to < kept) {
+        check.push_back(d);  // closed below
+      } else if (d.ledgers.from >= kept && d.ledgers.to <= state_.compared_through && check.size() < kRechecksPerCycle) {
+        check.push_back(d);
+      }
+    }
+    for (const auto& d : check) {
+      if (d.ledgers.to < kept) {
+        ClearChecked(d.ledgers, fmt::format("ledgers {} reaped on both sides (retention)", d.ledgers.str()), cycle);
+        continue;
+      }
+      bool equal = true;
+      for (const auto& seg : state_.segments) {
+        const Ledger from = std::max(seg.range.from, d.ledgers.from), to = std::min(seg.range.to, d.ledgers.to);
+        if (from > to) continue;
+        LD_ASSIGN_OR_RETURN(std::optional<Change> change, ChangedSinceVerified(seg, {from, to}, cycle));
+        if (change) {
+          equal = false;
+          break;
+        }
+      }
+      if (equal)
+        ClearChecked(d.ledgers, fmt::format("ledgers {} compared again: both sides hold what was verified", d.ledgers.str()),
+                    cycle);
+    }
+    return Status::Ok();
+  }
+
+  // The first ledger of `slice` (within segment `seg`) where a side no longer holds what was
+  // verified (the segment), which sides, and the tables there; nullopt when both still do.
+  struct Change {
+    Ledger ledger = 0;
+    std::vector<std::string> sides;
+    std::set<std::string> tables;
+  };
+  Result<std::optional<Change>> ChangedSinceVerified(const FollowSegment& seg, const LedgerRange& slice,
+                                                     FollowCycle& cycle) {
+    if (!spec_) {
+      LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
+    }
+    const dump::ProfileSpec& spec = *spec_;
     const diff::Source stored = diff::ManifestSource{(fs::path(segments_dir_) / seg.file).string()};
     diff::DiffOptions d;
     d.range = slice;
@@ -549,18 +678,27 @@ class Follower {
       if (r.divergent_tables.empty())
         for (const auto& s : r.schema_differences) tables.insert(s);
     }
-    if (!changed) return Status::Ok();
+    if (!changed) return std::optional<Change>();
+    return std::optional<Change>(Change{*changed, std::move(sides), std::move(tables)});
+  }
+
+  Status ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, FollowCycle& cycle) {
+    LD_ASSIGN_OR_RETURN(std::optional<Change> change, ChangedSinceVerified(seg, slice, cycle));
+    if (!change) return Status::Ok();
+    const std::optional<Ledger> changed = change->ledger;
     FollowFinding f;
     f.changed_after_verified = true;
     f.ledger = *changed;
-    f.sides = sides.size() == 2 ? "both" : sides[0];
-    f.tables.assign(tables.begin(), tables.end());
+    f.sides = change->sides.size() == 2 ? "both" : change->sides[0];
+    f.tables.assign(change->tables.begin(), change->tables.end());
     // The rows: the two sides at that ledger (identical when both changed alike: then only the
     // stored manifest knows the ledger as it was verified).
     VerifyRangeOptions v = CycleOptions({*changed, *changed});
     v.allow_empty = true;  // the ledger gone from both sides: its coverage, not a usage error
+    NullReporter quiet;
     LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
     cycle.finding = std::move(f);
+    OpenDivergenceOf(*cycle.finding, {*changed, slice.to}, kFoundByScrub, cycle);
     if (!o_.keep_going) {
       state_.scrub_next = *changed;  // a restart checks it again first
     } else if (!state_.first_divergence || *changed < *state_.first_divergence) {

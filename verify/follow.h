@@ -25,6 +25,7 @@
 #include "core/ledger_range.h"
 #include "core/report.h"
 #include "core/status.h"
+#include "verify/follow_state.h"
 #include "verify/verify.h"
 
 namespace ledgerdiff::verify {
@@ -79,7 +80,11 @@ struct FollowCycle {
   double scrub_coverage = 0;           // share of the verified range scrubbed in the current pass
   std::string retry;                   // a runtime failure this cycle retried: its message
   std::optional<FollowFinding> finding;
-  uint64_t divergences_total = 0;      // over the state's life
+  uint64_t divergences_total = 0;      // cycles that found a divergence, over the state's life
+  // After this cycle: the divergences still open (the state's, found by this cycle or before),
+  // and those this cycle closed. The verdict is divergent while one is open.
+  std::vector<OpenDivergence> open;
+  std::vector<ClosedDivergence> closed;
 };
 
 struct FollowReport {
@@ -87,7 +92,7 @@ struct FollowReport {
   Ledger first = 0;                 // the state's first ledger (frontier < first: nothing verified)
   Ledger frontier = 0;
   bool reached_until = false;
-  bool diverged = false;            // some cycle of this run found a divergence
+  bool diverged = false;            // some cycle of this run found a divergence, or one is still open
 };
 
 // Runs cycles until `until` is verified, max_cycles ran, a divergence stops it (not keep_going),

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -62,6 +63,37 @@ bool IsStateDirEntryName(const std::string& name) {
          name.starts_with(std::string(".") + kFollowStateFile + ".ldtmp-");
 }
 
+nlohmann::json OpenDivergenceToJson(const OpenDivergence& d) {
+  return {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},  {"sides", d.sides},
+          {"tables", d.tables},     {"found_at", d.found_at}, {"cycle", d.cycle}};
+}
+
+// An open divergence at `where` (already an object), its ledgers within from..compared_through.
+OpenDivergence ParseOpenDivergence(const nlohmann::json& j, const std::string& where) {
+  OpenDivergence d;
+  d.ledgers = {JsonLedger(j, where, "from"), JsonLedger(j, where, "to")};
+  if (d.ledgers.to < d.ledgers.from)
+    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is before \"from\" {}", dump::JsonPath(where, "to"),
+                                            d.ledgers.to, d.ledgers.from));
+  d.how = dump::JsonString(j, where, "how");
+  if (d.how != kFoundInNewLedgers && d.how != kFoundByScrub && d.how != kFoundGone)
+    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not {}, {} or {}", dump::JsonPath(where, "how"),
+                                            Quoted(d.how), kFoundInNewLedgers, kFoundByScrub, kFoundGone));
+  d.sides = dump::JsonString(j, where, "sides");
+  if (d.sides != "" && d.sides != "left" && d.sides != "right" && d.sides != "both")
+    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not left, right or both",
+                                            dump::JsonPath(where, "sides"), Quoted(d.sides)));
+  const auto& tables = dump::JsonArray(j, where, "tables", 256);
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (!tables[i].is_string() || tables[i].get_ref<const std::string&>().size() > 256)
+      throw dump::JsonFormatError(fmt::format("key \"{}[{}]\": not a table name", dump::JsonPath(where, "tables"), i));
+    d.tables.push_back(tables[i].get<std::string>());
+  }
+  d.found_at = static_cast<int64_t>(dump::JsonUnsigned(j, where, "found_at", kMaxCount - 1));
+  d.cycle = dump::JsonUnsigned(j, where, "cycle", kMaxCount - 1);
+  return d;
+}
+
 }  // namespace
 
 std::string FollowSegmentName(const LedgerRange& r) { return fmt::format("{:010}-{:010}.ldm", r.from, r.to); }
@@ -69,6 +101,15 @@ std::string FollowSegmentName(const LedgerRange& r) { return fmt::format("{:010}
 nlohmann::json FollowStateToJson(const FollowState& s) {
   nlohmann::json segs = nlohmann::json::array();
   for (const auto& seg : s.segments) segs.push_back({{"from", seg.range.from}, {"to", seg.range.to}, {"file", seg.file}});
+  nlohmann::json open = nlohmann::json::array(), closed = nlohmann::json::array();
+  for (const auto& d : s.open_divergences) open.push_back(OpenDivergenceToJson(d));
+  for (const auto& c : s.closed_divergences) {
+    nlohmann::json one = OpenDivergenceToJson(c.divergence);
+    one["closed_at"] = c.closed_at;
+    one["closed_cycle"] = c.cycle;
+    one["closed_why"] = c.why;
+    closed.push_back(std::move(one));
+  }
   return {{"format", kStateFormat},
           {"from", s.from},
           {"compared_through", s.compared_through},
@@ -78,6 +119,8 @@ nlohmann::json FollowStateToJson(const FollowState& s) {
           {"divergences", s.divergences},
           {"scrub_next", s.scrub_next},
           {"segments", segs},
+          {"open_divergences", open},
+          {"closed_divergences", closed},
           {"left", s.left},
           {"right", s.right},
           {"profile", s.profile},
@@ -148,6 +191,41 @@ Result<FollowState> ParseFollowState(std::string_view text, const std::string& p
       if (const FollowSegment& one = s.segments[i]; one.file != FollowSegmentName(one.range))
         return Status::Usagef("{}: key \"segments[{}].file\": {} is not the segment name of {} ({})", path, i,
                               Quoted(one.file), one.range.str(), FollowSegmentName(one.range));
+    // States written before divergences were kept (issue 43): the first one, from its ledger on.
+    if (j.contains("open_divergences")) {
+      const auto& open = dump::JsonArray(j, "", "open_divergences", kMaxOpenDivergences);
+      for (size_t i = 0; i < open.size(); ++i) {
+        const std::string where = fmt::format("open_divergences[{}]", i);
+        if (!open[i].is_object()) throw dump::JsonFormatError(fmt::format("key \"{}\": not an object", where));
+        OpenDivergence d = ParseOpenDivergence(open[i], where);
+        if (d.ledgers.from < s.from || d.cycle > s.cycles || d.cycle == 0)
+          return Status::Usagef("{}: key \"{}\": ledger {} or cycle {} outside the state's (from {}, {} cycles)", path,
+                                where, d.ledgers.from, d.cycle, s.from, s.cycles);
+        if (!s.open_divergences.empty() && d.ledgers.from <= s.open_divergences.back().ledgers.from)
+          return Status::Usagef("{}: key \"{}\": not ordered by first ledger", path, where);
+        s.open_divergences.push_back(std::move(d));
+      }
+      const auto& closed = dump::JsonArray(j, "", "closed_divergences", kMaxClosedDivergences);
+      for (size_t i = 0; i < closed.size(); ++i) {
+        const std::string where = fmt::format("closed_divergences[{}]", i);
+        if (!closed[i].is_object()) throw dump::JsonFormatError(fmt::format("key \"{}\": not an object", where));
+        ClosedDivergence c{ParseOpenDivergence(closed[i], where),
+                           static_cast<int64_t>(dump::JsonUnsigned(closed[i], where, "closed_at", kMaxCount - 1)),
+                           dump::JsonUnsigned(closed[i], where, "closed_cycle", s.cycles),
+                           dump::JsonString(closed[i], where, "closed_why")};
+        s.closed_divergences.push_back(std::move(c));
+      }
+    } else if (s.first_divergence) {
+      s.open_divergences.push_back({{*s.first_divergence, s.compared_through}, kFoundInNewLedgers, "", {}, 0, s.cycles});
+    }
+    if (s.open_divergences.size() > s.divergences)
+      return Status::Usagef("{}: key \"open_divergences\": {} open, {} found", path, s.open_divergences.size(),
+                            s.divergences);
+    if (s.first_divergence &&
+        std::none_of(s.open_divergences.begin(), s.open_divergences.end(),
+                     [&](const OpenDivergence& d) { return d.ledgers.from == *s.first_divergence; }))
+      return Status::Usagef("{}: key \"first_divergence\": ledger {} is not an open divergence", path,
+                            *s.first_divergence);
     s.left = dump::JsonObject(j, "", "left");
     s.right = dump::JsonObject(j, "", "right");
     (void)dump::SourceIdentityFromJson(s.left, "left");

@@ -35,6 +35,30 @@ struct FollowSegment {
 // "0000000002-0000000061.ldm"
 std::string FollowSegmentName(const LedgerRange& r);
 
+// A divergence the follower found and has not seen resolved: kept in the state across cycles and
+// restarts (the verdict stays divergent while one is open) until a later comparison of its
+// ledgers finds both sides equal to what was verified (FollowState::open_divergences).
+struct OpenDivergence {
+  LedgerRange ledgers;              // its first divergent ledger through the end of what found it
+  std::string how;                  // kFoundInNewLedgers, kFoundByScrub or kFoundGone
+  std::string sides;                // "left", "right", "both" (the scrub, gone); "" new ledgers
+  std::vector<std::string> tables;  // at its first ledger
+  int64_t found_at = 0;             // Unix seconds
+  uint64_t cycle = 0;               // the cycle that found it
+};
+inline constexpr const char* kFoundInNewLedgers = "new-ledgers";
+inline constexpr const char* kFoundByScrub = "scrub";
+inline constexpr const char* kFoundGone = "gone";
+// A divergence closed: what was open, and when and how it closed.
+struct ClosedDivergence {
+  OpenDivergence divergence;
+  int64_t closed_at = 0;
+  uint64_t cycle = 0;               // the cycle that closed it
+  std::string why;                  // one line: what compared equal
+};
+inline constexpr size_t kMaxOpenDivergences = 1000;  // more found are counted, not kept
+inline constexpr size_t kMaxClosedDivergences = 20;  // the latest closed ones
+
 // DIR/state.json. INVARIANT (checked by ParseFollowState): 1 <= from <= compared_through + 1 <=
 // 2^31; from - 1 <= reaped_through <= compared_through; first_divergence within
 // from..compared_through; Kept() <= scrub_next <= compared_through + 1; divergences <= cycles,
@@ -52,6 +76,10 @@ struct FollowState {
   uint64_t cycles = 0, divergences = 0;
   Ledger scrub_next = 0;                   // the next verified ledger the scrub checks
   std::vector<FollowSegment> segments;
+  // Ordered by first ledger, at most one per first ledger, at most kMaxOpenDivergences; when
+  // first_divergence is set one of them starts there. `closed`: the latest, oldest first.
+  std::vector<OpenDivergence> open_divergences;
+  std::vector<ClosedDivergence> closed_divergences;
   nlohmann::json left, right;              // sides: identity (dump/source_identity.h), schema
   std::string profile;
   dump::DigestEngine engine = dump::DigestEngine::kText;  // its segments' engine
