@@ -385,4 +385,18 @@ Action SetupSelftest(CLI::App* sub) {
   return a;
 }
 
+Action SetupFollowStatus(CLI::App* sub) {
+  auto dir = std::make_shared<std::string>();
+  sub->add_option("--state", *dir, "The state directory of a verify-range --follow")->required();
+  Action a;
+  a.check = [dir]() -> Status { return verify::CheckFollowStateDir(*dir); };
+  a.run = [dir](Context&) -> Result<Outcome> {
+    LD_ASSIGN_OR_RETURN(verify::FollowStatus st, verify::ReadFollowStatus(*dir));
+    // Exit 1 while a divergence is open: a script can gate on it as on the follower's verdict.
+    return Outcome{st.state.open_divergences.empty() ? 0 : 1, report::RenderFollowStatusText(st),
+                   report::FollowStatusToJson(st), ""};
+  };
+  return a;
+}
+
 }  // namespace ledgerdiff::cli

@@ -184,6 +184,7 @@ Action SetupDump(CLI::App* sub);
 Action SetupManifest(CLI::App* sub);  // cmd_manifest.cc (merge, show)
 Action SetupVerify(CLI::App* sub);    // cmd_verify.cc
 Action SetupVerifyRange(CLI::App* sub);
+Action SetupFollowStatus(CLI::App* sub);
 Action SetupSelftest(CLI::App* sub);
 Action SetupChaos(CLI::App* sub);  // cmd_chaos.cc
 Action SetupSweep(CLI::App* sub);  // cmd_sweep.cc

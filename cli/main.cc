@@ -195,6 +195,8 @@ constexpr Command kCommands[] = {
      kHasFormat | kReportsProgress, SetupVerify},
     {"verify-range", "Read-only cut-over check: digest a range in two databases and diff them", DatabaseUse::kNone,
      kHasFormat | kReportsProgress, SetupVerifyRange},
+    {"follow-status", "What a verify-range --follow state holds: frontier, open divergences, scrub, lock (no database)",
+     DatabaseUse::kNone, kHasFormat, SetupFollowStatus},
     {"selftest", "Prove the gate catches every injected bug at its ledger", DatabaseUse::kWrites,
      kHasFormat | kReportsProgress, SetupSelftest},
     {"chaos", "Fault-injection rounds: kill, freeze, crash and disconnect workers and the orchestrator",

@@ -1,10 +1,14 @@
 // Text and JSON of a verify report (contracts in verify_text_json.h).
 #include "report/verify_text_json.h"
 
+#include <algorithm>
+#include <ctime>
+
 #include <fmt/format.h>
 
 #include "core/report.h"
 #include "core/text.h"
+#include "dump/source_identity.h"
 #include "report/ingest_text_json.h"
 #include "report/diff_text_json.h"
 
@@ -252,4 +256,103 @@ nlohmann::json FollowToJson(const verify::FollowReport& r, const verify::FollowO
   return j;
 }
 
+namespace {
+
+std::string UtcTime(int64_t unix_seconds) {
+  if (unix_seconds <= 0) return "unknown";
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                     tm.tm_min, tm.tm_sec);
+}
+
+std::string DivergenceLine(const verify::OpenDivergence& d) {
+  std::string tables;
+  for (const auto& t : d.tables) tables += (tables.empty() ? "" : ", ") + t;
+  return fmt::format("ledgers {} ({}{}{}), found {} in cycle {}", d.ledgers.str(), d.how,
+                     d.sides.empty() ? "" : ", " + d.sides + (d.sides == "both" ? " sides" : " side"),
+                     tables.empty() ? "" : "; " + tables, UtcTime(d.found_at), d.cycle);
+}
+
+// The scrub's share of the verified range in its current pass (as the cycle's metric).
+double ScrubCoverage(const verify::FollowState& s) {
+  const Ledger end = s.VerifiedThrough(), from = s.Kept();
+  if (end < from) return 0;
+  const double verified = static_cast<double>(end + 1 - from);
+  return std::min(1.0, static_cast<double>(s.scrub_next - std::min(s.scrub_next, from)) / verified);
+}
+
+}  // namespace
+
+std::string RenderFollowStatusText(const verify::FollowStatus& st) {
+  const verify::FollowState& s = st.state;
+  const bool none = s.compared_through < s.from;
+  std::string out = fmt::format("follow state {} (profile {}, engine {})\n", st.dir, s.profile, dump::ToString(s.engine));
+  out += fmt::format("  first ledger {}; {}\n", s.from,
+                     none ? std::string("nothing compared yet")
+                          : fmt::format("compared through {}, verified through {}", s.compared_through,
+                                        s.VerifiedThrough()));
+  if (s.reaped_through >= s.from) out += fmt::format("  reaped through {} (gone from both sides)\n", s.reaped_through);
+  out += fmt::format("  cycles {}; cycles that found a divergence {}\n", FormatCount(s.cycles), FormatCount(s.divergences));
+  if (s.open_divergences.empty()) {
+    out += "  open divergences: none\n";
+  } else {
+    out += fmt::format("  open divergences: {}\n", s.open_divergences.size());
+    for (const auto& d : s.open_divergences) out += "    " + DivergenceLine(d) + "\n";
+  }
+  for (const auto& c : s.closed_divergences)
+    out += fmt::format("  closed {} in cycle {}: {}: {}\n", UtcTime(c.closed_at), c.cycle, DivergenceLine(c.divergence),
+                       c.why);
+  if (!none)
+    out += fmt::format("  scrub: next ledger {}, {:.0f}% of the verified range in this pass\n", s.scrub_next,
+                       100 * ScrubCoverage(s));
+  if (!s.segments.empty())
+    out += fmt::format("  segments: {} ({} bytes), ledgers {}:{}\n", FormatCountOf(s.segments.size(), "file"),
+                       FormatCount(st.segment_bytes), s.segments.front().range.from, s.segments.back().range.to);
+  out += st.holder.empty() ? std::string("  lock: no holder recorded\n")
+                           : fmt::format("  lock: last taken by {}{}\n", st.holder,
+                                         !st.holder_running        ? ""
+                                         : *st.holder_running ? " (that process is running)"
+                                                              : " (that process is gone)");
+  for (const auto& [side, j] : {std::pair{"left", &s.left}, std::pair{"right", &s.right}})
+    out += fmt::format("  {}: {}\n", side, dump::DescribeSourceIdentity(dump::SourceIdentityFromJson(*j, side)));
+  return out;
+}
+
+nlohmann::json FollowStatusToJson(const verify::FollowStatus& st) {
+  const verify::FollowState& s = st.state;
+  const bool none = s.compared_through < s.from;
+  nlohmann::json open = nlohmann::json::array(), closed = nlohmann::json::array();
+  for (const auto& d : s.open_divergences) open.push_back(OpenDivergenceToJson(d));
+  for (const auto& c : s.closed_divergences) {
+    nlohmann::json one = OpenDivergenceToJson(c.divergence);
+    one["closed_at"] = c.closed_at;
+    one["why"] = c.why;
+    closed.push_back(std::move(one));
+  }
+  nlohmann::json segments = nlohmann::json::array();
+  for (const auto& seg : s.segments) segments.push_back({{"from", seg.range.from}, {"to", seg.range.to}});
+  return {{"state", st.dir},
+          {"profile", s.profile},
+          {"engine", dump::ToString(s.engine)},
+          {"first", s.from},
+          {"compared_through", none ? nlohmann::json() : nlohmann::json(s.compared_through)},
+          {"verified_through", none ? nlohmann::json() : nlohmann::json(s.VerifiedThrough())},
+          {"reaped_through", s.reaped_through >= s.from ? nlohmann::json(s.reaped_through) : nlohmann::json()},
+          {"cycles", s.cycles},
+          {"divergences_total", s.divergences},
+          {"open_divergences", open},
+          {"closed_divergences", closed},
+          {"scrub_next", s.scrub_next},
+          {"scrub_coverage", ScrubCoverage(s)},
+          {"segments", segments},
+          {"segment_bytes", st.segment_bytes},
+          {"lock_holder", st.holder.empty() ? nlohmann::json() : nlohmann::json(st.holder)},
+          {"lock_holder_running", st.holder_running ? nlohmann::json(*st.holder_running) : nlohmann::json()},
+          {"left", s.left},
+          {"right", s.right}};
+}
+
 }  // namespace ledgerdiff::report
+

@@ -39,4 +39,10 @@ std::string RenderFollowText(const verify::FollowReport& run, const verify::Foll
 nlohmann::json FollowToJson(const verify::FollowReport& run, const verify::FollowOptions& options,
                             const verify::VerifyRangeReport* finding);
 
+// follow-status: a state directory as an operator reads it (first ledger, frontier, open and
+// recently closed divergences, scrub position, segments, the lock's holder, the sides), text and
+// JSON (keys in verify/README.md).
+std::string RenderFollowStatusText(const verify::FollowStatus& status);
+nlohmann::json FollowStatusToJson(const verify::FollowStatus& status);
+
 }  // namespace ledgerdiff::report

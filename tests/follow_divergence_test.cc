@@ -138,6 +138,26 @@ TEST(FollowDivergence, AScrubFindingStaysOpenAndAlertingAcrossRestartsUntilRepai
   EXPECT_NE(text.out.find(fmt::format("1 divergence open (the first at ledgers {}:", planted)), std::string::npos)
       << text.out;
 
+  // follow-status reads the state alone (no database): the open divergence, exit 1.
+  auto status = RunCli({"follow-status", "--state", state, "--format", "json"});
+  EXPECT_EQ(status.exit_code, 1) << status.out << status.err;
+  const auto sj = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_FALSE(sj.is_discarded()) << status.out << status.err;
+  EXPECT_EQ(sj["first"], k.first);
+  EXPECT_EQ(sj["compared_through"], k.last);
+  EXPECT_EQ(sj["verified_through"], planted - 1);
+  ASSERT_EQ(sj["open_divergences"].size(), 1u);
+  EXPECT_EQ(sj["open_divergences"][0]["from"], planted);
+  EXPECT_EQ(sj["divergences_total"], 1);
+  EXPECT_EQ(sj["lock_holder_running"], false) << "the follower that wrote the lock line has exited";
+  auto status_text = RunCli({"follow-status", "--state", state});
+  EXPECT_EQ(status_text.exit_code, 1);
+  EXPECT_NE(status_text.out.find(fmt::format("  open divergences: 1\n    ledgers {}:", planted)), std::string::npos)
+      << status_text.out;
+  EXPECT_NE(status_text.out.find("(scrub, right side; history_transactions), found 20"), std::string::npos)
+      << status_text.out;
+  EXPECT_NE(status_text.out.find(fmt::format("verified through {}", planted - 1)), std::string::npos) << status_text.out;
+
   // Repaired: the next cycle compares the open divergence's ledgers again and closes it.
   fee(-1);
   auto repaired = follow({"--scrub-period", "1e9"});
@@ -152,6 +172,14 @@ TEST(FollowDivergence, AScrubFindingStaysOpenAndAlertingAcrossRestartsUntilRepai
   EXPECT_EQ(Samples(after).count("ledgerdiff_verdict{command=\"verify-range\",verdict=\"identical\"}"), 1u) << after;
   EXPECT_EQ(Samples(after).at("ledgerdiff_open_divergences"), "0") << after;
   EXPECT_EQ(Samples(after).at("ledgerdiff_follow_divergences_found_total"), "1") << after;
+  status = RunCli({"follow-status", "--state", state});
+  EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
+  EXPECT_NE(status.out.find("  open divergences: none\n"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find(fmt::format("ledgers {}:", planted)), std::string::npos) << "the closed one: " << status.out;
+  // Not a state directory: bad input, one line.
+  auto foreign = RunCli({"follow-status", "--state", dir.path});
+  EXPECT_EQ(foreign.exit_code, 2) << foreign.out << foreign.err;
+  EXPECT_NE(foreign.err.find("is not the follower's"), std::string::npos) << foreign.err;
 
   // The alert: firing from the finding, still at minute 11 (the last open file exported on), and
   // silent once the file says the divergence is closed (minute 12 on).

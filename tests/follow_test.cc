@@ -11,6 +11,7 @@
 // a follower that stops without a finding (--cycles, --until, SIGTERM) writes its CI reports.
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -390,6 +391,11 @@ TEST(Follow, SurvivesSigkillAndLostConnectionsAndRefusesASecondFollower) {
   auto second = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1"}));
   EXPECT_EQ(second.exit_code, 2) << second.out << second.err;
   EXPECT_NE(second.err.find("in use"), std::string::npos) << second.err;
+  // The refusal names the holder (issue 43): its pid and host, and since when.
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof host - 1), 0);
+  EXPECT_NE(second.err.find(fmt::format("held by pid {} on host {} since 20", killed, host)), std::string::npos)
+      << second.err;
   kill(killed, SIGKILL);
   testing::WaitExitCode(killed);
   const nlohmann::json st = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));

@@ -13,7 +13,7 @@
 namespace ledgerdiff::testing {
 namespace {
 
-const std::vector<std::string> kCommands = {"ingest", "digest", "diff", "dump", "verify", "verify-range", "selftest",
+const std::vector<std::string> kCommands = {"ingest", "digest", "diff", "dump", "verify", "verify-range", "follow-status", "selftest",
                                             "chaos", "sweep", "manifest", "plan", "worker", "wait", "runs",
                                             "cancel",       "drop"};
 

@@ -33,6 +33,7 @@
 #include "report/selftest_text_json.h"
 #include "report/svg_chart.h"
 #include "report/verify_text_json.h"
+#include "dump/source_identity.h"
 #include "tests/harness.h"
 #include "verify/verify.h"
 #include "report/diff_text_json.h"
@@ -1753,6 +1754,19 @@ TEST(DocumentedJson, FollowCycleKeysAreTheEmittedKeys) {
   EXPECT_EQ(Keys(report::FollowCycleToJson(c)["finding"]),
             (std::set<std::string>{"kind", "ledger", "sides", "tables"}));
   EXPECT_EQ(report::RenderFollowCycle(c).find("cycle 0: verified through 0 (nothing new)"), 0u);
+}
+
+TEST(DocumentedJson, FollowStatusKeysAreTheEmittedKeys) {
+  const std::string readme = testing::ReadFileBytes(fs::path(testing::SourceDir()) / "verify" / "README.md");
+  verify::FollowStatus st;
+  st.dir = "/var/lib/ledgerdiff/follow";
+  st.state.from = 2;
+  st.state.compared_through = 61;
+  st.state.left = st.state.right = dump::SourceIdentityToJson({"7301", "horizon", "public", 2200});
+  EXPECT_EQ(DocumentedTableKeys(readme, "### follow-status"), Keys(report::FollowStatusToJson(st)));
+  EXPECT_NE(report::RenderFollowStatusText(st).find("  first ledger 2; compared through 61, verified through 61\n"),
+            std::string::npos)
+      << report::RenderFollowStatusText(st);
 }
 
 TEST(DocumentedJson, VerifyKeysAreTheEmittedKeys) {

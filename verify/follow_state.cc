@@ -4,9 +4,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
@@ -325,6 +327,39 @@ void RemoveUnreferencedSegments(const std::string& dir, const FollowState& s) {
     const std::string name = e.path().filename().string();
     if (!keep.count(name) && IsSegmentEntryName(name)) fs::remove(e.path(), ec);
   }
+}
+
+Result<FollowStatus> ReadFollowStatus(const std::string& dir) {
+  LD_RETURN_IF_ERROR(CheckFollowStateDir(dir));
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(fs::path(dir) / kFollowStateFile, ec)))
+    return Status::Usagef("--state {}: no follow state there (no {})", dir, kFollowStateFile);
+  FollowStatus st;
+  st.dir = dir;
+  LD_ASSIGN_OR_RETURN(st.state, LoadFollowState(dir));
+  for (const auto& seg : st.state.segments) {
+    const auto size = fs::file_size(fs::path(dir) / kFollowSegmentsDir / seg.file, ec);
+    if (!ec) st.segment_bytes += size;
+  }
+  // The lock file is untrusted: one line of printable ASCII, at most 200 bytes, else none.
+  const std::string lock = (fs::path(dir) / kFollowLockFile).string();
+  const int fd = ::open(lock.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd >= 0) {
+    char buf[201];
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    std::string line = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "";
+    line = line.substr(0, line.find('\n'));
+    const bool printable = std::all_of(line.begin(), line.end(), [](char c) { return c >= 0x20 && c <= 0x7e; });
+    if (printable) st.holder = line;
+  }
+  // "pid P on host H since T": alive on this host?
+  unsigned long pid = 0;
+  char host[256] = {}, mine[256] = {};
+  if (!st.holder.empty() && std::sscanf(st.holder.c_str(), "pid %lu on host %255s", &pid, host) == 2 &&
+      ::gethostname(mine, sizeof mine - 1) == 0 && std::string(host) == mine && pid > 0 && pid < (1ul << 22))
+    st.holder_running = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+  return st;
 }
 
 }  // namespace ledgerdiff::verify

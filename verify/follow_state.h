@@ -112,4 +112,20 @@ Status SaveFollowState(const std::string& dir, const FollowState& s);
 // under the directory's lock. Other entries are left alone (CheckFollowStateDir refuses them).
 void RemoveUnreferencedSegments(const std::string& dir, const FollowState& s);
 
+// What `follow-status` shows of a state directory, read without a database and without taking
+// its lock (a follower starting meanwhile is never refused because of it).
+struct FollowStatus {
+  std::string dir;
+  FollowState state;
+  // The holder line the last follower to take the lock wrote ("pid 123 on host db1 since T");
+  // "" when none was written. `holder_running`: on this host, whether that pid is alive (it may
+  // be another process by now); nullopt on another host or without a line.
+  std::string holder;
+  std::optional<bool> holder_running;
+  uint64_t segment_bytes = 0;
+};
+// Errors: Usage (exit 2) for a directory that is not a follow state (CheckFollowStateDir,
+// LoadFollowState) or holds none yet.
+Result<FollowStatus> ReadFollowStatus(const std::string& dir);
+
 }  // namespace ledgerdiff::verify
