@@ -1,5 +1,7 @@
 #include "dump/profile.h"
 
+#include <array>
+
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
@@ -15,19 +17,16 @@
 
 #include <fmt/format.h>
 
+#include "core/enum_names.h"
+
 namespace ledgerdiff::dump {
 
 namespace {
 
-struct ClassName {
-  ColumnClass cls;
-  const char* name;
-};
-constexpr ClassName kClassNames[] = {
-    {ColumnClass::kInt, "int"},         {ColumnClass::kNumeric, "numeric"},   {ColumnClass::kFloat, "float"},
-    {ColumnClass::kText, "text"},       {ColumnClass::kBool, "bool"},         {ColumnClass::kDateTime, "datetime"},
-    {ColumnClass::kInterval, "interval"}, {ColumnClass::kJson, "json"},       {ColumnClass::kJsonb, "jsonb"},
-    {ColumnClass::kBytea, "bytea"},     {ColumnClass::kArray, "array"},       {ColumnClass::kOther, "other"},
+constexpr std::array kColumnClasses = {
+    ColumnClass::kInt,      ColumnClass::kNumeric, ColumnClass::kFloat, ColumnClass::kText,
+    ColumnClass::kBool,     ColumnClass::kDateTime, ColumnClass::kInterval, ColumnClass::kJson,
+    ColumnClass::kJsonb,    ColumnClass::kBytea,   ColumnClass::kArray, ColumnClass::kOther,
 };
 
 const std::vector<std::string> kDefaultExclude = {"created_at", "updated_at", "importer_version"};
@@ -376,17 +375,27 @@ std::vector<LookupRule> LookupRules(const ProfileSpec& spec) {
   return out;
 }
 
-const char* ColumnClassName(ColumnClass c) {
-  for (const auto& cn : kClassNames)
-    if (cn.cls == c) return cn.name;
+const char* ToString(ColumnClass c) {
+  switch (c) {  // no default: -Wswitch names a class added without its name
+    case ColumnClass::kInt: return "int";
+    case ColumnClass::kNumeric: return "numeric";
+    case ColumnClass::kFloat: return "float";
+    case ColumnClass::kText: return "text";
+    case ColumnClass::kBool: return "bool";
+    case ColumnClass::kDateTime: return "datetime";
+    case ColumnClass::kInterval: return "interval";
+    case ColumnClass::kJson: return "json";
+    case ColumnClass::kJsonb: return "jsonb";
+    case ColumnClass::kBytea: return "bytea";
+    case ColumnClass::kArray: return "array";
+    case ColumnClass::kOther: return "other";
+  }
   return "other";
 }
 
-std::optional<ColumnClass> ParseColumnClass(const std::string& name) {
-  for (const auto& cn : kClassNames)
-    if (name == cn.name) return cn.cls;
-  return std::nullopt;
-}
+const char* ColumnClassName(ColumnClass c) { return ToString(c); }
+
+std::optional<ColumnClass> ParseColumnClass(const std::string& name) { return ParseEnum(kColumnClasses, name); }
 
 ProfileSpec HorizonProfileSpec() {
   ProfileSpec s;

@@ -24,7 +24,8 @@ namespace ledgerdiff::dump {
 // How the text form of a column's values is tagged in the row encoding. Two columns of the same
 // class hash alike (int4 vs int8, varchar vs text): a widened column is not a data change.
 enum class ColumnClass { kInt, kNumeric, kFloat, kText, kBool, kDateTime, kInterval, kJson, kJsonb, kBytea, kArray, kOther };
-const char* ColumnClassName(ColumnClass c);
+const char* ToString(ColumnClass c);         // "int", "numeric", ... (how profiles spell it)
+const char* ColumnClassName(ColumnClass c);  // ToString
 std::optional<ColumnClass> ParseColumnClass(const std::string& name);
 
 // How a row maps to its ledger (the kinds of core/history_tables.h, whose Horizon tables the
