@@ -252,7 +252,9 @@ void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {
   auto& fo = f.follow_options;
   sub->add_flag("--follow", f.follow,
                 "Verify continuously: every --interval, compare the ledgers both sides gained since, and scrub the "
-                "verified ones (needs --state and --from)");
+                "verified ones (needs --state and --from). Each cycle's lag is how many ledgers the verified frontier "
+                "trails the higher head: a side behind + ledgers held back by an open divergence + ledgers not "
+                "compared yet (of which a side's gaps)");
   sub->add_option("--state", fo.state_dir,
                   "With --follow: the directory that keeps what was verified (a restart continues from it); a new or "
                   "empty directory or a follow state's own: any other is refused");

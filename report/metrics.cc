@@ -84,6 +84,14 @@ Ledger VerifiedThrough(const diff::DiffReport& d) {
   return std::max<Ledger>(through, d.range.from - 1);
 }
 
+namespace {
+// One declaration of "behind" for every gate (issue 43: each lag number has one name).
+Metric HeadBehind(double left, double right) {
+  return {"ledgerdiff_head_behind_ledgers", "gauge", "How many ledgers the side's head is behind the other side's (0: not behind)",
+          {{{{"side", "left"}}, left}, {{{"side", "right"}}, right}}};
+}
+}  // namespace
+
 std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d) {
   std::vector<Metric> out;
   out.push_back(Gauge("ledgerdiff_verified_through_ledger",
@@ -97,8 +105,7 @@ std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d) {
   out.push_back(head);
   if (d.coverage.left.last && d.coverage.right.last) {
     const double left = static_cast<double>(*d.coverage.left.last), right = static_cast<double>(*d.coverage.right.last);
-    out.push_back(Gauge("ledgerdiff_lag_ledgers", "How many ledgers the right side's head is behind the left's (0: not behind)",
-                        std::max(0.0, left - right)));
+    out.push_back(HeadBehind(std::max(0.0, right - left), std::max(0.0, left - right)));
   }
   out.push_back(Gauge("ledgerdiff_divergent_ledgers", "Ledgers where any table differs, in the last run",
                       static_cast<double>(d.divergent_ledgers)));
@@ -150,8 +157,17 @@ std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTota
   if (c.head_left) head.samples.push_back({{{"side", "left"}}, static_cast<double>(*c.head_left)});
   if (c.head_right) head.samples.push_back({{{"side", "right"}}, static_cast<double>(*c.head_right)});
   out.push_back(head);
-  out.push_back(Gauge("ledgerdiff_lag_ledgers", "Ledgers between the higher head and the verified frontier",
+  out.push_back(Gauge("ledgerdiff_lag_ledgers",
+                      "Ledgers the verified frontier trails the higher head: behind + held back + backlog",
                       static_cast<double>(c.lag_ledgers)));
+  out.push_back(HeadBehind(static_cast<double>(c.behind_left), static_cast<double>(c.behind_right)));
+  out.push_back({"ledgerdiff_gap_ledgers", "gauge",
+                 "Ledgers missing on the side after its gap-free run, up to its head (within the next cycle's window)",
+                 {{{{"side", "left"}}, static_cast<double>(c.gap_left)}, {{{"side", "right"}}, static_cast<double>(c.gap_right)}}});
+  out.push_back(Gauge("ledgerdiff_held_back_ledgers", "Ledgers compared but not verified because an open divergence holds them",
+                      static_cast<double>(c.held_back_ledgers)));
+  out.push_back(Gauge("ledgerdiff_backlog_ledgers", "Ledgers both heads have passed that are not compared yet",
+                      static_cast<double>(c.backlog_ledgers)));
   if (c.lag_seconds)
     out.push_back(Gauge("ledgerdiff_lag_seconds",
                         "Seconds between the close of the higher head's ledger and of the frontier's", *c.lag_seconds));

@@ -106,9 +106,18 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
   else
     s += " (nothing new)";
   auto head = [](const std::optional<Ledger>& h) { return h ? std::to_string(*h) : std::string("none"); };
-  s += fmt::format(", heads left {} right {}, lag {}", head(c.head_left), head(c.head_right),
-                   FormatCountOf(c.lag_ledgers, "ledger"));
+  s += fmt::format(", heads left {} right {}", head(c.head_left), head(c.head_right));
+  if (c.behind_left || c.behind_right)
+    s += fmt::format(" ({} {} behind)", c.behind_left ? "left" : "right", FormatCount(std::max(c.behind_left, c.behind_right)));
+  s += fmt::format(", lag {}", FormatCountOf(c.lag_ledgers, "ledger"));
   if (c.lag_seconds) s += fmt::format(" ({:.0f} s)", *c.lag_seconds);
+  // The lag's other parts, when there are any (the side behind is said above).
+  std::vector<std::string> parts;
+  if (c.held_back_ledgers) parts.push_back(fmt::format("{} held back by a divergence", FormatCount(c.held_back_ledgers)));
+  if (c.backlog_ledgers) parts.push_back(fmt::format("{} not compared yet", FormatCount(c.backlog_ledgers)));
+  for (const auto& [side, gap] : {std::pair{"left", c.gap_left}, std::pair{"right", c.gap_right}})
+    if (gap) parts.push_back(fmt::format("{} missing on the {} (a gap)", FormatCount(gap), side));
+  if (!parts.empty()) s += fmt::format(" [{}]", fmt::join(parts, ", "));
   if (c.scrubbed) s += fmt::format(", scrubbed {}", c.scrubbed->str());
   if (c.reaped) s += fmt::format(", reaped {} (gone from both sides)", c.reaped->str());
   s += fmt::format(", {:.1f} s", c.seconds);
@@ -153,6 +162,10 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
                       {"scrubbed", range(c.scrubbed)},
                       {"head", {{"left", opt(c.head_left)}, {"right", opt(c.head_right)}}},
                       {"lag_ledgers", c.lag_ledgers},
+                      {"behind", {{"left", c.behind_left}, {"right", c.behind_right}}},
+                      {"gap_ledgers", {{"left", c.gap_left}, {"right", c.gap_right}}},
+                      {"held_back_ledgers", c.held_back_ledgers},
+                      {"backlog_ledgers", c.backlog_ledgers},
                       {"lag_seconds", opt(c.lag_seconds)},
                       {"rows_compared", {{"left", c.rows_left}, {"right", c.rows_right}}},
                       {"seconds", c.seconds},

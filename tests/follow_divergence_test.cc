@@ -115,6 +115,9 @@ TEST(FollowDivergence, AScrubFindingStaysOpenAndAlertingAcrossRestartsUntilRepai
     EXPECT_EQ(cycles[0]["open_divergences"][0]["how"], "scrub");
     EXPECT_EQ(cycles[0]["open_divergences"][0]["sides"], "right");
     EXPECT_EQ(cycles[0]["verified_through"], planted - 1);
+    EXPECT_EQ(cycles[0]["held_back_ledgers"], k.last - planted + 1) << "the lag is the divergence's, not a side's";
+    EXPECT_EQ(cycles[0]["backlog_ledgers"], 0);
+    EXPECT_EQ(cycles[0]["behind"], (nlohmann::json{{"left", 0}, {"right", 0}}));
     EXPECT_EQ(cycles[0]["divergences_total"], 1) << "the counter is kept in the state, not reset by a restart";
     const std::string m = testing::ReadFileBytes(metrics);
     const auto samples = Samples(m);
@@ -123,6 +126,8 @@ TEST(FollowDivergence, AScrubFindingStaysOpenAndAlertingAcrossRestartsUntilRepai
     EXPECT_EQ(samples.at("ledgerdiff_first_open_divergent_ledger"), std::to_string(planted)) << m;
     EXPECT_EQ(samples.at("ledgerdiff_follow_divergences_found_total"), "1") << m;
     EXPECT_EQ(samples.count("ledgerdiff_oldest_open_divergence_age_seconds"), 1u) << m;
+    EXPECT_EQ(samples.at("ledgerdiff_held_back_ledgers"), std::to_string(k.last - planted + 1)) << m;
+    EXPECT_EQ(samples.at("ledgerdiff_head_behind_ledgers{side=\"right\"}"), "0") << m;
     EXPECT_EQ(Samples(files.front()).at("ledgerdiff_last_success_timestamp_seconds"),
               samples.at("ledgerdiff_last_success_timestamp_seconds"))
         << "no success while a divergence is open";
@@ -134,6 +139,8 @@ TEST(FollowDivergence, AScrubFindingStaysOpenAndAlertingAcrossRestartsUntilRepai
   auto text = follow({"--scrub-period", "1e9", "--format", "text"});
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.err.find(fmt::format("open: 1 divergence (the first at ledgers {}:", planted)), std::string::npos)
+      << text.err;
+  EXPECT_NE(text.err.find(fmt::format("[{} held back by a divergence]", k.last - planted + 1)), std::string::npos)
       << text.err;
   EXPECT_NE(text.out.find(fmt::format("1 divergence open (the first at ledgers {}:", planted)), std::string::npos)
       << text.out;

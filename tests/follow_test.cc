@@ -182,6 +182,11 @@ TEST(Follow, AGapOnOneSideHoldsTheFrontierBeforeItAndIsNeverDivergent) {
       EXPECT_EQ(c["verified_through"], gap - 1);
       EXPECT_EQ(c["head"], (nlohmann::json{{"left", k.last}, {"right", k.last}}));
       EXPECT_EQ(c["lag_ledgers"], k.last - gap + 1);
+      // The lag's parts (issue 43): no side behind; a gap of 1 on the right holds the backlog.
+      EXPECT_EQ(c["behind"], (nlohmann::json{{"left", 0}, {"right", 0}})) << c;
+      EXPECT_EQ(c["gap_ledgers"], (nlohmann::json{{"left", 0}, {"right", 1}})) << c;
+      EXPECT_EQ(c["backlog_ledgers"], k.last - gap + 1) << c;
+      EXPECT_EQ(c["held_back_ledgers"], 0) << c;
       EXPECT_EQ(c["divergences_total"], 0);
     }
     const auto j = nlohmann::json::parse(r.out);

@@ -1685,7 +1685,9 @@ TEST(Metrics, AComparisonsFiguresParseWithThePrometheusParser) {
   EXPECT_EQ(samples.at("ledgerdiff_verified_through_ledger{}"), 199);
   EXPECT_EQ(samples.at("ledgerdiff_head_ledger{side=left}"), 401);
   EXPECT_EQ(samples.at("ledgerdiff_head_ledger{side=right}"), 390);
-  EXPECT_EQ(samples.at("ledgerdiff_lag_ledgers{}"), 11);
+  EXPECT_EQ(samples.at("ledgerdiff_head_behind_ledgers{side=right}"), 11);
+  EXPECT_EQ(samples.at("ledgerdiff_head_behind_ledgers{side=left}"), 0);
+  EXPECT_EQ(samples.count("ledgerdiff_lag_ledgers{}"), 0u) << "lag is the follower's, one meaning";
   EXPECT_EQ(samples.at("ledgerdiff_missing_ledgers{side=right}"), 11);
   EXPECT_EQ(samples.at("ledgerdiff_divergent_ledgers{}"), 3);
   EXPECT_EQ(samples.at("ledgerdiff_rows_compared{side=left}"), 1234);

@@ -108,6 +108,9 @@ struct Heads {
   std::optional<double> closed_at_max;  // Unix time of `max`, when the ledger table has closed_at
   std::optional<Ledger> lowest;         // its lowest ledger at or after `kept`
   uint64_t held = 0;                    // its ledgers in kept:after (an index-only count)
+  // Ledgers missing between the end of its gap-free run and its head, within the window after
+  // `after` (an index-only count of the window).
+  uint64_t gap_ledgers = 0;
 };
 
 Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window,
@@ -129,6 +132,15 @@ Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, 
   h.contiguous = rows.IsNull(0, 1) ? after : static_cast<Ledger>(rows.GetInt(0, 1));
   if (!rows.IsNull(0, 2)) h.lowest = static_cast<Ledger>(rows.GetInt(0, 2));
   h.held = static_cast<uint64_t>(rows.GetInt(0, 3));
+  if (h.max && *h.max > h.contiguous) {
+    const Ledger end = static_cast<Ledger>(std::min<uint64_t>(*h.max, uint64_t{after} + window));
+    LD_ASSIGN_OR_RETURN(pg::Rows gaps, conn->Exec(fmt::format("SELECT count(*) FROM {} WHERE {c} > $1::bigint AND "
+                                                              "{c} <= $2::bigint",
+                                                              table, fmt::arg("c", column)),
+                                                  {std::to_string(h.contiguous), std::to_string(end)}));
+    const uint64_t span = end > h.contiguous ? end - h.contiguous : 0;
+    h.gap_ledgers = span - std::min<uint64_t>(span, static_cast<uint64_t>(gaps.GetInt(0, 0)));
+  }
   if (h.max) {
     auto at = conn->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {} WHERE {} = $1::bigint",
                                      table, column),
@@ -355,6 +367,15 @@ class Follower {
     if (cycle.finding && cycle.finding->ledger > 0) cycle.frontier = std::min(cycle.frontier, cycle.finding->ledger - 1);
     const Ledger head = std::max(hl->max.value_or(0), hr->max.value_or(0));
     cycle.lag_ledgers = head > cycle.frontier ? head - cycle.frontier : 0;
+    // The lag's parts (issue 43: one name per number).
+    cycle.behind_left = head - std::min(head, hl->max.value_or(0));
+    cycle.behind_right = head - std::min(head, hr->max.value_or(0));
+    cycle.gap_left = hl->gap_ledgers;
+    cycle.gap_right = hr->gap_ledgers;
+    const Ledger compared = std::max(state_.compared_through, cycle.frontier);
+    cycle.held_back_ledgers = compared - cycle.frontier;
+    const Ledger both = std::min(hl->max.value_or(0), hr->max.value_or(0));
+    cycle.backlog_ledgers = both > compared ? both - compared : 0;
     const auto& closed = hl->max && head == *hl->max ? hl->closed_at_max : hr->closed_at_max;
     if (closed && cycle.frontier >= state_.from) {
       if (auto at = ClosedAt(o_.sides.left, o_.sides.left_schema, cycle.frontier)) cycle.lag_seconds = std::max(0.0, *closed - *at);

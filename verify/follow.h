@@ -74,7 +74,16 @@ struct FollowCycle {
   std::optional<LedgerRange> reaped;
   Ledger reaped_through = 0;
   uint64_t rows_left = 0, rows_right = 0;  // compared by this cycle (new and scrub)
-  uint64_t lag_ledgers = 0;            // max(head) - frontier
+  // The lag: how many ledgers the frontier trails the higher head (max(head) - frontier), the
+  // sum of: how far each side's head is behind the other's (`behind_*`, one of them 0), the
+  // ledgers an open divergence holds back (compared, not verified: `held_back_ledgers`), and the
+  // ledgers both heads have passed that are not compared yet (`backlog_ledgers`), of which
+  // `gap_*` are missing on that side (after its gap-free run, within the next window).
+  uint64_t lag_ledgers = 0;
+  uint64_t behind_left = 0, behind_right = 0;
+  uint64_t gap_left = 0, gap_right = 0;
+  uint64_t held_back_ledgers = 0;
+  uint64_t backlog_ledgers = 0;
   std::optional<double> lag_seconds;   // closed_at(max head) - closed_at(frontier), when known
   double seconds = 0;
   double scrub_coverage = 0;           // share of the verified range scrubbed in the current pass
