@@ -205,9 +205,13 @@ class Follower {
       LD_RETURN_IF_ERROR(retry(opened, "starting"));
     }
     ScopedCleanup said([this] {
-      return fmt::format("the follow state in {} holds what was verified (through ledger {}); run the same command "
-                         "to continue",
-                         o_.state_dir, state_.VerifiedThrough());
+      const auto& open = state_.open_divergences;
+      return fmt::format("the follow state in {} holds what was verified (through ledger {}, after {}{}); run the "
+                         "same command to continue",
+                         o_.state_dir, state_.VerifiedThrough(), FormatCountOf(state_.cycles, "cycle"),
+                         open.empty() ? std::string()
+                                      : fmt::format("; {} open, the first at ledgers {}",
+                                                    FormatCountOf(open.size(), "divergence"), open.front().ledgers.str()));
     });
     FollowReport report;
     bool found = false;
