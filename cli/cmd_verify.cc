@@ -339,7 +339,7 @@ Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
   report.diff.targets = targets;
   Outcome out{report.verdict() == diff::Verdict::kIdentical ? 0 : 1, report::RenderVerifyRangeText(report),
               report::VerifyRangeToJson(report), ""};
-  AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report.diff, report.look_again), f.reports));
+  AddWriteFailure(out, EmitReports(report::VerifyRangeReports(report), f.reports));
   return out;
 }
 

@@ -163,6 +163,21 @@ TEST(State, AChangedBalanceADeletedSignerAndAnExtraOfferAreNamedByKey) {
     EXPECT_NE(text.out.find("offers: offer_id=99999: only right"), std::string::npos) << text.out;
     EXPECT_NE(text.out.find("divergent: the state tables differ"), std::string::npos) << text.out;
   }
+  // JUnit, Markdown and HTML carry the state's check and the combined verdict.
+  testing::ScratchDir dir("ledgerdiff-state-reports-");
+  auto r = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange, "--junit",
+                   dir.path + "/junit.xml", "--markdown", dir.path + "/summary.md", "--report", dir.path + "/html"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string junit = testing::ReadFileBytes(dir.path + "/junit.xml");
+  const auto state_case = junit.find("<testcase classname=\"ledgerdiff.verify-range\" name=\"state\">");
+  ASSERT_NE(state_case, std::string::npos) << junit;
+  EXPECT_NE(junit.find("<failure", state_case), std::string::npos) << junit;
+  EXPECT_NE(junit.find("offers: offer_id=99999: only right"), std::string::npos) << junit;
+  const std::string markdown = testing::ReadFileBytes(dir.path + "/summary.md");
+  EXPECT_NE(markdown.find("divergent"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("state: divergent at ledger 61"), std::string::npos) << markdown;
+  const std::string html = testing::ReadFileBytes(dir.path + "/html/index.html");
+  EXPECT_NE(html.find("state: divergent at ledger 61"), std::string::npos);
 }
 
 TEST(State, SidesAtDifferentLedgersAreIncompleteUnlessSkipped) {
