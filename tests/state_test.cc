@@ -180,6 +180,29 @@ TEST(State, AChangedBalanceADeletedSignerAndAnExtraOfferAreNamedByKey) {
   EXPECT_NE(html.find("state: divergent at ledger 61"), std::string::npos);
 }
 
+TEST(State, EveryDifferingKeyOfATableIsNamedAcrossItsBuckets) {
+  Sides s = FilledSides();
+  ExecSql(s.right, "UPDATE accounts SET balance = balance + 7");
+  const int64_t accounts = QueryInt(s.left, "SELECT count(*) FROM accounts");
+  for (const auto& engine : kEngines) {
+    auto all = VerifyRange(s.left, s.right, engine, {"--max-rows", "1000"});
+    ASSERT_EQ(all.exit_code, 1) << engine << "\n" << all.err << all.out;
+    json st = json::parse(all.out)["state"];
+    EXPECT_EQ(st["differing_rows"], accounts) << engine;
+    ASSERT_EQ(st["differences"].size(), static_cast<size_t>(accounts)) << engine;
+    for (const auto& d : st["differences"]) {
+      EXPECT_EQ(d["kind"], "changed");
+      EXPECT_EQ(std::stoll(d["right"]["balance"].get<std::string>()) - std::stoll(d["left"]["balance"].get<std::string>()), 7);
+    }
+    // --max-rows bounds what is listed, not what is counted.
+    auto few = VerifyRange(s.left, s.right, engine, {"--max-rows", "3"});
+    ASSERT_EQ(few.exit_code, 1) << engine;
+    json fst = json::parse(few.out)["state"];
+    EXPECT_EQ(fst["differing_rows"], accounts);
+    EXPECT_EQ(fst["differences"].size(), 3u);
+  }
+}
+
 TEST(State, SidesAtDifferentLedgersAreIncompleteUnlessSkipped) {
   Sides s = FilledSides(61, 60);
   // A state difference at different ledgers is no divergence: nothing was compared.
