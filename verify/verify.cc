@@ -676,14 +676,15 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   if (!diffed.ok()) return diffed.status();
   report.diff = std::move(diffed).value();
   if (!report.diff.identical) report.look_again = LookAgainCommand(o, report.diff);
+  if (manifest) {
+    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
+    LD_RETURN_IF_ERROR(checkpoint->Remove());
+  }
+  // The state after the history's manifest is complete: the manifest records the history alone.
   if (o.state.mode != StateMode::kOff && !report.shard) {
     StateOptions state = o.state;
     state.max_rows = o.max_rows;
     LD_ASSIGN_OR_RETURN(report.state, CompareState(left, right, spec, o.engine, state));
-  }
-  if (manifest) {
-    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
-    LD_RETURN_IF_ERROR(checkpoint->Remove());
   }
   return report;
 }
