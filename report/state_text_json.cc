@@ -74,6 +74,7 @@ std::string RenderStateText(const verify::StateComparison& s) {
   for (const auto& d : s.differences) out += StateDifferenceText(d);
   if (s.differences.size() < s.differing_rows)
     out += fmt::format("  ... and {} more (--max-rows)\n", FormatCountOf(s.differing_rows - s.differences.size(), "row"));
+  for (const auto& n : s.notes) out += "state note: " + n + "\n";
   if (!s.one_sided_tables.empty())
     out += fmt::format("state: not compared (on one side only): {}\n", fmt::join(s.one_sided_tables, ", "));
   return out;
@@ -107,6 +108,7 @@ nlohmann::json StateToJson(const verify::StateComparison& s) {
           {"differing_rows", s.differing_rows},
           {"one_sided_tables", s.one_sided_tables},
           {"note", s.note.empty() ? nlohmann::json() : nlohmann::json(s.note)},
+          {"notes", s.notes},
           {"reads", s.reads},
           {"verdict", verify::ToString(s.verdict)}};
 }

@@ -317,6 +317,33 @@ TEST(State, AUserProfileDeclaresItsOwnStateTablesAndLedger) {
   EXPECT_NE(bad.err.find("state table offers: \"key\""), std::string::npos) << bad.err;
 }
 
+TEST(State, ADeclaredKeyThatIsNotUniqueIsSaidSoAndStillDiverges) {
+  Sides s = FilledSides();
+  // A second offer of the first offer's seller and asset: the declared key (seller, asset) is held twice.
+  ExecSql(s.right, "INSERT INTO offers SELECT seller_id, 99999, selling_asset, buying_asset, amount, pricen, priced, "
+                   "price, flags, last_modified_ledger FROM offers ORDER BY offer_id LIMIT 1");
+  testing::ScratchDir dir("ledgerdiff-state-profile-");
+  const std::string profile = dir.path + "/profile.json";
+  testing::WriteFileBytes(profile, R"({"tables": [{"table": "history_ledgers", "ledger": {"column": "sequence"}}],
+    "state": {"horizon_tables": false,
+              "ledger": {"table": "key_value_store", "key_column": "key", "value_column": "value",
+                         "key": "exp_ingest_last_ledger"},
+              "tables": [{"table": "offers", "key": ["seller_id", "selling_asset"]}]}})");
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine, {"--profile", profile});
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["verdict"], "divergent") << st.dump();
+    ASSERT_EQ(st["notes"].size(), 1u) << st.dump();
+    EXPECT_NE(st["notes"][0].get<std::string>().find("held by more than one row on the right"), std::string::npos)
+        << st.dump();
+    // The second row of the key is named: the right has it, the left does not.
+    ASSERT_EQ(st["differences"].size(), 1u) << st.dump();
+    EXPECT_EQ(st["differences"][0]["kind"], "only right");
+    EXPECT_EQ(st["differences"][0]["right"]["offer_id"], "99999");
+  }
+}
+
 TEST(State, StateFlagsAreCheckedUpFront) {
   auto r = RunCli({"verify-range", "--left", "host=/nonexistent", "--right", "host=/nonexistent", "--range", kRange,
                    "--state-wait", "-1"});

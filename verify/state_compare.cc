@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <thread>
@@ -42,19 +43,29 @@ diff::RowValues Unescaped(const dump::StateRow& row) {
   return v;
 }
 
-// The rows of `table` in `buckets` on one side, by their key's fields.
-Result<std::map<std::vector<std::string>, dump::StateRow>> RowsByKey(StateSnapshot& side, const ResolvedTable& table,
-                                                                     const std::vector<uint32_t>& buckets) {
+using StateKey = std::vector<std::string>;
+using RowsOfKey = std::map<StateKey, std::vector<dump::StateRow>>;
+
+// The rows of `table` in `buckets` on one side, by their key's fields. A key held by more than
+// one row (a declared key that is no unique key) adds a note naming the side; all its rows are
+// kept and compared as a multiset.
+Result<RowsOfKey> RowsByKey(StateSnapshot& side, const ResolvedTable& table, const std::vector<uint32_t>& buckets,
+                            const char* side_name, StateComparison& out) {
   std::vector<size_t> key_index;
   for (const auto& k : table.key)
     for (size_t i = 0; i < table.columns.size(); ++i)
       if (table.columns[i].name == k) key_index.push_back(i);
   LD_ASSIGN_OR_RETURN(std::vector<dump::StateRow> rows, side.RowsIn(table, buckets));
-  std::map<std::vector<std::string>, dump::StateRow> by_key;
+  RowsOfKey by_key;
   for (auto& r : rows) {
-    std::vector<std::string> key;
+    StateKey key;
     for (size_t i : key_index) key.push_back(r[i]);
-    by_key.emplace(std::move(key), std::move(r));
+    auto& held = by_key[key];
+    held.push_back(std::move(r));
+    if (held.size() == 2)
+      out.notes.push_back(fmt::format("{}: key ({}) held by more than one row on the {}: the declared key is not "
+                                      "unique there",
+                                      table.name, fmt::join(key, ", "), side_name));
   }
   return by_key;
 }
@@ -75,8 +86,9 @@ Status CompareTable(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& lef
   std::vector<uint32_t> differing;
   for (uint32_t b = 0; b < dump::kStateBuckets; ++b)
     if (!(ld.buckets[b] == rd.buckets[b])) differing.push_back(b);
-  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(l, lt, differing));
-  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(r, rt, differing));
+  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(l, lt, differing, "left", out));
+  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(r, rt, differing, "right", out));
+  const uint64_t differing_before = out.differing_rows;
   uint32_t listed = 0;
   auto add = [&](const std::vector<std::string>& key, StateDifferenceKind kind, const dump::StateRow* lrow,
                  const dump::StateRow* rrow) {
@@ -93,19 +105,36 @@ Status CompareTable(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& lef
     if (rrow) d.right = Unescaped(*rrow);
     out.differences.push_back(std::move(d));
   };
+  // The rows of one key on each side as multisets: rows on both sides cancel; one row left on each
+  // side is a changed row, anything else rows only one side has.
+  auto compare_key = [&](const StateKey& key, std::vector<dump::StateRow> lrows, std::vector<dump::StateRow> rrows) {
+    std::sort(lrows.begin(), lrows.end());
+    std::sort(rrows.begin(), rrows.end());
+    std::vector<dump::StateRow> only_left, only_right;
+    std::set_difference(lrows.begin(), lrows.end(), rrows.begin(), rrows.end(), std::back_inserter(only_left));
+    std::set_difference(rrows.begin(), rrows.end(), lrows.begin(), lrows.end(), std::back_inserter(only_right));
+    if (only_left.size() == 1 && only_right.size() == 1) {
+      add(key, StateDifferenceKind::kChanged, &only_left[0], &only_right[0]);
+      return;
+    }
+    for (const auto& row : only_left) add(key, StateDifferenceKind::kOnlyLeft, &row, nullptr);
+    for (const auto& row : only_right) add(key, StateDifferenceKind::kOnlyRight, nullptr, &row);
+  };
   auto li = left_rows.begin(), ri = right_rows.begin();
   while (li != left_rows.end() || ri != right_rows.end()) {
     if (ri == right_rows.end() || (li != left_rows.end() && li->first < ri->first)) {
-      add(li->first, StateDifferenceKind::kOnlyLeft, &li->second, nullptr);
+      compare_key(li->first, std::move(li->second), {});
       ++li;
     } else if (li == left_rows.end() || ri->first < li->first) {
-      add(ri->first, StateDifferenceKind::kOnlyRight, nullptr, &ri->second);
+      compare_key(ri->first, {}, std::move(ri->second));
       ++ri;
     } else {
-      if (li->second != ri->second) add(li->first, StateDifferenceKind::kChanged, &li->second, &ri->second);
+      compare_key(li->first, std::move(li->second), std::move(ri->second));
       ++li, ++ri;
     }
   }
+  if (out.differing_rows == differing_before)
+    out.notes.push_back(fmt::format("{}: the digests differ but no row of the differing buckets does", lt.name));
   return Status::Ok();
 }
 

@@ -72,6 +72,9 @@ struct StateComparison {
   uint64_t differing_rows = 0;                // all of them
   std::vector<std::string> one_sided_tables;  // state tables only one side has (a schema difference)
   std::string note;                           // why not compared, one line; "" when compared
+  // What a comparison found besides differing keys: a declared key held by several rows, a table
+  // whose digests differ without a differing key.
+  std::vector<std::string> notes;
   uint32_t reads = 0;                         // snapshot pairs read (more than one: --state-wait retried)
 };
 
