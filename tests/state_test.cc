@@ -15,6 +15,7 @@
 
 #include "tests/follow_harness.h"
 #include "tests/harness.h"
+#include "tests/horizon_dumps.h"
 
 namespace ledgerdiff {
 namespace {
@@ -44,23 +45,28 @@ std::string SetStateLedger(int ledger) {
 
 // Fills kahuna's (empty) state tables from its own history, and records the state at `ledger`:
 // an account per address (with its master key as its one signer), a trust line per account and
-// non-native asset it traded, an offer per offer id of the trades.
+// non-native asset it traded, an offer per offer id of the trades (either side of a trade). Every
+// value is derived from natural keys, never from a surrogate id or a trade's orientation, so a
+// re-ingested copy (testing::Renumber) gets the same state.
 void FillState(const std::string& db, int ledger) {
   ExecSql(db,
-          "INSERT INTO accounts SELECT address, 1000000000 + id, 0, 0, id << 32, 0, '', 0, '', 1, 0, 0, 0, 61 "
-          "FROM history_accounts;"
+          "INSERT INTO accounts SELECT address, 1000000000 + abs(hashtext(address)) % 1000, 0, 0, "
+          "(abs(hashtext(address)) % 100000)::bigint << 32, 0, '', 0, '', 1, 0, 0, 0, 61 FROM history_accounts;"
           "INSERT INTO accounts_signers (account_id, signer, weight) SELECT address, address, 1 FROM history_accounts;"
-          "INSERT INTO trust_lines SELECT DISTINCT ON (a.address, s.id) a.address || ':' || s.asset_code || ':' || "
-          "s.asset_issuer, a.address, 1, s.asset_issuer, s.asset_code, 500 + s.id, 1000000000, 0, 0, 1, 61 "
+          "INSERT INTO trust_lines SELECT DISTINCT ON (a.address, s.asset_code, s.asset_issuer) a.address || ':' || "
+          "s.asset_code || ':' || s.asset_issuer, a.address, 1, s.asset_issuer, s.asset_code, "
+          "abs(hashtext(a.address || s.asset_code || s.asset_issuer)) % 100000, 1000000000, 0, 0, 1, 61 "
           "FROM history_trades t CROSS JOIN LATERAL (VALUES (t.base_account_id, t.base_asset_id), "
           "(t.counter_account_id, t.counter_asset_id)) p(account, asset) JOIN history_accounts a ON a.id = p.account "
           "JOIN history_assets s ON s.id = p.asset WHERE s.asset_type <> 'native';"
           // An offer id at or above 2^62 is Horizon's synthetic id of a trade against no offer.
-          "INSERT INTO offers SELECT DISTINCT ON (t.base_offer_id) a.address, t.base_offer_id, b.asset_code, "
-          "c.asset_code, t.base_amount, t.price_n, t.price_d, t.price_n::float8 / t.price_d, 0, 61 FROM history_trades t "
-          "JOIN history_accounts a ON a.id = t.base_account_id JOIN history_assets b ON b.id = t.base_asset_id "
-          "JOIN history_assets c ON c.id = t.counter_asset_id WHERE t.base_offer_id < 4611686018427387904 "
-          "ORDER BY t.base_offer_id, t.history_operation_id;" +
+          "INSERT INTO offers SELECT DISTINCT ON (o.offer) a.address, o.offer, sell.asset_code, buy.asset_code, o.amount, "
+          "1, 1, 1.0, 0, 61 FROM history_trades t CROSS JOIN LATERAL (VALUES "
+          "(t.base_offer_id, t.base_account_id, t.base_asset_id, t.counter_asset_id, t.base_amount), "
+          "(t.counter_offer_id, t.counter_account_id, t.counter_asset_id, t.base_asset_id, t.counter_amount)) "
+          "o(offer, account, selling, buying, amount) JOIN history_accounts a ON a.id = o.account "
+          "JOIN history_assets sell ON sell.id = o.selling JOIN history_assets buy ON buy.id = o.buying "
+          "WHERE o.offer < 4611686018427387904 ORDER BY o.offer, t.history_operation_id, t.\"order\";" +
               SetStateLedger(ledger));
 }
 
@@ -201,6 +207,28 @@ TEST(State, EveryDifferingKeyOfATableIsNamedAcrossItsBuckets) {
     EXPECT_EQ(fst["differing_rows"], accounts);
     EXPECT_EQ(fst["differences"].size(), 3u);
   }
+}
+
+TEST(State, RenumberedSurrogateIdsLeaveTheStateIdentical) {
+  // The right side re-ingested: every surrogate id of its history renumbered, its trades turned
+  // around. Its state, filled from that history, names the same accounts, assets and offers.
+  Sides s{LoadDump(), LoadDump()};
+  testing::Renumber(s.right);
+  FillState(s.left, 61);
+  FillState(s.right, 61);
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["compared"], true) << st.dump();
+    EXPECT_EQ(st["verdict"], "identical") << st.dump();
+  }
+  // The ids do show where they are data: an account's sequence number derived from its id.
+  ExecSql(s.right, "UPDATE accounts a SET sequence_number = h.id::bigint << 32 FROM history_accounts h WHERE "
+                   "h.address = a.account_id");
+  auto r = VerifyRange(s.left, s.right, "text");
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_EQ(json::parse(r.out)["state"]["verdict"], "divergent");
 }
 
 TEST(State, SidesAtDifferentLedgersAreIncompleteUnlessSkipped) {
