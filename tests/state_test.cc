@@ -301,6 +301,10 @@ TEST(State, TheDumpsAsShippedHaveNoStateAndStayIdentical) {
     EXPECT_EQ(st["verdict"], "not compared");
     EXPECT_EQ(st["compared"], false);
   }
+  // Nothing to wait for when neither side records a state ledger: one read, however long the wait.
+  auto waited = VerifyRange(s.left, s.right, "text", {"--state-wait", "600"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.err << waited.out;
+  EXPECT_EQ(json::parse(waited.out)["state"]["reads"], 1);
 }
 
 TEST(State, StateRowsWithoutARecordedLedgerAreIncomplete) {

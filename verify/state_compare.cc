@@ -196,7 +196,8 @@ Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff:
     ++c.reads;
     c.ledger_left = sides.left->ledger();
     c.ledger_right = sides.right->ledger();
-    if ((c.ledger_left && c.ledger_left == c.ledger_right) || std::chrono::steady_clock::now() >= deadline) break;
+    // Equal ledgers, or neither side records one (waiting would not make one appear): done.
+    if (c.ledger_left == c.ledger_right || std::chrono::steady_clock::now() >= deadline) break;
     sides = {};  // ends both snapshots before waiting
     std::this_thread::sleep_for(std::chrono::duration<double>(kStateRetrySeconds));
   }
