@@ -636,17 +636,20 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
         }))
       continue;
     p.state_tables.push_back(std::move(t));
-    used.insert(rule.table);
   }
   std::sort(p.state_tables.begin(), p.state_tables.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& [name, cols] : live) {
     if (used.count(name)) continue;
+    // A state table has no ledger mapping: the per-ledger digest never compares it (only
+    // verify-range's state comparison does, which takes it off that command's list).
+    const bool is_state = std::any_of(p.state_tables.begin(), p.state_tables.end(),
+                                      [&](const ResolvedTable& t) { return t.name == name; });
     if (Contains(spec.lookup_tables, name)) {
       p.lookup_tables.push_back(name);
       continue;
     }
     std::optional<LedgerMapping> m;
-    if (spec.discover) m = RecognizeLedger(cols);
+    if (spec.discover && !is_state) m = RecognizeLedger(cols);
     if (!m) {
       p.uncompared_tables.push_back(name);
       continue;

@@ -237,7 +237,8 @@ struct ResolvedProfile {
   std::string name;
   std::vector<ResolvedTable> tables;          // compared, sorted by name
   std::vector<std::string> lookup_tables;     // present lookup tables (not digested)
-  // Other tables present with neither a ledger mapping nor a state key.
+  // Other tables present without a ledger mapping, state tables included (verify-range, which
+  // compares them, takes them off its report's list: verify/state_compare.h).
   std::vector<std::string> uncompared_tables;
   // The spec's state tables present with their key columns (ResolvedTable::ledger is empty),
   // sorted by name. Live schemas only: never stored in a manifest (ResolvedProfileToJson).

@@ -201,6 +201,11 @@ Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff:
     sides = {};  // ends both snapshots before waiting
     std::this_thread::sleep_for(std::chrono::duration<double>(kStateRetrySeconds));
   }
+  for (StateSnapshot* side : {sides.left.get(), sides.right.get()})
+    for (const auto& t : side->tables())
+      if (std::find(c.state_tables.begin(), c.state_tables.end(), t.name) == c.state_tables.end())
+        c.state_tables.push_back(t.name);
+  std::sort(c.state_tables.begin(), c.state_tables.end());
   const StateVerdict not_at_one_ledger =
       options.mode == StateMode::kSkip ? StateVerdict::kSkipped : StateVerdict::kIncomplete;
   const std::string accepted = options.mode == StateMode::kSkip ? " (accepted by --skip-state)" : "";
@@ -238,6 +243,14 @@ Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff:
   const bool all_identical = std::all_of(c.tables.begin(), c.tables.end(), [](const auto& t) { return t.identical; });
   c.verdict = all_identical ? StateVerdict::kIdentical : StateVerdict::kDivergent;
   return c;
+}
+
+void TakeStateTablesOffUncompared(const StateComparison& state, diff::DiffReport& report) {
+  auto is_state = [&](const std::string& t) {
+    return std::find(state.state_tables.begin(), state.state_tables.end(), t) != state.state_tables.end();
+  };
+  for (auto* list : {&report.uncompared_tables, &report.uncompared_left, &report.uncompared_right})
+    list->erase(std::remove_if(list->begin(), list->end(), is_state), list->end());
 }
 
 diff::Verdict CombineVerdicts(diff::Verdict history, const std::optional<StateComparison>& state) {

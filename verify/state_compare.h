@@ -71,6 +71,9 @@ struct StateComparison {
   std::vector<StateDifference> differences;   // by table, then key; at most max_rows per table
   uint64_t differing_rows = 0;                // all of them
   std::vector<std::string> one_sided_tables;  // state tables only one side has (a schema difference)
+  // Every state table a side has (compared or not): what this comparison answers for, so that
+  // the report's "not compared (no ledger mapping)" leaves them out (TakeStateTablesOffUncompared).
+  std::vector<std::string> state_tables;
   std::string note;                           // why not compared, one line; "" when compared
   // What a comparison found besides differing keys: a declared key held by several rows, a table
   // whose digests differ without a differing key.
@@ -84,6 +87,10 @@ struct StateComparison {
 Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff::SchemaSource& right,
                                      const dump::ProfileSpec& spec, dump::DigestEngine engine,
                                      const StateOptions& options);
+
+// Removes `state.state_tables` from the diff's lists of tables without a ledger mapping: the
+// state line reports on them.
+void TakeStateTablesOffUncompared(const StateComparison& state, diff::DiffReport& report);
 
 // The verdict of a comparison whose history diff says `history` and whose state says `state`:
 // a divergence anywhere is divergent (history first), then incomplete, then identical.

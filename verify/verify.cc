@@ -685,6 +685,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     StateOptions state = o.state;
     state.max_rows = o.max_rows;
     LD_ASSIGN_OR_RETURN(report.state, CompareState(left, right, spec, o.engine, state));
+    TakeStateTablesOffUncompared(*report.state, report.diff);
   }
   return report;
 }
