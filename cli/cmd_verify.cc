@@ -251,8 +251,8 @@ void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
                 "Accept state tables (accounts, offers, ...) at different ledgers on the two sides: reported, not "
                 "compared, verdict unchanged (else incomplete, exit 1)");
   sub->add_option("--state-wait", o.state.wait_s,
-                  "Read both sides' state again for up to SECONDS until their state ledgers (key_value_store "
-                  "exp_ingest_last_ledger) are equal, then compare the state tables")
+                  "Seconds to read both sides' state again until their state ledgers (key_value_store "
+                  "exp_ingest_last_ledger) are equal, then compare the state tables (0: read once)")
       ->capture_default_str();
 }
 
