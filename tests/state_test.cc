@@ -280,12 +280,31 @@ TEST(State, StateWaitWaitsForASideThatReachesTheLedgerAMomentLater) {
   Sides s = FilledSides(61, 60);
   for (const auto& engine : kEngines) {
     ExecSql(s.right, SetStateLedger(60));
+    // The right side ingests ledger 61 while the check's first read of it is under way: the
+    // ingester's transaction holds key_value_store until that read (its snapshot already taken,
+    // so it sees 60) waits on the lock, then commits. No timing: pg_locks shows the wait.
+    auto ingest = testing::Connect(s.right);
+    ASSERT_TRUE(ingest->Run("BEGIN; LOCK TABLE key_value_store IN ACCESS EXCLUSIVE MODE; UPDATE key_value_store SET "
+                            "value = '61' WHERE key = 'exp_ingest_last_ledger'")
+                    .ok());
+    std::atomic<bool> saw_the_read{false};
     std::thread ingester([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-      ExecSql(s.right, SetStateLedger(61));
+      auto watch = testing::Connect(s.right);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      while (std::chrono::steady_clock::now() < deadline) {
+        auto waiting = watch->Exec("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                                   "WHERE c.relname = 'key_value_store' AND NOT l.granted");
+        if (waiting.ok() && waiting->GetInt(0, 0) > 0) {
+          saw_the_read = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      (void)ingest->Run("COMMIT");
     });
-    auto r = VerifyRange(s.left, s.right, engine, {"--state-wait", "30"});
+    auto r = VerifyRange(s.left, s.right, engine, {"--state-wait", "60"});
     ingester.join();
+    EXPECT_TRUE(saw_the_read) << "the check never read the right side's state ledger";
     ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
     json st = json::parse(r.out)["state"];
     EXPECT_EQ(st["compared"], true) << st.dump();
