@@ -502,7 +502,7 @@ GateReports VerifyRangeReports(const verify::VerifyRangeReport& r) {
   GateReports g = FromSummary(std::move(s));
   const diff::DiffReport& d = r.diff;
   g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict()), r.verdict() == diff::Verdict::kIdentical,
-                        d.digest_seconds + d.row_diff_seconds, [&d] { return ComparisonMetrics(d); });
+                        d.digest_seconds + d.row_diff_seconds, [&d](std::time_t) { return ComparisonMetrics(d); });
   return g;
 }
 GateReports SelftestReports(const verify::SelftestReport& r) {
