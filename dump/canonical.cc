@@ -113,17 +113,21 @@ std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range)
   return p;
 }
 
-namespace {
-
-// " FROM t LEFT JOIN <lookups> [lateral] WHERE <range>": the rows every canonical and digest
-// statement reads, with the aliases the column expressions refer to.
-std::string FromWhere(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+std::string FromClause(const ResolvedTable& table, const std::string& schema) {
   std::string sql = " FROM " + pg::Qualified(schema, table.name) + " t";
   for (const auto& j : table.joins)
     sql += fmt::format(" LEFT JOIN {} {} ON {}.{} = {}", pg::Qualified(schema, j.lookup_table), j.alias, j.alias,
                        pg::QuoteIdent(j.lookup_id), j.on_expr);
   if (!table.lateral.empty()) sql += " " + table.lateral;
-  return sql + " WHERE " + RangePredicate(table, range);
+  return sql;
+}
+
+namespace {
+
+// " FROM t LEFT JOIN <lookups> [lateral] WHERE <range>": the rows every canonical and digest
+// statement reads, with the aliases the column expressions refer to.
+std::string FromWhere(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  return FromClause(table, schema) + " WHERE " + RangePredicate(table, range);
 }
 
 // `with_flip`: one more output column after the canonical ones (see CanonicalCopyWithFlip).
@@ -209,17 +213,24 @@ constexpr const char* kOuterSeed[2] = {"2236067977499789696", "26457513110645905
 
 }  // namespace
 
-std::string ServerHashQuery(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+std::string ServerHashRow(const ResolvedTable& table) {
   std::string row = "ROW(";
   for (size_t i = 0; i < table.columns.size(); ++i) row += (i ? ", " : "") + ServerHashValue(table.columns[i]);
-  row += ")";
-  // The row is built once per table row (OFFSET 0 keeps the planner from pulling the subquery up
-  // and evaluating ROW(...) once per seed); both hashes read the built row.
+  return row + ")";
+}
+
+std::string ServerHashSums(const std::string& row) {
   std::string sums;
   for (int k = 0; k < 2; ++k)
-    sums += fmt::format(", sum(hashint8extended(hash_record_extended(r, {}), {}))", kInnerSeed[k], kOuterSeed[k]);
-  return "SELECT l, count(*)" + sums + " FROM (SELECT " + LedgerExpr(table) + " AS l, " + row + " AS r" +
-         FromWhere(table, schema, range) + " OFFSET 0) s GROUP BY l";
+    sums += fmt::format(", sum(hashint8extended(hash_record_extended({}, {}), {}))", row, kInnerSeed[k], kOuterSeed[k]);
+  return sums;
+}
+
+std::string ServerHashQuery(const ResolvedTable& table, const std::string& schema, const LedgerRange& range) {
+  // The row is built once per table row (OFFSET 0 keeps the planner from pulling the subquery up
+  // and evaluating ROW(...) once per seed); both hashes read the built row.
+  return "SELECT l, count(*)" + ServerHashSums("r") + " FROM (SELECT " + LedgerExpr(table) + " AS l, " +
+         ServerHashRow(table) + " AS r" + FromWhere(table, schema, range) + " OFFSET 0) s GROUP BY l";
 }
 
 bool ReduceDecimalMod64(std::string_view text, uint64_t& out) {

@@ -48,6 +48,8 @@ const Digest128& EmptyDigest();
 
 // SQL pieces. REQUIRES: `table` comes from ResolveProfile (its exprs are set).
 std::string LedgerExpr(const ResolvedTable& table);
+// " FROM schema.table t LEFT JOIN <lookups> [lateral]": what the column expressions refer to.
+std::string FromClause(const ResolvedTable& table, const std::string& schema);
 // The rows of `range`: the ledger predicate, and only the settled rows of a windowed table
 // once a cutoff was applied (profile.h ApplySettledCutoff).
 std::string RangePredicate(const ResolvedTable& table, const LedgerRange& range);
@@ -86,6 +88,10 @@ constexpr int kServerHashMinVersion = 140000;
 // are (h1, h2), summed like RowMultiset's. Lookups are resolved in the server by the canonical
 // joins (and trades oriented by its lateral), so nothing but one row per ledger crosses the wire.
 std::string ServerHashQuery(const ResolvedTable& table, const std::string& schema, const LedgerRange& range);
+// Its pieces, for statements that group otherwise (dump/state_digest.h): the canonical row
+// ROW(v_1 .. v_n), and ", sum(h1), sum(h2)" over a column `row` holding such a row.
+std::string ServerHashRow(const ResolvedTable& table);
+std::string ServerHashSums(const std::string& row);
 // One canonical column as the server-hash engine feeds it to hash_record_extended.
 std::string ServerHashValue(const CanonicalColumn& column);
 // An integer in decimal text (optional '-') reduced mod 2^64; false when `text` is not one.

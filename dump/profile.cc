@@ -3,6 +3,7 @@
 #include <array>
 
 #include "core/atomic_file.h"
+#include "dump/state_profile.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -318,6 +319,8 @@ std::string MissingReferenceViolation(const InvariantRule::Reference& r) {
                      pg::QuoteIdent(r.lookup_table), pg::QuoteIdent(r.lookup_id));
 }
 
+ResolveRule HorizonAssetReference(const std::string& column) { return Assets(column); }
+
 OrientationRule HorizonTradeOrientation() {
   // As Horizon's trades processor turns a trade around when base_asset_id > counter_asset_id.
   return {"base_asset_id",
@@ -421,6 +424,8 @@ ProfileSpec HorizonProfileSpec() {
     s.tables.push_back(std::move(r));
   }
   s.invariants = HorizonInvariants();
+  s.state_tables = HorizonStateTables();
+  s.state_ledger = HorizonStateLedger();
   return s;
 }
 
@@ -492,6 +497,7 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
     }
     if (j.value("horizon_invariants", false))
       for (auto& v : HorizonInvariants()) s.invariants.push_back(std::move(v));
+    LD_RETURN_IF_ERROR(ParseStateSection(j, origin, s));
     return s;
   } catch (const std::exception& e) {
     return Status::Usagef("profile {}: {}", origin, e.what());
@@ -615,14 +621,35 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
     p.tables.push_back(BuildTable(live, it->second, rule, spec.exclude));
     used.insert(rule.table);
   }
+  for (const auto& rule : spec.state_tables) {
+    auto it = live.find(rule.table);
+    if (it == live.end() || used.count(rule.table)) continue;
+    TableRule as_table;
+    as_table.table = rule.table;
+    as_table.key = rule.key;
+    as_table.exclude = rule.exclude;
+    as_table.resolve = rule.resolve;
+    ResolvedTable t = BuildTable(live, it->second, as_table, spec.exclude);
+    // A key column the live table lacks: no row can be named, so the table is not compared.
+    if (t.key.empty() || std::any_of(rule.key.begin(), rule.key.end(), [&](const std::string& k) {
+          return !FindColumn(it->second, k) || Contains(t.excluded, k);
+        }))
+      continue;
+    p.state_tables.push_back(std::move(t));
+  }
+  std::sort(p.state_tables.begin(), p.state_tables.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   for (const auto& [name, cols] : live) {
     if (used.count(name)) continue;
+    // A state table has no ledger mapping: the per-ledger digest never compares it (only
+    // verify-range's state comparison does, which takes it off that command's list).
+    const bool is_state = std::any_of(p.state_tables.begin(), p.state_tables.end(),
+                                      [&](const ResolvedTable& t) { return t.name == name; });
     if (Contains(spec.lookup_tables, name)) {
       p.lookup_tables.push_back(name);
       continue;
     }
     std::optional<LedgerMapping> m;
-    if (spec.discover) m = RecognizeLedger(cols);
+    if (spec.discover && !is_state) m = RecognizeLedger(cols);
     if (!m) {
       p.uncompared_tables.push_back(name);
       continue;

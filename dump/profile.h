@@ -52,6 +52,9 @@ struct OrientationRule {
   std::vector<std::string> negate;                        // boolean raw columns
 };
 OrientationRule HorizonTradeOrientation();
+// Horizon's reference to an asset: `column` holds a history_assets id, resolved to the asset's
+// natural key (asset_type, asset_code, asset_issuer).
+ResolveRule HorizonAssetReference(const std::string& column);
 
 // A side invariant: a property each side must hold on its own (on its own surrogate ids), checked
 // per side over the compared range; a violating row is a divergence. `violation` is an SQL
@@ -103,6 +106,25 @@ struct TableRule {
   bool required = false;
 };
 
+// A state table (issue 45): what the database serves now (Horizon's accounts, offers, trust
+// lines, ...). It has no ledger column, so no per-ledger digest reaches it: it is compared whole,
+// row by row under its natural key, when both sides' state stands at the same ledger
+// (StateLedgerSource). `key` is the table's primary key; a key column resolved through a lookup
+// (`resolve`) expands to the lookup's natural key, as in TableRule.
+struct StateTableRule {
+  std::string table;
+  std::vector<std::string> key;
+  std::vector<std::string> exclude;  // raw columns dropped for this table
+  std::vector<ResolveRule> resolve;
+};
+
+// Where a database records the ledger its state tables are at: `value_column` (an integer as
+// text) of the row of `table` whose `key_column` equals `key`. Horizon: key_value_store, key
+// exp_ingest_last_ledger. No such row: the side records no state ledger.
+struct StateLedgerSource {
+  std::string table, key_column, value_column, key;
+};
+
 struct ProfileSpec {
   std::string name;
   std::vector<std::string> exclude;  // columns dropped in every table
@@ -111,6 +133,9 @@ struct ProfileSpec {
   std::vector<InvariantRule> invariants;
   // `auto`: every other table with a recognizable ledger column is compared too.
   bool discover = false;
+  // State tables and where their ledger is read (dump/state_profile.h; empty: no state compared).
+  std::vector<StateTableRule> state_tables;
+  std::optional<StateLedgerSource> state_ledger;
 };
 
 // A lookup table as the profile resolves it: (id, natural key) pairs, gathered from the resolve
@@ -212,7 +237,12 @@ struct ResolvedProfile {
   std::string name;
   std::vector<ResolvedTable> tables;          // compared, sorted by name
   std::vector<std::string> lookup_tables;     // present lookup tables (not digested)
-  std::vector<std::string> uncompared_tables; // other tables present without a ledger mapping
+  // Other tables present without a ledger mapping, state tables included (verify-range, which
+  // compares them, takes them off its report's list: verify/state_compare.h).
+  std::vector<std::string> uncompared_tables;
+  // The spec's state tables present with their key columns (ResolvedTable::ledger is empty),
+  // sorted by name. Live schemas only: never stored in a manifest (ResolvedProfileToJson).
+  std::vector<ResolvedTable> state_tables;
   std::vector<std::string> present_tables;    // every table of the schema, sorted
   std::vector<InvariantRule> invariants;      // the spec's invariants that apply to this schema
   // "table.column" for every excluded column, sorted.

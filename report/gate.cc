@@ -15,6 +15,7 @@
 #include "report/markdown.h"
 #include "report/metrics.h"
 #include "report/selftest_text_json.h"
+#include "report/state_text_json.h"
 #include "report/sweep.h"
 #include "report/verify_text_json.h"
 #include "report/verify_view.h"
@@ -178,6 +179,28 @@ GateSummary VerifyRangeGate(const diff::DiffReport& d, const std::string& look_a
   if (!d.identical && !look_again.empty()) s.next_steps.push_back({"look again", look_again});
   s.text = report::RenderDiffText(d);
   return s;
+}
+
+void AddStateCheck(const verify::StateComparison& state, diff::Verdict combined, GateSummary& s) {
+  s.verdict = diff::VerdictName(combined);
+  s.passed = combined == diff::Verdict::kIdentical;
+  s.facts.push_back({"state", state.compared ? fmt::format("{} at ledger {}", verify::ToString(state.verdict),
+                                                           *state.ledger_left)
+                                             : verify::ToString(state.verdict)});
+  GateCheck check;
+  check.name = "state";
+  const std::string text = RenderStateText(state);
+  check.message = text.substr(0, text.find('\n'));
+  check.detail = text.find('\n') + 1 < text.size() ? text.substr(text.find('\n') + 1) : "";
+  switch (state.verdict) {
+    // Nothing to compare (no state on either side) passes with its note: it is no finding.
+    case verify::StateVerdict::kIdentical:
+    case verify::StateVerdict::kNotCompared: check.state = GateCheck::State::kPass; break;
+    case verify::StateVerdict::kDivergent:
+    case verify::StateVerdict::kIncomplete: check.state = GateCheck::State::kFail; break;
+    case verify::StateVerdict::kSkipped: check.state = GateCheck::State::kWarning; break;
+  }
+  s.checks.push_back(std::move(check));
 }
 
 GateSummary SelftestGate(const verify::SelftestReport& r) {
@@ -470,6 +493,16 @@ GateReports VerifyRangeReports(const diff::DiffReport& r, const std::string& loo
   GateReports g = FromSummary(VerifyRangeGate(r, look_again));
   g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict), r.identical, r.digest_seconds + r.row_diff_seconds,
                         [&r](std::time_t) { return ComparisonMetrics(r); });
+  return g;
+}
+GateReports VerifyRangeReports(const verify::VerifyRangeReport& r) {
+  GateSummary s = VerifyRangeGate(r.diff, r.look_again);
+  if (r.state) AddStateCheck(*r.state, r.verdict(), s);
+  s.text = RenderVerifyRangeText(r);
+  GateReports g = FromSummary(std::move(s));
+  const diff::DiffReport& d = r.diff;
+  g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict()), r.verdict() == diff::Verdict::kIdentical,
+                        d.digest_seconds + d.row_diff_seconds, [&d](std::time_t) { return ComparisonMetrics(d); });
   return g;
 }
 GateReports SelftestReports(const verify::SelftestReport& r) {

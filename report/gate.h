@@ -56,6 +56,12 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& report);
 // returned value (the renderers refer to it).
 GateReports VerifyReports(const verify::VerifyReport& report);
 GateReports VerifyRangeReports(const diff::DiffReport& report, const std::string& look_again = "");
+// A one-shot verify-range with its state comparison (verify/state_compare.h): the diff's reports
+// with a "state" fact and check (pass: identical, or nothing to compare; fail: divergent or
+// incomplete; warning: skipped by --skip-state) and the combined verdict.
+GateReports VerifyRangeReports(const verify::VerifyRangeReport& report);
+// Adds the state's fact and check to `s` and sets its verdict to `combined`.
+void AddStateCheck(const verify::StateComparison& state, diff::Verdict combined, GateSummary& s);
 GateReports SelftestReports(const verify::SelftestReport& report);
 GateReports ChaosReports(const verify::ChaosReport& report);
 GateReports SweepReports(const verify::SweepReport& report);

@@ -11,6 +11,7 @@
 #include "dump/source_identity.h"
 #include "report/ingest_text_json.h"
 #include "report/diff_text_json.h"
+#include "report/state_text_json.h"
 
 namespace ledgerdiff::report {
 
@@ -197,6 +198,10 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
 std::string RenderVerifyRangeText(const verify::VerifyRangeReport& report) {
   std::string text = RenderDiffText(report.diff);
   if (!report.look_again.empty()) text += fmt::format("  look again: {}\n", report.look_again);
+  if (report.state) {
+    text += RenderStateText(*report.state);
+    text += RenderStateVerdictLine(report.diff.verdict, report.verdict());
+  }
   if (report.manifest)
     text += report.shard ? fmt::format("part {} (shard {} of {}) written: join the parts with `ledgerdiff "
                                        "manifest merge --out FULL PART...`\n",
@@ -212,6 +217,12 @@ std::string RenderVerifyRangeText(const verify::VerifyRangeReport& report) {
 nlohmann::json VerifyRangeToJson(const verify::VerifyRangeReport& report) {
   nlohmann::json j = DiffReportToJson(report.diff);
   if (!report.look_again.empty()) j["look_again"] = report.look_again;
+  if (report.state) {
+    j["state"] = StateToJson(*report.state);
+    j["history_verdict"] = diff::VerdictName(report.diff.verdict);
+    j["verdict"] = diff::VerdictName(report.verdict());
+    j["identical"] = report.verdict() == diff::Verdict::kIdentical;
+  }
   if (report.shard)
     j["shard"] = {{"index", report.shard->index},
                   {"count", report.shard->count},

@@ -321,6 +321,7 @@ class Follower {
 
   VerifyRangeOptions CycleOptions(const LedgerRange& range) const {
     VerifyRangeOptions v = o_.sides;
+    v.state.mode = StateMode::kOff;  // the follower compares history only (state: --state-interval, to come)
     v.range = range;
     v.out.clear();
     v.shards = 0;

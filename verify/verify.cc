@@ -454,6 +454,10 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.left_schema));
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
   LD_RETURN_IF_ERROR(dump::CheckShardAndResumeFlags({o.shard, o.shards, o.resume, o.out}, o.range).status());
+  if (!(o.state.wait_s >= 0 && o.state.wait_s <= kMaxStateWaitSeconds))
+    return Status::Usagef("--state-wait {} is not within 0..{} seconds", o.state.wait_s, kMaxStateWaitSeconds);
+  if (o.shards > 0 && (o.state.wait_s != 0 || o.state.mode == StateMode::kSkip))
+    return Status::Usage("--skip-state and --state-wait do not apply to a shard: a sharded run compares history only");
   return dump::LoadProfileSpec(o.table_profile).status();
 }
 
@@ -675,6 +679,13 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   if (manifest) {
     LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
     LD_RETURN_IF_ERROR(checkpoint->Remove());
+  }
+  // The state after the history's manifest is complete: the manifest records the history alone.
+  if (o.state.mode != StateMode::kOff && !report.shard) {
+    StateOptions state = o.state;
+    state.max_rows = o.max_rows;
+    LD_ASSIGN_OR_RETURN(report.state, CompareState(left, right, spec, o.engine, state));
+    TakeStateTablesOffUncompared(*report.state, report.diff);
   }
   return report;
 }

@@ -17,6 +17,7 @@
 #include "core/status.h"
 #include "core/target.h"
 #include "diff/diff.h"
+#include "verify/state_compare.h"
 #include "dump/manifest.h"
 #include "ingest/orchestrator.h"
 
@@ -193,6 +194,9 @@ struct VerifyRangeOptions {
   // the earlier of the two sides' close times of their last ledger at or before range.to (each
   // side's own history_ledgers). The follower passes the earlier of the two heads' instead.
   std::optional<int64_t> settled_before_ms;
+  // The state tables (verify/state_compare.h): compared once the history is, unless kOff; a
+  // sharded run never compares them (the merge has no state to join).
+  StateOptions state;
 };
 struct VerifyRangeReport {
   diff::DiffReport diff;  // over the compared range (the shard's slice)
@@ -203,6 +207,10 @@ struct VerifyRangeReport {
   // Not identical: a verify-range over the first divergent (or missing) ledger with every row
   // shown; conninfos with their passwords redacted.
   std::string look_again;
+  // The state comparison; nullopt when it was off (StateOptions::kOff, a shard).
+  std::optional<StateComparison> state;
+  // The history's verdict and the state's, combined (CombineVerdicts): what the exit code says.
+  diff::Verdict verdict() const { return CombineVerdicts(diff.verdict, state); }
 };
 // A shard's slice that compares zero rows on both sides is not an error (the merge checks the
 // whole range).

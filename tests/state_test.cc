@@ -1,0 +1,421 @@
+// The state tables at a common ledger (issue 45): verify-range compares what Horizon serves now
+// (accounts, signers, trust lines, offers) when both sides' state stands at the same ledger.
+// Every case runs on the real kahuna dump's schema, its state filled from its own history
+// (accounts from history_accounts, trust lines and offers from history_trades), the ledger in
+// key_value_store exp_ingest_last_ledger, under both engines.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/follow_harness.h"
+#include "tests/harness.h"
+#include "tests/horizon_dumps.h"
+
+namespace ledgerdiff {
+namespace {
+
+using nlohmann::json;
+using testing::ExecSql;
+using testing::LoadDump;
+using testing::QueryInt;
+using testing::RunCli;
+
+const std::vector<std::string> kEngines = {"text", "server-hash"};
+constexpr const char* kRange = "1:61";
+
+testing::CliResult VerifyRange(const std::string& left, const std::string& right, const std::string& engine,
+                               const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"verify-range", "--left", left, "--right",  right,
+                                   "--range",      kRange, "--engine", engine, "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return RunCli(args);
+}
+
+std::string SetStateLedger(int ledger) {
+  return fmt::format("DELETE FROM key_value_store WHERE key = 'exp_ingest_last_ledger'; "
+                     "INSERT INTO key_value_store VALUES ('exp_ingest_last_ledger', '{}');",
+                     ledger);
+}
+
+// Fills kahuna's (empty) state tables from its own history, and records the state at `ledger`:
+// an account per address (with its master key as its one signer), a trust line per account and
+// non-native asset it traded, an offer per offer id of the trades (either side of a trade). Every
+// value is derived from natural keys, never from a surrogate id or a trade's orientation, so a
+// re-ingested copy (testing::Renumber) gets the same state.
+void FillState(const std::string& db, int ledger) {
+  ExecSql(db,
+          "INSERT INTO accounts SELECT address, 1000000000 + abs(hashtext(address)) % 1000, 0, 0, "
+          "(abs(hashtext(address)) % 100000)::bigint << 32, 0, '', 0, '', 1, 0, 0, 0, 61 FROM history_accounts;"
+          "INSERT INTO accounts_signers (account_id, signer, weight) SELECT address, address, 1 FROM history_accounts;"
+          "INSERT INTO trust_lines SELECT DISTINCT ON (a.address, s.asset_code, s.asset_issuer) a.address || ':' || "
+          "s.asset_code || ':' || s.asset_issuer, a.address, 1, s.asset_issuer, s.asset_code, "
+          "abs(hashtext(a.address || s.asset_code || s.asset_issuer)) % 100000, 1000000000, 0, 0, 1, 61 "
+          "FROM history_trades t CROSS JOIN LATERAL (VALUES (t.base_account_id, t.base_asset_id), "
+          "(t.counter_account_id, t.counter_asset_id)) p(account, asset) JOIN history_accounts a ON a.id = p.account "
+          "JOIN history_assets s ON s.id = p.asset WHERE s.asset_type <> 'native';"
+          // An offer id at or above 2^62 is Horizon's synthetic id of a trade against no offer.
+          "INSERT INTO offers SELECT DISTINCT ON (o.offer) a.address, o.offer, sell.asset_code, buy.asset_code, o.amount, "
+          "1, 1, 1.0, 0, 61 FROM history_trades t CROSS JOIN LATERAL (VALUES "
+          "(t.base_offer_id, t.base_account_id, t.base_asset_id, t.counter_asset_id, t.base_amount), "
+          "(t.counter_offer_id, t.counter_account_id, t.counter_asset_id, t.base_asset_id, t.counter_amount)) "
+          "o(offer, account, selling, buying, amount) JOIN history_accounts a ON a.id = o.account "
+          "JOIN history_assets sell ON sell.id = o.selling JOIN history_assets buy ON buy.id = o.buying "
+          "WHERE o.offer < 4611686018427387904 ORDER BY o.offer, t.history_operation_id, t.\"order\";" +
+              SetStateLedger(ledger));
+}
+
+struct Sides {
+  std::string left, right;
+};
+
+Sides FilledSides(int left_ledger = 61, int right_ledger = 61) {
+  Sides s{LoadDump(), LoadDump()};
+  FillState(s.left, left_ledger);
+  FillState(s.right, right_ledger);
+  return s;
+}
+
+const json* FindDifference(const json& state, const std::string& table, const std::string& kind) {
+  for (const auto& d : state["differences"])
+    if (d["table"] == table && d["kind"] == kind) return &d;
+  return nullptr;
+}
+
+TEST(State, FilledStateHasRowsInEveryTableTheTestsChange) {
+  Sides s = FilledSides();
+  EXPECT_GT(QueryInt(s.left, "SELECT count(*) FROM accounts"), 10);
+  EXPECT_GT(QueryInt(s.left, "SELECT count(*) FROM trust_lines"), 0);
+  EXPECT_GT(QueryInt(s.left, "SELECT count(*) FROM offers"), 0);
+}
+
+TEST(State, TwoCopiesAtTheSameLedgerAreIdenticalWithStateCompared) {
+  Sides s = FilledSides();
+  const int64_t accounts = QueryInt(s.left, "SELECT count(*) FROM accounts");
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "identical") << engine;
+    const json& st = j["state"];
+    EXPECT_EQ(st["compared"], true) << engine << st.dump();
+    EXPECT_EQ(st["verdict"], "identical") << engine;
+    EXPECT_EQ(st["ledger_left"], 61);
+    EXPECT_EQ(st["ledger_right"], 61);
+    bool saw_accounts = false;
+    for (const auto& t : st["tables"])
+      if (t["table"] == "accounts") {
+        saw_accounts = true;
+        EXPECT_EQ(t["left_rows"], accounts);
+        EXPECT_EQ(t["right_rows"], accounts);
+        EXPECT_EQ(t["identical"], true);
+      }
+    EXPECT_TRUE(saw_accounts) << st.dump();
+    // The state line answers for the state tables: they are off the list of tables without a
+    // ledger mapping, and what truly has neither a ledger nor a key stays on it.
+    const auto& no_mapping = j["uncompared_tables"];
+    EXPECT_EQ(std::count(no_mapping.begin(), no_mapping.end(), "accounts"), 0) << no_mapping.dump();
+    EXPECT_EQ(std::count(no_mapping.begin(), no_mapping.end(), "key_value_store"), 1) << no_mapping.dump();
+    // The state tables are no longer listed as having no ledger mapping.
+    auto text = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange, "--engine", engine});
+    ASSERT_EQ(text.exit_code, 0) << text.err << text.out;
+    EXPECT_NE(text.out.find("state: identical at ledger 61"), std::string::npos) << text.out;
+    const auto unmapped = text.out.find("not compared (no ledger mapping)");
+    if (unmapped != std::string::npos) {
+      const std::string line = text.out.substr(unmapped, text.out.find('\n', unmapped) - unmapped);
+      for (const char* table : {"accounts,", "offers", "trust_lines", "accounts_signers"})
+        EXPECT_EQ(line.find(table), std::string::npos) << line;
+    }
+  }
+}
+
+TEST(State, DiffWhichComparesNoStateStillListsTheStateTablesAsNotCompared) {
+  Sides s = FilledSides();
+  auto r = RunCli({"diff", s.left + "::public", s.right + "::public", "--format", "json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  const json unmapped = json::parse(r.out)["uncompared_tables"];
+  for (const char* table : {"accounts", "accounts_signers", "offers", "trust_lines"})
+    EXPECT_EQ(std::count(unmapped.begin(), unmapped.end(), table), 1) << table << " " << unmapped.dump();
+}
+
+TEST(State, AChangedBalanceADeletedSignerAndAnExtraOfferAreNamedByKey) {
+  Sides s = FilledSides();
+  const std::string account = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H";
+  const std::string signer = "GCQZP3IU7XU6EJ63JZXKCQOYT2RNXN3HB5CNHENNUEUHSMA4VUJJJSEN";
+  ExecSql(s.right, fmt::format("UPDATE accounts SET balance = balance + 1 WHERE account_id = '{0}';"
+                               "DELETE FROM accounts_signers WHERE account_id = '{1}';"
+                               "INSERT INTO offers VALUES ('{0}', 99999, 'USD', 'EUR', 5, 1, 2, 0.5, 0, 61);",
+                               account, signer));
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "divergent") << engine;
+    EXPECT_EQ(j["history_verdict"], "identical") << engine;
+    const json& st = j["state"];
+    EXPECT_EQ(st["verdict"], "divergent") << engine;
+    EXPECT_EQ(st["differing_rows"], 3) << engine << st.dump();
+    const json* changed = FindDifference(st, "accounts", "changed");
+    ASSERT_NE(changed, nullptr) << engine << st.dump();
+    EXPECT_EQ((*changed)["key"]["account_id"], account);
+    EXPECT_NE((*changed)["left"]["balance"], (*changed)["right"]["balance"]);
+    EXPECT_EQ((*changed)["left"]["home_domain"], (*changed)["right"]["home_domain"]);
+    const json* signer_gone = FindDifference(st, "accounts_signers", "only left");
+    ASSERT_NE(signer_gone, nullptr) << engine << st.dump();
+    EXPECT_EQ((*signer_gone)["key"]["signer"], signer);
+    EXPECT_EQ((*signer_gone)["key"]["account_id"], signer);
+    EXPECT_TRUE((*signer_gone)["right"].is_null());
+    const json* extra = FindDifference(st, "offers", "only right");
+    ASSERT_NE(extra, nullptr) << engine << st.dump();
+    EXPECT_EQ((*extra)["key"]["offer_id"], "99999");
+    for (const auto& t : st["tables"])
+      EXPECT_EQ(t["identical"], t["table"] != "accounts" && t["table"] != "accounts_signers" && t["table"] != "offers")
+          << engine << t.dump();
+    auto text = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange, "--engine", engine});
+    ASSERT_EQ(text.exit_code, 1) << text.err << text.out;
+    EXPECT_NE(text.out.find(fmt::format("accounts: account_id={}: changed: balance left", account)), std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("offers: offer_id=99999: only right"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find("divergent: the state tables differ"), std::string::npos) << text.out;
+  }
+  // JUnit, Markdown and HTML carry the state's check and the combined verdict.
+  testing::ScratchDir dir("ledgerdiff-state-reports-");
+  auto r = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange, "--junit",
+                   dir.path + "/junit.xml", "--markdown", dir.path + "/summary.md", "--report", dir.path + "/html"});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  const std::string junit = testing::ReadFileBytes(dir.path + "/junit.xml");
+  const auto state_case = junit.find("<testcase classname=\"ledgerdiff.verify-range\" name=\"state\">");
+  ASSERT_NE(state_case, std::string::npos) << junit;
+  EXPECT_NE(junit.find("<failure", state_case), std::string::npos) << junit;
+  EXPECT_NE(junit.find("offers: offer_id=99999: only right"), std::string::npos) << junit;
+  const std::string markdown = testing::ReadFileBytes(dir.path + "/summary.md");
+  EXPECT_NE(markdown.find("divergent"), std::string::npos) << markdown;
+  EXPECT_NE(markdown.find("state: divergent at ledger 61"), std::string::npos) << markdown;
+  const std::string html = testing::ReadFileBytes(dir.path + "/html/index.html");
+  EXPECT_NE(html.find("state: divergent at ledger 61"), std::string::npos);
+}
+
+TEST(State, EveryDifferingKeyOfATableIsNamedAcrossItsBuckets) {
+  Sides s = FilledSides();
+  ExecSql(s.right, "UPDATE accounts SET balance = balance + 7");
+  const int64_t accounts = QueryInt(s.left, "SELECT count(*) FROM accounts");
+  for (const auto& engine : kEngines) {
+    auto all = VerifyRange(s.left, s.right, engine, {"--max-rows", "1000"});
+    ASSERT_EQ(all.exit_code, 1) << engine << "\n" << all.err << all.out;
+    json st = json::parse(all.out)["state"];
+    EXPECT_EQ(st["differing_rows"], accounts) << engine;
+    ASSERT_EQ(st["differences"].size(), static_cast<size_t>(accounts)) << engine;
+    for (const auto& d : st["differences"]) {
+      EXPECT_EQ(d["kind"], "changed");
+      EXPECT_EQ(std::stoll(d["right"]["balance"].get<std::string>()) - std::stoll(d["left"]["balance"].get<std::string>()), 7);
+    }
+    // --max-rows bounds what is listed, not what is counted.
+    auto few = VerifyRange(s.left, s.right, engine, {"--max-rows", "3"});
+    ASSERT_EQ(few.exit_code, 1) << engine;
+    json fst = json::parse(few.out)["state"];
+    EXPECT_EQ(fst["differing_rows"], accounts);
+    EXPECT_EQ(fst["differences"].size(), 3u);
+  }
+}
+
+TEST(State, RenumberedSurrogateIdsLeaveTheStateIdentical) {
+  // The right side re-ingested: every surrogate id of its history renumbered, its trades turned
+  // around. Its state, filled from that history, names the same accounts, assets and offers.
+  Sides s{LoadDump(), LoadDump()};
+  testing::Renumber(s.right);
+  FillState(s.left, 61);
+  FillState(s.right, 61);
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["compared"], true) << st.dump();
+    EXPECT_EQ(st["verdict"], "identical") << st.dump();
+  }
+  // The ids do show where they are data: an account's sequence number derived from its id.
+  ExecSql(s.right, "UPDATE accounts a SET sequence_number = h.id::bigint << 32 FROM history_accounts h WHERE "
+                   "h.address = a.account_id");
+  auto r = VerifyRange(s.left, s.right, "text");
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_EQ(json::parse(r.out)["state"]["verdict"], "divergent");
+}
+
+TEST(State, SidesAtDifferentLedgersAreIncompleteUnlessSkipped) {
+  Sides s = FilledSides(61, 60);
+  // A state difference at different ledgers is no divergence: nothing was compared.
+  ExecSql(s.right, "UPDATE accounts SET balance = balance + 1");
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["verdict"], "incomplete") << engine;
+    EXPECT_EQ(j["state"]["compared"], false);
+    EXPECT_EQ(j["state"]["verdict"], "incomplete");
+    EXPECT_EQ(j["state"]["ledger_left"], 61);
+    EXPECT_EQ(j["state"]["ledger_right"], 60);
+    auto skipped = VerifyRange(s.left, s.right, engine, {"--skip-state"});
+    ASSERT_EQ(skipped.exit_code, 0) << engine << "\n" << skipped.err << skipped.out;
+    EXPECT_EQ(json::parse(skipped.out)["state"]["verdict"], "skipped");
+  }
+  auto text = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("state ledgers differ (left 61, right 60)"), std::string::npos) << text.out;
+}
+
+TEST(State, ADivergentHistoryTakesPrecedenceOverStateAtDifferentLedgers) {
+  Sides s = FilledSides(61, 60);
+  ExecSql(s.right, "UPDATE history_ledgers SET transaction_count = transaction_count + 1 WHERE sequence = 7");
+  auto r = VerifyRange(s.left, s.right, "text");
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_EQ(json::parse(r.out)["verdict"], "divergent");
+}
+
+TEST(State, StateWaitWaitsForASideThatReachesTheLedgerAMomentLater) {
+  Sides s = FilledSides(61, 60);
+  for (const auto& engine : kEngines) {
+    ExecSql(s.right, SetStateLedger(60));
+    // The right side ingests ledger 61 while the check's first read of it is under way: the
+    // ingester's transaction holds key_value_store until that read (its snapshot already taken,
+    // so it sees 60) waits on the lock, then commits. No timing: pg_locks shows the wait.
+    auto ingest = testing::Connect(s.right);
+    ASSERT_TRUE(ingest->Run("BEGIN; LOCK TABLE key_value_store IN ACCESS EXCLUSIVE MODE; UPDATE key_value_store SET "
+                            "value = '61' WHERE key = 'exp_ingest_last_ledger'")
+                    .ok());
+    std::atomic<bool> saw_the_read{false};
+    std::thread ingester([&] {
+      auto watch = testing::Connect(s.right);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+      while (std::chrono::steady_clock::now() < deadline) {
+        auto waiting = watch->Exec("SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation "
+                                   "WHERE c.relname = 'key_value_store' AND NOT l.granted");
+        if (waiting.ok() && waiting->GetInt(0, 0) > 0) {
+          saw_the_read = true;
+          break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      (void)ingest->Run("COMMIT");
+    });
+    auto r = VerifyRange(s.left, s.right, engine, {"--state-wait", "60"});
+    ingester.join();
+    EXPECT_TRUE(saw_the_read) << "the check never read the right side's state ledger";
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["compared"], true) << st.dump();
+    EXPECT_EQ(st["ledger_right"], 61);
+    EXPECT_GT(st["reads"].get<int>(), 1) << "the first read saw ledger 60: it must have read again";
+  }
+}
+
+TEST(State, StateWaitTimesOutIncomplete) {
+  Sides s = FilledSides(61, 60);
+  const auto start = std::chrono::steady_clock::now();
+  auto r = VerifyRange(s.left, s.right, "text", {"--state-wait", "1"});
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json st = json::parse(r.out)["state"];
+  EXPECT_EQ(st["verdict"], "incomplete");
+  EXPECT_GT(st["reads"].get<int>(), 1);
+  EXPECT_NE(st["note"].get<std::string>().find("still after 1 s of --state-wait"), std::string::npos) << st.dump();
+  EXPECT_GE(seconds, 1.0);
+}
+
+TEST(State, TheDumpsAsShippedHaveNoStateAndStayIdentical) {
+  Sides s{LoadDump(), LoadDump()};
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["verdict"], "not compared");
+    EXPECT_EQ(st["compared"], false);
+  }
+  // Nothing to wait for when neither side records a state ledger: one read, however long the wait.
+  auto waited = VerifyRange(s.left, s.right, "text", {"--state-wait", "600"});
+  ASSERT_EQ(waited.exit_code, 0) << waited.err << waited.out;
+  EXPECT_EQ(json::parse(waited.out)["state"]["reads"], 1);
+}
+
+TEST(State, StateRowsWithoutARecordedLedgerAreIncomplete) {
+  Sides s = FilledSides();
+  for (const auto& side : {s.left, s.right}) ExecSql(side, "DELETE FROM key_value_store");
+  auto r = VerifyRange(s.left, s.right, "text");
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_EQ(json::parse(r.out)["state"]["verdict"], "incomplete") << r.out;
+}
+
+TEST(State, AStateLedgerThatIsNoNumberIsBadInput) {
+  Sides s = FilledSides();
+  ExecSql(s.right, "UPDATE key_value_store SET value = 'soon' WHERE key = 'exp_ingest_last_ledger'");
+  auto r = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange});
+  EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+  EXPECT_NE(r.err.find("exp_ingest_last_ledger = \"soon\" is not a ledger number"), std::string::npos) << r.err;
+}
+
+TEST(State, AUserProfileDeclaresItsOwnStateTablesAndLedger) {
+  Sides s = FilledSides();
+  ExecSql(s.right, "UPDATE offers SET amount = amount + 1; UPDATE accounts SET balance = balance + 1");
+  for (const auto& side : {s.left, s.right})
+    ExecSql(side, "CREATE TABLE state_cursor (name text PRIMARY KEY, ledger bigint); "
+                  "INSERT INTO state_cursor VALUES ('head', 61)");
+  testing::ScratchDir dir("ledgerdiff-state-profile-");
+  const std::string profile = dir.path + "/profile.json";
+  testing::WriteFileBytes(profile, R"({"name": "mine",
+    "tables": [{"table": "history_ledgers", "ledger": {"column": "sequence"}, "key": ["sequence"]}],
+    "state": {"ledger": {"table": "state_cursor", "key_column": "name", "value_column": "ledger", "key": "head"},
+              "tables": [{"table": "offers", "key": ["offer_id"]}]}})");
+  auto r = VerifyRange(s.left, s.right, "text", {"--profile", profile});
+  ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  json st = json::parse(r.out)["state"];
+  ASSERT_EQ(st["tables"].size(), 1u) << st.dump();
+  EXPECT_EQ(st["tables"][0]["table"], "offers");
+  EXPECT_EQ(st["verdict"], "divergent");
+  // A state table without a key is refused before anything is read.
+  testing::WriteFileBytes(profile, R"({"tables": [{"table": "history_ledgers", "ledger": {"column": "sequence"}}],
+    "state": {"tables": [{"table": "offers"}]}})");
+  auto bad = VerifyRange(s.left, s.right, "text", {"--profile", profile});
+  EXPECT_EQ(bad.exit_code, 2) << bad.err << bad.out;
+  EXPECT_NE(bad.err.find("state table offers: \"key\""), std::string::npos) << bad.err;
+}
+
+TEST(State, ADeclaredKeyThatIsNotUniqueIsSaidSoAndStillDiverges) {
+  Sides s = FilledSides();
+  // A second offer of the first offer's seller and asset: the declared key (seller, asset) is held twice.
+  ExecSql(s.right, "INSERT INTO offers SELECT seller_id, 99999, selling_asset, buying_asset, amount, pricen, priced, "
+                   "price, flags, last_modified_ledger FROM offers ORDER BY offer_id LIMIT 1");
+  testing::ScratchDir dir("ledgerdiff-state-profile-");
+  const std::string profile = dir.path + "/profile.json";
+  testing::WriteFileBytes(profile, R"({"tables": [{"table": "history_ledgers", "ledger": {"column": "sequence"}}],
+    "state": {"horizon_tables": false,
+              "ledger": {"table": "key_value_store", "key_column": "key", "value_column": "value",
+                         "key": "exp_ingest_last_ledger"},
+              "tables": [{"table": "offers", "key": ["seller_id", "selling_asset"]}]}})");
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine, {"--profile", profile});
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["verdict"], "divergent") << st.dump();
+    ASSERT_EQ(st["notes"].size(), 1u) << st.dump();
+    EXPECT_NE(st["notes"][0].get<std::string>().find("held by more than one row on the right"), std::string::npos)
+        << st.dump();
+    // The second row of the key is named: the right has it, the left does not.
+    ASSERT_EQ(st["differences"].size(), 1u) << st.dump();
+    EXPECT_EQ(st["differences"][0]["kind"], "only right");
+    EXPECT_EQ(st["differences"][0]["right"]["offer_id"], "99999");
+  }
+}
+
+TEST(State, StateFlagsAreCheckedUpFront) {
+  auto r = RunCli({"verify-range", "--left", "host=/nonexistent", "--right", "host=/nonexistent", "--range", kRange,
+                   "--state-wait", "-1"});
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--state-wait -1 is not within"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace ledgerdiff

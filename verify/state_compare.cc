@@ -1,0 +1,263 @@
+#include "verify/state_compare.h"
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "dump/state_digest.h"
+
+namespace ledgerdiff::verify {
+
+namespace {
+
+using dump::ResolvedTable;
+using dump::StateSnapshot;
+
+std::string LedgerText(const std::optional<Ledger>& l) { return l ? std::to_string(*l) : "none recorded"; }
+
+std::string SourceName(const dump::ProfileSpec& spec) {
+  if (!spec.state_ledger) return "no state ledger source in the profile";
+  return fmt::format("{} {}", spec.state_ledger->table, spec.state_ledger->key);
+}
+
+std::vector<std::string> ColumnNames(const ResolvedTable& t) {
+  std::vector<std::string> names;
+  for (const auto& c : t.columns) names.push_back(c.name);
+  return names;
+}
+
+const ResolvedTable* FindTable(const std::vector<ResolvedTable>& tables, const std::string& name) {
+  for (const auto& t : tables)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+diff::RowValues Unescaped(const dump::StateRow& row) {
+  diff::RowValues v;
+  for (const auto& f : row) v.push_back(dump::UnescapeCopyField(f));
+  return v;
+}
+
+using StateKey = std::vector<std::string>;
+using RowsOfKey = std::map<StateKey, std::vector<dump::StateRow>>;
+
+// The rows of `table` in `buckets` on one side, by their key's fields. A key held by more than
+// one row (a declared key that is no unique key) adds a note naming the side; all its rows are
+// kept and compared as a multiset.
+Result<RowsOfKey> RowsByKey(StateSnapshot& side, const ResolvedTable& table, const std::vector<uint32_t>& buckets,
+                            const char* side_name, StateComparison& out) {
+  std::vector<size_t> key_index;
+  for (const auto& k : table.key)
+    for (size_t i = 0; i < table.columns.size(); ++i)
+      if (table.columns[i].name == k) key_index.push_back(i);
+  LD_ASSIGN_OR_RETURN(std::vector<dump::StateRow> rows, side.RowsIn(table, buckets));
+  RowsOfKey by_key;
+  for (auto& r : rows) {
+    StateKey key;
+    for (size_t i : key_index) key.push_back(r[i]);
+    auto& held = by_key[key];
+    held.push_back(std::move(r));
+    if (held.size() == 2)
+      out.notes.push_back(fmt::format("{}: key ({}) held by more than one row on the {}: the declared key is not "
+                                      "unique there",
+                                      table.name, fmt::join(key, ", "), side_name));
+  }
+  return by_key;
+}
+
+// Compares one table both sides have; adds its result and differences.
+Status CompareTable(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& left_table,
+                    const ResolvedTable& right_table, dump::DigestEngine engine, uint32_t max_rows,
+                    StateComparison& out) {
+  // Only the columns both sides have (a column on one side only is a schema difference, which the
+  // history comparison reports).
+  const ResolvedTable lt = dump::RestrictColumns(left_table, ColumnNames(right_table));
+  const ResolvedTable rt = dump::RestrictColumns(right_table, ColumnNames(lt));
+  LD_ASSIGN_OR_RETURN(dump::StateTableDigest ld, l.Digest(lt, engine));
+  LD_ASSIGN_OR_RETURN(dump::StateTableDigest rd, r.Digest(rt, engine));
+  StateTableResult res{lt.name, ld.rows, rd.rows, ld.buckets == rd.buckets, ld.Hex(), rd.Hex()};
+  out.tables.push_back(res);
+  if (res.identical) return Status::Ok();
+  std::vector<uint32_t> differing;
+  for (uint32_t b = 0; b < dump::kStateBuckets; ++b)
+    if (!(ld.buckets[b] == rd.buckets[b])) differing.push_back(b);
+  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(l, lt, differing, "left", out));
+  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(r, rt, differing, "right", out));
+  const uint64_t differing_before = out.differing_rows;
+  uint32_t listed = 0;
+  auto add = [&](const std::vector<std::string>& key, StateDifferenceKind kind, const dump::StateRow* lrow,
+                 const dump::StateRow* rrow) {
+    ++out.differing_rows;
+    if (listed >= max_rows) return;
+    ++listed;
+    StateDifference d;
+    d.table = lt.name;
+    d.key_columns = lt.key;
+    d.key = Unescaped(key);
+    d.kind = kind;
+    d.columns = ColumnNames(lt);
+    if (lrow) d.left = Unescaped(*lrow);
+    if (rrow) d.right = Unescaped(*rrow);
+    out.differences.push_back(std::move(d));
+  };
+  // The rows of one key on each side as multisets: rows on both sides cancel; one row left on each
+  // side is a changed row, anything else rows only one side has.
+  auto compare_key = [&](const StateKey& key, std::vector<dump::StateRow> lrows, std::vector<dump::StateRow> rrows) {
+    std::sort(lrows.begin(), lrows.end());
+    std::sort(rrows.begin(), rrows.end());
+    std::vector<dump::StateRow> only_left, only_right;
+    std::set_difference(lrows.begin(), lrows.end(), rrows.begin(), rrows.end(), std::back_inserter(only_left));
+    std::set_difference(rrows.begin(), rrows.end(), lrows.begin(), lrows.end(), std::back_inserter(only_right));
+    if (only_left.size() == 1 && only_right.size() == 1) {
+      add(key, StateDifferenceKind::kChanged, &only_left[0], &only_right[0]);
+      return;
+    }
+    for (const auto& row : only_left) add(key, StateDifferenceKind::kOnlyLeft, &row, nullptr);
+    for (const auto& row : only_right) add(key, StateDifferenceKind::kOnlyRight, nullptr, &row);
+  };
+  auto li = left_rows.begin(), ri = right_rows.begin();
+  while (li != left_rows.end() || ri != right_rows.end()) {
+    if (ri == right_rows.end() || (li != left_rows.end() && li->first < ri->first)) {
+      compare_key(li->first, std::move(li->second), {});
+      ++li;
+    } else if (li == left_rows.end() || ri->first < li->first) {
+      compare_key(ri->first, {}, std::move(ri->second));
+      ++ri;
+    } else {
+      compare_key(li->first, std::move(li->second), std::move(ri->second));
+      ++li, ++ri;
+    }
+  }
+  if (out.differing_rows == differing_before)
+    out.notes.push_back(fmt::format("{}: the digests differ but no row of the differing buckets does", lt.name));
+  return Status::Ok();
+}
+
+struct Sides {
+  std::unique_ptr<StateSnapshot> left, right;
+};
+
+Result<Sides> OpenSides(const diff::SchemaSource& left, const diff::SchemaSource& right, const dump::ProfileSpec& spec) {
+  Sides s;
+  LD_ASSIGN_OR_RETURN(s.left, StateSnapshot::Open(left.conninfo, left.schema, spec));
+  LD_ASSIGN_OR_RETURN(s.right, StateSnapshot::Open(right.conninfo, right.schema, spec));
+  return s;
+}
+
+// Whether some state table of either side holds a row.
+Result<bool> AnyStateRow(Sides& s) {
+  for (StateSnapshot* side : {s.left.get(), s.right.get()})
+    for (const auto& t : side->tables()) {
+      LD_ASSIGN_OR_RETURN(bool has, side->HasRows(t));
+      if (has) return true;
+    }
+  return false;
+}
+
+}  // namespace
+
+const char* ToString(StateVerdict v) {
+  switch (v) {
+    case StateVerdict::kIdentical: return "identical";
+    case StateVerdict::kDivergent: return "divergent";
+    case StateVerdict::kIncomplete: return "incomplete";
+    case StateVerdict::kNotCompared: return "not compared";
+    case StateVerdict::kSkipped: return "skipped";
+  }
+  return "?";
+}
+
+const char* ToString(StateDifferenceKind k) {
+  switch (k) {
+    case StateDifferenceKind::kOnlyLeft: return "only left";
+    case StateDifferenceKind::kOnlyRight: return "only right";
+    case StateDifferenceKind::kChanged: return "changed";
+  }
+  return "?";
+}
+
+Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff::SchemaSource& right,
+                                     const dump::ProfileSpec& spec, dump::DigestEngine engine,
+                                     const StateOptions& options) {
+  StateComparison c;
+  if (spec.state_tables.empty()) {
+    c.note = fmt::format("profile {} declares no state table", spec.name);
+    return c;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.wait_s);
+  Sides sides;
+  for (;;) {
+    LD_ASSIGN_OR_RETURN(sides, OpenSides(left, right, spec));
+    ++c.reads;
+    c.ledger_left = sides.left->ledger();
+    c.ledger_right = sides.right->ledger();
+    // Equal ledgers, or neither side records one (waiting would not make one appear): done.
+    if (c.ledger_left == c.ledger_right || std::chrono::steady_clock::now() >= deadline) break;
+    sides = {};  // ends both snapshots before waiting
+    std::this_thread::sleep_for(std::chrono::duration<double>(kStateRetrySeconds));
+  }
+  for (StateSnapshot* side : {sides.left.get(), sides.right.get()})
+    for (const auto& t : side->tables())
+      if (std::find(c.state_tables.begin(), c.state_tables.end(), t.name) == c.state_tables.end())
+        c.state_tables.push_back(t.name);
+  std::sort(c.state_tables.begin(), c.state_tables.end());
+  const StateVerdict not_at_one_ledger =
+      options.mode == StateMode::kSkip ? StateVerdict::kSkipped : StateVerdict::kIncomplete;
+  const std::string accepted = options.mode == StateMode::kSkip ? " (accepted by --skip-state)" : "";
+  if (!c.ledger_left && !c.ledger_right) {
+    LD_ASSIGN_OR_RETURN(bool any_rows, AnyStateRow(sides));
+    if (!any_rows) {
+      c.note = fmt::format("neither side records a state ledger ({}) and no state table holds a row", SourceName(spec));
+      return c;
+    }
+    c.verdict = not_at_one_ledger;
+    c.note = fmt::format("neither side records the ledger its state is at ({}): state not compared{}",
+                         SourceName(spec), accepted);
+    return c;
+  }
+  if (c.ledger_left != c.ledger_right) {
+    c.verdict = not_at_one_ledger;
+    c.note = fmt::format("state ledgers differ (left {}, right {}{}): state not compared{}", LedgerText(c.ledger_left),
+                         LedgerText(c.ledger_right),
+                         options.wait_s > 0 ? fmt::format(", still after {:g} s of --state-wait", options.wait_s) : "",
+                         accepted);
+    return c;
+  }
+  c.compared = true;
+  for (const auto& lt : sides.left->tables()) {
+    const ResolvedTable* rt = FindTable(sides.right->tables(), lt.name);
+    if (!rt) {
+      c.one_sided_tables.push_back(lt.name);
+      continue;
+    }
+    LD_RETURN_IF_ERROR(CompareTable(*sides.left, *sides.right, lt, *rt, engine, options.max_rows, c));
+  }
+  for (const auto& rt : sides.right->tables())
+    if (!FindTable(sides.left->tables(), rt.name)) c.one_sided_tables.push_back(rt.name);
+  std::sort(c.one_sided_tables.begin(), c.one_sided_tables.end());
+  const bool all_identical = std::all_of(c.tables.begin(), c.tables.end(), [](const auto& t) { return t.identical; });
+  c.verdict = all_identical ? StateVerdict::kIdentical : StateVerdict::kDivergent;
+  return c;
+}
+
+void TakeStateTablesOffUncompared(const StateComparison& state, diff::DiffReport& report) {
+  auto is_state = [&](const std::string& t) {
+    return std::find(state.state_tables.begin(), state.state_tables.end(), t) != state.state_tables.end();
+  };
+  for (auto* list : {&report.uncompared_tables, &report.uncompared_left, &report.uncompared_right})
+    list->erase(std::remove_if(list->begin(), list->end(), is_state), list->end());
+}
+
+diff::Verdict CombineVerdicts(diff::Verdict history, const std::optional<StateComparison>& state) {
+  if (history == diff::Verdict::kDivergent || !state) return history;
+  if (state->verdict == StateVerdict::kDivergent) return diff::Verdict::kDivergent;
+  if (state->verdict == StateVerdict::kIncomplete) return diff::Verdict::kIncomplete;
+  return history;
+}
+
+}  // namespace ledgerdiff::verify
