@@ -152,6 +152,15 @@ nlohmann::json OpenDivergenceToJson(const verify::OpenDivergence& d) {
           {"tables", d.tables},     {"found_at", d.found_at}, {"found_cycle", d.cycle}};
 }
 
+// A closed divergence as the cycle JSON and follow-status show it: the open one's keys, when it
+// closed and why (verify/README.md).
+nlohmann::json ClosedDivergenceToJson(const verify::ClosedDivergence& c) {
+  nlohmann::json j = OpenDivergenceToJson(c.divergence);
+  j["closed_at"] = c.closed_at;
+  j["why"] = c.why;
+  return j;
+}
+
 nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
   auto opt = [](const auto& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
   auto range = [](const std::optional<LedgerRange>& r) {
@@ -186,12 +195,7 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
   j["open_divergences"] = nlohmann::json::array();
   for (const auto& d : c.open) j["open_divergences"].push_back(OpenDivergenceToJson(d));
   j["closed_divergences"] = nlohmann::json::array();
-  for (const auto& d : c.closed) {
-    nlohmann::json one = OpenDivergenceToJson(d.divergence);
-    one["closed_at"] = d.closed_at;
-    one["why"] = d.why;
-    j["closed_divergences"].push_back(std::move(one));
-  }
+  for (const auto& d : c.closed) j["closed_divergences"].push_back(ClosedDivergenceToJson(d));
   return j;
 }
 
@@ -349,12 +353,7 @@ nlohmann::json FollowStatusToJson(const verify::FollowStatus& st) {
   const bool none = s.compared_through < s.from;
   nlohmann::json open = nlohmann::json::array(), closed = nlohmann::json::array();
   for (const auto& d : s.open_divergences) open.push_back(OpenDivergenceToJson(d));
-  for (const auto& c : s.closed_divergences) {
-    nlohmann::json one = OpenDivergenceToJson(c.divergence);
-    one["closed_at"] = c.closed_at;
-    one["why"] = c.why;
-    closed.push_back(std::move(one));
-  }
+  for (const auto& c : s.closed_divergences) closed.push_back(ClosedDivergenceToJson(c));
   nlohmann::json segments = nlohmann::json::array();
   for (const auto& seg : s.segments) segments.push_back({{"from", seg.range.from}, {"to", seg.range.to}});
   return {{"state", st.dir},
