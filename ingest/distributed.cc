@@ -69,7 +69,7 @@ Status FillDetails(pg::Connection& conn, RunStatus& s) {
   } else if (s.worker_counts.joined == 0 && s.workers.empty()) {
     s.liveness = Liveness::kNeverHadWorker;
   } else if (s.worker_counts.alive == 0 && !fresh_job && s.counts.pending + s.counts.running > 0) {
-    s.liveness = Liveness::kNoWorkerAlive;
+    s.liveness = s.worker_counts.reconnecting > 0 ? Liveness::kWorkersReconnecting : Liveness::kNoWorkerAlive;
   } else {
     s.liveness = Liveness::kWorkersAlive;
   }
@@ -99,6 +99,7 @@ const char* LivenessName(Liveness liveness) {
     case Liveness::kNotRunning: return "not_running";
     case Liveness::kNeverHadWorker: return "never_had_worker";
     case Liveness::kNoWorkerAlive: return "no_worker_alive";
+    case Liveness::kWorkersReconnecting: return "workers_reconnecting";
     case Liveness::kWorkersAlive: return "workers_alive";
   }
   return "unknown";
@@ -213,28 +214,38 @@ WorkerOutcome RunDistributedWorker(const std::string& conninfo, const std::strin
   };
   auto control = pg::Connection::Open(conninfo, "ledgerdiff worker " + worker);
   if (!control.ok()) return fail(control.status());
-  pg::Connection& conn = **control;
-  if (Status known = RequireRun(conn, run_id); !known.ok()) return fail(known);
+  if (Status known = RequireRun(**control, run_id); !known.ok()) return fail(known);
   // A job table made by an older release learns the columns and tables this one uses.
-  if (Status current = EnsureControlSchema(conn); !current.ok()) return fail(current);
-  auto spec = LoadRun(conn, run_id);
+  if (Status current = EnsureControlSchema(**control); !current.ok()) return fail(current);
+  auto spec = LoadRun(**control, run_id);
   if (!spec.ok()) return fail(spec.status());
   reporter.Note(fmt::format("worker {} joins run {} (schema \"{}\", ledgers {})", worker, run_id, spec->plan.schema,
                             spec->plan.range.str()));
 
-  // The lease keeper: requeues jobs of dead or frozen workers anywhere, settles the run.
+  // The lease keeper: requeues jobs of dead or frozen workers anywhere, settles the run. Its
+  // control session, ended by the server, is reopened with backoff (ingest/worker.h).
   std::atomic<bool> stop{false};
   std::thread keeper([&] {
+    auto pause = std::chrono::milliseconds(500);
     while (!stop.load()) {
-      if (!conn.Healthy()) break;
-      auto lost = RequeueLost(conn, *spec, std::nullopt, "");
+      if (!(*control)->Healthy()) {
+        auto reopened = pg::Connection::Open(conninfo, "ledgerdiff worker " + worker);
+        if (!reopened.ok()) {
+          std::this_thread::sleep_for(pause);
+          pause = std::min(pause * 2, std::chrono::milliseconds(5000));
+          continue;
+        }
+        *control = std::move(reopened).value();
+        pause = std::chrono::milliseconds(500);
+      }
+      auto lost = RequeueLost(**control, *spec, std::nullopt, "");
       if (lost.ok()) {
         for (const auto& j : *lost)
           reporter.Note(fmt::format("job {} [{}] of {} lost: {}; {}", j.job_id, j.range.str(), j.worker, j.error,
                                     j.state == JobState::kFailed ? "out of retries" : "requeued"));
       }
-      (void)SettleRun(conn, run_id);  // a job out of retries stops every worker's claims
-      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      (void)SettleRun(**control, run_id);  // a job out of retries stops every worker's claims
+      std::this_thread::sleep_for(pause);
     }
   });
   WorkerOptions wo;
@@ -245,7 +256,7 @@ WorkerOutcome RunDistributedWorker(const std::string& conninfo, const std::strin
   stop = true;
   keeper.join();
   if (rc != 0) return {rc, ""};  // RunWorker printed why
-  if (!conn.Healthy()) {
+  if (!(*control)->Healthy()) {
     auto c = pg::Connection::Open(conninfo, "ledgerdiff worker " + worker);
     if (!c.ok()) return fail(c.status());
     *control = std::move(c).value();
@@ -323,6 +334,11 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
       case Liveness::kNoWorkerAlive:
         workers = fmt::format("{} seen, no worker alive",
                               FormatCountOf(std::max<size_t>(s.workers.size(), s.worker_counts.joined), "worker"));
+        break;
+      case Liveness::kWorkersReconnecting:
+        workers = fmt::format("{} seen, {} reconnecting",
+                              FormatCountOf(std::max<size_t>(s.workers.size(), s.worker_counts.joined), "worker"),
+                              s.worker_counts.reconnecting);
         break;
       default:
         workers = fmt::format("{} seen", FormatCountOf(s.workers.size(), "worker"));

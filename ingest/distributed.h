@@ -39,9 +39,13 @@ enum class Liveness {
   // exit, its last_seen is younger than the job timeout and its heartbeat session exists) and
   // no running job has a heartbeat younger than the job timeout from a live session.
   kNoWorkerAlive,
+  // As kNoWorkerAlive, except that a worker seen within the job timeout lost its heartbeat
+  // session and is reconnecting (WorkerCounts::reconnecting): not a reason to start another.
+  kWorkersReconnecting,
   kWorkersAlive,
 };
-// "not_running", "never_had_worker", "no_worker_alive", "workers_alive" (JSON).
+// "not_running", "never_had_worker", "no_worker_alive", "workers_reconnecting", "workers_alive"
+// (JSON).
 const char* LivenessName(Liveness liveness);
 
 struct RunStatus {

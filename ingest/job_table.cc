@@ -449,17 +449,35 @@ SELECT job_id, range_from, range_to, state, attempt, coalesce(worker, ''), coale
   return out;
 }
 
-Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why) {
+namespace {
+
+// Requeues running attempts matching `which` (a predicate on jobs j, parameters from $3) at once
+// and without spending a retry: outcome "interrupted".
+Status RequeueRunningAsInterrupted(pg::Connection& conn, const RunSpec& spec, const std::string& why,
+                                   const std::string& which, std::vector<pg::Param> params) {
   std::string sql = fmt::format(R"(
 WITH requeued AS (
   UPDATE {jobs} j SET state = 'pending', not_before = '-infinity', error = $2
-  WHERE j.run_id = $1 AND j.state = 'running'
+  WHERE j.run_id = $1 AND j.state = 'running' AND {which}
   RETURNING j.job_id, j.attempt
 )
 UPDATE {attempts} a SET finished_at = now(), outcome = 'interrupted', error = $2
 FROM requeued r WHERE a.run_id = $1 AND a.job_id = r.job_id AND a.attempt = r.attempt)",
-                                fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")));
-  return conn.Exec(sql, {spec.run_id, why}).status();
+                                fmt::arg("jobs", ControlTable("jobs")), fmt::arg("attempts", ControlTable("attempts")),
+                                fmt::arg("which", which));
+  params.insert(params.begin(), {pg::Param(spec.run_id), pg::Param(why)});
+  return conn.Exec(sql, params).status();
+}
+
+}  // namespace
+
+Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why) {
+  return RequeueRunningAsInterrupted(conn, spec, why, "true", {});
+}
+
+Status InterruptJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& why) {
+  return RequeueRunningAsInterrupted(conn, spec, why, "j.job_id = $3 AND j.attempt = $4",
+                                     {Str(job.job_id), Str(job.attempt)});
 }
 
 Result<RunCounts> CountJobs(pg::Connection& conn, const std::string& run_id) {
@@ -576,13 +594,16 @@ Result<WorkerCounts> CountWorkers(pg::Connection& conn, const std::string& run_i
   if (!exists.GetBool(0, 0)) return c;
   LD_ASSIGN_OR_RETURN(
       pg::Rows rows,
-      conn.Exec(fmt::format("SELECT count(*), count(*) FILTER (WHERE exited_at IS NULL AND last_seen >= now() - "
-                            "make_interval(secs => $2::float8) AND EXISTS (SELECT 1 FROM pg_stat_activity a WHERE "
-                            "a.pid = w.backend_pid)) FROM {} w WHERE run_id = $1",
+      conn.Exec(fmt::format("WITH w AS (SELECT exited_at IS NULL AND last_seen >= now() - make_interval(secs => "
+                            "$2::float8) AS recent, EXISTS (SELECT 1 FROM pg_stat_activity a WHERE a.pid = "
+                            "w.backend_pid) AS session FROM {} w WHERE run_id = $1) "
+                            "SELECT count(*), count(*) FILTER (WHERE recent AND session), "
+                            "count(*) FILTER (WHERE recent AND NOT session) FROM w",
                             ControlTable("workers")),
                 {run_id, fmt::format("{}", job_timeout_s)}));
   c.joined = static_cast<uint32_t>(rows.GetInt(0, 0));
   c.alive = static_cast<uint32_t>(rows.GetInt(0, 1));
+  c.reconnecting = static_cast<uint32_t>(rows.GetInt(0, 2));
   return c;
 }
 

@@ -141,8 +141,12 @@ Result<std::vector<JobRow>> RequeueLost(pg::Connection& conn, const RunSpec& spe
                                         const std::optional<std::string>& worker, const std::string& why,
                                         const std::string& orchestrator_instance = "",
                                         Detector worker_detector = Detector::kProcessExit);
-// Requeues every running job (orchestrator resume / shutdown): outcome "interrupted".
+// Requeues every running job (orchestrator resume / shutdown): outcome "interrupted", at once
+// (no backoff) and without spending a retry.
 Status RequeueAllRunning(pg::Connection& conn, const RunSpec& spec, const std::string& why);
+// The same for one attempt, fenced (a no-op when it is no longer running): a worker being
+// stopped hands its job back.
+Status InterruptJob(pg::Connection& conn, const RunSpec& spec, const ClaimedJob& job, const std::string& why);
 
 struct RunCounts {
   uint32_t pending = 0, running = 0, done = 0, failed = 0, cancelled = 0;
@@ -166,6 +170,9 @@ Status RecordWorkerExit(pg::Connection& conn, const std::string& run_id, const s
 struct WorkerCounts {
   uint32_t joined = 0;  // workers that registered (ever)
   uint32_t alive = 0;   // of those, alive now (see above)
+  // Of those, not alive only because their heartbeat session is gone: no exit recorded and seen
+  // within the job timeout. A worker whose session the server ended reconnects (worker.h).
+  uint32_t reconnecting = 0;
 };
 Result<WorkerCounts> CountWorkers(pg::Connection& conn, const std::string& run_id, double job_timeout_s);
 

@@ -10,6 +10,8 @@
 // FinishJob. FinishJob records the rows the job committed.
 // A failed job is recorded with FailJob (requeued with backoff, or failed when out of retries).
 // A second connection sends heartbeats while the process lives; a frozen process stops them.
+// Stopped by SIGTERM/SIGINT/SIGHUP, the worker requeues the attempt it holds at once (outcome
+// "interrupted", no retry spent) before it exits, so the job does not wait for the job timeout.
 // Sessions set idle_in_transaction_session_timeout (= 1.5 x job timeout: after the heartbeat
 // timeout has caught a frozen worker) and statement_timeout (= 10 x job timeout) so a frozen
 // worker's locks are released by the server. A failed attempt is recorded with its detector:
@@ -29,6 +31,12 @@ inline constexpr const char* kWorkerLogDirEnv = "LEDGERDIFF_WORKER_LOG_DIR";
 
 // Database sessions a worker process holds at once: its jobs' and its heartbeat's.
 inline constexpr int kSessionsPerWorker = 2;
+
+// A session the server ends (pg_terminate_backend, a pooler, a failover, an idle timeout) is
+// reopened with backoff: the heartbeat's at once, the job session's before the next claim. While
+// the worker cannot beat it claims nothing. Only when it has been without a session for
+// max(kMinSessionLossBoundS, 2 x the job timeout) does it give up (exit 3).
+inline constexpr double kMinSessionLossBoundS = 60;
 
 struct WorkerOptions {
   std::string conninfo;

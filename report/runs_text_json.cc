@@ -49,6 +49,7 @@ nlohmann::json RunStatusToJson(const ingest::RunStatus& s, const Target& target)
           {"workers", s.workers},
           {"workers_joined", s.worker_counts.joined},
           {"workers_alive", s.worker_counts.alive},
+          {"workers_reconnecting", s.worker_counts.reconnecting},
           {"liveness", ingest::LivenessName(s.liveness)},
           {"stale_jobs", stale},
           {"failed_jobs", failed},
@@ -62,6 +63,10 @@ std::string RunStatusText(const ingest::RunStatus& s) {
     case ingest::Liveness::kNeverHadWorker: workers = "no worker has joined yet"; break;
     case ingest::Liveness::kNoWorkerAlive:
       workers = fmt::format("{} seen, no worker alive", FormatCountOf(seen, "worker"));
+      break;
+    case ingest::Liveness::kWorkersReconnecting:
+      workers = fmt::format("{} seen, {} reconnecting", FormatCountOf(seen, "worker"),
+                            FormatCount(s.worker_counts.reconnecting));
       break;
     case ingest::Liveness::kWorkersAlive:
       workers = s.worker_counts.joined > 0
@@ -80,6 +85,10 @@ std::string RunStatusText(const ingest::RunStatus& s) {
   if (s.liveness == ingest::Liveness::kNoWorkerAlive)
     out += fmt::format("    no worker alive: {} pending, {} running; start `ledgerdiff worker --run {}`\n",
                        FormatCountOf(s.counts.pending, "job"), FormatCount(s.counts.running), s.run_id);
+  if (s.liveness == ingest::Liveness::kWorkersReconnecting)
+    out += fmt::format("    {} lost its database session and is reconnecting (a worker gives up after max(60 s, 2 x "
+                       "the job timeout)); a new worker is not needed unless it does\n",
+                       FormatCountOf(s.worker_counts.reconnecting, "worker"));
   if (s.liveness == ingest::Liveness::kNeverHadWorker)
     out += fmt::format("    start workers with `ledgerdiff worker --run {}`\n", s.run_id);
   for (const auto& j : s.failed_jobs)

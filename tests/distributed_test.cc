@@ -37,11 +37,13 @@ std::string LastLine(const std::string& out) {
   return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
 }
 
-pid_t StartWorker(const std::string& run_id, const std::string& log) {
+pid_t StartWorker(const std::string& run_id, const std::string& log, const std::string& worker_id = "") {
   SpawnOptions so;
   so.output_file = log;
   so.env["LEDGERDIFF_DB"] = TestConninfo();
-  auto pid = Spawn({testing::LedgerdiffBinary(), "worker", "--run", run_id}, so);
+  std::vector<std::string> argv = {testing::LedgerdiffBinary(), "worker", "--run", run_id};
+  if (!worker_id.empty()) argv.insert(argv.end(), {"--worker-id", worker_id});
+  auto pid = Spawn(argv, so);
   EXPECT_TRUE(pid.ok()) << pid.status().message();
   return pid.ok() ? *pid : -1;
 }
@@ -247,6 +249,122 @@ TEST(Distributed, WaitTellsAStaleJobAndARunWithoutLiveWorkers) {
   EXPECT_EQ(done.exit_code, 0) << done.out << done.err;
   EXPECT_EQ(ExitCodeOf(second), 0);
   for (const char* suffix : {"_1", "_2"}) std::remove((logs + suffix).c_str());
+}
+
+// Polls until `pred()` holds (true) or 60 s pass (false).
+bool PollUntil(const std::function<bool()>& pred) {
+  for (int i = 0; i < 1200; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+// Waits until job 1 of `run_id` is held at `stage` by process `worker`.
+bool HeldBy(pg::Connection& conn, const std::string& run_id, const std::string& stage, pid_t worker) {
+  return PollJobs(conn, run_id, [&](const auto& jobs) {
+    return jobs.at(0).stage == "hold:" + stage && jobs.at(0).worker_pid == worker;
+  });
+}
+
+// The server ends a worker's sessions in the middle of a job held longer than the job timeout
+// (pg_terminate_backend, as a pooler, a failover or an idle timeout does): first its heartbeat
+// session, then its lease keeper's (job timeout 8 s, held 11 s, inside the 12 s the server allows an idle
+// transaction). The worker reopens both, its job is never requeued (no retry
+// left to spend: --retries 0 would fail the run), and the run completes identical to a serial ingest.
+TEST(Distributed, AWorkerWhoseSessionsTheServerEndsReconnectsAndSpendsNoRetry) {
+  const std::string schema = UniqueName("reconnect"), serial = UniqueName("reconnect_serial"), range = "2:201";
+  const std::string worker_id = UniqueName("w_reconnect");
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", range, "--schema", schema, "--job-size", "50",
+                      "--job-timeout", "8", "--retries", "0", "--hold", "1:1:history_effects:11"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run_id = LastLine(plan.out);
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const testing::ScratchDir log_dir("ledgerdiff-reconnect-log");
+  pid_t worker = StartWorker(run_id, log_dir.path + "/worker", worker_id);
+  ASSERT_GT(worker, 0);
+  ASSERT_TRUE(HeldBy(*conn, run_id, "history_effects", worker)) << "job 1 was never held";
+  const int job_backend = ingest::ListJobs(*conn, run_id)->at(0).backend_pid;
+
+  const std::string registry = pg::Qualified(ingest::kControlSchema, "workers");
+  auto heartbeat_pid = [&]() -> int {
+    auto r = conn->Exec(fmt::format("SELECT w.backend_pid FROM {} w WHERE run_id = $1 AND worker = $2 AND EXISTS "
+                                    "(SELECT 1 FROM pg_stat_activity a WHERE a.pid = w.backend_pid)",
+                                    registry),
+                        {run_id, worker_id});
+    return r.ok() && r->size() == 1 ? static_cast<int>(r->GetInt(0, 0)) : 0;
+  };
+  const int first_heartbeat = heartbeat_pid();
+  ASSERT_GT(first_heartbeat, 0);
+  ASSERT_NE(first_heartbeat, job_backend);
+  auto terminated = conn->Exec("SELECT pg_terminate_backend($1)", {std::to_string(first_heartbeat)});
+  ASSERT_TRUE(terminated.ok() && terminated->GetBool(0, 0)) << terminated.status().message();
+  EXPECT_TRUE(PollUntil([&] {
+    const int now = heartbeat_pid();
+    return now > 0 && now != first_heartbeat;
+  })) << "the heartbeat session was not reopened";
+
+  // The lease keeper's session: the worker's sessions other than its job's and its heartbeat's.
+  const std::string others = "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> $2 AND pid <> $3";
+  const std::string app = "ledgerdiff worker " + worker_id;
+  auto keeper = conn->Exec(others, {app, std::to_string(job_backend), std::to_string(heartbeat_pid())});
+  ASSERT_TRUE(keeper.ok() && keeper->size() == 1) << (keeper.ok() ? keeper->size() : -1);
+  const std::string first_keeper(keeper->Get(0, 0));
+  ASSERT_TRUE(conn->Exec("SELECT pg_terminate_backend($1)", {first_keeper}).ok());
+  EXPECT_TRUE(PollUntil([&] {
+    auto r = conn->Exec(others, {app, std::to_string(job_backend), std::to_string(heartbeat_pid())});
+    return r.ok() && r->size() == 1 && r->Get(0, 0) != first_keeper;
+  })) << "the lease keeper's session was not reopened";
+
+  auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "120", "--format", "json"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(ExitCodeOf(worker), 0);
+  auto attempts = ingest::ListAttempts(*conn, run_id);
+  ASSERT_TRUE(attempts.ok());
+  for (const auto& a : *attempts) {
+    EXPECT_EQ(a.attempt, 1u) << "job " << a.job_id << " was requeued: " << a.error;
+    EXPECT_EQ(a.outcome, ingest::AttemptOutcome::kDone) << "job " << a.job_id << ": " << a.error;
+  }
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
+}
+
+// A worker stopped with SIGTERM hands its job back at once (outcome "interrupted", pending again,
+// no retry spent) instead of leaving it "running" until the job timeout (here 60 s); a second
+// worker then finishes the run.
+TEST(Distributed, AWorkerStoppedWithSigtermHandsItsJobBackAtOnce) {
+  const std::string schema = UniqueName("sigterm");
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:101", "--schema", schema, "--job-size", "50",
+                      "--job-timeout", "60", "--retries", "0", "--hold", "1:1:history_effects:120"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run_id = LastLine(plan.out);
+  auto conn = Connect();
+  ASSERT_TRUE(conn);
+  const testing::ScratchDir log_dir("ledgerdiff-sigterm-log");
+  pid_t worker = StartWorker(run_id, log_dir.path + "/worker_1");
+  ASSERT_GT(worker, 0);
+  ASSERT_TRUE(HeldBy(*conn, run_id, "history_effects", worker)) << "job 1 was never held";
+  const auto stopped_at = std::chrono::steady_clock::now();
+  kill(worker, SIGTERM);
+  EXPECT_EQ(ExitCodeOf(worker), 128 + SIGTERM);
+  auto jobs = ingest::ListJobs(*conn, run_id);
+  ASSERT_TRUE(jobs.ok());
+  EXPECT_EQ(jobs->at(0).state, ingest::JobState::kPending) << "job 1 still " << ingest::ToString(jobs->at(0).state);
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped_at, 30s);
+  auto attempts = ingest::ListAttempts(*conn, run_id);
+  ASSERT_TRUE(attempts.ok());
+  EXPECT_EQ(attempts->at(0).outcome, ingest::AttemptOutcome::kInterrupted) << attempts->at(0).error;
+  std::ifstream log(log_dir.path + "/worker_1");
+  const std::string said((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(said.find("requeued job 1 (attempt 1) at once"), std::string::npos) << said;
+
+  pid_t second = StartWorker(run_id, log_dir.path + "/worker_2");
+  auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "120"});
+  EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
+  EXPECT_EQ(ExitCodeOf(second), 0);
+  EXPECT_EQ(ingest::ListJobs(*conn, run_id)->at(0).attempt, 2u);
 }
 
 // verify --workers-external starts no worker of its own: it registers the parallel run, says which
