@@ -472,6 +472,42 @@ std::set<std::string> UserSchemas(const std::string& conninfo) {
   return out;
 }
 
+// verify checks before work what it can (issue 44): a parallel side that does not fit the
+// server's connections is refused before the serial side is ingested (exit 2, nothing created),
+// and the run's schema names are claimed from the start: while the serial side is still being
+// ingested, `plan` into the parallel side's predictable schema is refused.
+TEST(Guard, VerifyChecksItsBudgetAndClaimsItsSchemasBeforeWork) {
+  EmbeddedOptions eo;
+  eo.max_connections = 20;
+  auto server = EmbeddedPostgres::Start(eo);
+  ASSERT_TRUE(server.ok()) << server.status().message();
+  const std::string db = (*server)->conninfo();
+
+  auto refused = RunCli({"verify", "--db", db, "--range", "2:41", "--workers", "16", "--density", "flat"});
+  ASSERT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("--workers 16 needs 32 connections"), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find("serial ingest"), std::string::npos) << refused.err;
+  EXPECT_EQ(UserSchemas(db), std::set<std::string>{}) << "verify created schemas before it was refused";
+
+  // The serial side's external ingester sleeps: the run is in its serial phase meanwhile.
+  const std::string out = TempFile("claim_verify");
+  pid_t verify = Start({"verify", "--db", db, "--range", "2:11", "--workers", "2", "--ingest-cmd", "sleep 6"}, out);
+  auto watch = Connect(db);
+  std::string serial;
+  ASSERT_TRUE(Eventually([&] {
+    serial = Value(*watch, "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'ld\\_%\\_serial'");
+    return !serial.empty();
+  })) << testing::ReadFileBytes(out + ".err");
+  const std::string parallel = serial.substr(0, serial.size() - std::string("_serial").size()) + "_parallel";
+  auto planned = RunCli({"plan", "--db", db, "--range", "2:11", "--schema", parallel});
+  EXPECT_EQ(planned.exit_code, 2) << planned.out << planned.err;
+  EXPECT_EQ(Value(*watch, "SELECT count(*) FROM ledgerdiff_control.runs WHERE schema_name = $1", {parallel}), "0");
+  kill(verify, SIGKILL);
+  (void)testing::WaitExitCode(verify);
+  std::filesystem::remove(out);
+  std::filesystem::remove(out + ".err");
+}
+
 // An operator's shell whose PG* points at production: writing commands use the embedded default
 // (one line says PG* was ignored, and how to write there) and leave production untouched; a
 // worker, which joins an existing run, exits 2 naming the missing database; a reading command

@@ -18,6 +18,8 @@
 #include "core/text.h"
 #include "ingest/distributed.h"
 #include "ingest/job_table.h"
+#include "ingest/orchestrator.h"
+#include "ingest/schema_guard.h"
 
 namespace ledgerdiff::verify {
 
@@ -251,6 +253,28 @@ struct VerifyRunState {
   bool done = false;
 };
 
+// Everything that can be checked before work is, so that nothing is ingested for a run that
+// cannot finish: the connection budget of the larger side (the sides run one after the other;
+// this session counts in it as it will then), and this run's schema names, claimed by taking
+// their run locks on this session (schema_guard.h): a `plan` or another run into them is refused
+// meanwhile. Each side's ingestion takes its schema's lock over (ReleaseSchemaClaim).
+Status ClaimBeforeWork(VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  if (!o.workers_external)
+    LD_RETURN_IF_ERROR(ingest::CheckConnectionBudget(*s.conn, o.plan.workers, !o.plan.ingest_cmd.empty(),
+                                                     /*wait_s=*/o.resume_run.empty() ? 0 : 5));
+  // A resumed run's killed predecessor may hold the locks for a moment after its death.
+  const double wait_s = o.resume_run.empty() ? 0 : std::max(10.0, o.plan.job_timeout_s);
+  for (const std::string& schema : s.schemas) LD_RETURN_IF_ERROR(ingest::LockSchemaForRun(*s.conn, schema, wait_s));
+  return Status::Ok();
+}
+
+// Hands `schema` over to the ingestion that is about to take its run lock on its own session.
+Status ReleaseSchemaClaim(VerifyRunState& s, const std::string& schema) {
+  if (std::find(s.schemas.begin(), s.schemas.end(), schema) == s.schemas.end()) return Status::Ok();
+  return ingest::UnlockSchema(*s.conn, schema);
+}
+
 // Resume, validation, the profile and the baseline's compatibility: nothing is ingested before
 // every input is known good.
 Status PrepareVerifyRun(VerifyRunState& s, const VerifyOptions& given) {
@@ -273,7 +297,7 @@ Status PrepareVerifyRun(VerifyRunState& s, const VerifyOptions& given) {
   LD_ASSIGN_OR_RETURN(s.conn, pg::Connection::Open(s.conninfo, "ledgerdiff verify"));
   if (o.baseline.empty() && o.reuse_serial_schema.empty()) s.schemas.push_back(SideSchema(r.run_id, true));
   s.schemas.push_back(r.parallel_schema);
-  return Status::Ok();
+  return ClaimBeforeWork(s);
 }
 
 // Ctrl-C: in a database that outlives the process the run and its schemas stay; the message says
@@ -301,6 +325,7 @@ Status IngestSerialSide(VerifyRunState& s) {
   r.serial_schema = SideSchema(r.run_id, true);
   s.reporter.Note(fmt::format("serial ingest of {} into \"{}\"", o.plan.range.str(), r.serial_schema));
   IngestOptions so = SideOptions(o, r.serial_schema, /*serial=*/true);
+  LD_RETURN_IF_ERROR(ReleaseSchemaClaim(s, r.serial_schema));
   so.run_id = r.run_id + "_s";
   if (!o.resume_run.empty() && RunExists(s.conninfo, so.run_id)) so.resume_run = so.run_id;
   LD_ASSIGN_OR_RETURN(IngestReport serial, ingest::RunIngest(s.conninfo, so, s.reporter));
@@ -329,6 +354,7 @@ Status IngestParallelSide(VerifyRunState& s) {
   IngestOptions po = SideOptions(o, r.parallel_schema, /*serial=*/false);
   po.run_id = r.run_id + "_p";
   if (!o.resume_run.empty() && RunExists(s.conninfo, po.run_id)) po.resume_run = po.run_id;
+  LD_RETURN_IF_ERROR(ReleaseSchemaClaim(s, r.parallel_schema));
   if (o.workers_external) {
     auto external = ingest::RunWithExternalWorkers(s.conninfo, po, o.workers_timeout_s, o.reconnect_flags, s.reporter);
     if (!external.ok()) {
