@@ -18,7 +18,7 @@
 #include "dump/bounded_json.h"
 #include "dump/byte_order.h"
 #include "dump/checkpoint.h"
-#include "dump/shard.h"
+#include "dump/shard_slice.h"
 #include "ledgerdiff/version.h"
 
 namespace ledgerdiff::dump {

@@ -57,6 +57,7 @@
 
 #include "core/atomic_file.h"
 #include "dump/digest.h"
+#include "dump/shard_slice.h"
 #include "dump/source_identity.h"
 #include "dump/summary_builder.h"
 
@@ -85,14 +86,6 @@ constexpr size_t kMaxManifestColumns = 1600;  // PostgreSQL's own limit of colum
 constexpr Ledger kMaxManifestLedger = 2147483647;  // core/ledger_range.h: to < 2^31
 constexpr size_t kMaxAppendedStretches = 100000;   // header key "appended": one per append
 constexpr size_t kMaxManifestChunkEntries = size_t{1} << 16;  // per chunk a reader hands out
-
-// A partial manifest (a shard of a sharded digest, dump/shard.h): its own range is the slice
-// `index` of `count` of `full_range`. Absent on a manifest of a whole range.
-struct ShardInfo {
-  uint32_t index = 0;
-  uint32_t count = 0;
-  LedgerRange full_range;
-};
 
 // Hex SHA-256 of the resolved profile's JSON form (tables, columns, classes, keys, exclusions):
 // two digests with equal fingerprints hashed the same columns the same way.

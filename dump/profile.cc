@@ -642,8 +642,9 @@ Result<ResolvedProfile> ResolveProfile(pg::Connection& conn, const std::string& 
     if (used.count(name)) continue;
     // A state table has no ledger mapping: the per-ledger digest never compares it (only
     // verify-range's state comparison does, which takes it off that command's list).
+    const std::string& table = name;  // a structured binding is not capturable before C++20 (clang 14)
     const bool is_state = std::any_of(p.state_tables.begin(), p.state_tables.end(),
-                                      [&](const ResolvedTable& t) { return t.name == name; });
+                                      [&table](const ResolvedTable& t) { return t.name == table; });
     if (Contains(spec.lookup_tables, name)) {
       p.lookup_tables.push_back(name);
       continue;

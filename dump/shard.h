@@ -18,13 +18,9 @@
 #include "core/status.h"
 #include "dump/digest.h"
 #include "dump/manifest.h"
+#include "dump/shard_slice.h"
 
 namespace ledgerdiff::dump {
-
-// Slice `index` of `count` of `range`: the first size % count slices hold one ledger more.
-// Same answer on every machine; the slices cover the range in order without gap or overlap.
-// Usage error unless 1 <= count <= range.size() and index < count.
-Result<LedgerRange> ShardSlice(const LedgerRange& range, uint32_t count, uint32_t index);
 
 // The schedulers' array index variables, in the order they are read: Kubernetes Indexed Job, AWS
 // Batch array job, Slurm job array (an array submitted as --array=0-(N-1), deploy/slurm/).

@@ -316,6 +316,9 @@ TEST(Distributed, AWorkerWhoseSessionsTheServerEndsReconnectsAndSpendsNoRetry) {
     auto r = conn->Exec(others, {app, std::to_string(job_backend), std::to_string(heartbeat_pid())});
     return r.ok() && r->size() == 1 && r->Get(0, 0) != first_keeper;
   })) << "the lease keeper's session was not reopened";
+  // Reopened by the keeper itself, while job 1 is still held (the worker's end opens one too).
+  EXPECT_EQ(ingest::ListJobs(*conn, run_id)->at(0).stage, "hold:history_effects")
+      << "the lease keeper's session came back only after the job";
 
   auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "120", "--format", "json"});
   EXPECT_EQ(wait.exit_code, 0) << wait.out << wait.err;
