@@ -334,6 +334,55 @@ TEST(Distributed, AWorkerWhoseSessionsTheServerEndsReconnectsAndSpendsNoRetry) {
   EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
 }
 
+// A worker that recorded no exit and was seen within the job timeout, but whose heartbeat session
+// is gone, is reconnecting (ingest/worker.h): `runs` and `wait` say so and do not advise starting
+// another worker onto its jobs; once it has not been seen for the job timeout, it is gone and they do.
+TEST(Distributed, RunsTellAWorkerThatLostItsSessionFromOneThatIsGone) {
+  const std::string schema = UniqueName("lost_session");
+  auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", "2:51", "--schema", schema, "--job-size", "25",
+                      "--job-timeout", "3"});
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::string run_id = LastLine(plan.out);
+  {
+    // The worker's heartbeat session: it registers, then the server ends it (closed here).
+    auto session = Connect();
+    ASSERT_TRUE(session);
+    ASSERT_TRUE(ingest::RegisterWorker(*session, run_id, "w_lost", 4242, 0).ok());
+  }
+  auto status_of = [&] {
+    auto r = RunCli({"runs", "--db", TestConninfo(), "--format", "json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const auto& j : nlohmann::json::parse(r.out))
+      if (j.at("run_id") == run_id) return j;
+    return nlohmann::json();
+  };
+  nlohmann::json j;
+  ASSERT_TRUE(PollUntil([&] {
+    j = status_of();
+    return j.value("workers_reconnecting", 0) == 1;
+  })) << j.dump();
+  EXPECT_EQ(j.at("liveness"), "workers_reconnecting") << j.dump();
+  EXPECT_EQ(j.at("workers_alive"), 0) << j.dump();
+  auto text = RunCli({"runs", "--db", TestConninfo()});
+  EXPECT_NE(text.out.find("1 worker lost its database session and is reconnecting"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("start `ledgerdiff worker --run " + run_id), std::string::npos) << text.out;
+  auto wait = RunCli({"wait", "--db", TestConninfo(), "--run", run_id, "--timeout", "1"});
+  EXPECT_NE(wait.err.find("1 reconnecting"), std::string::npos) << wait.err;
+
+  // Not seen for longer than the job timeout (3 s): gone, and the advice is to start one.
+  ASSERT_TRUE(PollUntil([&] {
+    j = status_of();
+    return j.value("liveness", "") == "no_worker_alive";
+  })) << j.dump();
+  EXPECT_EQ(j.at("workers_reconnecting"), 0) << j.dump();
+  text = RunCli({"runs", "--db", TestConninfo()});
+  EXPECT_NE(text.out.find("no worker alive: 2 jobs pending, 0 running; start `ledgerdiff worker --run " + run_id),
+            std::string::npos)
+      << text.out;
+  auto cancel = RunCli({"cancel", "--db", TestConninfo(), "--run", run_id});
+  EXPECT_EQ(cancel.exit_code, 0) << cancel.err;
+}
+
 // A worker stopped with SIGTERM hands its job back at once (outcome "interrupted", pending again,
 // no retry spent) instead of leaving it "running" until the job timeout (here 60 s); a second
 // worker then finishes the run.
