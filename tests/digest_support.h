@@ -1,0 +1,26 @@
+#pragma once
+// What the files of the digest_test binary (digest_test.cc, digest_horizon_test.cc, digest_coverage_test.cc,
+// digest_sparse_test.cc) share; defined in digest_test.cc.
+
+#include <string>
+
+#include "core/ledger_range.h"
+#include "core/pg.h"
+#include "core/status.h"
+#include "diff/diff.h"
+
+namespace ledgerdiff::digest_support {
+
+// A quoted SQL identifier.
+std::string Q(const std::string& s);
+// Runs `sql` on `conn`; a failure fails the test.
+void ExecSql(pg::Connection& conn, const std::string& sql);
+// Diffs two sources under the horizon profile.
+Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff::DiffOptions o = {});
+diff::Source Db(const std::string& conninfo, const std::string& schema = "public");
+// The unmodified kahuna dump, loaded once and never changed.
+std::string& KahunaLeft();
+// The ledgers of `conninfo`'s history_ledgers: min to max sequence.
+LedgerRange HeldLedgers(const std::string& conninfo);
+
+}  // namespace ledgerdiff::digest_support
