@@ -36,9 +36,11 @@ using verify::VerifyReport;
 
 namespace {
 
-// The one stylesheet of every page (verify, the gates, sweep). The last block is sweep's: its
-// recommendation banner (ok, bad), noise caveat, right-aligned cells table with its verdict
-// column, and its charts, which sit directly in <main> and shrink to fit.
+// The one stylesheet of every page (verify, verify-range, the gates, sweep). Then sweep's block:
+// its recommendation banner (ok, bad), noise caveat, right-aligned cells table with its verdict
+// column, and its charts, which sit directly in <main> and shrink to fit. Last, the per-table
+// table's headers wrap and its cells pad less at a narrow width, so its unbroken table names
+// (code.name) leave room for the status column.
 constexpr const char* kCss = R"css(
 :root{--ok:#1a7f37;--ok-bg:#dafbe1;--bad:#cf222e;--bad-bg:#ffebe9;--warn:#9a6700;--warn-bg:#fff8c5;
 --fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--accent:#0969da}
@@ -59,6 +61,8 @@ h2{font-size:17px;margin:34px 0 10px;padding-bottom:6px;border-bottom:1px solid 
 h3{font-size:14px;margin:22px 0 8px}
 .facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:10px 28px;margin:18px 0 0;padding:14px 18px;background:var(--soft);border:1px solid var(--line);border-radius:8px}
 .facts div{min-width:0}
+.facts div.row{grid-column:1/-1}.facts div.half{grid-column:span 2}
+@media (max-width:760px){.facts div.half{grid-column:1/-1}}
 .facts dt{font-size:11px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
 .facts dd{margin:0;font-weight:600;overflow-wrap:anywhere}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
@@ -106,6 +110,8 @@ table.cells th,table.cells td{text-align:right;font-variant-numeric:tabular-nums
 table.cells td.v{text-align:left;overflow-wrap:anywhere;min-width:9em}
 td.v.identical{color:var(--ok)}td.v.divergent{color:var(--bad)}td.v.failed{color:var(--muted)}
 main>svg{max-width:100%;height:auto}
+table.tables th,table.tables th.n{white-space:normal}
+@media (max-width:900px){table.tables th,table.tables td{padding:5px 6px}}
 )css";
 
 // The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
@@ -527,14 +533,15 @@ std::string RangeHtmlBanner(const verify::VerifyRangeReport& r, const VerifyView
 std::string RangeHtmlFacts(const verify::VerifyRangeReport& r) {
   const diff::DiffReport& d = r.diff;
   std::string h = "<dl class=\"facts\">\n";
-  auto fact = [&](const std::string& k, const std::string& v_html) {
-    h += "<div><dt>" + k + "</dt><dd>" + v_html + "</dd></div>\n";
+  auto fact = [&](const std::string& k, const std::string& v_html, const char* cls = "") {
+    h += fmt::format("<div{}><dt>{}</dt><dd>{}</dd></div>\n", *cls ? fmt::format(" class=\"{}\"", cls) : "", k, v_html);
   };
-  if (d.targets) fact("target", Esc(d.targets->Describe()));
+  // The long ones (conninfos, schemas) get a row, or half of one, to themselves.
+  if (d.targets) fact("target", Esc(d.targets->Describe()), "row");
+  fact("left", Esc(d.left), "half");
+  fact("right", Esc(d.right), "half");
   fact("range", fmt::format("{} <span class=\"muted\">({} ledgers)</span>", Esc(d.range.str()),
                             FormatCount(d.range.size())));
-  fact("left", Esc(d.left));
-  fact("right", Esc(d.right));
   fact("ledgers compared", FormatCount(d.ledgers_compared));
   if (d.first_divergent_ledger) fact("first divergent ledger", std::to_string(*d.first_divergent_ledger));
   if (!d.profile.empty()) fact("table profile", Esc(d.profile));
