@@ -368,10 +368,21 @@ std::string RenderGateMarkdown(const GateSummary& s) {
 
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) {
   const std::string title = "ledgerdiff " + s.command + ": " + s.verdict;
-  const char* banner = s.passed ? "identical" : "divergent";
+  const char* banner = s.passed ? "identical" : s.verdict == "incomplete" ? "incomplete" : "divergent";
+  // The headline: the first failing check and what it says, or how many checks passed.
+  const std::vector<const GateCheck*> ordered = Ordered(s);
+  std::string what;
+  if (!ordered.empty() && (ordered.front()->state == State::kFail || ordered.front()->state == State::kError)) {
+    what = "<span class=\"headline\">" + Esc(ordered.front()->name) + "</span>: " + Esc(ordered.front()->message);
+  } else {
+    size_t passes = 0, warnings = 0;
+    for (const auto& c : s.checks) (c.state == State::kPass ? passes : warnings) += 1;
+    what = Plural(passes, "check passed", "checks passed") +
+           (warnings ? ", " + Plural(warnings, "warning", "warnings") : std::string());
+  }
   std::string h = "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
-  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
-                   Esc(s.verdict));
+  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div></div>\n",
+                   banner, Esc(UpperAscii(s.verdict)), what);
   h += "<dl class=\"facts\">\n";
   if (!s.target.empty()) h += "<div><dt>target</dt><dd>" + Esc(s.target) + "</dd></div>\n";
   for (const auto& [k, v] : s.facts) h += "<div><dt>" + Esc(k) + "</dt><dd>" + Esc(v) + "</dd></div>\n";

@@ -43,8 +43,9 @@ std::string RenderGateJUnit(const GateSummary& s);
 // Markdown: verdict heading, facts, a table of the checks (failing ones first, with details
 // collapsible), the next steps as shell blocks.
 std::string RenderGateMarkdown(const GateSummary& s);
-// One self-contained HTML page: banner, facts, `extra_html` (trusted markup made by report/),
-// the checks, next steps.
+// One self-contained HTML page: banner (the verdict in capitals and a headline: the first
+// failing check's name and message, else how many checks passed), facts, `extra_html` (trusted
+// markup made by report/), the checks, next steps.
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html = "");
 
 // Chaos's Jepsen-style timeline: one row per round, one column per fault kind, each cell the

@@ -165,7 +165,7 @@ std::string RenderVerifyRangeJUnit(const verify::VerifyRangeReport& range) {
   const diff::DiffReport& d = r.diff;
   JUnitSuite suite;
   suite.suites_name = "ledgerdiff verify-range";
-  suite.name = "ledgerdiff verify-range " + d.range.str();
+  suite.name = "ledgerdiff.verify-range";  // the gate's name, which CI dashboards may key on
   suite.classname = "ledgerdiff.verify-range";
   suite.seconds = d.digest_seconds + d.row_diff_seconds;
   auto& p = suite.properties;

@@ -50,7 +50,8 @@ std::string RenderVerifyJUnit(const verify::VerifyReport& report);
 // table (failure: divergent, with its first divergent ledger, counts and row-diff lines), the
 // soundness problems, "coverage" (failing when a side lacks ledgers of the range, unless
 // --allow-gaps) and "state" when it was compared (failing: divergent or incomplete). Properties:
-// verdict, headline (RangeHeadline), target, range, sides, counts, coverage, look-again.
+// verdict, headline (RangeHeadline), target, range, sides, counts, coverage, look-again. The
+// suite keeps the name the gate's JUnit gave it, "ledgerdiff.verify-range".
 std::string RenderVerifyRangeJUnit(const verify::VerifyRangeReport& report);
 
 }  // namespace ledgerdiff::report

@@ -156,7 +156,7 @@ TEST(RenderRange, MarkdownHasTheHeadlineRowDiffCoverageStateAndLookAgain) {
 
 TEST(RenderRange, JUnitHasTheHeadlineTableCasesCoverageStateAndLookAgain) {
   const std::string x = report::RenderVerifyRangeJUnit(DivergentRange());
-  EXPECT_TRUE(Has(x, "<testsuite name=\"ledgerdiff verify-range 2:401\"")) << x;
+  EXPECT_TRUE(Has(x, "<testsuite name=\"ledgerdiff.verify-range\"")) << x;
   EXPECT_TRUE(Has(x, "<property name=\"headline\" value=\"Divergent at ledger 200\"/>"));
   EXPECT_TRUE(Has(x, "<property name=\"first_divergent_ledger\" value=\"200\"/>"));
   EXPECT_TRUE(Has(x, "<property name=\"look_again\" value=\"ledgerdiff verify-range --left &apos;host=old") ||
@@ -191,6 +191,16 @@ TEST(RenderRange, TheGateReportsAreTheseRenderersAndOwnTheirReport) {
   // A diff alone (verify-range --follow's finding without state) renders the same way.
   const GateReports d = report::VerifyRangeReports(DivergentRange().diff, kLookAgain);
   EXPECT_TRUE(Has(d.markdown(), "ledgerdiff verify-range: Divergent at ledger 200"));
+}
+
+// The generic gate page (verify-range --follow's, selftest's, chaos's) has a headline too.
+TEST(RenderRange, TheGatePageBannerHasTheVerdictInCapitalsAndAHeadline) {
+  const std::string gaps = report::RenderGateHtml(report::VerifyRangeGate(IncompleteRange().diff));
+  EXPECT_TRUE(Has(gaps, "<div class=\"banner incomplete\" id=\"verdict\"><div class=\"word\">INCOMPLETE</div><div "
+                        "class=\"what\"><span class=\"headline\">coverage</span>: incomplete: right: 3 ledgers missing"))
+      << gaps;
+  const std::string same = report::RenderGateHtml(report::VerifyRangeGate(IdenticalRange().diff));
+  EXPECT_TRUE(Has(same, "<div class=\"word\">IDENTICAL</div><div class=\"what\">7 checks passed</div>")) << same;
 }
 
 // Pages for the browser test: divergent with state and long table names, identical, incomplete.
