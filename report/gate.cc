@@ -381,7 +381,8 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
            (warnings ? ", " + Plural(warnings, "warning", "warnings") : std::string());
   }
   std::string h = "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
-  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div></div>\n",
+  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
+                   "</div>\n",
                    banner, Esc(UpperAscii(s.verdict)), what);
   h += "<dl class=\"facts\">\n";
   if (!s.target.empty()) h += "<div><dt>target</dt><dd>" + Esc(s.target) + "</dd></div>\n";
@@ -393,7 +394,8 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
          "<tr><th>check</th><th>result</th><th>detail</th></tr>\n";
     for (const GateCheck* c : Ordered(s)) {
       const bool bad = c->state == State::kFail || c->state == State::kError;
-      h += fmt::format("<tr{}><td><code>{}</code></td><td>{}</td><td>{}{}</td></tr>\n", bad ? " class=\"bad\"" : "",
+      h += fmt::format("<tr{}><td><code class=\"name\">{}</code></td><td>{}</td><td>{}{}</td></tr>\n",
+                       bad ? " class=\"bad\"" : "",
                        Esc(c->name), StateWord(c->state), Esc(c->message),
                        c->detail.empty() ? "" : "<pre>" + Esc(c->detail) + "</pre>");
     }

@@ -199,7 +199,8 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
   const diff::TableAtLedger* at = nullptr;
   for (const auto& t : r.diff.divergent_tables)
     if (t.table == rd.table) at = &t;
-  s += fmt::format("<h3><code class=\"name\">{}</code> at ledger {}", Esc(rd.table), r.diff.first_divergent_ledger.value_or(0));
+  s += fmt::format("<h3><code class=\"name\">{}</code> at ledger {}", Esc(rd.table),
+                   r.diff.first_divergent_ledger.value_or(0));
   if (at)
     s += fmt::format(" <span class=\"muted\">&#183; {} {} rows, {} {} rows</span>", sides.left,
                      FormatCount(at->left_rows), sides.right, FormatCount(at->right_rows));
@@ -414,9 +415,9 @@ std::string VerifyHtmlTables(const VerifyReport& r, const VerifyView& view) {
       delta = d == 0 ? "0" : fmt::format("{}{}", d > 0 ? "+" : "\xe2\x88\x92", FormatCount(static_cast<uint64_t>(std::llabs(d))));
     }
     std::string status = TableStatus(t);
-    h += fmt::format("<tr class=\"{}\"><td><code class=\"name\">{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td><td><span "
-                     "class=\"pill {}\">{}</span></td></tr>\n",
+    h += fmt::format("<tr class=\"{}\"><td><code class=\"name\">{}</code></td><td class=\"n\">{}</td>"
+                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td>"
+                     "<td><span class=\"pill {}\">{}</span></td></tr>\n",
                      t.differs ? "bad" : "ok", Esc(t.table), CountOrDash(t.left_rows), CountOrDash(t.right_rows),
                      delta, t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
                      t.first ? std::to_string(*t.first) : "", status == "not compared" ? "none" : status, status);
@@ -522,8 +523,9 @@ std::string RangeHtmlBanner(const verify::VerifyRangeReport& r, const VerifyView
   for (const auto& t : d.divergent_tables) names.push_back("<code class=\"name\">" + Esc(t.table) + "</code>");
   if (!names.empty()) what += fmt::format(" in {}", fmt::join(names, ", "));
   what += fmt::format("<br/>{} of {} ledgers compared differ; {} {} rows and {} {} rows compared in {}.",
-                      FormatCount(d.divergent_ledgers), FormatCount(d.ledgers_compared), FormatCount(d.rows_compared_left),
-                      view.sides.left, FormatCount(d.rows_compared_right), view.sides.right,
+                      FormatCount(d.divergent_ledgers), FormatCount(d.ledgers_compared),
+                      FormatCount(d.rows_compared_left), view.sides.left, FormatCount(d.rows_compared_right),
+                      view.sides.right,
                       Plural(view.tables.size(), "table", "tables"));
   what += "<br/>" + Esc(fmt::format("{}.", fmt::join(CoverageLines(d, view.sides), "; ")));
   return HtmlBanner(diff::VerdictName(r.verdict()), what);
@@ -583,9 +585,9 @@ std::string RangeHtmlState(const verify::StateComparison& st) {
     for (size_t i = 0; i < d.columns.size(); ++i) {
       const bool l = d.left && i < d.left->size(), r = d.right && i < d.right->size();
       if (l && r && (*d.left)[i] == (*d.right)[i]) continue;
-      cells.emplace_back(d.columns[i], (l ? "<del>" + HtmlValue((*d.left)[i]) + "</del>" : std::string("\xe2\x80\x94")) +
-                                           " \xe2\x86\x92 " +
-                                           (r ? "<ins>" + HtmlValue((*d.right)[i]) + "</ins>" : std::string("\xe2\x80\x94")));
+      const std::string dash = "\xe2\x80\x94";
+      cells.emplace_back(d.columns[i], (l ? "<del>" + HtmlValue((*d.left)[i]) + "</del>" : dash) + " \xe2\x86\x92 " +
+                                           (r ? "<ins>" + HtmlValue((*d.right)[i]) + "</ins>" : dash));
     }
     if (cells.empty()) cells.emplace_back("", "");
     for (size_t i = 0; i < cells.size(); ++i) {

@@ -186,7 +186,9 @@ std::string RenderVerifyRangeMarkdown(const verify::VerifyRangeReport& range) {
   const char* icon = verdict == diff::Verdict::kIdentical    ? "\xe2\x9c\x85"
                      : verdict == diff::Verdict::kIncomplete ? "\xe2\x9a\xa0\xef\xb8\x8f"
                                                              : "\xe2\x9d\x8c";
-  std::string m = fmt::format("## {} ledgerdiff verify-range: {}\n\n", icon, MdText(RangeHeadline(range)));
+  // As verify's: the verdict in the heading, the finding in bold below it.
+  std::string m = fmt::format("## {} ledgerdiff verify-range: {}\n\n**{}**\n\n", icon, diff::VerdictName(verdict),
+                              MdText(RangeHeadline(range)));
   const diff::DiffReport& d = r.diff;
   m += fmt::format("{} of {} ledgers compared differ; {} {} rows and {} {} rows compared in {}.\n\n",
                    FormatCount(d.divergent_ledgers), FormatCount(d.ledgers_compared), FormatCount(d.rows_compared_left),

@@ -139,7 +139,9 @@ TEST(RenderRange, HtmlIdenticalAndIncompleteBanners) {
 
 TEST(RenderRange, MarkdownHasTheHeadlineRowDiffCoverageStateAndLookAgain) {
   const std::string m = report::RenderVerifyRangeMarkdown(DivergentRange());
-  EXPECT_EQ(m.rfind("## \xe2\x9d\x8c ledgerdiff verify-range: Divergent at ledger 200\n\n1 of 400 ledgers compared differ", 0),
+  EXPECT_EQ(m.rfind("## \xe2\x9d\x8c ledgerdiff verify-range: divergent\n\n**Divergent at ledger 200**\n\n1 of 400 "
+                    "ledgers compared differ",
+                    0),
             0u)
       << m;
   EXPECT_TRUE(Has(m, "- coverage: left holds 400 ledgers (2 to 401)\n"));
@@ -150,7 +152,7 @@ TEST(RenderRange, MarkdownHasTheHeadlineRowDiffCoverageStateAndLookAgain) {
   EXPECT_TRUE(Has(m, "**State:**"));
   EXPECT_TRUE(Has(m, "Look again:\n\n```sh\n" + std::string(kLookAgain) + "\n```"));
   const std::string gaps = report::RenderVerifyRangeMarkdown(IncompleteRange());
-  EXPECT_TRUE(Has(gaps, "ledgerdiff verify-range: Incomplete: right lacks 3 ledgers of 2:401")) << gaps;
+  EXPECT_TRUE(Has(gaps, "ledgerdiff verify-range: incomplete\n\n**Incomplete: right lacks 3 ledgers of 2:401**")) << gaps;
   EXPECT_TRUE(Has(gaps, "- coverage: right holds 397 ledgers (2 to 401); 3 ledgers missing: 7, 9-10"));
 }
 
@@ -190,7 +192,7 @@ TEST(RenderRange, TheGateReportsAreTheseRenderersAndOwnTheirReport) {
   fs::remove_all(dir);
   // A diff alone (verify-range --follow's finding without state) renders the same way.
   const GateReports d = report::VerifyRangeReports(DivergentRange().diff, kLookAgain);
-  EXPECT_TRUE(Has(d.markdown(), "ledgerdiff verify-range: Divergent at ledger 200"));
+  EXPECT_TRUE(Has(d.markdown(), "**Divergent at ledger 200**"));
 }
 
 // The generic gate page (verify-range --follow's, selftest's, chaos's) has a headline too.
@@ -215,7 +217,8 @@ TEST(RenderRange, SamplePagesForBrowser) {
       {"verify-range-divergent", wide}, {"verify-range-identical", IdenticalRange()},
       {"verify-range-incomplete", IncompleteRange()}};
   for (const auto& [name, r] : pages)
-    ASSERT_TRUE(report::WriteHtmlReport(report::RenderVerifyRangeHtml(r), (fs::path(env) / name).string()).ok()) << name;
+    ASSERT_TRUE(report::WriteHtmlReport(report::RenderVerifyRangeHtml(r), (fs::path(env) / name).string()).ok())
+        << name;
 }
 
 }  // namespace

@@ -75,7 +75,8 @@ inline std::vector<AttemptRow> SampleTimeline(double* wall) {
   return tl;
 }
 
-inline IngestReport SampleRun(const std::string& schema, uint32_t workers, std::vector<AttemptRow> timeline, double wall) {
+inline IngestReport SampleRun(const std::string& schema, uint32_t workers, std::vector<AttemptRow> timeline,
+                              double wall) {
   IngestReport run;
   run.run_id = "r7f3_p";
   run.schema = schema;
