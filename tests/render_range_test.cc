@@ -195,6 +195,17 @@ TEST(RenderRange, TheGateReportsAreTheseRenderersAndOwnTheirReport) {
   EXPECT_TRUE(Has(d.markdown(), "**Divergent at ledger 200**"));
 }
 
+// Every rendering is well-formed XML (HTML: from <html>, XHTML-compatible) for hostile data.
+TEST(RenderRange, JUnitAndHtmlAreWellFormed) {
+  for (const VerifyRangeReport& r : {DivergentRange(), IdenticalRange(), IncompleteRange()}) {
+    SCOPED_TRACE(report::RangeHeadline(r));
+    const std::string x = report::RenderVerifyRangeJUnit(r);
+    EXPECT_EQ(CheckWellFormed(x), "") << x;
+    const std::string h = report::RenderVerifyRangeHtml(r);
+    EXPECT_EQ(CheckWellFormed(h.substr(h.find("<html"))), "") << h;
+  }
+}
+
 // The generic gate page (verify-range --follow's, selftest's, chaos's) has a headline too.
 TEST(RenderRange, TheGatePageBannerHasTheVerdictInCapitalsAndAHeadline) {
   const std::string gaps = report::RenderGateHtml(report::VerifyRangeGate(IncompleteRange().diff));

@@ -1,9 +1,10 @@
 #pragma once
-// The sample verify reports render_test and render_range_test build in code (no database): a
-// realistic parallel run of 2:401 and the identical and divergent reports over it. Shared by
-// both tests; included by test sources only.
+// What render_test and render_range_test share: the sample verify reports they build in code (no
+// database: a realistic parallel run of 2:401 and the identical and divergent reports over it)
+// and an XML well-formedness check. Included by test sources only.
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,55 @@
 #include "verify/verify.h"
 
 namespace ledgerdiff::verify::render_samples {
+
+// A minimal XML well-formedness check: balanced and properly nested elements, quoted attributes,
+// no raw '<' or '&' outside markup and entities. Returns "" or what is wrong.
+inline std::string CheckWellFormed(const std::string& x) {
+  auto entity_ok = [](const std::string& s, size_t at) {
+    size_t semi = s.find(';', at);
+    if (semi == std::string::npos || semi - at > 8) return false;
+    std::string e = s.substr(at + 1, semi - at - 1);
+    return e == "amp" || e == "lt" || e == "gt" || e == "quot" || e == "apos" || (e.size() > 1 && e[0] == '#');
+  };
+  std::vector<std::string> stack;
+  size_t i = 0;
+  while (i < x.size()) {
+    if (x[i] == '&') {
+      if (!entity_ok(x, i)) return "bad entity at " + x.substr(i, 12);
+      ++i;
+      continue;
+    }
+    if (x[i] != '<') {
+      ++i;
+      continue;
+    }
+    size_t end = x.find('>', i);
+    if (end == std::string::npos) return "unterminated tag at " + std::to_string(i);
+    std::string tag = x.substr(i + 1, end - i - 1);
+    i = end + 1;
+    if (!tag.empty() && tag[0] == '?') continue;
+    if (tag.find('<') != std::string::npos) return "'<' inside a tag: " + tag;
+    bool closing = !tag.empty() && tag[0] == '/';
+    bool self = !tag.empty() && tag.back() == '/';
+    std::string body = closing ? tag.substr(1) : self ? tag.substr(0, tag.size() - 1) : tag;
+    std::string name = body.substr(0, body.find_first_of(" \t\n"));
+    if (name.empty()) return "empty tag name: <" + tag + ">";
+    std::string attrs = body.substr(name.size());
+    size_t quotes = 0;
+    for (char a : attrs) quotes += a == '"';
+    if (quotes % 2) return "unbalanced quotes in <" + name + ">";
+    for (size_t k = attrs.find('&'); k != std::string::npos; k = attrs.find('&', k + 1))
+      if (!entity_ok(attrs, k)) return "bad entity in an attribute of <" + name + ">";
+    if (closing) {
+      if (stack.empty() || stack.back() != name) return "mismatched </" + name + ">";
+      stack.pop_back();
+    } else if (!self) {
+      stack.push_back(name);
+    }
+  }
+  if (!stack.empty()) return "unclosed <" + stack.back() + ">";
+  return "";
+}
 
 // An attempt row field by field (robust to fields added to AttemptRow later).
 inline AttemptRow Attempt(uint32_t job, uint32_t attempt, const std::string& worker, double start, double end,
