@@ -56,7 +56,7 @@ main{max-width:1240px;margin:0 auto;padding:20px 32px 56px}
 .banner .headline{font-size:19px;font-weight:700}
 .banner .word{font-size:30px;font-weight:800;letter-spacing:.06em}
 .banner .what{font-size:15px;opacity:.95;line-height:1.45}
-.banner .what code{background:rgba(255,255,255,.18);color:#fff}
+.banner .what code{background:rgba(255,255,255,.18);color:#fff}.banner .what a{color:#fff}
 h2{font-size:17px;margin:34px 0 10px;padding-bottom:6px;border-bottom:1px solid var(--line)}
 h3{font-size:14px;margin:22px 0 8px}
 .facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:10px 28px;margin:18px 0 0;padding:14px 18px;background:var(--soft);border:1px solid var(--line);border-radius:8px}
@@ -466,7 +466,7 @@ std::string VerifyHtmlFindings(const VerifyReport& r, const VerifyView& view,
   std::string h;
   for (const auto& n : r.diff.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
   if (const auto lists = FindingLists(view.soundness); !lists.empty()) {
-    h += "<h2>Soundness</h2>\n";
+    h += "<h2 id=\"soundness\">Soundness</h2>\n";
     for (const auto& list : lists) {
       h += fmt::format("<p{}>{}:</p>\n<ul>\n", list.failing ? "" : " class=\"muted\"", list.title);
       for (const auto& line : list.lines) h += (list.failing ? "<li class=\"bad\">" : "<li>") + Esc(line) + "</li>\n";
@@ -515,7 +515,8 @@ std::string VerifyHtmlCharts(const VerifyReport& r) {
 }
 
 // verify-range's banner: the verdict word, the headline finding (RangeHeadline) with the tables
-// at the first divergent ledger and the counts, and the coverage.
+// at the first divergent ledger and the counts, the coverage, and how many findings of what was
+// not compared the Soundness section lists.
 std::string RangeHtmlBanner(const verify::VerifyRangeReport& r, const VerifyView& view) {
   const diff::DiffReport& d = r.diff;
   std::string what = "<span class=\"headline\">" + Esc(RangeHeadline(r)) + "</span>";
@@ -528,6 +529,9 @@ std::string RangeHtmlBanner(const verify::VerifyRangeReport& r, const VerifyView
                       view.sides.right,
                       Plural(view.tables.size(), "table", "tables"));
   what += "<br/>" + Esc(fmt::format("{}.", fmt::join(CoverageLines(d, view.sides), "; ")));
+  if (const size_t n = view.soundness.warnings.size(); n > 0)
+    what += fmt::format(" Not compared: {}, under <a href=\"#soundness\">Soundness</a>.",
+                        Plural(n, "finding", "findings"));
   return HtmlBanner(diff::VerdictName(r.verdict()), what);
 }
 

@@ -128,6 +128,14 @@ TEST(RenderRange, HtmlIdenticalAndIncompleteBanners) {
   EXPECT_TRUE(Has(same, "<span class=\"headline\">Identical</span>"));
   EXPECT_FALSE(Has(same, "Look again"));
   EXPECT_FALSE(Has(same, "<h2>Divergence</h2>"));
+  EXPECT_FALSE(Has(same, "Not compared:"));
+  // What was not compared is counted in the banner and listed under Soundness.
+  VerifyRangeReport uncompared = IdenticalRange();
+  uncompared.diff.uncompared_left = uncompared.diff.uncompared_right = {"history_claimable_balances"};
+  const std::string some = report::RenderVerifyRangeHtml(uncompared);
+  EXPECT_TRUE(Has(some, "Not compared: 1 finding, under <a href=\"#soundness\">Soundness</a>.")) << some;
+  EXPECT_TRUE(Has(some, "<h2 id=\"soundness\">Soundness</h2>"));
+  EXPECT_TRUE(Has(some, "not compared (no ledger mapping): left history_claimable_balances"));
   const std::string gaps = report::RenderVerifyRangeHtml(IncompleteRange());
   EXPECT_TRUE(Has(gaps, "<div class=\"banner incomplete\" id=\"verdict\"><div class=\"word\">INCOMPLETE</div>"));
   EXPECT_TRUE(Has(gaps, "Incomplete: right lacks 3 ledgers of 2:401"));

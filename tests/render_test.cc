@@ -708,7 +708,7 @@ TEST(RenderSoundness, LookupAndInvariantProblemsFailAndWarningsAreShown) {
   EXPECT_NE(md.find("history\\_ledgers (left): 3 rows outside ledgers 2:401"), std::string::npos) << md;
   Html h = WriteHtml(r, "soundness");
   ASSERT_TRUE(h.status.ok());
-  EXPECT_NE(h.text.find("<h2>Soundness</h2>"), std::string::npos);
+  EXPECT_NE(h.text.find("<h2 id=\"soundness\">Soundness</h2>"), std::string::npos);
   EXPECT_NE(h.text.find("lookup history_accounts differs"), std::string::npos);
   EXPECT_NE(md.find("**Soundness problems:**"), std::string::npos) << md;
   // A clean report has no such section.
