@@ -193,7 +193,7 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
   }
   if (write && finding) {
     const verify::VerifyRangeReport& vr = *finding;
-    AddWriteFailure(out, EmitReports(report::VerifyRangeReports(vr.diff, vr.look_again), rest));
+    AddWriteFailure(out, EmitReports(report::VerifyRangeReports(vr), rest));
   } else if (write) {
     const std::string stopped_by = r.reached_until ? fmt::format("--until {} reached", o.until.value_or(0))
                                                    : fmt::format("--cycles {} ran", o.max_cycles);

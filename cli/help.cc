@@ -411,6 +411,10 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
                  : fmt::format("{}: {} must be one of {}, not '{}'", command, name, Join(choices, "|"), given);
     }
   }
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    // CLI11 says "--left is required": name the command and where its options are listed.
+    return fmt::format("{}: {} (ledgerdiff {} --help)", command, error.what(), command);
+  }
   if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
     // CLI11 says "Could not convert: --workers = -3": name what the flag takes instead.
     static const std::regex kConversion("Could not convert: (\\S+) = (.*)");

@@ -46,8 +46,10 @@ const std::vector<HelpEntry>& EnvironmentVariables();
 void ApplyHelpConventions(CLI::App& app);
 
 // The one-line message for a usage error. Adds "did you mean X?" to an unknown command and lists
-// the commands when none was given; names an enum's choices and what a number flag takes;
-// otherwise CLI11's message. (An unknown option is UnknownOption's, checked before the parse.)
+// the commands when none was given; names an enum's choices and what a number flag takes; a
+// missing required option names its command and its --help ("verify-range: --left is required
+// (ledgerdiff verify-range --help)"); otherwise CLI11's message. (An unknown option is
+// UnknownOption's, checked before the parse.)
 std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error, int argc, const char* const* argv);
 
 // The one-line message for the first option the command does not know (a nested command:

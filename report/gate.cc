@@ -2,6 +2,7 @@
 #include "report/gate.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
 
 #include <fmt/format.h>
@@ -40,13 +41,8 @@ void AddCoverageChecks(const diff::DiffReport& d, const Sides& sides, GateSummar
                                                                            {&sides.right, &cov.right}};
   std::string missing;
   for (const auto& [name, c] : each) {
-    const std::string held = c->first ? fmt::format("{} ({} to {})", Plural(c->held, "ledger", "ledgers"), *c->first, *c->last)
-                    : std::string("no ledger of the range");
-    s.facts.push_back({*name + " holds", held});
-    if (c->missing_ledgers)
-      missing += fmt::format("{}{}: {}: {}", missing.empty() ? "" : "; ", *name,
-                             Plural(c->missing_ledgers, "ledger missing", "ledgers missing"),
-                             FormatIntervals(c->missing, c->missing_ranges));
+    s.facts.push_back({*name + " holds", CoverageHeld(*c)});
+    if (c->missing_ledgers) missing += fmt::format("{}{}: {}", missing.empty() ? "" : "; ", *name, CoverageMissing(*c));
     for (const auto& o : c->orphans)
       s.checks.push_back({fmt::format("coverage: {} ({})", o.table, *name), State::kWarning,
                           fmt::format("{} at {} without a {} row: {}", Plural(o.rows, "row", "rows"),
@@ -372,10 +368,22 @@ std::string RenderGateMarkdown(const GateSummary& s) {
 
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) {
   const std::string title = "ledgerdiff " + s.command + ": " + s.verdict;
-  const char* banner = s.passed ? "identical" : "divergent";
+  const char* banner = s.passed ? "identical" : s.verdict == "incomplete" ? "incomplete" : "divergent";
+  // The headline: the first failing check and what it says, or how many checks passed.
+  const std::vector<const GateCheck*> ordered = Ordered(s);
+  std::string what;
+  if (!ordered.empty() && (ordered.front()->state == State::kFail || ordered.front()->state == State::kError)) {
+    what = "<span class=\"headline\">" + Esc(ordered.front()->name) + "</span>: " + Esc(ordered.front()->message);
+  } else {
+    size_t passes = 0, warnings = 0;
+    for (const auto& c : s.checks) (c.state == State::kPass ? passes : warnings) += 1;
+    what = Plural(passes, "check passed", "checks passed") +
+           (warnings ? ", " + Plural(warnings, "warning", "warnings") : std::string());
+  }
   std::string h = "<div class=\"brand\"><b>ledgerdiff</b><span>" + Esc(s.command) + "</span></div>\n";
-  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div></div>\n", banner,
-                   Esc(s.verdict));
+  h += fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
+                   "</div>\n",
+                   banner, Esc(UpperAscii(s.verdict)), what);
   h += "<dl class=\"facts\">\n";
   if (!s.target.empty()) h += "<div><dt>target</dt><dd>" + Esc(s.target) + "</dd></div>\n";
   for (const auto& [k, v] : s.facts) h += "<div><dt>" + Esc(k) + "</dt><dd>" + Esc(v) + "</dd></div>\n";
@@ -386,7 +394,8 @@ std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html) 
          "<tr><th>check</th><th>result</th><th>detail</th></tr>\n";
     for (const GateCheck* c : Ordered(s)) {
       const bool bad = c->state == State::kFail || c->state == State::kError;
-      h += fmt::format("<tr{}><td><code>{}</code></td><td>{}</td><td>{}{}</td></tr>\n", bad ? " class=\"bad\"" : "",
+      h += fmt::format("<tr{}><td><code class=\"name\">{}</code></td><td>{}</td><td>{}{}</td></tr>\n",
+                       bad ? " class=\"bad\"" : "",
                        Esc(c->name), StateWord(c->state), Esc(c->message),
                        c->detail.empty() ? "" : "<pre>" + Esc(c->detail) + "</pre>");
     }
@@ -490,19 +499,28 @@ GateReports FromSummary(GateSummary s, std::function<std::string()> extra_html =
 }  // namespace
 
 GateReports VerifyRangeReports(const diff::DiffReport& r, const std::string& look_again) {
-  GateReports g = FromSummary(VerifyRangeGate(r, look_again));
-  g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict), r.identical, r.digest_seconds + r.row_diff_seconds,
-                        [&r](std::time_t) { return ComparisonMetrics(r); });
+  verify::VerifyRangeReport range;
+  range.diff = r;
+  range.look_again = look_again;
+  GateReports g = VerifyRangeReports(range);
+  g.summary.text = report::RenderDiffText(r);
   return g;
 }
 GateReports VerifyRangeReports(const verify::VerifyRangeReport& r) {
   GateSummary s = VerifyRangeGate(r.diff, r.look_again);
   if (r.state) AddStateCheck(*r.state, r.verdict(), s);
   s.text = RenderVerifyRangeText(r);
-  GateReports g = FromSummary(std::move(s));
-  const diff::DiffReport& d = r.diff;
+  // JUnit, Markdown and HTML are verify's renderers over the range report (issue 46); the summary
+  // serves the annotations. The renderers own a copy: `r` need not outlive them.
+  GateReports g;
+  g.summary = std::move(s);
+  const auto own = std::make_shared<const verify::VerifyRangeReport>(r);
+  g.junit = [own] { return RenderVerifyRangeJUnit(*own); };
+  g.markdown = [own] { return RenderVerifyRangeMarkdown(*own); };
+  g.html = [own](const std::string& dir) { return WriteHtmlReport(RenderVerifyRangeHtml(*own), dir); };
   g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict()), r.verdict() == diff::Verdict::kIdentical,
-                        d.digest_seconds + d.row_diff_seconds, [&d](std::time_t) { return ComparisonMetrics(d); });
+                        r.diff.digest_seconds + r.diff.row_diff_seconds,
+                        [own](std::time_t) { return ComparisonMetrics(own->diff); });
   return g;
 }
 GateReports SelftestReports(const verify::SelftestReport& r) {

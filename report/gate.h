@@ -43,8 +43,9 @@ std::string RenderGateJUnit(const GateSummary& s);
 // Markdown: verdict heading, facts, a table of the checks (failing ones first, with details
 // collapsible), the next steps as shell blocks.
 std::string RenderGateMarkdown(const GateSummary& s);
-// One self-contained HTML page: banner, facts, `extra_html` (trusted markup made by report/),
-// the checks, next steps.
+// One self-contained HTML page: banner (the verdict in capitals and a headline: the first
+// failing check's name and message, else how many checks passed), facts, `extra_html` (trusted
+// markup made by report/), the checks, next steps.
 std::string RenderGateHtml(const GateSummary& s, const std::string& extra_html = "");
 
 // Chaos's Jepsen-style timeline: one row per round, one column per fault kind, each cell the
@@ -55,10 +56,14 @@ std::string ChaosTimelineHtml(const verify::ChaosReport& report);
 // The GateReports the report sink writes for each command. REQUIRES: `report` outlives the
 // returned value (the renderers refer to it).
 GateReports VerifyReports(const verify::VerifyReport& report);
+// verify-range of a diff without a state comparison: the VerifyRangeReport overload's reports of
+// a report holding `report` and `look_again`.
 GateReports VerifyRangeReports(const diff::DiffReport& report, const std::string& look_again = "");
-// A one-shot verify-range with its state comparison (verify/state_compare.h): the diff's reports
-// with a "state" fact and check (pass: identical, or nothing to compare; fail: divergent or
-// incomplete; warning: skipped by --skip-state) and the combined verdict.
+// A one-shot verify-range with its state comparison (verify/state_compare.h): the summary is
+// VerifyRangeGate's with a "state" fact and check (pass: identical, or nothing to compare; fail:
+// divergent or incomplete; warning: skipped by --skip-state) and the combined verdict; JUnit,
+// Markdown and HTML are RenderVerifyRangeJUnit, RenderVerifyRangeMarkdown and
+// RenderVerifyRangeHtml (verify's renderers, issue 46), which hold a copy of `report`.
 GateReports VerifyRangeReports(const verify::VerifyRangeReport& report);
 // Adds the state's fact and check to `s` and sets its verdict to `combined`.
 void AddStateCheck(const verify::StateComparison& state, diff::Verdict combined, GateSummary& s);

@@ -24,6 +24,7 @@
 #include "core/report.h"
 #include "core/text.h"
 #include "report/escape.h"
+#include "report/state_text_json.h"
 #include "report/svg_chart.h"
 #include "report/verify_view.h"
 #include "report/diff_text_json.h"
@@ -35,9 +36,11 @@ using verify::VerifyReport;
 
 namespace {
 
-// The one stylesheet of every page (verify, the gates, sweep). The last block is sweep's: its
-// recommendation banner (ok, bad), noise caveat, right-aligned cells table with its verdict
-// column, and its charts, which sit directly in <main> and shrink to fit.
+// The one stylesheet of every page (verify, verify-range, the gates, sweep). Then sweep's block:
+// its recommendation banner (ok, bad), noise caveat, right-aligned cells table with its verdict
+// column, and its charts, which sit directly in <main> and shrink to fit. Last, the per-table
+// table's headers wrap and its cells pad less at a narrow width, so its unbroken table names
+// (code.name) leave room for the status column.
 constexpr const char* kCss = R"css(
 :root{--ok:#1a7f37;--ok-bg:#dafbe1;--bad:#cf222e;--bad-bg:#ffebe9;--warn:#9a6700;--warn-bg:#fff8c5;
 --fg:#1f2328;--muted:#59636e;--line:#d1d9e0;--soft:#f6f8fa;--accent:#0969da}
@@ -49,14 +52,17 @@ main{max-width:1240px;margin:0 auto;padding:20px 32px 56px}
 .banner{border-radius:10px;padding:18px 24px;display:flex;align-items:center;gap:22px;color:#fff}
 .banner.identical{background:linear-gradient(90deg,#1a7f37,#2da44e)}
 .banner.divergent{background:linear-gradient(90deg,#b62324,#cf222e)}
-.banner.error{background:linear-gradient(90deg,#9a6700,#bf8700)}
+.banner.error,.banner.incomplete{background:linear-gradient(90deg,#9a6700,#bf8700)}
+.banner .headline{font-size:19px;font-weight:700}
 .banner .word{font-size:30px;font-weight:800;letter-spacing:.06em}
 .banner .what{font-size:15px;opacity:.95;line-height:1.45}
-.banner .what code{background:rgba(255,255,255,.18);color:#fff}
+.banner .what code{background:rgba(255,255,255,.18);color:#fff}.banner .what a{color:#fff}
 h2{font-size:17px;margin:34px 0 10px;padding-bottom:6px;border-bottom:1px solid var(--line)}
 h3{font-size:14px;margin:22px 0 8px}
 .facts{display:grid;grid-template-columns:repeat(auto-fill,minmax(230px,1fr));gap:10px 28px;margin:18px 0 0;padding:14px 18px;background:var(--soft);border:1px solid var(--line);border-radius:8px}
 .facts div{min-width:0}
+.facts div.row{grid-column:1/-1}.facts div.half{grid-column:span 2}
+@media (max-width:760px){.facts div.half{grid-column:1/-1}}
 .facts dt{font-size:11px;text-transform:uppercase;letter-spacing:.06em;color:var(--muted)}
 .facts dd{margin:0;font-weight:600;overflow-wrap:anywhere}
 .cols{display:grid;grid-template-columns:1fr 1fr;gap:28px}
@@ -65,6 +71,7 @@ h3{font-size:14px;margin:22px 0 8px}
 .banner{flex-wrap:wrap;gap:6px 18px;padding:14px 16px}.banner .word{font-size:24px}}
 .wide{overflow-x:auto}
 td code{overflow-wrap:anywhere}
+code.name,td code.name{white-space:nowrap;overflow-wrap:normal;word-break:keep-all}
 table{border-collapse:collapse;width:100%;font-size:13px}
 th,td{padding:6px 10px;border-bottom:1px solid var(--line);text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600;color:var(--muted);font-size:12px;white-space:nowrap}
@@ -103,6 +110,8 @@ table.cells th,table.cells td{text-align:right;font-variant-numeric:tabular-nums
 table.cells td.v{text-align:left;overflow-wrap:anywhere;min-width:9em}
 td.v.identical{color:var(--ok)}td.v.divergent{color:var(--bad)}td.v.failed{color:var(--muted)}
 main>svg{max-width:100%;height:auto}
+table.tables th,table.tables th.n{white-space:normal}
+@media (max-width:900px){table.tables th,table.tables td{padding:5px 6px}}
 )css";
 
 // The timeline's legend: the colours of the outcomes that occur (done, failed and lost always),
@@ -190,7 +199,8 @@ std::string RowDiffHtml(const VerifyReport& r, const diff::TableRowDiff& rd, con
   const diff::TableAtLedger* at = nullptr;
   for (const auto& t : r.diff.divergent_tables)
     if (t.table == rd.table) at = &t;
-  s += fmt::format("<h3><code>{}</code> at ledger {}", Esc(rd.table), r.diff.first_divergent_ledger.value_or(0));
+  s += fmt::format("<h3><code class=\"name\">{}</code> at ledger {}", Esc(rd.table),
+                   r.diff.first_divergent_ledger.value_or(0));
   if (at)
     s += fmt::format(" <span class=\"muted\">&#183; {} {} rows, {} {} rows</span>", sides.left,
                      FormatCount(at->left_rows), sides.right, FormatCount(at->right_rows));
@@ -277,6 +287,14 @@ std::string HtmlPage(std::string_view title, std::string_view body) {
 
 namespace {
 
+// The banner of verify's and verify-range's pages: the verdict word (its class colours it) and
+// `what_html` (markup), what it means.
+std::string HtmlBanner(std::string_view verdict, const std::string& what_html) {
+  return fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
+                     "</div>\n",
+                     verdict, UpperAscii(verdict), what_html);
+}
+
 // The verdict banner: the verdict word and what it means in one or two sentences.
 std::string VerifyHtmlBanner(const VerifyReport& r, const VerifyView& view) {
   const Sides& sides = view.sides;
@@ -310,9 +328,7 @@ std::string VerifyHtmlBanner(const VerifyReport& r, const VerifyView& view) {
       what = "The run did not finish: " + Esc(r.error);
       break;
   }
-  return fmt::format("<div class=\"banner {}\" id=\"verdict\"><div class=\"word\">{}</div><div class=\"what\">{}</div>"
-                     "</div>\n",
-                     verdict, UpperAscii(verdict), what);
+  return HtmlBanner(verdict, what);
 }
 
 // The run facts: target, range, workers, times, schemas and what was kept.
@@ -399,9 +415,9 @@ std::string VerifyHtmlTables(const VerifyReport& r, const VerifyView& view) {
       delta = d == 0 ? "0" : fmt::format("{}{}", d > 0 ? "+" : "\xe2\x88\x92", FormatCount(static_cast<uint64_t>(std::llabs(d))));
     }
     std::string status = TableStatus(t);
-    h += fmt::format("<tr class=\"{}\"><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td>"
-                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td><td><span "
-                     "class=\"pill {}\">{}</span></td></tr>\n",
+    h += fmt::format("<tr class=\"{}\"><td><code class=\"name\">{}</code></td><td class=\"n\">{}</td>"
+                     "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"mono\">{}</td>"
+                     "<td><span class=\"pill {}\">{}</span></td></tr>\n",
                      t.differs ? "bad" : "ok", Esc(t.table), CountOrDash(t.left_rows), CountOrDash(t.right_rows),
                      delta, t.compared ? FormatCount(t.divergent_ledgers) : "\xe2\x80\x94",
                      t.first ? std::to_string(*t.first) : "", status == "not compared" ? "none" : status, status);
@@ -433,23 +449,24 @@ std::string VerifyHtmlDivergence(const VerifyReport& r, const VerifyView& view) 
   bool any_intervals = false;
   for (const auto& t : view.tables) any_intervals |= !t.divergent.empty();
   if (any_intervals) {
-    h += "<table><tr><th>table</th><th>divergent ledgers</th></tr>\n";
+    h += "<div class=\"wide\"><table><tr><th>table</th><th>divergent ledgers</th></tr>\n";
     for (const auto& t : view.tables)
       if (!t.divergent.empty())
-        h += fmt::format("<tr><td><code>{}</code></td><td class=\"mono\">{}</td></tr>\n", Esc(t.table),
+        h += fmt::format("<tr><td><code class=\"name\">{}</code></td><td class=\"mono\">{}</td></tr>\n", Esc(t.table),
                          Esc(Intervals(t.divergent, 40)));
-    h += "</table>\n";
+    h += "</table></div>\n";
   }
   for (const auto& rd : r.diff.rows) h += RowDiffHtml(r, rd, sides);
   return h;
 }
 
 // The diff's notes, the soundness findings and the look-again command.
-std::string VerifyHtmlFindings(const VerifyReport& r, const VerifyView& view) {
+std::string VerifyHtmlFindings(const VerifyReport& r, const VerifyView& view,
+                               std::string_view look_again_lead = "The schemas were kept; this compares them again:") {
   std::string h;
   for (const auto& n : r.diff.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
   if (const auto lists = FindingLists(view.soundness); !lists.empty()) {
-    h += "<h2>Soundness</h2>\n";
+    h += "<h2 id=\"soundness\">Soundness</h2>\n";
     for (const auto& list : lists) {
       h += fmt::format("<p{}>{}:</p>\n<ul>\n", list.failing ? "" : " class=\"muted\"", list.title);
       for (const auto& line : list.lines) h += (list.failing ? "<li class=\"bad\">" : "<li>") + Esc(line) + "</li>\n";
@@ -457,7 +474,7 @@ std::string VerifyHtmlFindings(const VerifyReport& r, const VerifyView& view) {
     }
   }
   if (!r.look_again.empty()) {
-    h += "<h2>Look again</h2>\n<p class=\"muted\">The schemas were kept; this compares them again:</p>\n";
+    h += "<h2>Look again</h2>\n<p class=\"muted\">" + Esc(look_again_lead) + "</p>\n";
     h += "<pre class=\"look-again\">" + Esc(r.look_again) + "</pre>\n";
     if (!r.remove_command.empty())
       h += "<p class=\"muted\">Remove the kept cluster when done:</p>\n<pre>" + Esc(r.remove_command) + "</pre>\n";
@@ -497,6 +514,102 @@ std::string VerifyHtmlCharts(const VerifyReport& r) {
   return h;
 }
 
+// verify-range's banner: the verdict word, the headline finding (RangeHeadline) with the tables
+// at the first divergent ledger and the counts, the coverage, and how many findings of what was
+// not compared the Soundness section lists.
+std::string RangeHtmlBanner(const verify::VerifyRangeReport& r, const VerifyView& view) {
+  const diff::DiffReport& d = r.diff;
+  std::string what = "<span class=\"headline\">" + Esc(RangeHeadline(r)) + "</span>";
+  std::vector<std::string> names;
+  for (const auto& t : d.divergent_tables) names.push_back("<code class=\"name\">" + Esc(t.table) + "</code>");
+  if (!names.empty()) what += fmt::format(" in {}", fmt::join(names, ", "));
+  what += fmt::format("<br/>{} of {} ledgers compared differ; {} {} rows and {} {} rows compared in {}.",
+                      FormatCount(d.divergent_ledgers), FormatCount(d.ledgers_compared),
+                      FormatCount(d.rows_compared_left), view.sides.left, FormatCount(d.rows_compared_right),
+                      view.sides.right,
+                      Plural(view.tables.size(), "table", "tables"));
+  what += "<br/>" + Esc(fmt::format("{}.", fmt::join(CoverageLines(d, view.sides), "; ")));
+  if (const size_t n = view.soundness.warnings.size(); n > 0)
+    what += fmt::format(" Not compared: {}, under <a href=\"#soundness\">Soundness</a>.",
+                        Plural(n, "finding", "findings"));
+  return HtmlBanner(diff::VerdictName(r.verdict()), what);
+}
+
+// verify-range's facts: target, range, the two sides, what was compared, the times.
+std::string RangeHtmlFacts(const verify::VerifyRangeReport& r) {
+  const diff::DiffReport& d = r.diff;
+  std::string h = "<dl class=\"facts\">\n";
+  auto fact = [&](const std::string& k, const std::string& v_html, const char* cls = "") {
+    h += fmt::format("<div{}><dt>{}</dt><dd>{}</dd></div>\n", *cls ? fmt::format(" class=\"{}\"", cls) : "", k, v_html);
+  };
+  // The long ones (conninfos, schemas) get a row, or half of one, to themselves.
+  if (d.targets) fact("target", Esc(d.targets->Describe()), "row");
+  fact("left", Esc(d.left), "half");
+  fact("right", Esc(d.right), "half");
+  fact("range", fmt::format("{} <span class=\"muted\">({} ledgers)</span>", Esc(d.range.str()),
+                            FormatCount(d.range.size())));
+  fact("ledgers compared", FormatCount(d.ledgers_compared));
+  if (d.first_divergent_ledger) fact("first divergent ledger", std::to_string(*d.first_divergent_ledger));
+  if (!d.profile.empty()) fact("table profile", Esc(d.profile));
+  fact("digest and row diff", Esc(FormatDuration(d.digest_seconds + d.row_diff_seconds)));
+  if (r.shard) fact("shard", Esc(fmt::format("{} of {}", r.shard->index, r.shard->count)));
+  if (r.ledgers_resumed) fact("resumed from the checkpoint", Plural(r.ledgers_resumed, "ledger", "ledgers"));
+  h += "</dl>\n";
+  return h;
+}
+
+// Coverage: what each side holds of the range and what it lacks.
+std::string RangeHtmlCoverage(const diff::DiffReport& d, const Sides& sides) {
+  std::string h = "<h2>Coverage</h2>\n";
+  if (!d.coverage.checked) return h + "<p class=\"note\">" + Esc(CoverageLines(d, sides).front()) + "</p>\n";
+  h += "<div class=\"wide\"><table class=\"coverage\"><tr><th>side</th><th>holds</th><th>missing</th></tr>\n";
+  for (const auto& [name, c] : {std::pair{&sides.left, &d.coverage.left}, std::pair{&sides.right, &d.coverage.right}}) {
+    const std::string missing = CoverageMissing(*c);
+    h += fmt::format("<tr{}><td>{}</td><td>{}</td><td>{}</td></tr>\n", missing.empty() ? "" : " class=\"bad\"", *name,
+                     Esc(CoverageHeld(*c)), missing.empty() ? "none" : Esc(missing));
+  }
+  h += "</table></div>\n";
+  return h;
+}
+
+// The state comparison: its verdict line, then a row per differing column (or the row of the
+// side that has the key), as the row diff shows changed rows.
+std::string RangeHtmlState(const verify::StateComparison& st) {
+  const std::string text = RenderStateText(st);
+  std::string h = "<h2>State</h2>\n<p class=\"state\">" + Esc(text.substr(0, text.find('\n'))) + "</p>\n";
+  for (const auto& n : st.notes) h += "<p class=\"note\">" + Esc(n) + "</p>\n";
+  if (st.differences.empty()) return h;
+  h += "<div class=\"scroll\"><table class=\"rows changed\"><tr><th>table</th><th>key</th><th>difference</th>"
+       "<th>column</th><th>left \xe2\x86\x92 right</th></tr>\n";
+  for (const auto& d : st.differences) {
+    std::string key;
+    for (size_t i = 0; i < d.key_columns.size() && i < d.key.size(); ++i)
+      key += (i ? ", " : "") + Esc(d.key_columns[i]) + "=" + HtmlValue(d.key[i]);
+    std::vector<std::pair<std::string, std::string>> cells;  // column, markup
+    for (size_t i = 0; i < d.columns.size(); ++i) {
+      const bool l = d.left && i < d.left->size(), r = d.right && i < d.right->size();
+      if (l && r && (*d.left)[i] == (*d.right)[i]) continue;
+      const std::string dash = "\xe2\x80\x94";
+      cells.emplace_back(d.columns[i], (l ? "<del>" + HtmlValue((*d.left)[i]) + "</del>" : dash) + " \xe2\x86\x92 " +
+                                           (r ? "<ins>" + HtmlValue((*d.right)[i]) + "</ins>" : dash));
+    }
+    if (cells.empty()) cells.emplace_back("", "");
+    for (size_t i = 0; i < cells.size(); ++i) {
+      h += "<tr>";
+      if (i == 0)
+        h += fmt::format("<td rowspan=\"{}\"><code class=\"name\">{}</code></td><td rowspan=\"{}\">{}</td>"
+                         "<td rowspan=\"{}\">{}</td>",
+                         cells.size(), Esc(d.table), cells.size(), key, cells.size(), verify::ToString(d.kind));
+      h += "<td>" + Esc(cells[i].first) + "</td><td>" + cells[i].second + "</td></tr>\n";
+    }
+  }
+  h += "</table></div>\n";
+  if (st.differing_rows > st.differences.size())
+    h += fmt::format("<p class=\"muted\">\xe2\x80\xa6 {} more differing keys</p>\n",
+                     FormatCount(st.differing_rows - st.differences.size()));
+  return h;
+}
+
 }  // namespace
 
 std::string RenderVerifyHtml(const VerifyReport& r) {
@@ -516,6 +629,26 @@ std::string RenderVerifyHtml(const VerifyReport& r) {
   body += VerifyHtmlCharts(r);
   body += fmt::format("<footer>ledgerdiff verify &#183; run <code>{}</code> &#183; {} &#183; exit code {}</footer>\n",
                       Esc(r.run_id), Esc(title), verify::ExitCodeOf(verdict));
+  return HtmlPage(title, body);
+}
+
+std::string RenderVerifyRangeHtml(const verify::VerifyRangeReport& range) {
+  const VerifyReport r = RangeShell(range);
+  const VerifyView view = RangeViewOf(r);
+  const std::string_view verdict = diff::VerdictName(range.verdict());
+  const std::string title = fmt::format("ledgerdiff verify-range {}: {}", r.range.str(), RangeHeadline(range));
+  std::string body =
+      "<div class=\"brand\"><b>ledgerdiff</b><span>verify-range &#183; the cut-over check &#183; left vs right "
+      "database</span></div>\n";
+  body += RangeHtmlBanner(range, view);
+  body += RangeHtmlFacts(range);
+  body += VerifyHtmlTables(r, view);
+  if (r.diff.verdict == diff::Verdict::kDivergent) body += VerifyHtmlDivergence(r, view);
+  body += RangeHtmlCoverage(r.diff, view.sides);
+  if (range.state) body += RangeHtmlState(*range.state);
+  body += VerifyHtmlFindings(r, view, "This compares the first divergent (or missing) ledger again, every row shown:");
+  body += fmt::format("<footer>ledgerdiff verify-range &#183; {} &#183; exit code {}</footer>\n", Esc(title),
+                      verdict == "identical" ? 0 : 1);
   return HtmlPage(title, body);
 }
 

@@ -16,6 +16,12 @@
 namespace ledgerdiff::report {
 
 std::string RenderVerifyHtml(const verify::VerifyReport& report);
+// A one-shot verify-range (`verify-range --report DIR`, the cut-over page) as verify's page shows
+// a comparison (issue 46), with the same pieces: the banner with the headline finding
+// (RangeHeadline, the tables at the first divergent ledger, the counts, the coverage), the facts,
+// the per-table table, the divergence with each table's per-column row diff, the coverage, the
+// state comparison when there was one, the soundness findings and the look-again command.
+std::string RenderVerifyRangeHtml(const verify::VerifyRangeReport& report);
 // The page shell of every HTML report of report/ (verify, the gates of gate.h, sweep): doctype,
 // head (charset, viewport, the escaped `title`, the one stylesheet inline), then `body` (markup,
 // inserted as is) inside <body><main>. The stylesheet holds every class any of those pages uses.

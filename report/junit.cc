@@ -10,6 +10,7 @@
 
 #include "core/report.h"
 #include "report/escape.h"
+#include "report/state_text_json.h"
 #include "report/verify_text_json.h"
 #include "report/verify_view.h"
 
@@ -151,6 +152,51 @@ std::string RenderVerifyJUnit(const VerifyReport& r) {
   else
     suite.cases = VerifyJUnitComparisonCases(r, ViewOf(r));
   suite.system_out = RenderVerifyText(r);
+  return RenderJUnitXml(suite);
+}
+
+}  // namespace ledgerdiff::report
+
+namespace ledgerdiff::report {
+
+std::string RenderVerifyRangeJUnit(const verify::VerifyRangeReport& range) {
+  const VerifyReport r = RangeShell(range);
+  const VerifyView view = RangeViewOf(r);
+  const diff::DiffReport& d = r.diff;
+  JUnitSuite suite;
+  suite.suites_name = "ledgerdiff verify-range";
+  suite.name = "ledgerdiff.verify-range";  // the gate's name, which CI dashboards may key on
+  suite.classname = "ledgerdiff.verify-range";
+  suite.seconds = d.digest_seconds + d.row_diff_seconds;
+  auto& p = suite.properties;
+  p.emplace_back("verdict", diff::VerdictName(range.verdict()));
+  p.emplace_back("headline", RangeHeadline(range));
+  if (d.targets) p.emplace_back("target", d.targets->Describe());
+  p.emplace_back("range", d.range.str());
+  p.emplace_back("left", d.left);
+  p.emplace_back("right", d.right);
+  p.emplace_back("ledgers_compared", std::to_string(d.ledgers_compared));
+  if (d.first_divergent_ledger) p.emplace_back("first_divergent_ledger", std::to_string(*d.first_divergent_ledger));
+  const std::vector<std::string> coverage = CoverageLines(d, view.sides);
+  p.emplace_back("coverage", fmt::format("{}", fmt::join(coverage, "; ")));
+  if (!range.look_again.empty()) p.emplace_back("look_again", range.look_again);
+  suite.cases = VerifyJUnitComparisonCases(r, view);
+  // Coverage: failing when a side lacks ledgers of the range (unless --allow-gaps).
+  const bool gaps = d.coverage.checked && (d.coverage.left.missing_ledgers || d.coverage.right.missing_ledgers);
+  std::string body;
+  for (const auto& line : coverage) body += line + "\n";
+  if (gaps && !d.coverage.allow_gaps)
+    suite.cases.push_back({"coverage", JKind::kFailure, "incomplete", coverage.front() + "; " + coverage.back(), body});
+  else
+    suite.cases.push_back({"coverage", JKind::kPass, "", "", body});
+  if (range.state) {
+    const std::string text = RenderStateText(*range.state);
+    const verify::StateVerdict sv = range.state->verdict;
+    const bool failed = sv == verify::StateVerdict::kDivergent || sv == verify::StateVerdict::kIncomplete;
+    suite.cases.push_back({"state", failed ? JKind::kFailure : JKind::kPass, failed ? "divergent" : "",
+                           failed ? text.substr(0, text.find('\n')) : "", text});
+  }
+  suite.system_out = RenderVerifyRangeText(range);
   return RenderJUnitXml(suite);
 }
 

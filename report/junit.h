@@ -46,5 +46,12 @@ struct JUnitSuite {
 std::string RenderJUnitXml(const JUnitSuite& suite);
 
 std::string RenderVerifyJUnit(const verify::VerifyReport& report);
+// A one-shot verify-range (`verify-range --junit FILE`) with verify's cases (issue 46): one per
+// table (failure: divergent, with its first divergent ledger, counts and row-diff lines), the
+// soundness problems, "coverage" (failing when a side lacks ledgers of the range, unless
+// --allow-gaps) and "state" when it was compared (failing: divergent or incomplete). Properties:
+// verdict, headline (RangeHeadline), target, range, sides, counts, coverage, look-again. The
+// suite keeps the name the gate's JUnit gave it, "ledgerdiff.verify-range".
+std::string RenderVerifyRangeJUnit(const verify::VerifyRangeReport& report);
 
 }  // namespace ledgerdiff::report

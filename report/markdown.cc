@@ -9,6 +9,7 @@
 
 #include "core/report.h"
 #include "report/escape.h"
+#include "report/state_text_json.h"
 #include "report/verify_text_json.h"
 #include "report/verify_view.h"
 
@@ -154,6 +155,18 @@ std::string VerifyMdFailedJobs(const VerifyReport& r) {
   return m + "\n";
 }
 
+// The soundness findings, then the look-again command.
+std::string VerifyMdFindings(const VerifyReport& r, const VerifyView& view) {
+  std::string m;
+  for (const auto& list : FindingLists(view.soundness)) {
+    m += fmt::format("**{}:**\n\n", list.title);
+    for (const auto& line : list.lines) m += (list.failing ? "- \xe2\x9d\x8c " : "- ") + MdText(line) + "\n";
+    m += "\n";
+  }
+  if (!r.look_again.empty()) m += "Look again:\n\n" + MdBlock("sh", r.look_again) + "\n";
+  return m;
+}
+
 }  // namespace
 
 std::string RenderVerifyMarkdown(const VerifyReport& r) {
@@ -163,13 +176,32 @@ std::string RenderVerifyMarkdown(const VerifyReport& r) {
   m += VerifyMdTables(r, view);
   if (r.verdict() == verify::VerifyVerdict::kDivergent) m += VerifyMdDivergence(r, view);
   if (!r.error.empty()) m += VerifyMdFailedJobs(r);
-  for (const auto& list : FindingLists(view.soundness)) {
-    m += fmt::format("**{}:**\n\n", list.title);
-    for (const auto& line : list.lines) m += (list.failing ? "- \xe2\x9d\x8c " : "- ") + MdText(line) + "\n";
-    m += "\n";
-  }
-  if (!r.look_again.empty()) m += "Look again:\n\n" + MdBlock("sh", r.look_again) + "\n";
-  return m;
+  return m + VerifyMdFindings(r, view);
+}
+
+std::string RenderVerifyRangeMarkdown(const verify::VerifyRangeReport& range) {
+  const VerifyReport r = RangeShell(range);
+  const VerifyView view = RangeViewOf(r);
+  const diff::Verdict verdict = range.verdict();
+  const char* icon = verdict == diff::Verdict::kIdentical    ? "\xe2\x9c\x85"
+                     : verdict == diff::Verdict::kIncomplete ? "\xe2\x9a\xa0\xef\xb8\x8f"
+                                                             : "\xe2\x9d\x8c";
+  // As verify's: the verdict in the heading, the finding in bold below it.
+  std::string m = fmt::format("## {} ledgerdiff verify-range: {}\n\n**{}**\n\n", icon, diff::VerdictName(verdict),
+                              MdText(RangeHeadline(range)));
+  const diff::DiffReport& d = r.diff;
+  m += fmt::format("{} of {} ledgers compared differ; {} {} rows and {} {} rows compared in {}.\n\n",
+                   FormatCount(d.divergent_ledgers), FormatCount(d.ledgers_compared), FormatCount(d.rows_compared_left),
+                   view.sides.left, FormatCount(d.rows_compared_right), view.sides.right,
+                   Plural(view.tables.size(), "table", "tables"));
+  if (d.targets) m += fmt::format("- target: {}\n", MdCode(d.targets->Describe()));
+  m += fmt::format("- range: {} ({} ledgers)\n", MdCode(d.range.str()), FormatCount(d.range.size()));
+  m += fmt::format("- left: {}\n- right: {}\n", MdCode(d.left), MdCode(d.right));
+  for (const auto& line : CoverageLines(d, view.sides)) m += "- coverage: " + MdText(line) + "\n";
+  m += "\n" + VerifyMdTables(r, view);
+  if (d.verdict == diff::Verdict::kDivergent) m += VerifyMdDivergence(r, view);
+  if (range.state) m += "**State:**\n\n" + MdBlock("", RenderStateText(*range.state)) + "\n";
+  return m + VerifyMdFindings(r, view);
 }
 
 }  // namespace ledgerdiff::report

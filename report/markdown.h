@@ -28,5 +28,10 @@ std::string MdTable(const std::vector<std::string>& header, std::string_view ali
 std::string MdDetails(std::string_view summary, std::string_view body);
 
 std::string RenderVerifyMarkdown(const verify::VerifyReport& report);
+// A one-shot verify-range (`verify-range --markdown FILE`) with verify's pieces (issue 46): the
+// verdict heading, the headline finding in bold (RangeHeadline), the counts, facts and coverage, one table row
+// per table, on a divergence the collapsible row diff per table, the state comparison when there
+// was one, the soundness findings and the look-again command.
+std::string RenderVerifyRangeMarkdown(const verify::VerifyRangeReport& report);
 
 }  // namespace ledgerdiff::report

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "core/report.h"
+#include "core/text.h"
 #include "report/escape.h"
 #include "report/diff_text_json.h"
 
@@ -248,5 +249,72 @@ std::string DivergenceWithoutLedger(const diff::DiffReport& d) {
 }
 
 VerifyView ViewOf(const VerifyReport& r) { return {SideNames(r), TableLines(r), SoundnessOf(r.diff)}; }
+
+VerifyReport RangeShell(const verify::VerifyRangeReport& r) {
+  VerifyReport shell;
+  shell.diff = r.diff;
+  shell.identical = r.diff.identical;
+  shell.range = r.diff.range;
+  shell.look_again = r.look_again;
+  return shell;
+}
+
+VerifyView RangeViewOf(const VerifyReport& shell) {
+  VerifyView view = ViewOf(shell);
+  view.sides = {"left", "right"};
+  return view;
+}
+
+std::string CoverageHeld(const diff::SideCoverage& c) {
+  return c.first ? fmt::format("{} ({} to {})", Plural(c.held, "ledger", "ledgers"), *c.first, *c.last)
+                 : std::string("no ledger of the range");
+}
+
+std::string CoverageMissing(const diff::SideCoverage& c) {
+  if (!c.missing_ledgers) return "";
+  return fmt::format("{}: {}", Plural(c.missing_ledgers, "ledger missing", "ledgers missing"),
+                     FormatIntervals(c.missing, c.missing_ranges));
+}
+
+std::vector<std::string> CoverageLines(const diff::DiffReport& d, const Sides& sides) {
+  const diff::Coverage& cov = d.coverage;
+  if (!cov.checked) return {fmt::format("coverage not checked: {} is not compared on both sides", cov.table)};
+  std::vector<std::string> lines;
+  for (const auto& [name, c] : {std::pair{&sides.left, &cov.left}, std::pair{&sides.right, &cov.right}}) {
+    const std::string missing = CoverageMissing(*c);
+    lines.push_back(fmt::format("{} holds {}{}", *name, CoverageHeld(*c), missing.empty() ? "" : "; " + missing));
+  }
+  if (cov.allow_gaps && (cov.left.missing_ledgers || cov.right.missing_ledgers))
+    lines.push_back("gaps accepted by --allow-gaps: the ledgers both sides hold were compared");
+  return lines;
+}
+
+std::string RangeHeadline(const verify::VerifyRangeReport& r) {
+  const diff::DiffReport& d = r.diff;
+  const diff::Verdict combined = r.verdict();
+  if (combined == diff::Verdict::kIdentical) return "Identical";
+  if (combined == diff::Verdict::kDivergent) {
+    if (d.verdict == diff::Verdict::kDivergent)
+      return d.first_divergent_ledger ? fmt::format("Divergent at ledger {}", *d.first_divergent_ledger)
+                                      : "Divergent: " + DivergenceWithoutLedger(d);
+    // The history is not divergent: the state is.
+    return r.state && r.state->ledger_left
+               ? fmt::format("Divergent: the state differs at ledger {}", *r.state->ledger_left)
+               : std::string("Divergent: the state differs");
+  }
+  if (d.verdict == diff::Verdict::kIncomplete) {
+    std::vector<std::string> lacks;
+    if (d.coverage.left.missing_ledgers)
+      lacks.push_back(fmt::format("left lacks {}", Plural(d.coverage.left.missing_ledgers, "ledger", "ledgers")));
+    if (d.coverage.right.missing_ledgers)
+      lacks.push_back(fmt::format("right lacks {}", Plural(d.coverage.right.missing_ledgers, "ledger", "ledgers")));
+    if (!d.missing_tables.empty())
+      lacks.push_back(fmt::format("required tables on neither side ({})", fmt::join(d.missing_tables, ", ")));
+    if (lacks.empty()) lacks.push_back("not everything of the range was compared");
+    return fmt::format("Incomplete: {} of {}", fmt::join(lacks, ", "), d.range.str());
+  }
+  return "Incomplete: the state was not compared" +
+         (r.state && !r.state->note.empty() ? ": " + r.state->note : std::string());
+}
 
 }  // namespace ledgerdiff::report

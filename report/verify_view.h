@@ -108,4 +108,25 @@ struct VerifyView {
 };
 VerifyView ViewOf(const verify::VerifyReport& r);
 
+// A one-shot verify-range as verify's renderers (JUnit, Markdown, HTML) show it, so the cut-over
+// page and the gate's page are one rendering (issue 46). `RangeShell`: a VerifyReport holding the
+// range report's diff, range, verdict and look-again, and nothing else (no runs, phases, schemas
+// or job). `RangeViewOf`: ViewOf the shell with the sides called "left" and "right".
+verify::VerifyReport RangeShell(const verify::VerifyRangeReport& r);
+VerifyView RangeViewOf(const verify::VerifyReport& shell);
+
+// The headline finding of a verify-range, by its combined verdict (history and state), one line
+// of plain text: "Identical", "Divergent at ledger N", "Divergent: <what differs>" (no divergent
+// ledger: the schemas, rows outside the range, the state), "Incomplete: <what is missing>".
+std::string RangeHeadline(const verify::VerifyRangeReport& r);
+
+// Coverage as sentences, one per side, then what was not compared: "left holds 400 ledgers (2 to
+// 401)", "right holds 397 ledgers (2 to 401); 3 ledgers missing: 7, 9:10", or "coverage not
+// checked: ..." when it was not. Plain text.
+std::vector<std::string> CoverageLines(const diff::DiffReport& d, const Sides& sides);
+// What a side holds of the range: "400 ledgers (2 to 401)" or "no ledger of the range".
+std::string CoverageHeld(const diff::SideCoverage& c);
+// The ledgers a side lacks: "3 ledgers missing: 7, 9:10"; "" when none.
+std::string CoverageMissing(const diff::SideCoverage& c);
+
 }  // namespace ledgerdiff::report

@@ -248,6 +248,10 @@ TEST(Help, EveryCommandNamesAnUnknownOptionAndWhatItMeantBeforeAnythingRequired)
     EXPECT_EQ(r.err, "ledgerdiff: " + name + ": unknown option " + typo + "; did you mean " + flag + "?\n");
     EXPECT_EQ(r.out, "");
   }
+  // A missing required option names its command and its --help.
+  CliResult missing = RunCli({"verify-range", "--right", "Y", "--range", "2:9"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_EQ(missing.err, "ledgerdiff: verify-range: --left is required (ledgerdiff verify-range --help)\n");
   // The case: the typo is named, not the required option it left out.
   CliResult lefft = RunCli({"verify-range", "--lefft", "X", "--right", "Y", "--range", "2:9"});
   EXPECT_EQ(lefft.exit_code, 2);

@@ -8,8 +8,16 @@
 #
 # Pages: the renderers' samples (render_test's SampleReportForBrowser and
 # GateReports.SamplePagesForBrowser: verify divergent / identical / error / 8,000 attempts,
-# verify-range, selftest, chaos) and real reports of the tool (a divergent verify, a chaos round,
-# a sweep) on an embedded server kept in the scratch directory.
+# verify-range, selftest, chaos; render_range_test's RenderRange.SamplePagesForBrowser:
+# verify-range divergent with long table names and a state difference, identical, incomplete)
+# and real reports of the tool (a divergent verify, a chaos round, a sweep) on an embedded server
+# kept in the scratch directory, and a divergent verify-range between the verify's two kept
+# schemas (the kept cluster served by pg_ctl for it).
+#
+# No table name (code.name) may break across lines on any page. The verify-range pages (issue
+# 46: the cut-over page) are also read at 1400 px, screenshot at 800 and 1400 px, and must hold
+# the headline finding, the per-column row diff and the look-again command in their DOM.
+# SHOTS=DIR copies the screenshots there.
 #
 # A probe script is added to a copy of each page (the reports themselves carry no script);
 # `chromium --dump-dom` prints the DOM after it ran, with its findings in <pre id="ld-probe">.
@@ -19,6 +27,7 @@ set -euo pipefail
 build=$(realpath "$1")
 bin=$build/ledgerdiff
 render=$build/tests/render_test
+render_range=$build/tests/render_range_test
 
 chromium=${CHROMIUM:-}
 if [[ -z $chromium ]]; then
@@ -30,7 +39,7 @@ if [[ -z $chromium ]]; then
   echo "report_browser_test: FAILED: no chromium to render the reports in (run ci/bootstrap, or apt-get install -y chromium)" >&2
   exit 1
 fi
-[[ -x $bin && -x $render ]] || { echo "report_browser_test: build ledgerdiff and render_test first" >&2; exit 2; }
+[[ -x $bin && -x $render && -x $render_range ]] || { echo "report_browser_test: build ledgerdiff and render_test first" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/ldbrowser.XXXXXX")
 cleanup() { [[ ${KEEP:-0} == 1 ]] && echo "kept $work" >&2 || rm -rf "$work"; }
@@ -43,6 +52,9 @@ fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
 LEDGERDIFF_RENDER_SAMPLE_DIR=$work/sample "$render" \
   --gtest_filter='RenderHtml.SampleReportForBrowser:GateReports.SamplePagesForBrowser' >"$work/render.log" 2>&1 ||
   { cat "$work/render.log" >&2; fail "render_test could not write the sample pages"; }
+LEDGERDIFF_RENDER_SAMPLE_DIR=$work/sample "$render_range" --gtest_filter='RenderRange.SamplePagesForBrowser' \
+  >"$work/render_range.log" 2>&1 ||
+  { cat "$work/render_range.log" >&2; fail "render_range_test could not write the sample pages"; }
 
 # Real runs: the embedded server's cluster and every temporary file stay in the scratch directory.
 real() {  # real NAME WANT_EXIT ledgerdiff-args...
@@ -55,6 +67,37 @@ real() {  # real NAME WANT_EXIT ledgerdiff-args...
 real verify 1 verify --range 2:401 --workers 3 --job-size 25 --inject-bug drop-row@201
 real chaos 0 chaos --range 2:301 --workers 2 --job-size 50 --seed 3 --rounds 1 --faults kill=1,hang=1
 real sweep 0 sweep --range 2:201 --workers 1,2 --job-size 50,100
+
+# verify-range between the divergent verify's two kept schemas: the kept cluster served by
+# pg_ctl as its owner, on its own unix socket, for this one run.
+serve_pg() {  # serve_pg start|stop
+  local owner data=$work/pg/data bindir
+  bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  owner=$(stat -c %U "$data")
+  local cmd=("$bindir/pg_ctl" -D "$data" -l "$work/pg/serve.log" -w -t 60)  # the log where its owner may write
+  if [[ $1 == start ]]; then cmd+=(-o "-k $work/pg -p 54646 -c listen_addresses= -c fsync=off" start); else cmd+=(-m fast stop); fi
+  if [[ $(id -un) == "$owner" ]]; then "${cmd[@]}"; else runuser -u "$owner" -- "${cmd[@]}"; fi
+}
+schemas=($(grep -o 'ld_[A-Za-z0-9_]*_\(serial\|parallel\)' "$work/verify.out" | awk '!seen[$0]++'))
+if [[ ${#schemas[@]} -ne 2 ]]; then
+  fail "the divergent verify named no serial and parallel schema: ${schemas[*]:-none}"
+elif ! serve_pg start >"$work/pg-serve.out" 2>&1; then
+  cat "$work/pg-serve.out" "$work/pg/serve.log" >&2 || true
+  fail "could not serve the kept cluster for verify-range"
+else
+  trap 'serve_pg stop >/dev/null 2>&1 || true; cleanup' EXIT
+  conn="host=$work/pg port=54646 user=ledgerdiff dbname=postgres"
+  rc=0
+  env -u LEDGERDIFF_DB "$bin" verify-range --left "$conn" --left-schema "${schemas[0]}" --right "$conn" \
+    --right-schema "${schemas[1]}" --range 2:401 --report "$work/real/verify-range" \
+    --markdown "$work/verify-range.md" --junit "$work/verify-range.xml" \
+    >"$work/verify-range.out" 2>"$work/verify-range.err" || rc=$?
+  [[ $rc == 1 ]] || { tail -5 "$work/verify-range.err" >&2; fail "ledgerdiff verify-range exited $rc, not 1"; }
+  grep -q 'Divergent at ledger 201' "$work/verify-range.md" || fail "verify-range's Markdown has no headline finding"
+  grep -q 'name="headline" value="Divergent at ledger 201"' "$work/verify-range.xml" ||
+    fail "verify-range's JUnit has no headline property"
+  serve_pg stop >/dev/null 2>&1 || true
+fi
 
 # ---- the probe -----------------------------------------------------------------------------
 cat >"$work/probe.html" <<'JS'
@@ -110,6 +153,10 @@ cat >"$work/probe.html" <<'JS'
                  ' of ' + box.width.toFixed(1) + ')');
     });
   });
+  // A table name never breaks across lines (issue 46: "history_trades_6000 0"): one box per name.
+  document.querySelectorAll('code.name').forEach(function (c) {
+    if (c.getClientRects().length > 1) out.push('table name "' + c.textContent + '" breaks across lines');
+  });
   var pre = document.createElement('pre');
   pre.id = 'ld-probe';
   pre.textContent = (out.length ? out.join('\n') : 'ok') + '\nprobe: ' + n + ' elements, window ' + vw + ' px';
@@ -118,32 +165,64 @@ cat >"$work/probe.html" <<'JS'
 </script>
 JS
 
-# ---- every page at 800 px ------------------------------------------------------------------
-pages=$(cd "$work" && find sample real -name index.html | sort)
-[[ $(wc -l <<<"$pages") -ge 10 ]] || fail "expected at least 10 pages, found: $pages"
-for page in $pages; do
-  probed=$work/probed/${page//\//_}
-  mkdir -p "$work/probed"
-  awk -v probe="$work/probe.html" '/<\/body>/ && !done { while ((getline l < probe) > 0) print l; done = 1 } { print }' \
-    "$work/$page" >"$probed"
+# ---- the pages in the browser --------------------------------------------------------------
+browser() {  # browser WIDTH HEIGHT ARGS...: headless Chromium in a WIDTH x HEIGHT px window
+  local width=$1 height=$2
+  shift 2
   "$chromium" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
     --disable-component-update --disable-sync --user-data-dir="$work/profile" --hide-scrollbars \
-    --window-size=800,1000 --dump-dom "file://$probed" >"$probed.dom" 2>"$probed.log" ||
-    { fail "$page: chromium failed (see $probed.log)"; continue; }
+    --window-size="$width,$height" "$@"
+}
+# read PAGE WIDTH: the probe's findings on PAGE at WIDTH px; the DOM it leaves in $probed.dom.
+read_page() {
+  local page=$1 width=$2
+  probed=$work/probed/${page//\//_}.$width
+  mkdir -p "$work/probed"
+  awk -v probe="$work/probe.html" '/<\/body>/ && !done { while ((getline l < probe) > 0) print l; done = 1 } { print }' \
+    "$work/$page" >"$probed.html"
+  browser "$width" 1000 --dump-dom "file://$probed.html" >"$probed.dom" 2>"$probed.log" ||
+    { fail "$page: chromium failed at $width px (see $probed.log)"; return 1; }
   findings=$(sed -n '/<pre id="ld-probe">/,/<\/pre>/p' "$probed.dom" | sed -e 's/.*<pre id="ld-probe">//' -e 's/<\/pre>.*//')
   if [[ -z $findings ]]; then
     fail "$page: the probe did not run"
-  elif ! grep -q '^probe: [0-9]* elements, window 800 px$' <<<"$findings"; then
-    fail "$page: not measured at 800 px: $findings"
+  elif ! grep -q "^probe: [0-9]* elements, window $width px\$" <<<"$findings"; then
+    fail "$page: not measured at $width px: $findings"
   elif [[ $(head -1 <<<"$findings") != ok ]]; then
-    fail "$page at 800 px:"$'\n'"$(sed 's/^/  /' <<<"$findings")"
+    fail "$page at $width px:"$'\n'"$(sed 's/^/  /' <<<"$findings")"
   else
-    echo "ok: $page ($(tail -1 <<<"$findings"))"
+    echo "ok: $page at $width px ($(tail -1 <<<"$findings"))"
   fi
+}
+
+pages=$(cd "$work" && find sample real -name index.html | sort)
+[[ $(wc -l <<<"$pages") -ge 14 ]] || fail "expected at least 14 pages, found: $pages"
+for page in $pages; do read_page "$page" 800 || true; done
+
+# The cut-over pages (issue 46) at 800 and 1400 px: the headline finding, the per-column row diff
+# and the look-again command in the DOM, and a screenshot of each.
+mkdir -p "$work/shots"
+for page in sample/verify-range-divergent/index.html real/verify-range/index.html; do
+  [[ -f $work/$page ]] || { fail "$page was not written"; continue; }
+  for width in 800 1400; do
+    [[ $width == 800 ]] || read_page "$page" "$width" || continue
+    probed=$work/probed/${page//\//_}.$width
+    grep -q '<span class="headline">Divergent at ledger [0-9]*</span>' "$probed.dom" ||
+      fail "$page at $width px: no headline finding in the DOM"
+    grep -q '<table class="rows"><tbody><tr><th></th><th>' "$probed.dom" ||
+      fail "$page at $width px: no per-column row diff in the DOM"
+    grep -q '<pre class="look-again">ledgerdiff verify-range ' "$probed.dom" ||
+      fail "$page at $width px: no look-again command in the DOM"
+    shot=${page%/index.html}
+    shot=$work/shots/${shot//\//-}.$width.png
+    browser "$width" 2600 --screenshot="$shot" "file://$work/$page" >/dev/null 2>&1 &&
+      [[ -s $shot ]] ||
+      fail "$page: no screenshot at $width px"
+  done
 done
+if [[ -n ${SHOTS:-} ]]; then mkdir -p "$SHOTS" && cp "$work"/shots/*.png "$SHOTS"/ 2>/dev/null || true; fi
 
 if ((failures)); then
   echo "report_browser_test: $failures failure(s)" >&2
   exit 1
 fi
-echo "report_browser_test: $(wc -l <<<"$pages") pages read at 800 px"
+echo "report_browser_test: $(wc -l <<<"$pages") pages read at 800 px, the verify-range pages at 1400 px too"

@@ -1002,7 +1002,7 @@ TEST(VerifyRange, ColumnsOfAnotherTypeClassExplainTheLedgerLine) {
   const std::string x = testing::ReadFileBytes(dir / "vr.xml");
   EXPECT_TRUE(Contains(x, why)) << x;
   const std::string md = testing::ReadFileBytes(dir / "vr.md");
-  EXPECT_TRUE(Contains(md, "```\n" + why + "\n```")) << md;
+  EXPECT_TRUE(Contains(md, "```diff\n" + why + "\n```")) << md;  // verify's row diff block (issue 46)
   EXPECT_TRUE(Contains(testing::ReadFileBytes(dir / "html" / "index.html"), why));
 
   auto conn = Connect();
