@@ -229,6 +229,7 @@ class Follower {
         LD_RETURN_IF_ERROR(retry(st, fmt::format("cycle {}", cycle.number)));
         continue;
       }
+      recheck_done_ = true;  // --recheck: once, by the run's first finished cycle
       if (failing) cycle.retry = fmt::format("recovered after {:.1f} s of failures", SecondsSince(failing_since));
       failing = false;
       backoff = 1;
@@ -240,6 +241,8 @@ class Follower {
       report.frontier = cycle.frontier;
       found = found || cycle.finding.has_value();
       report.diverged = found || !cycle.open.empty();  // found by this run, or still open
+      report.cycles_total = cycle.number;
+      report.open_divergences = cycle.open.size();
       if (on_cycle_) on_cycle_(report.cycles.back());
       if (cycle.finding && !o_.keep_going) break;
       if (o_.until && state_.compared_through >= *o_.until) {
@@ -344,6 +347,7 @@ class Follower {
     cycle.head_right = hr->max;
     // What was compared must still be there: reaped from both sides, or a finding at once.
     if (kept <= through) LD_RETURN_IF_ERROR(CheckKept(*hl, *hr, cycle));
+    if (!cycle.finding && o_.recheck && !recheck_done_) LD_RETURN_IF_ERROR(Recheck(*o_.recheck, cycle));
     if (!cycle.finding) LD_RETURN_IF_ERROR(RecheckOpen(cycle));
     // Each side's usable frontier: its gap-free run, less its newest `settle` ledgers.
     auto usable = [&](const Heads& h) -> Ledger {
@@ -644,6 +648,45 @@ class Follower {
       }
   }
 
+  // --recheck A:B (issue 43: after a re-ingest of both sides the segments hold the old rows):
+  // verify-range over A:B on both sides afresh. Equal, A:B's ledgers in the segments are replaced
+  // by what the sides hold now and the open divergences in A:B close; different, the segments keep
+  // what was verified and a divergence opens (a finding, kFoundByRecheck). The frontier is not moved.
+  Status Recheck(const LedgerRange& r, FollowCycle& cycle) {
+    if (r.from < state_.Kept() || r.to > state_.compared_through)
+      return Status::Usagef("--recheck {}: the state holds compared ledgers {}:{} only (below {} reaped)", r.str(),
+                            state_.Kept(), state_.compared_through, state_.Kept());
+    VerifyRangeOptions v = CycleOptions(r);
+    const std::string fresh = (fs::path(segments_dir_) / (FollowSegmentName(r) + ".partial-recheck")).string();
+    v.out = fresh;
+    auto report = RunVerifyRange(v, reporter_);
+    std::error_code ec;
+    if (!report.ok()) fs::remove(fresh, ec);
+    LD_RETURN_IF_ERROR(report.status());
+    VerifyRangeReport& rr = *report;
+    cycle.rows_left += rr.diff.rows_compared_left;
+    cycle.rows_right += rr.diff.rows_compared_right;
+    if (rr.diff.identical) {
+      const Status replaced = ReplaceSegmentLedgers(o_.state_dir, state_, r, fresh);
+      fs::remove(fresh, ec);
+      LD_RETURN_IF_ERROR(replaced);
+      cycle.rechecked = FollowCycle::Recheck{r, kFollowRecheckIdentical};
+      ClearChecked(r, fmt::format("--recheck {}: both sides compared equal afresh", r.str()), cycle);
+      return Status::Ok();
+    }
+    fs::remove(fresh, ec);
+    cycle.rechecked = FollowCycle::Recheck{r, kFollowRecheckDivergent};
+    FollowFinding f;
+    f.ledger = rr.diff.first_divergent_ledger.value_or(r.from);
+    for (const auto& t : rr.diff.divergent_tables) f.tables.push_back(t.table);
+    f.report = std::move(rr);
+    cycle.finding = std::move(f);
+    OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, r.to}, kFoundByRecheck, cycle);
+    if (o_.keep_going && (!state_.first_divergence || cycle.finding->ledger < *state_.first_divergence))
+      state_.first_divergence = cycle.finding->ledger;
+    return Status::Ok();
+  }
+
   // The way back (issue 43): each open divergence whose ledgers were stored (verified, or kept
   // going past) is compared again, both sides against what was verified, at most
   // kRechecksPerCycle a cycle; equal on both sides, it is closed and the frontier moves on.
@@ -763,6 +806,7 @@ class Follower {
   const std::string segments_dir_;
   std::unique_ptr<DirLock> lock_;
   std::optional<dump::ProfileSpec> spec_;  // loaded at the first cycle that needs it
+  bool recheck_done_ = false;
   FollowState state_;
   // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
   // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads
@@ -782,6 +826,13 @@ Status ValidateFollowOptions(const FollowOptions& o) {
                             *l, kHighestLedger);
   std::error_code ec;
   const bool has_state = fs::exists(fs::symlink_status(fs::path(o.state_dir) / kFollowStateFile, ec));
+  if (o.recheck) {
+    if (o.recheck->from < 1 || o.recheck->to > kHighestLedger || o.recheck->from > o.recheck->to)
+      return Status::Usagef("--recheck {}: not a range A:B with 1 <= A <= B <= {}", o.recheck->str(), kHighestLedger);
+    if (!has_state)
+      return Status::Usagef("--recheck {}: --state {} holds no state yet (nothing was verified to check again)",
+                            o.recheck->str(), o.state_dir);
+  }
   if (o.from == 0 && !has_state)
     return Status::Usagef("--follow needs the first ledger, --from A (or --range A:): --state {} holds no state yet",
                           o.state_dir);
@@ -800,7 +851,15 @@ Status ValidateFollowOptions(const FollowOptions& o) {
   // The state directory and its state before any connection: bad input is exit 2 at once, not
   // a failure retried until --give-up-after.
   LD_RETURN_IF_ERROR(CheckFollowStateDir(o.state_dir));
-  if (has_state) return LoadFollowState(o.state_dir).status();
+  if (!has_state) return Status::Ok();
+  LD_ASSIGN_OR_RETURN(const FollowState state, LoadFollowState(o.state_dir));
+  if (o.recheck && state.compared_through < state.Kept())
+    return Status::Usagef("--recheck {}: --state {} holds no compared ledgers", o.recheck->str(), o.state_dir);
+  if (o.recheck && (o.recheck->from < state.Kept() || o.recheck->to > state.compared_through))
+    return Status::Usagef("--recheck {}: --state {} has compared ledgers {}:{} only (recheck lies at or below its "
+                          "frontier{})",
+                          o.recheck->str(), o.state_dir, state.Kept(), state.compared_through,
+                          state.Kept() > state.from ? fmt::format("; ledgers before {} were reaped", state.Kept()) : "");
   return Status::Ok();
 }
 
