@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,59 @@ TEST(FollowRecheck, AfterAReIngestOfBothSidesTheRecheckedStretchIsWhatTheScrubCo
   EXPECT_EQ(cycles[0]["closed_divergences"][0]["how"], "recheck");
   EXPECT_EQ(cycles[0]["verified_through"], k.last);
   EXPECT_FALSE(cycles[0].contains("rechecked")) << "only a run given --recheck rechecks";
+}
+
+// A stretch across two segments: each is rewritten in place (same names, so the state's list of
+// segments does not change) from its own ledgers outside the stretch and the fresh ones inside it.
+TEST(FollowRecheck, AStretchAcrossSegmentsIsReplacedInEach) {
+  Kahuna k;
+  const testing::ScratchDir dir("ledgerdiff-follow-recheck");
+  const std::string state = dir.path + "/state";
+  const int64_t until = k.first + 35;
+  ASSERT_LE(until, k.last);
+  const auto follow = [&](std::vector<std::string> more) {
+    more.insert(more.end(), {"--cycles", "1", "--until", std::to_string(until)});
+    return RunCli(FollowArgs(k.left, k.right, state, more));
+  };
+  // Two segments that do not join (the older is more than twice the newer): first:first+30, +31:+35.
+  auto one = RunCli(FollowArgs(k.left, k.right, state,
+                               {"--from", std::to_string(k.first), "--until", std::to_string(k.first + 30), "--cycles",
+                                "1", "--scrub-period", "1e9"}));
+  ASSERT_EQ(one.exit_code, 0) << one.out << one.err;
+  auto two = follow({"--scrub-period", "1e9"});
+  ASSERT_EQ(two.exit_code, 0) << two.out << two.err;
+  const auto segments = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"))["segments"];
+  ASSERT_EQ(segments.size(), 2u) << segments.dump();
+
+  // Both sides re-ingested alike at a ledger of each segment: the scrub flags the first.
+  for (const std::string& side : {k.left, k.right})
+    ExecSql(side, fmt::format("UPDATE history_ledgers SET base_fee = base_fee + 1 WHERE sequence IN ({}, {})",
+                              k.first + 29, k.first + 32));
+  auto flagged = follow({"--scrub-period", "0.001"});
+  EXPECT_EQ(flagged.exit_code, 1) << flagged.out << flagged.err;
+  ASSERT_EQ(Cycles(flagged).size(), 1u);
+  EXPECT_EQ(Cycles(flagged)[0]["finding"]["ledger"], k.first + 29);
+  EXPECT_EQ(Cycles(flagged)[0]["finding"]["sides"], "both");
+
+  const std::string stretch = fmt::format("{}:{}", k.first + 25, k.first + 33);
+  auto rechecked = follow({"--recheck", stretch, "--scrub-period", "1e9"});
+  EXPECT_EQ(rechecked.exit_code, 0) << rechecked.out << rechecked.err;
+  ASSERT_EQ(Cycles(rechecked).size(), 1u);
+  EXPECT_EQ(Cycles(rechecked)[0]["rechecked"]["verdict"], "identical");
+  EXPECT_TRUE(Cycles(rechecked)[0]["open_divergences"].empty()) << rechecked.out;
+  EXPECT_EQ(Cycles(rechecked)[0]["verified_through"], until) << "the frontier does not move";
+  const auto after = nlohmann::json::parse(testing::ReadFileBytes(state + "/state.json"));
+  EXPECT_EQ(after["segments"], segments) << "rewritten in place";
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(state + "/segments")) files.push_back(e.path().filename());
+  EXPECT_EQ(files.size(), 2u) << "no piece left behind";
+  for (int pass = 0; pass < 2; ++pass) {
+    auto scrub = follow({"--scrub-period", "0.001"});
+    EXPECT_EQ(scrub.exit_code, 0) << scrub.out << scrub.err;
+    ASSERT_EQ(Cycles(scrub).size(), 1u);
+    EXPECT_TRUE(Cycles(scrub)[0]["finding"].is_null()) << scrub.out;
+    if (pass == 1) EXPECT_EQ(Cycles(scrub)[0]["scrubbed"], (nlohmann::json{{"from", k.first}, {"to", until}}));
+  }
 }
 
 TEST(FollowRecheck, BadRangesExitTwoWithOneLineNamingTheProblem) {
