@@ -196,9 +196,9 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
         run.cycles_total = state->cycles;
         run.open_divergences = state->open_divergences.size();
         run.diverged = !state->open_divergences.empty();
-      } else {
-        run.first = o.from;
-        run.frontier = o.from - 1;
+      } else {  // no state yet (or unreadable): nothing verified
+        run.first = std::max<Ledger>(o.from, 1);
+        run.frontier = run.first - 1;
       }
     }
     const std::string why = "a termination signal";

@@ -233,6 +233,22 @@ TEST(FollowSignal, SigtermPrintsWhereTheFollowerStoppedOnStdout) {
       EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
     }
   }
+  // Stopped before any cycle of this run finished (a side unreachable, retried): the state on disk
+  // says where it stands.
+  testing::CliSpawnOptions so;
+  so.stdout_path = dir.path + "/down.out";
+  so.stderr_path = dir.path + "/down.err";
+  const pid_t pid = testing::SpawnCli(
+      FollowArgs(k.left, "postgresql://127.0.0.1:1/nothing?connect_timeout=2", dir.path + "/text",
+                 {"--format", "text"}),
+      so);
+  ASSERT_TRUE(WaitForText(so.stderr_path, "retrying in")) << testing::ReadFileBytes(so.stderr_path);
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::WaitExitCode(pid), 128 + SIGTERM);
+  const std::string out = testing::ReadFileBytes(so.stdout_path);
+  EXPECT_EQ(out.rfind(fmt::format("stopped by a termination signal: verified through ledger {} after 0 cycles (", k.last), 0),
+            0u)
+      << out << testing::ReadFileBytes(so.stderr_path);
 }
 
 }  // namespace
