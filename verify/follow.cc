@@ -139,7 +139,9 @@ class Follower {
         LD_RETURN_IF_ERROR(retry(st, fmt::format("cycle {}", cycle.number)));
         continue;
       }
-      recheck_done_ = true;  // --recheck: once, by the run's first finished cycle
+      // --recheck: once, by the run's first finished cycle that got to it (a cycle that found
+      // verified ledgers gone first leaves it to the next, with --keep-going).
+      if (cycle.rechecked) recheck_done_ = true;
       if (failing) cycle.retry = fmt::format("recovered after {:.1f} s of failures", SecondsSince(failing_since));
       failing = false;
       backoff = 1;

@@ -44,7 +44,8 @@ struct FollowOptions {
   double scrub_period_s = 86400;   // re-verify every verified ledger at least this often
   uint64_t max_cycles = 0;         // 0: no limit (tests stop after N cycles)
   uint32_t max_cycle_ledgers = 100000;  // a cycle verifies at most this many new ledgers
-  // --recheck A:B: the run's first cycle compares both sides afresh over these compared ledgers
+  // --recheck A:B: the run's first cycle (the next one when it found verified ledgers gone first,
+  // with keep_going) compares both sides afresh over these compared ledgers
   // (within the state's kept..compared_through), as if new; equal, they replace what the segments
   // hold of them and close the open divergences there; different, they open one (a finding).
   std::optional<LedgerRange> recheck;
