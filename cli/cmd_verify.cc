@@ -1,4 +1,6 @@
 // verify (the CI gate), verify-range (the cut-over check) and selftest (the gate's self-test).
+#include <unistd.h>
+
 #include <algorithm>
 #include <fstream>
 #include <memory>
@@ -7,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "cli/command.h"
+#include "core/atomic_file.h"
 #include "core/ledger_range.h"
 #include "core/process.h"
 #include "core/text.h"
@@ -139,6 +142,7 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
     verify::FollowReport run;
     bool written = false;  // the reports were written (or are being written): not again
     bool found = false;    // a cycle of this run found a divergence
+    bool printed = false;  // the outcome is printed (by main) or the signal's summary is: not again
   };
   auto so_far = std::make_shared<SoFar>();
   auto on_cycle = [&](const verify::FollowCycle& c) {
@@ -151,6 +155,8 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
       so_far->run.frontier = c.frontier;
       so_far->found = so_far->found || c.finding.has_value();
       so_far->run.diverged = so_far->found || !c.open.empty();  // as verify::FollowReport::diverged
+      so_far->run.cycles_total = c.number;
+      so_far->run.open_divergences = c.open.size();
     }
     if (!files.metrics.empty()) {
       ReportFiles only;
@@ -173,7 +179,40 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
                    : "could not write the reports: " + st.message();
   })
                                                  : std::function<std::string()>());
+  // A signal: where the follower stopped on stdout, in the output asked for (and --json FILE).
+  ScopedCleanup summary([so_far, o, format = ctx.format(), json_file = ctx.json_file()]() -> std::string {
+    verify::FollowReport run;
+    {
+      std::lock_guard<std::mutex> lock(so_far->mu);
+      if (so_far->printed) return "";
+      so_far->printed = true;
+      run = so_far->run;
+    }
+    if (run.cycles.empty()) {  // none finished in this run: the state on disk says where it is
+      auto state = verify::LoadFollowState(o.state_dir);
+      if (state.ok()) {
+        run.first = state->from;
+        run.frontier = state->VerifiedThrough();
+        run.cycles_total = state->cycles;
+        run.open_divergences = state->open_divergences.size();
+        run.diverged = !state->open_divergences.empty();
+      } else {  // no state yet (or unreadable): nothing verified
+        run.first = std::max<Ledger>(o.from, 1);
+        run.frontier = run.first - 1;
+      }
+    }
+    const std::string why = "a termination signal";
+    const std::string doc = report::FollowToJson(run, o, nullptr, why).dump(2) + "\n";
+    const std::string out = format == OutputFormat::kJson ? doc : report::RenderFollowStopped(run, why);
+    (void)!::write(STDOUT_FILENO, out.data(), out.size());
+    if (!json_file.empty()) (void)WriteFileAtomic(json_file, doc);
+    return "";
+  });
   LD_ASSIGN_OR_RETURN(verify::FollowReport r, verify::RunFollow(o, reporter, on_cycle));
+  {
+    std::lock_guard<std::mutex> lock(so_far->mu);
+    so_far->printed = true;  // main prints the outcome
+  }
   const verify::FollowCycle* stopped = nullptr;
   for (const auto& c : r.cycles)
     if (c.finding) stopped = &c;
@@ -212,6 +251,7 @@ struct VerifyRangeFlags {
   verify::FollowOptions follow_options;
   Ledger until = 0;
   bool skip_state = false;
+  std::string recheck;  // --recheck A:B
 };
 
 void AddVerifyRangeSideFlags(CLI::App* sub, VerifyRangeFlags& f) {
@@ -279,6 +319,11 @@ void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {
   sub->add_option("--scrub-period", fo.scrub_period_s,
                   "With --follow: re-verify every verified ledger at least once in this many seconds")
       ->capture_default_str();
+  sub->add_option("--recheck", f.recheck,
+                  "With --follow: the run's first cycle compares ledgers A:B (already compared, at or below the "
+                  "state's frontier) on both sides afresh, e.g. after both were re-ingested: equal, the state keeps "
+                  "their new rows (the scrub compares against them) and their open divergences close; different, a "
+                  "divergence opens (exit 1). The frontier does not move");
   sub->add_option("--cycles", fo.max_cycles, "With --follow: stop after N cycles (tests)")->group("");
 }
 
@@ -292,6 +337,11 @@ Status CheckFollowFlags(VerifyRangeFlags& f) {
     if (!open) fo.until = r.to;
   }
   if (f.until != 0) fo.until = f.until;
+  if (!f.recheck.empty()) {
+    auto r = ParseLedgerRange(f.recheck);
+    if (!r.ok()) return Status::Usagef("--recheck {}: {}", f.recheck, r.status().message());
+    fo.recheck = *r;
+  }
   fo.sides = f.options;
   if (f.shard != -1) return Status::Usage("--follow keeps its own manifests in --state: --shard does not apply");
   return verify::ValidateFollowOptions(fo);
@@ -302,8 +352,8 @@ Status CheckVerifyRangeFlags(VerifyRangeFlags& f) {
   if (f.follow && (f.skip_state || f.options.state.wait_s != 0))
     return Status::Usage("--skip-state and --state-wait apply to a one-shot verify-range: --follow compares history only");
   if (f.follow) return CheckFollowFlags(f);
-  if (!f.follow_options.state_dir.empty() || f.follow_options.from != 0 || f.until != 0)
-    return Status::Usage("--state, --from and --until go with --follow");
+  if (!f.follow_options.state_dir.empty() || f.follow_options.from != 0 || f.until != 0 || !f.recheck.empty())
+    return Status::Usage("--state, --from, --until and --recheck go with --follow");
   if (f.range.empty()) return Status::Usage("--range FROM:TO is required (or --follow)");
   LD_ASSIGN_OR_RETURN(f.options.range, ParseLedgerRange(f.range, RangeUse::kCompare));
   if (f.shard != -1) {

@@ -16,6 +16,7 @@
 
 #include "core/database.h"
 #include "core/report.h"
+#include "core/report.h"
 #include "core/status.h"
 #include "dump/canonical.h"
 #include "ingest/plan.h"
@@ -63,11 +64,21 @@ class Context {
   // Prints the target line if nothing has yet (main, after a successful run).
   void FlushAnnouncement() { progress_.Flush(); }
   Reporter& reporter() { return progress_; }
+  // The output main prints the outcome in (--format, --json FILE): for a command that prints on
+  // its own before main would (verify-range --follow stopped by a signal).
+  void SetOutput(OutputFormat format, std::string json_file) {
+    format_ = format;
+    json_file_ = std::move(json_file);
+  }
+  OutputFormat format() const { return format_; }
+  const std::string& json_file() const { return json_file_; }
 
  private:
   const DatabaseOptions& db_options_;
   Reporter& reporter_;           // main's (the PG* note goes straight to it)
   TargetFirstReporter progress_;  // what the command reports through
+  OutputFormat format_ = OutputFormat::kText;
+  std::string json_file_;
   std::unique_ptr<Database> db_;
 };
 

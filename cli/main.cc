@@ -266,6 +266,7 @@ int Run(Entry& e) {
   }
   StderrReporter reporter(/*quiet=*/e.quiet || (e.action.quiet && e.action.quiet()), e.progress_interval_s);
   Context context(e.db, reporter);
+  context.SetOutput(e.format, e.json_file);
   Result<Outcome> outcome = e.action.run(context);
   if (outcome.ok()) context.FlushAnnouncement();  // a command that made no progress names its target now
   reporter.Done();

@@ -368,4 +368,69 @@ Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& part
   return MergedManifest{std::move(summary), outcome, {}};
 }
 
+Result<MergedManifest> CutManifest(const std::string& path, const LedgerRange& range, const std::string& out) {
+  if (SameFile(out, path)) return Status::Usagef("{} is the manifest to cut: write the cut to another file", out);
+  LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
+  const ManifestHeader& h = reader->header();
+  if (h.shard || h.detail != ManifestDetail::kFull)
+    return Status::Usagef("{} is {}: only whole full-detail manifests are cut", path,
+                          h.shard ? "a partial manifest" : "a compact manifest");
+  if (range.from > range.to || range.from < h.range.from || range.to > h.range.to)
+    return Status::Usagef("ledgers {} are not within {}'s range {}", RangeText(range), path, RangeText(h.range));
+  ManifestHeader header = h;
+  header.range = range;
+  header.appended.clear();
+  for (const AppendedStretch& a : h.appended) {
+    const LedgerRange clipped{std::max(a.range.from, range.from), std::min(a.range.to, range.to)};
+    if (clipped.from <= clipped.to) header.appended.push_back({clipped, a.at});
+  }
+  LD_ASSIGN_OR_RETURN(auto writer, ManifestWriter::Create(out, header));
+  SummaryBuilder builder(header.profile, range, header.source);
+  RowSums sums(header.profile);
+  Chunk chunk;
+  for (;;) {
+    LD_ASSIGN_OR_RETURN(bool more, reader->Next(chunk));
+    if (!more) break;  // read to the end: the checksum is verified
+    const LedgerRange part{std::max(chunk.range.from, range.from), std::min(chunk.range.to, range.to)};
+    if (part.from > part.to) continue;
+    Chunk cut = Chunk::Empty(part, chunk.tables);
+    for (size_t i = 0; i < chunk.ledgers.size(); ++i)
+      if (part.contains(chunk.ledgers[i]))
+        cut.Append(chunk.ledgers[i], &chunk.counts[chunk.At(i, 0)], &chunk.digests[chunk.At(i, 0)]);
+    LD_RETURN_IF_ERROR(sums.Add(cut, path));
+    builder.Add(cut);
+    LD_RETURN_IF_ERROR(writer->Add(cut));
+  }
+  DigestSummary summary = builder.Finish();
+  summary.engine = header.engine;
+  std::optional<ComparisonOutcome> outcome;
+  if (header.comparison) {
+    const ComparisonOutcome& whole = *reader->comparison();
+    ComparisonOutcome c;
+    const uint64_t n = range.size();
+    c.identical = whole.identical;
+    c.allow_empty = whole.allow_empty;
+    c.allow_gaps = whole.allow_gaps;
+    c.coverage_checked = whole.coverage_checked;
+    c.ledgers_compared = std::min(whole.ledgers_compared, n);
+    c.missing_left = std::min(whole.missing_left, n);
+    c.missing_right = std::min(whole.missing_right, n);
+    if (whole.first_divergent_ledger && range.contains(*whole.first_divergent_ledger)) {
+      c.first_divergent_ledger = whole.first_divergent_ledger;
+      c.divergent_ledgers = std::max<uint64_t>(1, std::min(whole.divergent_ledgers, c.ledgers_compared));
+      c.ledgers_compared = std::max(c.ledgers_compared, c.divergent_ledgers);
+    }
+    uint64_t rows = 0;
+    for (const TableSummary& t : summary.tables) rows += t.rows;
+    c.rows_left = rows;
+    c.rows_right = whole.identical ? rows : whole.rows_right;
+    outcome = c;
+  }
+  LD_ASSIGN_OR_RETURN(uint64_t size, writer->Finish(summary, outcome));
+  summary.manifest_path = out;
+  summary.manifest_bytes = size;
+  summary.manifest_detail = ManifestDetailName(ManifestDetail::kFull);
+  return MergedManifest{std::move(summary), outcome, {}};
+}
+
 }  // namespace ledgerdiff::dump

@@ -101,5 +101,18 @@ Result<MergedManifest> MergeManifests(const std::vector<std::string>& parts, con
 // written): `out` is one of them, a gap or overlap, another kind, profile, tool version or source.
 Result<MergedManifest> ConcatenateManifests(const std::vector<std::string>& parts, const std::string& out);
 
+// Writes to `out` the ledgers `range` of the whole full-detail manifest `path`: the manifest one
+// digest of `range` writes, byte for byte (its entries, roots, header with that range; "appended"
+// stretches clipped to it), so that ConcatenateManifests of consecutive cuts gives `path` back.
+// verify-range --follow --recheck replaces a stretch of a segment with it. `path` is read whole
+// (its checksum verified). A comparison's outcome, known only for the whole range, is cut
+// conservatively: verdict, allow_empty, allow_gaps and coverage_checked as `path`'s; its ledger
+// counts at most the cut's size; the first divergent ledger (and divergent ledgers) only when it
+// lies in `range`; rows_left the entries' rows, rows_right too when `path` was identical, else
+// `path`'s; no snapshots. A cut is never more identical than its source.
+// Usage errors (nothing written): `out` is `path`; `path` is compact, a partial manifest or
+// unreadable; `range` not within its range.
+Result<MergedManifest> CutManifest(const std::string& path, const LedgerRange& range, const std::string& out);
+
 
 }  // namespace ledgerdiff::dump

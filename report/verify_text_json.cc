@@ -120,6 +120,7 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
     if (gap) parts.push_back(fmt::format("{} missing on the {} (a gap)", FormatCount(gap), side));
   if (!parts.empty()) s += fmt::format(" [{}]", fmt::join(parts, ", "));
   if (c.scrubbed) s += fmt::format(", scrubbed {}", c.scrubbed->str());
+  if (c.rechecked) s += fmt::format(", rechecked {} ({})", c.rechecked->ledgers.str(), c.rechecked->verdict);
   if (c.reaped) s += fmt::format(", reaped {} (gone from both sides)", c.reaped->str());
   s += fmt::format(", {:.1f} s", c.seconds);
   if (!c.retry.empty()) s += " (" + c.retry + ")";
@@ -184,6 +185,8 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
                       {"finding", nullptr}};
   if (!c.retry.empty()) j["retry"] = c.retry;
   if (c.reaped) j["reaped"] = range(c.reaped);
+  if (c.rechecked)
+    j["rechecked"] = {{"from", c.rechecked->ledgers.from}, {"to", c.rechecked->ledgers.to}, {"verdict", c.rechecked->verdict}};
   if (c.finding)
     j["finding"] = {{"kind", c.finding->gone                     ? "gone_after_verified"
                              : c.finding->changed_after_verified ? "changed_after_verified"
@@ -267,8 +270,17 @@ std::string RenderFollowText(const verify::FollowReport& r, const verify::Follow
   return text;
 }
 
+std::string RenderFollowStopped(const verify::FollowReport& r, const std::string& why) {
+  const std::string verified = r.frontier < r.first ? std::string("nothing verified yet")
+                                                     : fmt::format("verified through ledger {}", r.frontier);
+  return fmt::format("stopped by {}: {} after {} ({} in all); {}\n", why, verified,
+                     FormatCountOf(r.cycles.size(), "cycle"), r.cycles_total,
+                     r.open_divergences ? FormatCountOf(r.open_divergences, "divergence") + " open"
+                                        : std::string("no divergence open"));
+}
+
 nlohmann::json FollowToJson(const verify::FollowReport& r, const verify::FollowOptions& o,
-                            const verify::VerifyRangeReport* finding) {
+                            const verify::VerifyRangeReport* finding, const std::string& stopped_by) {
   nlohmann::json cycles = nlohmann::json::array();
   for (const auto& c : r.cycles) cycles.push_back(FollowCycleToJson(c));
   nlohmann::json j = {{"follow",
@@ -276,7 +288,10 @@ nlohmann::json FollowToJson(const verify::FollowReport& r, const verify::FollowO
                         {"verified_through", r.frontier},
                         {"reached_until", r.reached_until},
                         {"diverged", r.diverged},
+                        {"cycles_total", r.cycles_total},
+                        {"open_divergences", r.open_divergences},
                         {"cycles", cycles}}}};
+  if (!stopped_by.empty()) j["follow"]["stopped_by"] = stopped_by;
   if (finding) {
     j["diff"] = DiffReportToJson(finding->diff);
     if (!finding->look_again.empty()) j["look_again"] = finding->look_again;

@@ -36,8 +36,12 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& cycle);
 // be null. JSON: {"follow": {...}} with "diff" and "look_again" of the finding.
 std::string RenderFollowText(const verify::FollowReport& run, const verify::FollowOptions& options,
                              const verify::FollowCycle* stopped, const verify::VerifyRangeReport* finding);
+// `stopped_by`: what ended the run ("a termination signal"), the key "stopped_by" when given.
 nlohmann::json FollowToJson(const verify::FollowReport& run, const verify::FollowOptions& options,
-                            const verify::VerifyRangeReport* finding);
+                            const verify::VerifyRangeReport* finding, const std::string& stopped_by = "");
+// The line a follower stopped by `why` (a signal) prints on stdout: "stopped by a termination
+// signal: verified through ledger 61 after 2 cycles (14 in all); 1 divergence open".
+std::string RenderFollowStopped(const verify::FollowReport& run, const std::string& why);
 
 // follow-status: a state directory as an operator reads it (first ledger, frontier, open and
 // recently closed divergences, scrub position, segments, the lock's holder, the sides), text and

@@ -516,7 +516,7 @@ TEST(Follow, BadInputIsAUsageError) {
   }
   auto without = RunCli({"verify-range", "--left", db, "--right", db, "--state", dir.path + "/s", "--range", "2:5"});
   EXPECT_EQ(without.exit_code, 2);
-  EXPECT_NE(without.err.find("--state, --from and --until go with --follow"), std::string::npos) << without.err;
+  EXPECT_NE(without.err.find("--state, --from, --until and --recheck go with --follow"), std::string::npos) << without.err;
   // --range A: is open-ended: on an empty schema it follows from A and finds nothing yet.
   const std::string empty = UniqueName("follow_empty");
   ExecSql(db, fmt::format("CREATE SCHEMA {0}; CREATE TABLE {0}.history_ledgers (sequence integer)", empty));
@@ -591,7 +591,7 @@ TEST(FollowState, AHostileStateFileIsBadInputNamingTheKey) {
       {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":4,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
        "key \"open_divergences[0].to\": 4 is before"},
       {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":5,"how":"rm -rf","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
-       "key \"open_divergences[0].how\": \"rm -rf\" is not new-ledgers, scrub or gone"},
+       "key \"open_divergences[0].how\": \"rm -rf\" is not new-ledgers, scrub, gone or recheck"},
       {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":5,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
        "key \"open_divergences\": 1 open, 0 found"},
   };

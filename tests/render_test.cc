@@ -1532,6 +1532,7 @@ TEST(DocumentedJson, FollowCycleKeysAreTheEmittedKeys) {
   verify::FollowCycle c;
   c.retry = "recovered after 1.0 s of failures";  // every optional key present
   c.reaped = LedgerRange{2, 11};
+  c.rechecked = verify::FollowCycle::Recheck{{20, 29}, verify::kFollowRecheckIdentical};
   c.finding = verify::FollowFinding{};
   EXPECT_EQ(DocumentedTableKeys(readme, "### follow cycles"), Keys(report::FollowCycleToJson(c)));
   EXPECT_EQ(Keys(report::FollowCycleToJson(c)["finding"]),

@@ -121,6 +121,46 @@ TEST_F(ShardCli, MergedShardsAreByteIdenticalToOneDigest) {
   EXPECT_EQ(RootOf(Path("p3-fulldetail.ldm")), root);
 }
 
+// CutManifest (verify-range --follow --recheck): a cut is byte for byte the digest of its ledgers,
+// consecutive cuts concatenate back to the whole, and what cannot be cut is refused (exit 2).
+TEST_F(ShardCli, ACutIsTheDigestOfItsLedgersAndCutsConcatenateBackToTheWhole) {
+  const auto digest = [&](const std::string& range, const std::string& out) {
+    auto r = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", range, "--manifest-detail",
+                     "full", "--out", Path(out)});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  };
+  digest("2:601", "cut-whole.ldm");
+  digest("100:250", "cut-sub.ldm");
+  auto cut = dump::CutManifest(Path("cut-whole.ldm"), {100, 250}, Path("cut-100.ldm"));
+  ASSERT_TRUE(cut.ok()) << cut.status().message();
+  EXPECT_EQ(cut->summary.range.from, 100u);
+  EXPECT_EQ(ReadFileBytes(Path("cut-100.ldm")), ReadFileBytes(Path("cut-sub.ldm")));
+  ASSERT_TRUE(dump::CutManifest(Path("cut-whole.ldm"), {2, 99}, Path("cut-2.ldm")).ok());
+  ASSERT_TRUE(dump::CutManifest(Path("cut-whole.ldm"), {251, 601}, Path("cut-251.ldm")).ok());
+  auto joined = dump::ConcatenateManifests({Path("cut-2.ldm"), Path("cut-100.ldm"), Path("cut-251.ldm")},
+                                           Path("cut-joined.ldm"));
+  ASSERT_TRUE(joined.ok()) << joined.status().message();
+  EXPECT_EQ(ReadFileBytes(Path("cut-joined.ldm")), ReadFileBytes(Path("cut-whole.ldm")));
+  // One ledger, the first and the last.
+  ASSERT_TRUE(dump::CutManifest(Path("cut-whole.ldm"), {2, 2}, Path("cut-one.ldm")).ok());
+  ASSERT_TRUE(dump::CutManifest(Path("cut-whole.ldm"), {601, 601}, Path("cut-last.ldm")).ok());
+  // Refused, nothing written: outside the range, onto itself, a compact manifest.
+  for (const LedgerRange& r : {LedgerRange{1, 5}, LedgerRange{600, 602}, LedgerRange{9, 8}}) {
+    auto bad = dump::CutManifest(Path("cut-whole.ldm"), r, Path("cut-bad.ldm"));
+    EXPECT_EQ(bad.status().exit_code(), ExitCode::kUsage) << r.str();
+    EXPECT_NE(bad.status().message().find("not within"), std::string::npos) << bad.status().message();
+  }
+  EXPECT_EQ(dump::CutManifest(Path("cut-whole.ldm"), {2, 5}, Path("cut-whole.ldm")).status().exit_code(),
+            ExitCode::kUsage);
+  auto compact = RunCli({"digest", "--db", TestConninfo(), "--schema", schema_, "--range", "2:601", "--out",
+                         Path("cut-compact.ldm")});
+  ASSERT_EQ(compact.exit_code, 0) << compact.err;
+  auto refused = dump::CutManifest(Path("cut-compact.ldm"), {2, 5}, Path("cut-bad.ldm"));
+  EXPECT_EQ(refused.status().exit_code(), ExitCode::kUsage);
+  EXPECT_NE(refused.status().message().find("compact"), std::string::npos) << refused.status().message();
+  EXPECT_FALSE(fs::exists(Path("cut-bad.ldm")));
+}
+
 // A Slurm array's SLURM_ARRAY_TASK_ID picks the shard; 600 ledgers in 7 shards leave a remainder
 // of 5, which goes to the first five slices (86 ledgers each, then 85), read back from each part.
 TEST_F(ShardCli, SlurmIndexGivesExactSlicesOfAnUnevenRange) {
@@ -314,6 +354,18 @@ TEST_F(VerifyRangeShards, MergedPartsGiveTheUnshardedVerdictAndManifest) {
   EXPECT_EQ(bj.at("comparison").at("first_divergent_ledger"), 450);
   EXPECT_EQ(bj.at("comparison").at("divergent_ledgers"), 1);
   EXPECT_EQ(ReadFileBytes(Path("vb-full.ldm")), ReadFileBytes(Path("vb-single.ldm")));
+  // A cut of a comparison's manifest keeps its divergence where it lies, and is never more identical
+  // than its source (dump::CutManifest).
+  auto with = dump::CutManifest(Path("vb-single.ldm"), {402, 601}, Path("vb-cut-with.ldm"));
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  ASSERT_TRUE(with->comparison);
+  EXPECT_FALSE(with->comparison->identical);
+  EXPECT_EQ(with->comparison->first_divergent_ledger, std::optional<Ledger>(450));
+  auto without = dump::CutManifest(Path("vb-single.ldm"), {2, 401}, Path("vb-cut-without.ldm"));
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_FALSE(without->comparison->identical);
+  EXPECT_FALSE(without->comparison->first_divergent_ledger);
+  EXPECT_EQ(RunCli({"manifest", "show", Path("vb-cut-with.ldm")}).exit_code, 1);
   auto show = RunCli({"manifest", "show", Path("vb-full.ldm")});
   EXPECT_EQ(show.exit_code, 1);
   EXPECT_NE(show.out.find("first divergent ledger 450"), std::string::npos) << show.out;

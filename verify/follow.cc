@@ -26,6 +26,7 @@
 #include "dump/profile.h"
 #include "dump/shard.h"
 #include "dump/source_identity.h"
+#include "verify/follow_sides.h"
 #include "verify/follow_state.h"
 
 namespace ledgerdiff::verify {
@@ -36,22 +37,6 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// One side of the comparison as the state records it: its identity and schema; never a conninfo.
-Result<nlohmann::json> SideRecord(const std::string& conninfo, const std::string& schema) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
-  LD_ASSIGN_OR_RETURN(dump::SourceIdentity id, dump::ReadSourceIdentity(*conn, schema));
-  return dump::SourceIdentityToJson(id);
-}
-
-// The state's side and the one given now: "" when they are the same source, else why not.
-std::string SideMismatch(const nlohmann::json& stored, const nlohmann::json& now, const char* side) {
-  const auto a = dump::SourceIdentityFromJson(stored, side);
-  const auto b = dump::SourceIdentityFromJson(now, side);
-  auto d = dump::CompareSourceIdentity(a, b);
-  if (!d) return "";
-  return fmt::format("the {} side was {} and is now {}", side, d->a, d->b);
-}
 
 // The directory's lock, held for the follower's life (released by the kernel on any exit).
 class DirLock {
@@ -98,81 +83,6 @@ class DirLock {
   DirLock() = default;
   int fd_ = -1;
 };
-
-// Each side's heads: the highest ledger it holds, and the last of its gap-free run of ledgers
-// after `after` (through after + window; `after` when ledger after + 1 is missing); and, in the
-// same statement (one snapshot), what it still holds of the compared ledgers `kept`:`after`.
-struct Heads {
-  std::optional<Ledger> max;
-  Ledger contiguous = 0;
-  std::optional<double> closed_at_max;  // Unix time of `max`, when the ledger table has closed_at
-  std::optional<Ledger> lowest;         // its lowest ledger at or after `kept`
-  uint64_t held = 0;                    // its ledgers in kept:after (an index-only count)
-  // Ledgers missing between the end of its gap-free run and its head, within the window after
-  // `after` (an index-only count of the window).
-  uint64_t gap_ledgers = 0;
-};
-
-Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window,
-                        Ledger kept) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
-  const std::string table = pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable);
-  const std::string column = pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column);
-  const std::string sql = fmt::format(
-      "SELECT (SELECT max({c}) FROM {t}), "
-      "(SELECT max({c}) FROM (SELECT {c}, {c}::bigint - row_number() OVER (ORDER BY {c}) AS g FROM {t} "
-      "WHERE {c} > $1::bigint AND {c} <= $2::bigint) run WHERE g = $1::bigint), "
-      "(SELECT min({c}) FROM {t} WHERE {c} >= $3::bigint), "
-      "(SELECT count(*) FROM {t} WHERE {c} >= $3::bigint AND {c} <= $1::bigint)",
-      fmt::arg("c", column), fmt::arg("t", table));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn->Exec(sql, {std::to_string(after), std::to_string(after + window),
-                                                      std::to_string(kept)}));
-  Heads h;
-  if (!rows.IsNull(0, 0)) h.max = static_cast<Ledger>(rows.GetInt(0, 0));
-  h.contiguous = rows.IsNull(0, 1) ? after : static_cast<Ledger>(rows.GetInt(0, 1));
-  if (!rows.IsNull(0, 2)) h.lowest = static_cast<Ledger>(rows.GetInt(0, 2));
-  h.held = static_cast<uint64_t>(rows.GetInt(0, 3));
-  if (h.max && *h.max > h.contiguous) {
-    const Ledger end = static_cast<Ledger>(std::min<uint64_t>(*h.max, uint64_t{after} + window));
-    LD_ASSIGN_OR_RETURN(pg::Rows gaps, conn->Exec(fmt::format("SELECT count(*) FROM {} WHERE {c} > $1::bigint AND "
-                                                              "{c} <= $2::bigint",
-                                                              table, fmt::arg("c", column)),
-                                                  {std::to_string(h.contiguous), std::to_string(end)}));
-    const uint64_t span = end > h.contiguous ? end - h.contiguous : 0;
-    h.gap_ledgers = span - std::min<uint64_t>(span, static_cast<uint64_t>(gaps.GetInt(0, 0)));
-  }
-  if (h.max) {
-    auto at = conn->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {} WHERE {} = $1::bigint",
-                                     table, column),
-                         {std::to_string(*h.max)});
-    if (at.ok() && at->size() == 1 && !at->IsNull(0, 0)) h.closed_at_max = std::stod(std::string(at->Get(0, 0)));
-  }
-  return h;
-}
-
-// The first ledger of from:to that `schema` does not hold (to + 1 when it holds them all).
-Result<Ledger> FirstMissing(const std::string& conninfo, const std::string& schema, Ledger from, Ledger to) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
-  const std::string sql = fmt::format(
-      "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {t} WHERE {c} = $1::bigint) THEN $1::bigint ELSE "
-      "coalesce((SELECT min(a.{c}) + 1 FROM {t} a WHERE a.{c} >= $1::bigint AND a.{c} <= $2::bigint AND NOT EXISTS "
-      "(SELECT 1 FROM {t} b WHERE b.{c} = a.{c} + 1)), $2::bigint + 1) END",
-      fmt::arg("c", pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column)),
-      fmt::arg("t", pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable)));
-  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn->Exec(sql, {std::to_string(from), std::to_string(to)}));
-  return static_cast<Ledger>(std::min<int64_t>(rows.GetInt(0, 0), int64_t{to} + 1));
-}
-
-std::optional<double> ClosedAt(const std::string& conninfo, const std::string& schema, Ledger ledger) {
-  auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly);
-  if (!conn.ok()) return std::nullopt;
-  auto at = (*conn)->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {}.{} WHERE {} = $1::bigint",
-                                      pg::QuoteIdent(schema), pg::QuoteIdent(kLedgerTable),
-                                      pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column)),
-                          {std::to_string(ledger)});
-  if (!at.ok() || at->size() != 1 || at->IsNull(0, 0)) return std::nullopt;
-  return std::stod(std::string(at->Get(0, 0)));
-}
 
 class Follower {
  public:
@@ -229,6 +139,9 @@ class Follower {
         LD_RETURN_IF_ERROR(retry(st, fmt::format("cycle {}", cycle.number)));
         continue;
       }
+      // --recheck: once, by the run's first finished cycle that got to it (a cycle that found
+      // verified ledgers gone first leaves it to the next, with --keep-going).
+      if (cycle.rechecked) recheck_done_ = true;
       if (failing) cycle.retry = fmt::format("recovered after {:.1f} s of failures", SecondsSince(failing_since));
       failing = false;
       backoff = 1;
@@ -240,6 +153,8 @@ class Follower {
       report.frontier = cycle.frontier;
       found = found || cycle.finding.has_value();
       report.diverged = found || !cycle.open.empty();  // found by this run, or still open
+      report.cycles_total = cycle.number;
+      report.open_divergences = cycle.open.size();
       if (on_cycle_) on_cycle_(report.cycles.back());
       if (cycle.finding && !o_.keep_going) break;
       if (o_.until && state_.compared_through >= *o_.until) {
@@ -344,6 +259,7 @@ class Follower {
     cycle.head_right = hr->max;
     // What was compared must still be there: reaped from both sides, or a finding at once.
     if (kept <= through) LD_RETURN_IF_ERROR(CheckKept(*hl, *hr, cycle));
+    if (!cycle.finding && o_.recheck && !recheck_done_) LD_RETURN_IF_ERROR(Recheck(*o_.recheck, cycle));
     if (!cycle.finding) LD_RETURN_IF_ERROR(RecheckOpen(cycle));
     // Each side's usable frontier: its gap-free run, less its newest `settle` ledgers.
     auto usable = [&](const Heads& h) -> Ledger {
@@ -644,6 +560,45 @@ class Follower {
       }
   }
 
+  // --recheck A:B (issue 43: after a re-ingest of both sides the segments hold the old rows):
+  // verify-range over A:B on both sides afresh. Equal, A:B's ledgers in the segments are replaced
+  // by what the sides hold now and the open divergences in A:B close; different, the segments keep
+  // what was verified and a divergence opens (a finding, kFoundByRecheck). The frontier is not moved.
+  Status Recheck(const LedgerRange& r, FollowCycle& cycle) {
+    if (r.from < state_.Kept() || r.to > state_.compared_through)
+      return Status::Usagef("--recheck {}: the state holds compared ledgers {}:{} only (below {} reaped)", r.str(),
+                            state_.Kept(), state_.compared_through, state_.Kept());
+    VerifyRangeOptions v = CycleOptions(r);
+    const std::string fresh = (fs::path(segments_dir_) / (FollowSegmentName(r) + ".partial-recheck")).string();
+    v.out = fresh;
+    auto report = RunVerifyRange(v, reporter_);
+    std::error_code ec;
+    if (!report.ok()) fs::remove(fresh, ec);
+    LD_RETURN_IF_ERROR(report.status());
+    VerifyRangeReport& rr = *report;
+    cycle.rows_left += rr.diff.rows_compared_left;
+    cycle.rows_right += rr.diff.rows_compared_right;
+    if (rr.diff.identical) {
+      const Status replaced = ReplaceSegmentLedgers(o_.state_dir, state_, r, fresh);
+      fs::remove(fresh, ec);
+      LD_RETURN_IF_ERROR(replaced);
+      cycle.rechecked = FollowCycle::Recheck{r, kFollowRecheckIdentical};
+      ClearChecked(r, fmt::format("--recheck {}: both sides compared equal afresh", r.str()), cycle);
+      return Status::Ok();
+    }
+    fs::remove(fresh, ec);
+    cycle.rechecked = FollowCycle::Recheck{r, kFollowRecheckDivergent};
+    FollowFinding f;
+    f.ledger = rr.diff.first_divergent_ledger.value_or(r.from);
+    for (const auto& t : rr.diff.divergent_tables) f.tables.push_back(t.table);
+    f.report = std::move(rr);
+    cycle.finding = std::move(f);
+    OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, r.to}, kFoundByRecheck, cycle);
+    if (o_.keep_going && (!state_.first_divergence || cycle.finding->ledger < *state_.first_divergence))
+      state_.first_divergence = cycle.finding->ledger;
+    return Status::Ok();
+  }
+
   // The way back (issue 43): each open divergence whose ledgers were stored (verified, or kept
   // going past) is compared again, both sides against what was verified, at most
   // kRechecksPerCycle a cycle; equal on both sides, it is closed and the frontier moves on.
@@ -763,6 +718,7 @@ class Follower {
   const std::string segments_dir_;
   std::unique_ptr<DirLock> lock_;
   std::optional<dump::ProfileSpec> spec_;  // loaded at the first cycle that needs it
+  bool recheck_done_ = false;
   FollowState state_;
   // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
   // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads
@@ -782,6 +738,13 @@ Status ValidateFollowOptions(const FollowOptions& o) {
                             *l, kHighestLedger);
   std::error_code ec;
   const bool has_state = fs::exists(fs::symlink_status(fs::path(o.state_dir) / kFollowStateFile, ec));
+  if (o.recheck) {
+    if (o.recheck->from < 1 || o.recheck->to > kHighestLedger || o.recheck->from > o.recheck->to)
+      return Status::Usagef("--recheck {}: not a range A:B with 1 <= A <= B <= {}", o.recheck->str(), kHighestLedger);
+    if (!has_state)
+      return Status::Usagef("--recheck {}: --state {} holds no state yet (nothing was verified to check again)",
+                            o.recheck->str(), o.state_dir);
+  }
   if (o.from == 0 && !has_state)
     return Status::Usagef("--follow needs the first ledger, --from A (or --range A:): --state {} holds no state yet",
                           o.state_dir);
@@ -800,7 +763,15 @@ Status ValidateFollowOptions(const FollowOptions& o) {
   // The state directory and its state before any connection: bad input is exit 2 at once, not
   // a failure retried until --give-up-after.
   LD_RETURN_IF_ERROR(CheckFollowStateDir(o.state_dir));
-  if (has_state) return LoadFollowState(o.state_dir).status();
+  if (!has_state) return Status::Ok();
+  LD_ASSIGN_OR_RETURN(const FollowState state, LoadFollowState(o.state_dir));
+  if (o.recheck && state.compared_through < state.Kept())
+    return Status::Usagef("--recheck {}: --state {} holds no compared ledgers", o.recheck->str(), o.state_dir);
+  if (o.recheck && (o.recheck->from < state.Kept() || o.recheck->to > state.compared_through))
+    return Status::Usagef("--recheck {}: --state {} has compared ledgers {}:{} only (recheck lies at or below its "
+                          "frontier{})",
+                          o.recheck->str(), o.state_dir, state.Kept(), state.compared_through,
+                          state.Kept() > state.from ? fmt::format("; ledgers before {} were reaped", state.Kept()) : "");
   return Status::Ok();
 }
 

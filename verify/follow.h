@@ -44,6 +44,11 @@ struct FollowOptions {
   double scrub_period_s = 86400;   // re-verify every verified ledger at least this often
   uint64_t max_cycles = 0;         // 0: no limit (tests stop after N cycles)
   uint32_t max_cycle_ledgers = 100000;  // a cycle verifies at most this many new ledgers
+  // --recheck A:B: the run's first cycle (the next one when it found verified ledgers gone first,
+  // with keep_going) compares both sides afresh over these compared ledgers
+  // (within the state's kept..compared_through), as if new; equal, they replace what the segments
+  // hold of them and close the open divergences there; different, they open one (a finding).
+  std::optional<LedgerRange> recheck;
 };
 Status ValidateFollowOptions(const FollowOptions& options);
 
@@ -61,6 +66,9 @@ struct FollowFinding {
   VerifyRangeReport report;             // verify-range over the new stretch (or the changed ledger)
 };
 
+inline constexpr const char* kFollowRecheckIdentical = "identical";
+inline constexpr const char* kFollowRecheckDivergent = "divergent";
+
 struct FollowCycle {
   uint64_t number = 0;                 // 1, 2, ... over the state's life
   Ledger first = 0;                    // the state's first ledger: frontier < first, nothing verified yet
@@ -68,6 +76,13 @@ struct FollowCycle {
   Ledger frontier = 0;                 // verified through (from - 1: nothing yet)
   std::optional<LedgerRange> compared;  // the new ledgers compared by this cycle
   std::optional<LedgerRange> scrubbed;  // the verified ledgers re-checked by this cycle
+  // --recheck A:B, in the run's first cycle: the ledgers compared afresh on both sides and the
+  // verdict, kFollowRecheckIdentical (the segments now hold them) or kFollowRecheckDivergent.
+  struct Recheck {
+    LedgerRange ledgers;
+    std::string verdict;
+  };
+  std::optional<Recheck> rechecked;
   // Retention: verified ledgers gone from both sides from the bottom up (Horizon's reaper) are
   // reaped, no longer compared or scrubbed: those this cycle found, and all through now
   // (reaped_through < first: none).
@@ -102,6 +117,8 @@ struct FollowReport {
   Ledger frontier = 0;
   bool reached_until = false;
   bool diverged = false;            // some cycle of this run found a divergence, or one is still open
+  uint64_t cycles_total = 0;        // the state's cycles at the end, over its life
+  size_t open_divergences = 0;      // open at the end
 };
 
 // Runs cycles until `until` is verified, max_cycles ran, a divergence stops it (not keep_going),

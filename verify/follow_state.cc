@@ -15,6 +15,7 @@
 
 #include "core/atomic_file.h"
 #include "dump/bounded_json.h"
+#include "dump/shard.h"
 #include "dump/source_identity.h"
 
 namespace ledgerdiff::verify {
@@ -78,9 +79,10 @@ OpenDivergence ParseOpenDivergence(const nlohmann::json& j, const std::string& w
     throw dump::JsonFormatError(fmt::format("key \"{}\": {} is before \"from\" {}", dump::JsonPath(where, "to"),
                                             d.ledgers.to, d.ledgers.from));
   d.how = dump::JsonString(j, where, "how");
-  if (d.how != kFoundInNewLedgers && d.how != kFoundByScrub && d.how != kFoundGone)
-    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not {}, {} or {}", dump::JsonPath(where, "how"),
-                                            Quoted(d.how), kFoundInNewLedgers, kFoundByScrub, kFoundGone));
+  if (d.how != kFoundInNewLedgers && d.how != kFoundByScrub && d.how != kFoundGone && d.how != kFoundByRecheck)
+    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not {}, {}, {} or {}", dump::JsonPath(where, "how"),
+                                            Quoted(d.how), kFoundInNewLedgers, kFoundByScrub, kFoundGone,
+                                            kFoundByRecheck));
   d.sides = dump::JsonString(j, where, "sides");
   if (d.sides != "" && d.sides != "left" && d.sides != "right" && d.sides != "both")
     throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not left, right or both",
@@ -327,6 +329,32 @@ void RemoveUnreferencedSegments(const std::string& dir, const FollowState& s) {
     const std::string name = e.path().filename().string();
     if (!keep.count(name) && IsSegmentEntryName(name)) fs::remove(e.path(), ec);
   }
+}
+
+Status ReplaceSegmentLedgers(const std::string& dir, const FollowState& s, const LedgerRange& r,
+                             const std::string& fresh) {
+  const fs::path segments = fs::path(dir) / kFollowSegmentsDir;
+  std::error_code ec;
+  for (const FollowSegment& seg : s.segments) {
+    if (seg.range.to < r.from || seg.range.from > r.to) continue;
+    // The pieces are segment leftovers by name (".ldm.partial..."): an interrupted run's are removed.
+    std::vector<std::string> pieces;
+    auto cut = [&](const std::string& from, const LedgerRange& part) -> Status {
+      const std::string piece = (segments / (FollowSegmentName(part) + ".partial-cut")).string();
+      LD_RETURN_IF_ERROR(dump::CutManifest(from, part, piece).status());
+      pieces.push_back(piece);
+      return Status::Ok();
+    };
+    const std::string stored = (segments / seg.file).string();
+    Status st = Status::Ok();
+    if (seg.range.from < r.from) st = cut(stored, {seg.range.from, r.from - 1});
+    if (st.ok()) st = cut(fresh, {std::max(seg.range.from, r.from), std::min(seg.range.to, r.to)});
+    if (st.ok() && seg.range.to > r.to) st = cut(stored, {r.to + 1, seg.range.to});
+    if (st.ok()) st = dump::ConcatenateManifests(pieces, stored).status();
+    for (const auto& p : pieces) fs::remove(p, ec);
+    LD_RETURN_IF_ERROR(st);
+  }
+  return Status::Ok();
 }
 
 Result<FollowStatus> ReadFollowStatus(const std::string& dir) {

@@ -49,6 +49,7 @@ struct OpenDivergence {
 inline constexpr const char* kFoundInNewLedgers = "new-ledgers";
 inline constexpr const char* kFoundByScrub = "scrub";
 inline constexpr const char* kFoundGone = "gone";
+inline constexpr const char* kFoundByRecheck = "recheck";  // verify-range --follow --recheck A:B
 // A divergence closed: what was open, and when and how it closed.
 struct ClosedDivergence {
   OpenDivergence divergence;
@@ -111,6 +112,14 @@ Status SaveFollowState(const std::string& dir, const FollowState& s);
 // segment not yet recorded, a checkpoint, a temporary file): what an interrupted cycle left. Call
 // under the directory's lock. Other entries are left alone (CheckFollowStateDir refuses them).
 void RemoveUnreferencedSegments(const std::string& dir, const FollowState& s);
+// Replaces the ledgers `r` of the segments of `s` in DIR with those of the whole full-detail
+// manifest `fresh` (of exactly `r`, of the same sides, profile and tool version): each segment
+// overlapping `r` is rewritten under its own name, atomically, as its ledgers before `r`, fresh's
+// within it and its ledgers after `r` (dump::CutManifest, dump::ConcatenateManifests); the state
+// itself is unchanged. Interrupted, a segment holds its old or its new ledgers, never a mix.
+// REQUIRES: `r` within the segments' ledgers; under the directory's lock.
+Status ReplaceSegmentLedgers(const std::string& dir, const FollowState& s, const LedgerRange& r,
+                             const std::string& fresh);
 
 // What `follow-status` shows of a state directory, read without a database and without taking
 // its lock (a follower starting meanwhile is never refused because of it).
