@@ -77,7 +77,9 @@ TEST(FollowRecheck, AfterAReIngestOfBothSidesTheRecheckedStretchIsWhatTheScrubCo
     EXPECT_TRUE(Cycles(scrub)[0]["finding"].is_null()) << scrub.out;
     EXPECT_EQ(Cycles(scrub)[0]["verified_through"], k.last);
     EXPECT_EQ(Cycles(scrub)[0]["scrubbed"]["to"], k.last);
-    if (pass == 1) EXPECT_EQ(Cycles(scrub)[0]["scrubbed"]["from"], k.first) << "a whole pass, the rechecked stretch in it";
+    if (pass == 1) {
+      EXPECT_EQ(Cycles(scrub)[0]["scrubbed"]["from"], k.first) << "a whole pass, the rechecked stretch in it";
+    }
   }
 
   // A change on one side only, found by --recheck: a divergence opens, the segments keep what was
@@ -159,7 +161,9 @@ TEST(FollowRecheck, AStretchAcrossSegmentsIsReplacedInEach) {
     EXPECT_EQ(scrub.exit_code, 0) << scrub.out << scrub.err;
     ASSERT_EQ(Cycles(scrub).size(), 1u);
     EXPECT_TRUE(Cycles(scrub)[0]["finding"].is_null()) << scrub.out;
-    if (pass == 1) EXPECT_EQ(Cycles(scrub)[0]["scrubbed"], (nlohmann::json{{"from", k.first}, {"to", until}}));
+    if (pass == 1) {
+      EXPECT_EQ(Cycles(scrub)[0]["scrubbed"], (nlohmann::json{{"from", k.first}, {"to", until}}));
+    }
   }
 }
 

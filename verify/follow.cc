@@ -365,7 +365,7 @@ class Follower {
     v.allow_empty = true;  // gone from both: the report shows the coverage, not a usage error
     LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
     cycle.finding = std::move(f);
-    OpenDivergenceOf(*cycle.finding, {*first, compared}, kFoundGone, cycle);
+    OpenDivergenceOf(*cycle.finding, {*first, compared}, kFoundGone);
     if (!o_.keep_going) {
       state_.scrub_next = std::max(std::min(state_.scrub_next, *first), from);
     } else if (!state_.first_divergence || *first < *state_.first_divergence) {
@@ -430,7 +430,7 @@ class Follower {
       for (const auto& t : r.diff.divergent_tables) f.tables.push_back(t.table);
       f.report = std::move(r);
       cycle.finding = std::move(f);
-      OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, range.to}, kFoundInNewLedgers, cycle);
+      OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, range.to}, kFoundInNewLedgers);
       if (!o_.keep_going) return Status::Ok();  // not verified: the next run compares it again
       if (!state_.first_divergence) state_.first_divergence = cycle.finding->ledger;
     } else {
@@ -495,7 +495,7 @@ class Follower {
 
   // Records the divergence `f` found over `ledgers` as open (one per first ledger: found again,
   // it is updated, not added).
-  void OpenDivergenceOf(const FollowFinding& f, const LedgerRange& ledgers, const char* how, const FollowCycle& cycle) {
+  void OpenDivergenceOf(const FollowFinding& f, const LedgerRange& ledgers, const char* how) {
     auto& open = state_.open_divergences;
     auto at = std::lower_bound(open.begin(), open.end(), ledgers.from,
                                [](const OpenDivergence& d, Ledger l) { return d.ledgers.from < l; });
@@ -593,7 +593,7 @@ class Follower {
     for (const auto& t : rr.diff.divergent_tables) f.tables.push_back(t.table);
     f.report = std::move(rr);
     cycle.finding = std::move(f);
-    OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, r.to}, kFoundByRecheck, cycle);
+    OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, r.to}, kFoundByRecheck);
     if (o_.keep_going && (!state_.first_divergence || cycle.finding->ledger < *state_.first_divergence))
       state_.first_divergence = cycle.finding->ledger;
     return Status::Ok();
@@ -703,7 +703,7 @@ class Follower {
     NullReporter quiet;
     LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
     cycle.finding = std::move(f);
-    OpenDivergenceOf(*cycle.finding, {*changed, slice.to}, kFoundByScrub, cycle);
+    OpenDivergenceOf(*cycle.finding, {*changed, slice.to}, kFoundByScrub);
     if (!o_.keep_going) {
       state_.scrub_next = *changed;  // a restart checks it again first
     } else if (!state_.first_divergence || *changed < *state_.first_divergence) {
