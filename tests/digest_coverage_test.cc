@@ -171,7 +171,11 @@ TEST(Coverage, AGapOnOneSideUnderARangeIsIncompleteAndNamesThatSideAndItsLedgers
     EXPECT_NE(t.out.find("incomplete: ledgers of " + held.str() + " are missing (left 0, right 3, of "), std::string::npos)
         << t.out;
     const std::string junit = testing::ReadFileBytes(dir.path + "/" + engine + ".xml");
-    EXPECT_NE(junit.find("incomplete: right: 3 ledgers missing: " + missing), std::string::npos) << junit;
+    // The side and its ledgers: in the headline and in the coverage line, as the text says them.
+    EXPECT_NE(junit.find("value=\"Incomplete: right lacks 3 ledgers of " + held.str() + "\""), std::string::npos)
+        << junit;
+    EXPECT_NE(junit.find("incomplete: 3 ledgers missing on the right: " + missing), std::string::npos) << junit;
+    EXPECT_EQ(junit.find("missing on the left"), std::string::npos) << junit;
   }
   // A difference at a ledger both sides hold still takes precedence over the gap: divergent there.
   const Ledger changed = gap - 2;
@@ -259,10 +263,16 @@ TEST(Coverage, EveryOutputFormatOfVerifyRangeSaysIncomplete) {
   EXPECT_NE(r.out.find("\nincomplete: ledgers of " + range), std::string::npos) << r.out;
   const std::string junit = testing::ReadFileBytes(dir.path + "/v.xml");
   EXPECT_NE(junit.find("name=\"verdict\" value=\"incomplete\""), std::string::npos) << junit;
-  EXPECT_NE(junit.find("incomplete: left: 50 ledgers missing"), std::string::npos) << junit;
+  EXPECT_NE(junit.find("value=\"Incomplete: left lacks 50 ledgers, right lacks 50 ledgers of " + range + "\""),
+            std::string::npos)
+      << junit;
+  EXPECT_NE(junit.find(fmt::format("incomplete: 50 ledgers missing on both sides: {}-{}", held.to + 1, held.to + 50)),
+            std::string::npos)
+      << junit;
   EXPECT_NE(testing::ReadFileBytes(dir.path + "/v.md").find("incomplete"), std::string::npos);
   const std::string html = testing::ReadFileBytes(dir.path + "/html/index.html");
-  EXPECT_NE(html.find("incomplete: left: 50 ledgers missing"), std::string::npos);
+  EXPECT_NE(html.find("Incomplete: left lacks 50 ledgers, right lacks 50 ledgers of " + range), std::string::npos)
+      << html;
   EXPECT_NE(html.find("ledgerdiff verify-range --range"), std::string::npos) << "the look-again command";
   r = testing::RunCli({"verify-range", "--range", range, "--left", KahunaLeft(), "--right", KahunaLeft(), "--format",
                        "json"});
