@@ -295,9 +295,12 @@ TEST(Distributed, AWorkerWhoseSessionsTheServerEndsReconnectsAndSpendsNoRetry) {
                         {run_id, worker_id});
     return r.ok() && r->size() == 1 ? static_cast<int>(r->GetInt(0, 0)) : 0;
   };
-  const int first_heartbeat = heartbeat_pid();
-  ASSERT_GT(first_heartbeat, 0);
-  ASSERT_NE(first_heartbeat, job_backend);
+  // The worker registers on its job session; its heartbeat session records itself on its first beat.
+  int first_heartbeat = 0;
+  ASSERT_TRUE(PollUntil([&] {
+    first_heartbeat = heartbeat_pid();
+    return first_heartbeat > 0 && first_heartbeat != job_backend;
+  })) << "the heartbeat session never recorded itself";
   auto terminated = conn->Exec("SELECT pg_terminate_backend($1)", {std::to_string(first_heartbeat)});
   ASSERT_TRUE(terminated.ok() && terminated->GetBool(0, 0)) << terminated.status().message();
   EXPECT_TRUE(PollUntil([&] {
