@@ -1,16 +1,21 @@
 #pragma once
-// What render_test and render_range_test share: the sample verify reports they build in code (no
-// database: a realistic parallel run of 2:401 and the identical and divergent reports over it)
-// and an XML well-formedness check. Included by test sources only.
+// What the render tests share (render_test's files and render_range_test): the sample verify and
+// chaos reports they build in code (no database: a realistic parallel run of 2:401 and the
+// identical and divergent reports over it), an XML well-formedness check, a scratch directory.
+// Included by test sources only.
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "verify/chaos.h"
 #include "verify/verify.h"
 
 namespace ledgerdiff::verify::render_samples {
@@ -234,6 +239,80 @@ inline VerifyReport DivergentReport() {
                                          {"account", std::nullopt, std::string("GA\x01X")}}}};
   rd.changed_total = 1;
   r.diff.rows = {rd};
+  return r;
+}
+
+// Occurrences of `needle` in `haystack`.
+inline size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t pos = haystack.find(needle); pos != std::string::npos; pos = haystack.find(needle, pos + needle.size()))
+    ++n;
+  return n;
+}
+
+// A fresh scratch directory, removed with everything in it when the object goes away, so the
+// suite leaves nothing in the temporary directory.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() /
+              ("ledgerdiff-render-test-" + std::to_string(getpid()) + "-" + std::to_string(++count_) + "-" + name)) {
+    std::filesystem::remove_all(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  static inline int count_ = 0;
+  std::filesystem::path path_;
+};
+
+// A chaos report of two rounds, a worker kill and an orchestrator kill in each; with !valid the
+// second round found ledgers 401-500 duplicated and kept its schema.
+inline verify::ChaosReport SampleChaos(bool valid) {
+  verify::ChaosReport r;
+  r.options.plan.range = {2, 3001};
+  r.options.plan.workers = 4;
+  r.options.plan.job_size = 100;
+  r.options.plan.seed = 7;
+  r.replay = "ledgerdiff chaos --range 2:3001 --workers 4 --job-size 100 --seed 7";
+  for (uint32_t i = 1; i <= 2; ++i) {
+    verify::ChaosRound round;
+    round.round = i;
+    round.ingest_ok = true;
+    round.jobs = 30;
+    round.valid = true;
+    round.faults.push_back({{verify::FaultKind::kKill, 4, "mid-job", 0},
+                            1,
+                            true,
+                            "SIGKILL worker w2 (pid 123) during job 4 attempt 1",
+                            true,
+                            ingest::Detector::kProcessExit,
+                            "",
+                            std::nullopt});
+    round.faults.push_back({{verify::FaultKind::kOrchestrator, 0, "", 25},
+                            1,
+                            true,
+                            "killed the orchestrator after 25 jobs done",
+                            true,
+                            ingest::Detector::kOrchestratorRestart,
+                            "",
+                            std::nullopt});
+    round.detectors = {{ingest::Detector::kProcessExit, 1}, {ingest::Detector::kOrchestratorRestart, 1}};
+    r.rounds.push_back(round);
+  }
+  if (!valid) {
+    r.rounds[1].valid = false;
+    r.rounds[1].anomalies[verify::AnomalyClass::kDuplicated] = {{401, 500}};
+    r.rounds[1].schema_kept = true;
+    r.rounds[1].schema = "ld_c_r2";
+  }
+  r.valid = valid;
   return r;
 }
 
