@@ -21,6 +21,7 @@
 #include "report/junit.h"
 #include "report/markdown.h"
 #include "report/verify_view.h"
+#include "tests/harness.h"
 #include "tests/render_samples.h"
 #include "verify/state_compare.h"
 #include "verify/verify.h"
@@ -224,10 +225,13 @@ TEST(RenderRange, TheGatePageBannerHasTheVerdictInCapitalsAndAHeadline) {
   EXPECT_TRUE(Has(same, "<div class=\"word\">IDENTICAL</div><div class=\"what\">7 checks passed</div>")) << same;
 }
 
-// Pages for the browser test: divergent with state and long table names, identical, incomplete.
+// Pages for the browser test (into $LEDGERDIFF_RENDER_SAMPLE_DIR, else a scratch directory):
+// divergent with state and long table names, identical, incomplete; each written whole and
+// well-formed.
 TEST(RenderRange, SamplePagesForBrowser) {
   const char* env = std::getenv("LEDGERDIFF_RENDER_SAMPLE_DIR");
-  if (!env || !*env) GTEST_SKIP() << "LEDGERDIFF_RENDER_SAMPLE_DIR not set";
+  TempDir scratch("range-sample");
+  const std::string dir = env && *env ? std::string(env) : scratch.path().string();
   VerifyRangeReport wide = DivergentRange();
   for (auto& t : wide.diff.tables) t.table += "_60000";
   for (auto& t : wide.diff.divergent_tables) t.table += "_60000";
@@ -235,9 +239,13 @@ TEST(RenderRange, SamplePagesForBrowser) {
   const std::vector<std::pair<std::string, VerifyRangeReport>> pages = {
       {"verify-range-divergent", wide}, {"verify-range-identical", IdenticalRange()},
       {"verify-range-incomplete", IncompleteRange()}};
-  for (const auto& [name, r] : pages)
-    ASSERT_TRUE(report::WriteHtmlReport(report::RenderVerifyRangeHtml(r), (fs::path(env) / name).string()).ok())
+  for (const auto& [name, r] : pages) {
+    ASSERT_TRUE(report::WriteHtmlReport(report::RenderVerifyRangeHtml(r), (fs::path(dir) / name).string()).ok())
         << name;
+    const std::string page = ledgerdiff::testing::ReadFileBytes((fs::path(dir) / name / "index.html").string());
+    ASSERT_GT(page.size(), 1000u) << name;
+    EXPECT_EQ(CheckWellFormed(page.substr(page.find("<html"))), "") << name;
+  }
 }
 
 }  // namespace
