@@ -29,12 +29,7 @@
 namespace ledgerdiff {
 namespace {
 
-using digest_support::Db;
-using digest_support::Diff;
-using digest_support::ExecSql;
-using digest_support::HeldLedgers;
-using digest_support::KahunaLeft;
-using digest_support::Q;
+using namespace digest_support;
 using dump::Chunk;
 using testing::CliResult;
 using testing::Connect;

@@ -67,12 +67,7 @@ LedgerRange HeldLedgers(const std::string& conninfo) {
 namespace ledgerdiff {
 namespace {
 
-using digest_support::Db;
-using digest_support::Diff;
-using digest_support::ExecSql;
-using digest_support::HeldLedgers;
-using digest_support::KahunaLeft;
-using digest_support::Q;
+using namespace digest_support;
 using dump::Chunk;
 using dump::Digest128;
 using testing::CliResult;
