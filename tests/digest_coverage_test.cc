@@ -30,14 +30,6 @@ namespace ledgerdiff {
 namespace {
 
 using namespace digest_support;
-using dump::Chunk;
-using testing::CliResult;
-using testing::Connect;
-using testing::LoadDump;
-using testing::Renumber;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::UniqueName;
 
 // Issue 22: coverage is part of the verdict. Which ledgers each side holds is read off
 // history_ledgers; a ledger of the range that a side lacks is "incomplete" (exit 1), listed, and

@@ -31,21 +31,12 @@ namespace ledgerdiff {
 namespace {
 
 using namespace digest_support;
-using dump::Chunk;
-using testing::CliResult;
-using testing::Connect;
-using testing::LoadDump;
-using testing::Renumber;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::UniqueName;
 
 // ---------------------------------------------------------------------------------------------
 // Horizon dumps
 
 using testing::DeleteLedger;
 using testing::HasColumn;
-using testing::LoadableDumps;
 using testing::ScenarioDir;
 
 TEST(Horizon, EveryLoadableDumpRenumberedIsIdentical) {

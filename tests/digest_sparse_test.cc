@@ -30,14 +30,6 @@ namespace ledgerdiff {
 namespace {
 
 using namespace digest_support;
-using dump::Chunk;
-using testing::CliResult;
-using testing::Connect;
-using testing::LoadDump;
-using testing::Renumber;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::UniqueName;
 
 // Issue 22: cost follows the data. Only ledgers holding a row are listed (digest chunks,
 // manifests, checkpoints, the diff); with ledger-leading indexes the digest reads no statement

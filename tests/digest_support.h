@@ -8,8 +8,21 @@
 #include "core/pg.h"
 #include "core/status.h"
 #include "diff/diff.h"
+#include "dump/digest.h"
+#include "tests/harness.h"
 
 namespace ledgerdiff::digest_support {
+
+// What every file of the binary uses of dump and the harness, brought in with the helpers.
+using dump::Chunk;
+using testing::CliResult;
+using testing::Connect;
+using testing::LoadDump;
+using testing::LoadableDumps;
+using testing::Renumber;
+using testing::RunCli;
+using testing::TestConninfo;
+using testing::UniqueName;
 
 // A quoted SQL identifier.
 std::string Q(const std::string& s);

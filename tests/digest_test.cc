@@ -68,16 +68,7 @@ namespace ledgerdiff {
 namespace {
 
 using namespace digest_support;
-using dump::Chunk;
 using dump::Digest128;
-using testing::CliResult;
-using testing::Connect;
-using testing::LoadableDumps;
-using testing::LoadDump;
-using testing::Renumber;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::UniqueName;
 
 // Per (ledger, table) entries of a digest.
 struct Entries {

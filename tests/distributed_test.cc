@@ -75,6 +75,13 @@ std::string RootOf(const std::string& schema, const std::string& range) {
   return r.exit_code == 0 ? nlohmann::json::parse(r.out).at("root").get<std::string>() : "";
 }
 
+// `schema` holds what a serial ingest of `range` into the fresh schema `serial` writes (equal roots).
+void ExpectWhatASerialIngestWrites(const std::string& schema, const std::string& serial, const std::string& range) {
+  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1"});
+  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
+  EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
+}
+
 TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob) {
   const std::string schema = UniqueName("dist"), serial = UniqueName("dist_serial"), range = "2:401";
   auto plan = RunCli({"plan", "--db", TestConninfo(), "--range", range, "--schema", schema, "--job-size", "25",
@@ -144,9 +151,7 @@ TEST(Distributed, WorkersJoiningAtDifferentTimesFinishARunDespiteOneKilledMidJob
   auto late = RunCli({"worker", "--db", TestConninfo(), "--run", run_id});
   EXPECT_EQ(late.exit_code, 0) << late.err;
 
-  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1"});
-  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
-  EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
+  ExpectWhatASerialIngestWrites(schema, serial, range);
 }
 
 // A job out of retries fails the run; its last attempt's error (the external ingester's stderr
@@ -332,9 +337,7 @@ TEST(Distributed, AWorkerWhoseSessionsTheServerEndsReconnectsAndSpendsNoRetry) {
     EXPECT_EQ(a.attempt, 1u) << "job " << a.job_id << " was requeued: " << a.error;
     EXPECT_EQ(a.outcome, ingest::AttemptOutcome::kDone) << "job " << a.job_id << ": " << a.error;
   }
-  auto ingest = RunCli({"ingest", "--db", TestConninfo(), "--schema", serial, "--range", range, "--workers", "1"});
-  ASSERT_EQ(ingest.exit_code, 0) << ingest.err;
-  EXPECT_EQ(RootOf(schema, range), RootOf(serial, range));
+  ExpectWhatASerialIngestWrites(schema, serial, range);
 }
 
 // A worker that recorded no exit and was seen within the job timeout, but whose heartbeat session

@@ -35,12 +35,7 @@
 namespace ledgerdiff {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace manifest_support;
-using testing::ReadFileBytes;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::WriteFileBytes;
 
 // ---- crafted files ----
 

@@ -39,12 +39,7 @@
 namespace ledgerdiff {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace manifest_support;
-using testing::ReadFileBytes;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::WriteFileBytes;
 
 [[maybe_unused]] const bool kMeasureHelper = [] {
   const char* dir_env = std::getenv("LEDGERDIFF_TEST_MEASURE_DIR");

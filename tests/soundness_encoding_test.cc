@@ -30,11 +30,6 @@ namespace ledgerdiff {
 namespace {
 
 using namespace soundness_support;
-using testing::Connect;
-using testing::LoadDump;
-using testing::ScenarioDir;
-using testing::TestConninfo;
-using testing::UniqueName;
 
 // ---------------------------------------------------------------------------------------------
 // 6. No false alarms

@@ -15,6 +15,13 @@
 
 namespace ledgerdiff::soundness_support {
 
+// What every file of the binary uses of the harness, brought in with the helpers.
+using testing::Connect;
+using testing::LoadDump;
+using testing::ScenarioDir;
+using testing::TestConninfo;
+using testing::UniqueName;
+
 inline void ExecSql(const std::string& conninfo, const std::string& sql) {
   auto c = testing::Connect(conninfo);
   Status s = c->Run(sql);

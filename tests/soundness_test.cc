@@ -31,11 +31,6 @@ namespace ledgerdiff {
 namespace {
 
 using namespace soundness_support;
-using testing::Connect;
-using testing::LoadDump;
-using testing::ScenarioDir;
-using testing::TestConninfo;
-using testing::UniqueName;
 
 // ---------------------------------------------------------------------------------------------
 // 1. Rows outside the detected range, ledger 0, the top ledger

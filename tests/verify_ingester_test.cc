@@ -31,11 +31,6 @@ namespace ledgerdiff {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
-using testing::Connect;
-using testing::RunCli;
-using testing::TestConninfo;
-using testing::UniqueName;
 using namespace verify_support;
 
 // ---------------------------------------------------------------------------------------------
