@@ -39,11 +39,7 @@
 namespace ledgerdiff::verify {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace render_samples;
-using report::RenderVerifyJUnit;
-using report::RenderVerifyMarkdown;
-using report::WriteVerifyHtml;
 
 // ---------------------------------------------------------------------------------------------
 // Issue 14: progress off a terminal, ETA from recent work.

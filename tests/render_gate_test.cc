@@ -40,11 +40,7 @@
 namespace ledgerdiff::verify {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace render_samples;
-using report::RenderVerifyJUnit;
-using report::RenderVerifyMarkdown;
-using report::WriteVerifyHtml;
 
 // ---------------------------------------------------------------------------------------------
 // Issue 14: every gate speaks CI through the report sink (core/report.h, report/gate.h).

@@ -29,7 +29,6 @@
 namespace ledgerdiff::verify {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace render_samples;
 
 const char* const kLookAgain =

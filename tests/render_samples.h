@@ -15,10 +15,19 @@
 
 #include <gtest/gtest.h>
 
+#include "report/html.h"
+#include "report/junit.h"
+#include "report/markdown.h"
 #include "verify/chaos.h"
 #include "verify/verify.h"
 
 namespace ledgerdiff::verify::render_samples {
+
+// What every render test file uses, brought in with the samples.
+namespace fs = std::filesystem;
+using report::RenderVerifyJUnit;
+using report::RenderVerifyMarkdown;
+using report::WriteVerifyHtml;
 
 // A minimal XML well-formedness check: balanced and properly nested elements, quoted attributes,
 // no raw '<' or '&' outside markup and entities. Returns "" or what is wrong.

@@ -42,11 +42,7 @@
 namespace ledgerdiff::verify {
 namespace {
 
-namespace fs = std::filesystem;
 using namespace render_samples;
-using report::RenderVerifyJUnit;
-using report::RenderVerifyMarkdown;
-using report::WriteVerifyHtml;
 
 VerifyReport ErrorReport() {
   VerifyReport r = BaseReport();
