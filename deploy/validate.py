@@ -26,7 +26,7 @@ try:
     import jsonschema
     import yaml
 except ImportError as e:  # pragma: no cover - reported, not hidden
-    print(f"validate.py: {e.name} is missing: run ci/bootstrap (python3-jsonschema, python3-yaml)", file=sys.stderr)
+    print(f"validate.py: {e.name} is missing: run ci/bootstrap --for test (python3-jsonschema, python3-yaml)", file=sys.stderr)
     sys.exit(2)
 
 SCHEMAS = pathlib.Path(__file__).resolve().parent / "schemas"

@@ -21,13 +21,13 @@ if ! "$bin" _docs contract --out "$tmp/contract.json"; then
 fi
 export LEDGERDIFF_CONTRACT=$tmp/contract.json
 
-# The validator needs jsonschema and yaml (Debian: python3-jsonschema, python3-yaml via ci/bootstrap).
+# The validator needs jsonschema and yaml (Debian: python3-jsonschema, python3-yaml via ci/bootstrap --for test).
 py=""
 for candidate in /usr/bin/python3 python3; do
   if "$candidate" -c 'import jsonschema, yaml' 2>/dev/null; then py=$candidate; break; fi
 done
 if [[ -z $py ]]; then
-  echo "deploy_test: no python3 with jsonschema and yaml: run ci/bootstrap" >&2
+  echo "deploy_test: no python3 with jsonschema and yaml: run ci/bootstrap --for test" >&2
   echo "0 passed, 1 failed"
   exit 1
 fi

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Parses a --metrics file with prometheus_client's text-format parser (the reference
-implementation's; Debian's python3-prometheus-client, installed by ci/bootstrap: run it with
+implementation's; Debian's python3-prometheus-client, installed by ci/bootstrap --for test: run it with
 /usr/bin/python3) and prints its samples as JSON lines {"name", "labels", "value", "type"}.
 Exits 1 with the parser's error when the file is not valid exposition text."""
 import json

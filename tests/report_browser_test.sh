@@ -22,7 +22,7 @@
 # A probe script is added to a copy of each page (the reports themselves carry no script);
 # `chromium --dump-dom` prints the DOM after it ran, with its findings in <pre id="ld-probe">.
 # Usage: report_browser_test.sh BUILD_DIR. Exit 0 pass, 1 fail (no Chromium is a failure too:
-# ci/bootstrap installs it). CHROMIUM picks the browser; KEEP=1 keeps the scratch directory.
+# ci/bootstrap --for test installs it). CHROMIUM picks the browser; KEEP=1 keeps the scratch directory.
 set -euo pipefail
 build=$(realpath "$1")
 bin=$build/ledgerdiff
@@ -36,7 +36,7 @@ if [[ -z $chromium ]]; then
   done
 fi
 if [[ -z $chromium ]]; then
-  echo "report_browser_test: FAILED: no chromium to render the reports in (run ci/bootstrap, or apt-get install -y chromium)" >&2
+  echo "report_browser_test: FAILED: no chromium to render the reports in (run ci/bootstrap --for test, or apt-get install -y chromium)" >&2
   exit 1
 fi
 [[ -x $bin && -x $render && -x $render_range ]] || { echo "report_browser_test: build ledgerdiff and render_test first" >&2; exit 2; }
