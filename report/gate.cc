@@ -536,7 +536,8 @@ GateReports ChaosReports(const verify::ChaosReport& r) {
 GateReports SweepReports(const verify::SweepReport& r) {
   GateReports g = FromSummary(SweepGate(r));
   g.html = [&r](const std::string& dir) { return WriteSweepHtml(r, dir); };  // the heatmap and USL page
-  double seconds = r.reference_s;
+  double seconds = r.reference_warmup_s;
+  for (double run : r.reference_runs_s) seconds += run;
   for (const auto& cell : r.cells)
     for (const auto& repeat : cell.repeats) seconds += repeat.wall_s;
   g.metrics = MetricsOf("sweep", g.summary.verdict, g.summary.passed, seconds, nullptr);

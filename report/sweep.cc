@@ -327,9 +327,18 @@ std::string ThroughputCurve(const SweepReport& r) {
 std::string RenderSweepText(const SweepReport& r) {
   const SweepOptions& o = r.options;
   std::string s = r.target ? r.target->Line() + "\n" : "";
+  std::string reference_time;
+  if (!r.reference_runs_s.empty()) {
+    auto [lo, hi] = std::minmax_element(r.reference_runs_s.begin(), r.reference_runs_s.end());
+    reference_time = r.reference_runs_s.size() == 1
+                         ? fmt::format(" {:.2f} s (one run after a {:.2f} s warm-up)", r.reference_s,
+                                       r.reference_warmup_s)
+                         : fmt::format(" {:.2f} s ({:.2f}-{:.2f}, median of {} runs after a {:.2f} s warm-up)",
+                                       r.reference_s, *lo, *hi, r.reference_runs_s.size(), r.reference_warmup_s);
+  }
   s += fmt::format("sweep {} ({}), repeat {}, engine {}, reference: {}{}\n", o.range.str(),
-                              FormatCountOf(o.range.size(), "ledger"), o.repeat, dump::ToString(r.engine), r.reference,
-                              r.reference_s > 0 ? fmt::format(" {:.2f} s", r.reference_s) : std::string());
+                   FormatCountOf(o.range.size(), "ledger"), o.repeat, dump::ToString(r.engine), r.reference,
+                   reference_time);
   if (!o.hooks.bug.empty()) s += fmt::format("injected bug {} in parallel cells\n", o.hooks.bug);
   s += fmt::format("{:>7} {:>8} {:>5} {:>9} {:>13} {:>10} {:>10} {:>8} {:>8} {:>7} {:>5}  {}\n", "workers",
                    "job size", "jobs", "median s", "min-max s", "ledgers/s", "rows/s", "speed-up", "attempts",
@@ -369,6 +378,8 @@ json SweepReportToJson(const SweepReport& r) {
   j["injected_bug"] = OptString(r.options.hooks.bug);
   j["reference"] = {{"source", r.reference},
                     {"seconds", r.reference_s},
+                    {"runs_s", r.reference_runs_s},
+                    {"warmup_s", r.reference_runs_s.empty() ? json(nullptr) : json(r.reference_warmup_s)},
                     {"schema", OptString(r.reference_schema)}};
   json cells = json::array();
   for (const auto& c : r.cells) cells.push_back(CellJson(c));

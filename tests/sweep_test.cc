@@ -453,10 +453,19 @@ TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
   ASSERT_TRUE(j["recommendation"]["found"].get<bool>());
   EXPECT_FALSE(j["recommendation"]["every_parallel_divergent"].get<bool>());
   EXPECT_TRUE(j["reference"]["schema"].is_null());
+  // Issue 46: the reference is measured like a cell: a warm-up, then --repeat timed runs whose
+  // median is the speed-up's denominator (a cold single run made the reference's own cell read
+  // 1.46x serial).
+  const std::vector<double> runs = j["reference"]["runs_s"];
+  ASSERT_EQ(runs.size(), 2u) << j["reference"];
+  EXPECT_GT(j["reference"]["warmup_s"].get<double>(), 0) << j["reference"];
+  EXPECT_NEAR(j["reference"]["seconds"].get<double>(), (runs[0] + runs[1]) / 2, 1e-9) << j["reference"];
+  EXPECT_NE(r.err.find("warm-up (not timed)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("_reference_r2\", repeat 2/2"), std::string::npos) << r.err;  // run 2 into its own schema...
   // The documented keys are exactly the emitted ones.
   EXPECT_EQ(Keys(j), DocumentedKeys("## `sweep --format json`"));
   EXPECT_EQ(Keys(j["cells"][0]), DocumentedKeys("### sweep cells"));
-  // Nothing is left behind after a clean sweep.
+  // Nothing is left behind after a clean sweep (...and the warm-up's and run 2's schemas are gone too).
   EXPECT_TRUE(SweepSchemas(j["run_id"]).empty());
 
   std::string csv = testing::ReadFileBytes(dir / "cells.csv");

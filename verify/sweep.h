@@ -120,7 +120,12 @@ struct SweepReport {
   SweepOptions options;           // as asked: range, grid, repeat, workload (ingester, bug), baseline
   std::string run_id;             // options.run_id, or the new one when that was empty
   std::string reference;          // "serial ingest (1 worker, jobs of N)" or "manifest PATH"
-  double reference_s = 0;         // serial ingest wall time (0 with a baseline)
+  // The serial reference is measured like a cell: one untimed warm-up ingest (so the reference is
+  // not the only cold measurement of the run), then `repeat` timed ones. reference_s is their
+  // median; all 0 / empty with a baseline.
+  double reference_s = 0;
+  std::vector<double> reference_runs_s;  // the timed ingests, in order
+  double reference_warmup_s = 0;         // the warm-up ingest's wall time (not in the median)
   std::string reference_schema;   // kept when a cell diverged or with keep; "" when dropped
   dump::DigestEngine engine = dump::kDefaultEngine;  // what digested the reference and the cells
   std::vector<SweepCell> cells;   // workers-major, in the order given
