@@ -4,10 +4,7 @@
 
 #include <algorithm>
 #include <array>
-#include <condition_variable>
-#include <filesystem>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -19,6 +16,7 @@
 #include "dump/digest.h"
 #include "dump/manifest.h"
 #include "diff/coverage_builder.h"
+#include "diff/side_stream.h"
 
 namespace ledgerdiff::diff {
 
@@ -26,159 +24,6 @@ using dump::Chunk;
 using dump::DigestSummary;
 using dump::ResolvedProfile;
 using dump::ResolvedTable;
-
-namespace {
-
-// The digest's snapshot of a schema side, held open for the checks and the row diff.
-// The digest thread publishes the snapshot id and waits until the comparator releases it.
-class SnapshotGate {
- public:
-  // Digest thread: publish and block until Release (DigestOptions::before_commit). `seen`
-  // stays valid until then.
-  Status PublishAndWait(const std::string& id, const dump::SeenReferences& seen) {
-    std::unique_lock<std::mutex> lock(mu_);
-    id_ = id;
-    seen_ = &seen;
-    published_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return released_; });
-    return Status::Ok();
-  }
-  // Digest thread: the digest ended (also when it failed before publishing).
-  void Finished() {
-    std::lock_guard<std::mutex> lock(mu_);
-    finished_ = true;
-    cv_.notify_all();
-  }
-  // Comparator: the snapshot id, or std::nullopt when the digest ended without one (an error).
-  std::optional<std::string> Wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] { return published_ || finished_; });
-    if (!published_) return std::nullopt;
-    return id_;
-  }
-  // Comparator, after Wait() gave an id and before Release(): what the digest's client
-  // resolution saw.
-  const dump::SeenReferences& seen() const { return *seen_; }
-  void Release() {
-    std::lock_guard<std::mutex> lock(mu_);
-    released_ = true;
-    cv_.notify_all();
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string id_;
-  const dump::SeenReferences* seen_ = nullptr;
-  bool published_ = false, released_ = false, finished_ = false;
-};
-
-// One side during a comparison: its profile, its stream of chunks, its summary.
-// INVARIANT: the digest thread is owned: the destructor cancels the stream, releases the snapshot
-// and joins, so no return path leaves a joinable thread behind.
-struct SideStream {
-  Source source;
-  const char* name = "left";
-  ResolvedProfile profile;               // as resolved before the digest (schema) or from the header
-  std::optional<LedgerRange> present;    // range present in the schema (none: empty) / the manifest's
-  std::unique_ptr<dump::ManifestReader> reader;
-  BoundedQueue<Chunk> queue{4};  // digest thread -> comparator
-  SnapshotGate gate;
-  DigestSummary summary;       // schema: filled by the digest thread
-  Chunk chunk;                 // current chunk
-  size_t pos = 0;              // position in chunk.ledgers (Seek)
-  bool have = false;
-  std::vector<int> map;        // common table index -> this side's table index (-1 absent)
-  std::jthread thread;         // declared last: joined first, while the members above are alive
-
-  SideStream() = default;
-  SideStream(const SideStream&) = delete;
-  SideStream& operator=(const SideStream&) = delete;
-  ~SideStream() { Stop(); }
-
-  bool is_schema() const { return std::holds_alternative<SchemaSource>(source); }
-  // REQUIRES: is_schema().
-  const SchemaSource& db() const { return std::get<SchemaSource>(source); }
-  // Cancels the digest (if still running), releases its snapshot and joins it.
-  void Stop() {
-    queue.Cancel();
-    gate.Release();
-    if (thread.joinable()) thread.join();
-  }
-
-  // Advances to the chunk holding `l`, and `pos` to its first listed ledger >= l. False at the
-  // end of the stream.
-  Result<bool> Seek(Ledger l) {
-    while (!have || chunk.range.to < l) {
-      pos = 0;
-      if (reader) {
-        LD_ASSIGN_OR_RETURN(bool more, reader->Next(chunk));
-        if (!more) return false;
-      } else {
-        if (!queue.Pop(chunk)) {
-          Status s = queue.status();
-          if (!s.ok()) return s;
-          return false;
-        }
-      }
-      have = true;
-    }
-    while (pos < chunk.ledgers.size() && chunk.ledgers[pos] < l) ++pos;
-    return chunk.range.contains(l);
-  }
-  // The next ledger >= the sought one that this side lists, or its chunk's end + 1.
-  uint64_t NextListed() const {
-    return pos < chunk.ledgers.size() ? uint64_t{chunk.ledgers[pos]} : uint64_t{chunk.range.to} + 1;
-  }
-  // Reads a manifest to its end (checksum) after the compared range.
-  Status Drain() {
-    if (!reader) return Status::Ok();
-    for (;;) {
-      LD_ASSIGN_OR_RETURN(bool more, reader->Next(chunk));
-      if (!more) return Status::Ok();
-    }
-  }
-  // A connection inside the digest's snapshot. REQUIRES: is_schema(), the digest has started.
-  Result<std::unique_ptr<pg::Connection>> OpenInSnapshot() {
-    std::optional<std::string> id = gate.Wait();
-    if (!id) {
-      Stop();
-      Status st = queue.status();
-      return st.ok() ? Status::Runtimef("{}: the digest ended without a snapshot", Describe(source)) : st;
-    }
-    LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db().conninfo, "ledgerdiff diff checks", pg::Access::kReadOnly));
-    LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
-    LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(*id)));
-    return conn;
-  }
-};
-
-// One side's canonical rows of a table at one ledger, with which of them are stored flipped.
-struct LedgerRows {
-  std::vector<RowValues> rows;
-  std::vector<bool> stored_flipped;  // parallel to rows
-};
-
-Result<LedgerRows> FetchRows(pg::Connection& conn, const std::string& schema, const ResolvedTable& table,
-                             Ledger ledger) {
-  LedgerRows out;
-  std::vector<std::string_view> fields;
-  Status s = conn.CopyOut(dump::CanonicalCopyWithFlip(table, schema, {ledger, ledger}), [&](std::string_view line) {
-    pg::SplitCopyFields(line, fields);
-    if (fields.size() < 2) return Status::Runtimef("a row of {} without its fields", table.name);
-    RowValues r;
-    // Field 0 is the ledger, the last one the flipped flag; the canonical columns between.
-    for (size_t i = 1; i + 1 < fields.size(); ++i) r.push_back(dump::UnescapeCopyField(fields[i]));
-    out.rows.push_back(std::move(r));
-    out.stored_flipped.push_back(pg::TextIsTrue(fields.back()));
-    return Status::Ok();
-  });
-  if (!s.ok()) return s.With(fmt::format("rows of {} at ledger {}", table.name, ledger));
-  return out;
-}
-
-}  // namespace
 
 const char* VerdictName(Verdict v) {
   switch (v) {
