@@ -14,36 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-build/ledgerdiff}
 [[ -x "$bin" ]] || { echo "ci/test_bootstrap.sh: no ledgerdiff binary at $bin (build it, or give its path)" >&2; exit 2; }
-[[ $(id -u) -eq 0 ]] || { echo "ci/test_bootstrap.sh: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
-command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null; }
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-cache=${LEDGERDIFF_BOOTSTRAP_CACHE:-/var/tmp/ledgerdiff-bootstrap}
-
-root=$(mktemp -d "${TMPDIR:-/tmp}/ledgerdiff-bootstrap-XXXXXX")
-cleanup() {
-  for m in dev/shm proc; do mountpoint -q "$root/$m" && umount -l "$root/$m"; done
-  rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-chmod 0755 "$root"  # it becomes /: the server user must traverse it
-step() { echo "== $*"; }
-
-if [[ -s "$cache/bookworm-minbase.tar" ]]; then
-  step "Debian 12 minbase from $cache/bookworm-minbase.tar"
-  tar -C "$root" -xf "$cache/bookworm-minbase.tar"
-else
-  step "debootstrap bookworm (minbase) into $root"
-  debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-    { tail -20 "$root.debootstrap.log"; rm -f "$root.debootstrap.log"; exit 2; }
-  rm -f "$root.debootstrap.log"
-  mkdir -p "$cache" && tar -C "$root" -cf "$cache/bookworm-minbase.tar.part" . &&
-    mv "$cache/bookworm-minbase.tar.part" "$cache/bookworm-minbase.tar"
-fi
-mount -t proc proc "$root/proc"
-mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
-# No daemons in the chroot: postgresql-common's own cluster must not start (ledgerdiff never uses it).
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod +x "$root/usr/sbin/policy-rc.d"
-in_root() { chroot "$root" env -i PATH=/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+source ci/debian_root.sh
+debian_root ci/test_bootstrap.sh
 # The source tree as committed (plus this checkout's ci/bootstrap, which is what is under test).
 mkdir -p "$root/src"
 git ls-files -z | tar --null -T - -cf - | tar -C "$root/src" -xf -

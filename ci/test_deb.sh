@@ -4,36 +4,17 @@
 # the man page, completions and copyright file are in place and the embedded default exits 2
 # naming postgresql-15; with its Recommends too (postgresql-15, bash-completion), completion works
 # and a small verify on the embedded PostgreSQL passes. Not part of ci/test (it downloads ~200 MB and takes minutes).
-# Needs root and the Debian archive (DEBIAN_MIRROR, default deb.debian.org).
+# Needs root and the Debian archive (DEBIAN_MIRROR, default deb.debian.org); the clean root is
+# ci/debian_root.sh's (its minbase cached in /var/tmp/ledgerdiff-bootstrap).
 # Usage: ci/test_deb.sh [PATH.deb]   (default: the newest build/ledgerdiff_*.deb; make it with
 #        `cmake --build build && (cd build && cpack -G DEB)`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deb=${1:-$(ls -t build/ledgerdiff_*.deb 2>/dev/null | head -1)}
 [[ -n "$deb" && -f "$deb" ]] || { echo "ci/test_deb.sh: no .deb given and none in build/ (run cpack -G DEB in build/)" >&2; exit 2; }
-[[ $(id -u) -eq 0 ]] || { echo "ci/test_deb.sh: needs root (debootstrap, chroot, mount)" >&2; exit 2; }
-command -v debootstrap >/dev/null || { apt-get update -qq && apt-get install -y -qq debootstrap >/dev/null; }
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
-
-root=$(mktemp -d "${TMPDIR:-/tmp}/ledgerdiff-debian12-XXXXXX")
-cleanup() {
-  for m in dev/shm proc; do mountpoint -q "$root/$m" && umount -l "$root/$m"; done
-  rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-chmod 0755 "$root"  # it becomes /: the server user must traverse it
-step() { echo "== $*"; }
-
-step "debootstrap bookworm (minbase) into $root"
-debootstrap --variant=minbase bookworm "$root" "$mirror" >"$root.debootstrap.log" 2>&1 ||
-  { tail -20 "$root.debootstrap.log"; rm -f "$root.debootstrap.log"; exit 2; }
-rm -f "$root.debootstrap.log"
-mount -t proc proc "$root/proc"
-mkdir -p "$root/dev/shm" && mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
-# No daemons in the chroot: postgresql-common's own cluster must not start (ledgerdiff never uses it).
-printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d" && chmod +x "$root/usr/sbin/policy-rc.d"
+source ci/debian_root.sh
+debian_root ci/test_deb.sh
 cp "$deb" "$root/tmp/ledgerdiff.deb"
-in_root() { chroot "$root" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
 
 step "apt-get install ./$(basename "$deb") (Depends only)"
 in_root apt-get update -qq
@@ -62,8 +43,15 @@ cat "$root/tmp/noserver.err"
   { echo "ci/test_deb.sh: without postgresql-15, verify exited $rc without naming the package" >&2; exit 1; }
 
 step "apt-get install ./$(basename "$deb") with its Recommends (postgresql-15, bash-completion)"
+# apt installs the Recommends of a package it installs, not of one already there: remove it first.
+in_root env DEBIAN_FRONTEND=noninteractive apt-get remove -y -qq ledgerdiff >"$root/tmp/apt.log" 2>&1 ||
+  { tail -30 "$root/tmp/apt.log"; exit 1; }
 in_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq /tmp/ledgerdiff.deb >"$root/tmp/apt.log" 2>&1 ||
   { tail -30 "$root/tmp/apt.log"; exit 1; }
+for p in postgresql-15 bash-completion; do
+  in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+    { echo "ci/test_deb.sh: $p did not come with the package's Recommends" >&2; exit 1; }
+done
 in_root dpkg-query -W -f='installed: ${Package} ${Version}\n' postgresql-15 bash-completion
 in_root bash -c 'source /usr/share/bash-completion/bash_completion && source /usr/share/bash-completion/completions/ledgerdiff
   COMP_WORDS=(ledgerdiff ver); COMP_CWORD=1; _ledgerdiff; echo "bash: ledgerdiff ver<TAB> -> ${COMPREPLY[*]}"'
