@@ -133,9 +133,11 @@ class Follower {
       cycle.number = state_.cycles + 1;
       const double period = std::chrono::duration<double>(start - last_start).count();
       const FollowState before = state_;
+      const auto state_attempt_before = last_state_attempt_;
       Status st = Cycle(cycle, period);
       if (!st.ok()) {
         state_ = before;  // what is on disk: the cycle is done again
+        last_state_attempt_ = state_attempt_before;  // and its state comparison with it
         LD_RETURN_IF_ERROR(retry(st, fmt::format("cycle {}", cycle.number)));
         continue;
       }
