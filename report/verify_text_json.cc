@@ -150,7 +150,10 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
       at = end == std::string::npos ? state.size() : end + 1;
     }
   }
-  if (!c.open.empty())
+  if (!c.open.empty() && c.open.front().how == verify::kFoundInState)  // the state's alone (it is last)
+    s += fmt::format("\n  open: 1 divergence (the state at ledger {}, found in cycle {})", c.open.front().ledgers.from,
+                     c.open.front().cycle);
+  else if (!c.open.empty())
     s += fmt::format("\n  open: {} (the first at ledgers {}, found {} in cycle {})",
                      FormatCountOf(c.open.size(), "divergence"), c.open.front().ledgers.str(), c.open.front().how,
                      c.open.front().cycle);
@@ -278,7 +281,12 @@ std::string RenderFollowText(const verify::FollowReport& r, const verify::Follow
                                  : stopped && !o.keep_going ? " (stopped at the divergence below)"
                                  : r.frontier < r.first     ? fmt::format(" (waiting for ledger {})", r.first)
                                                             : "");
-  if (!r.cycles.empty() && !r.cycles.back().open.empty()) {
+  if (!r.cycles.empty() && !r.cycles.back().open.empty() && r.cycles.back().open.front().how == verify::kFoundInState) {
+    const auto& state = r.cycles.back().open.front();
+    text += fmt::format("1 divergence open (the state at ledger {}, found in cycle {}): the verdict stays divergent "
+                        "until a state comparison at a common ledger agrees\n",
+                        state.ledgers.from, state.cycle);
+  } else if (!r.cycles.empty() && !r.cycles.back().open.empty()) {
     const auto& open = r.cycles.back().open;
     text += fmt::format("{} open (the first at ledgers {}, found {} in cycle {}): the verdict stays divergent until "
                         "a cycle finds both sides as verified there\n",
