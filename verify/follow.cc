@@ -350,7 +350,9 @@ class Follower {
       so.wait_s = 0;  // a follower tries again next cycle
       auto compared = CompareState(diff::SchemaSource{o_.sides.left, o_.sides.left_schema},
                                    diff::SchemaSource{o_.sides.right, o_.sides.right_schema}, *spec_, o_.sides.engine, so);
-      const int64_t now = static_cast<int64_t>(std::time(nullptr));
+      // Never before the last comparison (a wall clock stepped back would leave state.json's
+      // last agreement after its last comparison, which the state's checks refuse).
+      const int64_t now = std::max(static_cast<int64_t>(std::time(nullptr)), state_.state_last_compared_at);
       if (!compared.ok()) {
         if (compared.status().kind() == Status::Kind::kRuntime) return compared.status().With("state");
         // Bad input on a side (a state ledger that is no ledger number): said, not again before the interval.
