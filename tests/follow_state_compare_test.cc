@@ -270,7 +270,14 @@ TEST(FollowStateCompare, StateIsComparedAtMostOnceEveryStateInterval) {
     if (c["state"].is_object() && c["state"]["compared"] == true) at.push_back(c["state_last_compared_at"]);
   ASSERT_GE(at.size(), 2u) << second.dump();
   for (size_t i = 1; i < at.size(); ++i) EXPECT_GE(at[i], at[i - 1] + 1) << second.dump();
-  // Validated like the other follow flags.
+  // --skip-state: the follower compares no state, whatever the interval.
+  auto skipped = follow({"--cycles", "1", "--state-interval", "0", "--skip-state"});
+  EXPECT_TRUE(skipped[0]["state"].is_null()) << skipped[0].dump();
+  EXPECT_EQ(skipped[0]["state_last_compared_at"], at.back()) << skipped[0].dump();
+  // Validated like the other follow flags; --state-wait is the one-shot's.
+  auto wait = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--state-wait", "5"}));
+  EXPECT_EQ(wait.exit_code, 2) << wait.out << wait.err;
+  EXPECT_NE(wait.err.find("--state-wait applies to a one-shot verify-range"), std::string::npos) << wait.err;
   for (const char* bad : {"-1", "nan", "1e9"}) {
     auto r = RunCli(FollowArgs(k.left, k.right, state, {"--cycles", "1", "--state-interval", bad}));
     EXPECT_EQ(r.exit_code, 2) << bad << r.out << r.err;
