@@ -149,7 +149,8 @@ void ManFiles(std::string& out) {
        "refused. GITHUB_STEP_SUMMARY, when set, is appended to."},
       {"DIR/state.json",
        "verify-range --follow --state DIR: what was verified (first ledger, frontier, scrub position, segments, both "
-       "sides' identities and the profile), replaced atomically after every cycle. A state of other databases or "
+       "sides' identities and the profile, the open divergences, when the state tables last agreed and at which "
+       "ledger), replaced atomically after every cycle. A state of other databases or "
        "another profile, a symbolic link in DIR, or a DIR holding anything else is refused (exit 2). To start over, "
        "remove DIR."},
       {"DIR/lock",

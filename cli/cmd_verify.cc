@@ -289,7 +289,7 @@ void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
                 "shard, profile, schemas and databases; the ledgers in it are not digested again)");
   sub->add_flag("--skip-state", f.skip_state,
                 "Accept state tables (accounts, offers, ...) at different ledgers on the two sides: reported, not "
-                "compared, verdict unchanged (else incomplete, exit 1)");
+                "compared, verdict unchanged (else incomplete, exit 1); with --follow: never compare state");
   sub->add_option("--state-wait", o.state.wait_s,
                   "Seconds to read both sides' state again until their state ledgers (key_value_store "
                   "exp_ingest_last_ledger) are equal, then compare the state tables (0: read once)")
@@ -318,6 +318,11 @@ void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {
       ->capture_default_str();
   sub->add_option("--scrub-period", fo.scrub_period_s,
                   "With --follow: re-verify every verified ledger at least once in this many seconds")
+      ->capture_default_str();
+  sub->add_option("--state-interval", fo.state_interval_s,
+                  "With --follow: compare the state tables (accounts, offers, ...) at most once in this many seconds, "
+                  "in the first cycle after it that finds both sides' state ledgers equal (0: every cycle; "
+                  "--skip-state: never). A difference is a divergence (exit 1) until a later comparison agrees")
       ->capture_default_str();
   sub->add_option("--recheck", f.recheck,
                   "With --follow: the run's first cycle compares ledgers A:B (already compared, at or below the "
@@ -349,8 +354,9 @@ Status CheckFollowFlags(VerifyRangeFlags& f) {
 
 Status CheckVerifyRangeFlags(VerifyRangeFlags& f) {
   if (f.skip_state) f.options.state.mode = verify::StateMode::kSkip;
-  if (f.follow && (f.skip_state || f.options.state.wait_s != 0))
-    return Status::Usage("--skip-state and --state-wait apply to a one-shot verify-range: --follow compares history only");
+  if (f.follow && f.options.state.wait_s != 0)
+    return Status::Usage("--state-wait applies to a one-shot verify-range: --follow compares state whenever a cycle "
+                         "finds both sides at the same ledger (--state-interval)");
   if (f.follow) return CheckFollowFlags(f);
   if (!f.follow_options.state_dir.empty() || f.follow_options.from != 0 || f.until != 0 || !f.recheck.empty())
     return Status::Usage("--state, --from, --until and --recheck go with --follow");

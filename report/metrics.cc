@@ -178,13 +178,35 @@ std::vector<Metric> FollowMetrics(const verify::FollowCycle& c, const FollowTota
                       "Divergences found and not resolved since (the verdict is divergent while one is open)",
                       static_cast<double>(c.open.size())));
   if (!c.open.empty()) {
-    out.push_back(Gauge("ledgerdiff_first_open_divergent_ledger", "The first ledger of the first open divergence",
-                        static_cast<double>(c.open.front().ledgers.from)));
+    // The first history divergence's ledger (a state divergence's ledger is a state ledger, below).
+    if (c.open.front().how != verify::kFoundInState)
+      out.push_back(Gauge("ledgerdiff_first_open_divergent_ledger", "The first ledger of the first open divergence",
+                          static_cast<double>(c.open.front().ledgers.from)));
     int64_t oldest = c.open.front().found_at;
     for (const auto& d : c.open) oldest = std::min(oldest, d.found_at);
     out.push_back(Gauge("ledgerdiff_oldest_open_divergence_age_seconds",
                         "Seconds since the oldest open divergence was found",
                         std::max(0.0, static_cast<double>(now - oldest))));
+  }
+  // The state comparison (--state-interval, issue 45): only when the follower compares state.
+  if (c.state_followed) {
+    out.push_back(Gauge("ledgerdiff_state_divergent",
+                        "1 while the state tables compared at a common ledger differ (a divergence open until a later "
+                        "comparison agrees), else 0",
+                        c.state_divergent ? 1.0 : 0.0));
+    if (c.state_last_agreed_ledger) {
+      out.push_back(Gauge("ledgerdiff_state_last_agreed_ledger",
+                          "The last state ledger at which both sides' state tables compared equal",
+                          static_cast<double>(*c.state_last_agreed_ledger)));
+      out.push_back(Gauge("ledgerdiff_state_last_agreed_timestamp_seconds",
+                          "When both sides' state tables last compared equal (Unix seconds)",
+                          static_cast<double>(c.state_last_agreed_at)));
+    }
+    if (c.state_last_compared_at)
+      out.push_back(Gauge("ledgerdiff_state_last_compared_timestamp_seconds",
+                          "When the state tables were last compared at a common ledger, whatever they showed (Unix "
+                          "seconds)",
+                          static_cast<double>(c.state_last_compared_at)));
   }
   out.push_back({"ledgerdiff_rows_compared_total", "counter", "History rows compared by this follower process, per side",
                  {{{{"side", "left"}}, static_cast<double>(totals.rows_left)},

@@ -141,7 +141,19 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
   for (const auto& closed : c.closed)
     s += fmt::format("\n  closed: the divergence at ledgers {} (found {} in cycle {}): {}", closed.divergence.ledgers.str(),
                      closed.divergence.how, closed.divergence.cycle, closed.why);
-  if (!c.open.empty())
+  if (c.state) {
+    // The state comparison this cycle tried: its lines, indented under the cycle's.
+    const std::string state = RenderStateText(*c.state);
+    for (size_t at = 0; at < state.size();) {
+      const size_t end = state.find('\n', at);
+      s += "\n  " + state.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      at = end == std::string::npos ? state.size() : end + 1;
+    }
+  }
+  if (!c.open.empty() && c.open.front().how == verify::kFoundInState)  // the state's alone (it is last)
+    s += fmt::format("\n  open: 1 divergence (the state at ledger {}, found in cycle {})", c.open.front().ledgers.from,
+                     c.open.front().cycle);
+  else if (!c.open.empty())
     s += fmt::format("\n  open: {} (the first at ledgers {}, found {} in cycle {})",
                      FormatCountOf(c.open.size(), "divergence"), c.open.front().ledgers.str(), c.open.front().how,
                      c.open.front().cycle);
@@ -149,8 +161,19 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
 }
 
 nlohmann::json OpenDivergenceToJson(const verify::OpenDivergence& d) {
-  return {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},        {"sides", d.sides},
-          {"tables", d.tables},     {"found_at", d.found_at}, {"found_cycle", d.cycle}};
+  nlohmann::json j = {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},        {"sides", d.sides},
+                      {"tables", d.tables},     {"found_at", d.found_at}, {"found_cycle", d.cycle}};
+  if (d.how == verify::kFoundInState) j["differing_keys"] = d.differing_keys;
+  return j;
+}
+
+// When state last agreed (issue 45), as the cycle JSON and follow-status show it.
+static void AddStateAgreement(nlohmann::json& j, const std::optional<Ledger>& agreed_ledger, int64_t agreed_at,
+                       int64_t compared_at, bool divergent) {
+  j["state_last_agreed_ledger"] = agreed_ledger ? nlohmann::json(*agreed_ledger) : nlohmann::json();
+  j["state_last_agreed_at"] = agreed_at ? nlohmann::json(agreed_at) : nlohmann::json();
+  j["state_last_compared_at"] = compared_at ? nlohmann::json(compared_at) : nlohmann::json();
+  j["state_differs"] = divergent;  // "divergent" would read as a verdict in a search of the output
 }
 
 // A closed divergence as the cycle JSON and follow-status show it: the open one's keys, when it
@@ -199,6 +222,8 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
   for (const auto& d : c.open) j["open_divergences"].push_back(OpenDivergenceToJson(d));
   j["closed_divergences"] = nlohmann::json::array();
   for (const auto& d : c.closed) j["closed_divergences"].push_back(ClosedDivergenceToJson(d));
+  j["state"] = c.state ? StateToJson(*c.state) : nlohmann::json();
+  AddStateAgreement(j, c.state_last_agreed_ledger, c.state_last_agreed_at, c.state_last_compared_at, c.state_divergent);
   return j;
 }
 
@@ -256,7 +281,12 @@ std::string RenderFollowText(const verify::FollowReport& r, const verify::Follow
                                  : stopped && !o.keep_going ? " (stopped at the divergence below)"
                                  : r.frontier < r.first     ? fmt::format(" (waiting for ledger {})", r.first)
                                                             : "");
-  if (!r.cycles.empty() && !r.cycles.back().open.empty()) {
+  if (!r.cycles.empty() && !r.cycles.back().open.empty() && r.cycles.back().open.front().how == verify::kFoundInState) {
+    const auto& state = r.cycles.back().open.front();
+    text += fmt::format("1 divergence open (the state at ledger {}, found in cycle {}): the verdict stays divergent "
+                        "until a state comparison at a common ledger agrees\n",
+                        state.ledgers.from, state.cycle);
+  } else if (!r.cycles.empty() && !r.cycles.back().open.empty()) {
     const auto& open = r.cycles.back().open;
     text += fmt::format("{} open (the first at ledgers {}, found {} in cycle {}): the verdict stays divergent until "
                         "a cycle finds both sides as verified there\n",
@@ -313,6 +343,10 @@ std::string UtcTime(int64_t unix_seconds) {
 std::string DivergenceLine(const verify::OpenDivergence& d) {
   std::string tables;
   for (const auto& t : d.tables) tables += (tables.empty() ? "" : ", ") + t;
+  if (d.how == verify::kFoundInState)
+    return fmt::format("state at ledger {} ({}; {}), found {} in cycle {}", d.ledgers.from,
+                       FormatCountOf(d.differing_keys, "differing key"), tables.empty() ? "no table named" : tables,
+                       UtcTime(d.found_at), d.cycle);
   return fmt::format("ledgers {} ({}{}{}), found {} in cycle {}", d.ledgers.str(), d.how,
                      d.sides.empty() ? "" : ", " + d.sides + (d.sides == "both" ? " sides" : " side"),
                      tables.empty() ? "" : "; " + tables, UtcTime(d.found_at), d.cycle);
@@ -347,6 +381,15 @@ std::string RenderFollowStatusText(const verify::FollowStatus& st) {
   for (const auto& c : s.closed_divergences)
     out += fmt::format("  closed {} in cycle {}: {}: {}\n", UtcTime(c.closed_at), c.cycle, DivergenceLine(c.divergence),
                        c.why);
+  const bool state_open = !s.open_divergences.empty() && s.open_divergences.back().how == verify::kFoundInState;
+  out += s.state_last_agreed_ledger
+             ? fmt::format("  state: last agreed at ledger {} ({}); last compared {}{}\n", *s.state_last_agreed_ledger,
+                           UtcTime(s.state_last_agreed_at), UtcTime(s.state_last_compared_at),
+                           state_open ? "; differs now (open divergence)" : "")
+         : s.state_last_compared_at
+             ? fmt::format("  state: never agreed; last compared {}{}\n", UtcTime(s.state_last_compared_at),
+                           state_open ? " (open divergence)" : "")
+             : std::string("  state: not compared at a common ledger yet\n");
   if (!none)
     out += fmt::format("  scrub: next ledger {}, {:.0f}% of the verified range in this pass\n", s.scrub_next,
                        100 * ScrubCoverage(s));
@@ -371,7 +414,7 @@ nlohmann::json FollowStatusToJson(const verify::FollowStatus& st) {
   for (const auto& c : s.closed_divergences) closed.push_back(ClosedDivergenceToJson(c));
   nlohmann::json segments = nlohmann::json::array();
   for (const auto& seg : s.segments) segments.push_back({{"from", seg.range.from}, {"to", seg.range.to}});
-  return {{"state", st.dir},
+  nlohmann::json j = {{"state", st.dir},
           {"profile", s.profile},
           {"engine", dump::ToString(s.engine)},
           {"first", s.from},
@@ -390,6 +433,9 @@ nlohmann::json FollowStatusToJson(const verify::FollowStatus& st) {
           {"lock_holder_running", st.holder_running ? nlohmann::json(*st.holder_running) : nlohmann::json()},
           {"left", s.left},
           {"right", s.right}};
+  AddStateAgreement(j, s.state_last_agreed_ledger, s.state_last_agreed_at, s.state_last_compared_at,
+                    !s.open_divergences.empty() && s.open_divergences.back().how == verify::kFoundInState);
+  return j;
 }
 
 }  // namespace ledgerdiff::report

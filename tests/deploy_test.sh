@@ -159,7 +159,7 @@ expect "submit rejects: an array size that is not the shard count (before submit
 
 echo "== Prometheus alert rules (deploy/prometheus) with the real promtool"
 rules=$deploy/prometheus
-expect "alerts: promtool check rules" 0 "SUCCESS: 7 rules found" promtool check rules "$rules/ledgerdiff-alerts.yml"
+expect "alerts: promtool check rules" 0 "SUCCESS: 8 rules found" promtool check rules "$rules/ledgerdiff-alerts.yml"
 expect "alerts: promtool test rules (each alert fires on its series, none on a healthy run)" 0 "SUCCESS" \
   promtool test rules "$rules/ledgerdiff-alerts.test.yml"
 # Negative twins: a rule on a metric the tool does not write, and a divergence alert that no longer fires.

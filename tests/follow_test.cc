@@ -591,7 +591,14 @@ TEST(FollowState, AHostileStateFileIsBadInputNamingTheKey) {
       {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":4,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
        "key \"open_divergences[0].to\": 4 is before"},
       {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":5,"how":"rm -rf","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
-       "key \"open_divergences[0].how\": \"rm -rf\" is not new-ledgers, scrub, gone or recheck"},
+       "key \"open_divergences[0].how\": \"rm -rf\" is not new-ledgers, scrub, gone, recheck or state"},
+      // Issue 45: the state divergence (one, last, one ledger) and when state last agreed.
+      {"/open_divergences", nlohmann::json::parse(R"([{"from":61,"to":61,"how":"state","sides":"","tables":[],"found_at":1,"cycle":1},{"from":5,"to":5,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
+       "key \"open_divergences[1]\": after the state divergence"},
+      {"/open_divergences", nlohmann::json::parse(R"([{"from":60,"to":61,"how":"state","sides":"","tables":[],"found_at":1,"cycle":1}])"),
+       "key \"open_divergences[0]\": ledgers 60:61 are not one state ledger"},
+      {"/state_last_agreed_ledger", 0, "key \"state_last_agreed_ledger\": 0 is not a ledger"},
+      {"/state_last_agreed_ledger", 61, "key \"state_last_agreed_at\": 0, with a last agreed ledger 61"},
       {"/open_divergences", nlohmann::json::parse(R"([{"from":5,"to":5,"how":"scrub","sides":"right","tables":[],"found_at":1,"cycle":1}])"),
        "key \"open_divergences\": 1 open, 0 found"},
   };

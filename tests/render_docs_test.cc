@@ -412,6 +412,9 @@ TEST(Metrics, TheDocumentedMetricsAreTheWrittenOnes) {
   verify::FollowCycle cycle;
   cycle.lag_seconds = 12;
   cycle.open.push_back({{40, 44}, verify::kFoundByScrub, "right", {"history_trades"}, 1000, 3});
+  cycle.state_followed = true;  // the state comparison's (issue 45)
+  cycle.state_last_agreed_ledger = 61;
+  cycle.state_last_agreed_at = cycle.state_last_compared_at = 1000;
   for (auto& m : report::FollowMetrics(cycle, {}, 1060)) all.push_back(m);
   std::set<std::string> written;
   for (const auto& m : all) {

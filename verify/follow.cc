@@ -133,9 +133,11 @@ class Follower {
       cycle.number = state_.cycles + 1;
       const double period = std::chrono::duration<double>(start - last_start).count();
       const FollowState before = state_;
+      const auto state_attempt_before = last_state_attempt_;
       Status st = Cycle(cycle, period);
       if (!st.ok()) {
         state_ = before;  // what is on disk: the cycle is done again
+        last_state_attempt_ = state_attempt_before;  // and its state comparison with it
         LD_RETURN_IF_ERROR(retry(st, fmt::format("cycle {}", cycle.number)));
         continue;
       }
@@ -236,7 +238,7 @@ class Follower {
 
   VerifyRangeOptions CycleOptions(const LedgerRange& range) const {
     VerifyRangeOptions v = o_.sides;
-    v.state.mode = StateMode::kOff;  // the follower compares history only (state: --state-interval, to come)
+    v.state.mode = StateMode::kOff;  // history here; state at most every --state-interval (CompareStateIfDue)
     v.range = range;
     v.out.clear();
     v.shards = 0;
@@ -248,6 +250,8 @@ class Follower {
 
   Status Cycle(FollowCycle& cycle, double period) {
     RemoveUnreferencedSegments(o_.state_dir, state_);
+    // The state divergence stays out of the history's ordered list while the history is compared.
+    std::optional<OpenDivergence> state_open = TakeStateDivergence();
     const Ledger through = state_.compared_through;
     const uint64_t window = uint64_t{o_.max_cycle_ledgers} + o_.settle;
     const Ledger kept = state_.Kept();
@@ -274,11 +278,14 @@ class Follower {
     if (frontier > through && (!cycle.finding || o_.keep_going))
       LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, settled_before, cycle));
     if (!cycle.finding || o_.keep_going) LD_RETURN_IF_ERROR(Scrub(cycle, period));
+    bool state_raised = false;
+    LD_RETURN_IF_ERROR(CompareStateIfDue(cycle, state_open, state_raised));
+    if (state_open) state_.open_divergences.push_back(*state_open);  // last, outside the history's order
     ++state_.cycles;
     cycle.number = state_.cycles;
     cycle.first = state_.from;
     cycle.reaped_through = state_.reaped_through;
-    if (cycle.finding) ++state_.divergences;
+    if (cycle.finding || state_raised) ++state_.divergences;
     cycle.divergences_total = state_.divergences;
     cycle.open = state_.open_divergences;
     LD_RETURN_IF_ERROR(SaveFollowState(o_.state_dir, state_));
@@ -308,6 +315,96 @@ class Follower {
         verified ? std::min(1.0, static_cast<double>(state_.scrub_next - std::min(state_.scrub_next, verified_from)) /
                                      static_cast<double>(verified))
                  : 0;
+    return Status::Ok();
+  }
+
+  std::optional<OpenDivergence> TakeStateDivergence() {
+    auto& open = state_.open_divergences;
+    if (open.empty() || open.back().how != kFoundInState) return std::nullopt;
+    std::optional<OpenDivergence> d = std::move(open.back());
+    open.pop_back();
+    return d;
+  }
+
+  // Whether a state comparison is due: none yet, or --state-interval passed since the last
+  // attempt of this run (the first of a run: since the state's last comparison, across restarts).
+  bool StateDue() const {
+    if (last_state_attempt_) return SecondsSince(*last_state_attempt_) >= o_.state_interval_s;
+    if (state_.state_last_compared_at == 0) return true;
+    return static_cast<double>(std::time(nullptr) - state_.state_last_compared_at) >= o_.state_interval_s;
+  }
+
+  // --state-interval (issue 45): when due, the state tables are compared if both sides' state
+  // stands at the same ledger, each read in its own snapshot (CompareState). Different ledgers
+  // are no finding: noted, and tried again next cycle. Compared equal, the state divergence
+  // `open` (if any) closes and the last agreed ledger moves; different, it opens (`raised`) or,
+  // already open, is updated to this ledger.
+  Status CompareStateIfDue(FollowCycle& cycle, std::optional<OpenDivergence>& open, bool& raised) {
+    if (!spec_) {
+      LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
+    }
+    cycle.state_followed = o_.sides.state.mode != StateMode::kSkip && !spec_->state_tables.empty();
+    if (cycle.state_followed && StateDue()) {
+      StateOptions so = o_.sides.state;
+      so.mode = StateMode::kCompare;
+      so.wait_s = 0;  // a follower tries again next cycle
+      auto compared = CompareState(diff::SchemaSource{o_.sides.left, o_.sides.left_schema},
+                                   diff::SchemaSource{o_.sides.right, o_.sides.right_schema}, *spec_, o_.sides.engine, so);
+      // Never before the last comparison (a wall clock stepped back would leave state.json's
+      // last agreement after its last comparison, which the state's checks refuse).
+      const int64_t now = std::max(static_cast<int64_t>(std::time(nullptr)), state_.state_last_compared_at);
+      if (!compared.ok()) {
+        if (compared.status().kind() == Status::Kind::kRuntime) return compared.status().With("state");
+        // Bad input on a side (a state ledger that is no ledger number): said, not again before the interval.
+        StateComparison c;
+        c.note = compared.status().message();
+        cycle.state = std::move(c);
+        last_state_attempt_ = Clock::now();
+      } else {
+        StateComparison& c = *compared;
+        if (!c.compared) {
+          if (c.verdict == StateVerdict::kNotCompared) {
+            last_state_attempt_ = Clock::now();  // nothing to compare: not again before the interval
+          } else {
+            auto text = [](const std::optional<Ledger>& l) { return l ? std::to_string(*l) : std::string("none"); };
+            c.note = fmt::format("ledgers {} vs {} (tried again next cycle)", text(c.ledger_left),
+                                 text(c.ledger_right));
+          }
+          c.verdict = StateVerdict::kNotCompared;  // never incomplete: not a finding
+        } else {
+          last_state_attempt_ = Clock::now();
+          state_.state_last_compared_at = now;
+          const Ledger at = *c.ledger_left;
+          if (c.verdict == StateVerdict::kIdentical) {
+            state_.state_last_agreed_ledger = at;
+            state_.state_last_agreed_at = now;
+            if (open) {
+              Close(*open, fmt::format("state compared equal at ledger {}", at), cycle);
+              open.reset();
+            }
+          } else {
+            std::vector<std::string> tables;
+            for (const auto& t : c.tables)
+              if (!t.identical) tables.push_back(t.table);
+            OpenDivergence d{{at, at}, kFoundInState, "", tables, now, state_.cycles + 1, c.differing_rows};
+            if (open) {
+              d.found_at = open->found_at;  // open since it was first found
+              d.cycle = open->cycle;
+            } else {
+              raised = true;
+              reporter_.Note(fmt::format("state differs at ledger {}: {} in {}", at,
+                                         FormatCountOf(c.differing_rows, "differing key"), fmt::join(tables, ", ")));
+            }
+            open = std::move(d);
+          }
+        }
+        cycle.state = std::move(c);
+      }
+    }
+    cycle.state_last_agreed_ledger = state_.state_last_agreed_ledger;
+    cycle.state_last_agreed_at = state_.state_last_agreed_at;
+    cycle.state_last_compared_at = state_.state_last_compared_at;
+    cycle.state_divergent = open.has_value();
     return Status::Ok();
   }
 
@@ -719,6 +816,7 @@ class Follower {
   std::unique_ptr<DirLock> lock_;
   std::optional<dump::ProfileSpec> spec_;  // loaded at the first cycle that needs it
   bool recheck_done_ = false;
+  std::optional<Clock::time_point> last_state_attempt_;  // this run's last state comparison (or nothing to compare)
   FollowState state_;
   // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
   // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads
@@ -755,6 +853,9 @@ Status ValidateFollowOptions(const FollowOptions& o) {
   if (!(o.give_up_after_s >= 0)) return Status::Usagef("--give-up-after {} is not a number of seconds", o.give_up_after_s);
   if (!(o.scrub_period_s > 0)) return Status::Usagef("--scrub-period {} is not a positive number of seconds", o.scrub_period_s);
   if (o.settle > 1000000) return Status::Usagef("--settle {} ledgers is more than 1,000,000", o.settle);
+  if (!(o.state_interval_s >= 0) || o.state_interval_s > kMaxStateIntervalSeconds)
+    return Status::Usagef("--state-interval {} is not a number of seconds from 0 to {:.0f}", o.state_interval_s,
+                          kMaxStateIntervalSeconds);
   if (!o.sides.out.empty() || o.sides.shards || o.sides.resume)
     return Status::Usage("--follow keeps its own manifests in --state: --out, --shards and --resume do not apply");
   VerifyRangeOptions v = o.sides;

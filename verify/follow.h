@@ -26,6 +26,7 @@
 #include "core/report.h"
 #include "core/status.h"
 #include "verify/follow_state.h"
+#include "verify/state_compare.h"
 #include "verify/verify.h"
 
 namespace ledgerdiff::verify {
@@ -49,7 +50,13 @@ struct FollowOptions {
   // (within the state's kept..compared_through), as if new; equal, they replace what the segments
   // hold of them and close the open divergences there; different, they open one (a finding).
   std::optional<LedgerRange> recheck;
+  // --state-interval: compare the state tables (verify/state_compare.h) at most this often, in the
+  // first cycle after it that finds both sides' state ledgers equal (a cycle that finds them
+  // different tries again next cycle; 0: every cycle). --skip-state (sides.state.mode kSkip):
+  // never. A profile without state tables: never.
+  double state_interval_s = 600;
 };
+inline constexpr double kMaxStateIntervalSeconds = 7 * 86400;
 Status ValidateFollowOptions(const FollowOptions& options);
 
 // A divergence found by a cycle: a new stretch that differs, a verified ledger that changed, or
@@ -109,6 +116,17 @@ struct FollowCycle {
   // and those this cycle closed. The verdict is divergent while one is open.
   std::vector<OpenDivergence> open;
   std::vector<ClosedDivergence> closed;
+  // The state comparison this cycle tried (--state-interval due): compared at a common ledger
+  // (identical or divergent: a kFoundInState divergence opens, or stays open, or closes), or not
+  // (the ledgers differ: not a finding, tried again next cycle; its note says why). nullopt: not due.
+  std::optional<StateComparison> state;
+  // After this cycle (the state's, kept across restarts): when state last agreed and at which
+  // ledger (0 / nullopt: never), when it was last compared, and whether a state divergence is open.
+  std::optional<Ledger> state_last_agreed_ledger;
+  int64_t state_last_agreed_at = 0;
+  int64_t state_last_compared_at = 0;
+  bool state_divergent = false;
+  bool state_followed = false;  // the follower compares state (a profile with state tables, no --skip-state)
 };
 
 struct FollowReport {

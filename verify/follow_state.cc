@@ -67,8 +67,10 @@ bool IsStateDirEntryName(const std::string& name) {
 }
 
 nlohmann::json OpenDivergenceToJson(const OpenDivergence& d) {
-  return {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},  {"sides", d.sides},
-          {"tables", d.tables},     {"found_at", d.found_at}, {"cycle", d.cycle}};
+  nlohmann::json j = {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},  {"sides", d.sides},
+                      {"tables", d.tables},     {"found_at", d.found_at}, {"cycle", d.cycle}};
+  if (d.how == kFoundInState) j["differing_keys"] = d.differing_keys;
+  return j;
 }
 
 // An open divergence at `where` (already an object), its ledgers within from..compared_through.
@@ -79,10 +81,11 @@ OpenDivergence ParseOpenDivergence(const nlohmann::json& j, const std::string& w
     throw dump::JsonFormatError(fmt::format("key \"{}\": {} is before \"from\" {}", dump::JsonPath(where, "to"),
                                             d.ledgers.to, d.ledgers.from));
   d.how = dump::JsonString(j, where, "how");
-  if (d.how != kFoundInNewLedgers && d.how != kFoundByScrub && d.how != kFoundGone && d.how != kFoundByRecheck)
-    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not {}, {}, {} or {}", dump::JsonPath(where, "how"),
+  if (d.how != kFoundInNewLedgers && d.how != kFoundByScrub && d.how != kFoundGone && d.how != kFoundByRecheck &&
+      d.how != kFoundInState)
+    throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not {}, {}, {}, {} or {}", dump::JsonPath(where, "how"),
                                             Quoted(d.how), kFoundInNewLedgers, kFoundByScrub, kFoundGone,
-                                            kFoundByRecheck));
+                                            kFoundByRecheck, kFoundInState));
   d.sides = dump::JsonString(j, where, "sides");
   if (d.sides != "" && d.sides != "left" && d.sides != "right" && d.sides != "both")
     throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not left, right or both",
@@ -95,6 +98,8 @@ OpenDivergence ParseOpenDivergence(const nlohmann::json& j, const std::string& w
   }
   d.found_at = static_cast<int64_t>(dump::JsonUnsigned(j, where, "found_at", kMaxCount - 1));
   d.cycle = dump::JsonUnsigned(j, where, "cycle", kMaxCount - 1);
+  if (d.how == kFoundInState && j.contains("differing_keys"))
+    d.differing_keys = dump::JsonUnsigned(j, where, "differing_keys", kMaxCount - 1);
   return d;
 }
 
@@ -128,7 +133,11 @@ nlohmann::json FollowStateToJson(const FollowState& s) {
           {"left", s.left},
           {"right", s.right},
           {"profile", s.profile},
-          {"engine", dump::ToString(s.engine)}};
+          {"engine", dump::ToString(s.engine)},
+          {"state_last_agreed_ledger",
+           s.state_last_agreed_ledger ? nlohmann::json(*s.state_last_agreed_ledger) : nlohmann::json()},
+          {"state_last_agreed_at", s.state_last_agreed_at},
+          {"state_last_compared_at", s.state_last_compared_at}};
 }
 
 Result<FollowState> ParseFollowState(std::string_view text, const std::string& path) {
@@ -197,15 +206,22 @@ Result<FollowState> ParseFollowState(std::string_view text, const std::string& p
                               Quoted(one.file), one.range.str(), FollowSegmentName(one.range));
     // States written before divergences were kept (issue 43): the first one, from its ledger on.
     if (j.contains("open_divergences")) {
-      const auto& open = dump::JsonArray(j, "", "open_divergences", kMaxOpenDivergences);
+      // The history ones (at most kMaxOpenDivergences) and, last, at most one of the state.
+      const auto& open = dump::JsonArray(j, "", "open_divergences", kMaxOpenDivergences + 1);
       for (size_t i = 0; i < open.size(); ++i) {
         const std::string where = fmt::format("open_divergences[{}]", i);
         if (!open[i].is_object()) throw dump::JsonFormatError(fmt::format("key \"{}\": not an object", where));
         OpenDivergence d = ParseOpenDivergence(open[i], where);
-        if (d.ledgers.from < s.from || d.cycle > s.cycles || d.cycle == 0)
+        const bool state = d.how == kFoundInState;
+        if (!s.open_divergences.empty() && s.open_divergences.back().how == kFoundInState)
+          return Status::Usagef("{}: key \"{}\": after the state divergence (it is the last one)", path, where);
+        if (state ? d.ledgers.to != d.ledgers.from : (d.ledgers.from < s.from || i >= kMaxOpenDivergences))
+          return Status::Usagef("{}: key \"{}\": ledgers {} are not {}", path, where, d.ledgers.str(),
+                                state ? "one state ledger" : "within the state's");
+        if (d.cycle > s.cycles || d.cycle == 0)
           return Status::Usagef("{}: key \"{}\": ledger {} or cycle {} outside the state's (from {}, {} cycles)", path,
                                 where, d.ledgers.from, d.cycle, s.from, s.cycles);
-        if (!s.open_divergences.empty() && d.ledgers.from <= s.open_divergences.back().ledgers.from)
+        if (!state && !s.open_divergences.empty() && d.ledgers.from <= s.open_divergences.back().ledgers.from)
           return Status::Usagef("{}: key \"{}\": not ordered by first ledger", path, where);
         s.open_divergences.push_back(std::move(d));
       }
@@ -227,9 +243,28 @@ Result<FollowState> ParseFollowState(std::string_view text, const std::string& p
                             s.divergences);
     if (s.first_divergence &&
         std::none_of(s.open_divergences.begin(), s.open_divergences.end(),
-                     [&](const OpenDivergence& d) { return d.ledgers.from == *s.first_divergence; }))
+                     [&](const OpenDivergence& d) { return d.how != kFoundInState && d.ledgers.from == *s.first_divergence; }))
       return Status::Usagef("{}: key \"first_divergence\": ledger {} is not an open divergence", path,
                             *s.first_divergence);
+    // States written before the follower compared state (issue 45) have none of these keys.
+    if (auto l = j.contains("state_last_agreed_ledger")
+                     ? dump::JsonNullableUnsigned(j, "", "state_last_agreed_ledger", kHighestLedger)
+                     : std::nullopt) {
+      if (*l == 0) return Status::Usagef("{}: key \"state_last_agreed_ledger\": 0 is not a ledger", path);
+      s.state_last_agreed_ledger = static_cast<Ledger>(*l);
+    }
+    if (j.contains("state_last_agreed_at"))
+      s.state_last_agreed_at = static_cast<int64_t>(dump::JsonUnsigned(j, "", "state_last_agreed_at", kMaxCount - 1));
+    if (j.contains("state_last_compared_at"))
+      s.state_last_compared_at =
+          static_cast<int64_t>(dump::JsonUnsigned(j, "", "state_last_compared_at", kMaxCount - 1));
+    if (s.state_last_agreed_ledger.has_value() != (s.state_last_agreed_at != 0) ||
+        s.state_last_agreed_at > s.state_last_compared_at)
+      return Status::Usagef("{}: key \"state_last_agreed_at\": {}, with a last agreed ledger {} and state last "
+                            "compared at {}",
+                            path, s.state_last_agreed_at,
+                            s.state_last_agreed_ledger ? std::to_string(*s.state_last_agreed_ledger) : "none",
+                            s.state_last_compared_at);
     s.left = dump::JsonObject(j, "", "left");
     s.right = dump::JsonObject(j, "", "right");
     (void)dump::SourceIdentityFromJson(s.left, "left");

@@ -40,16 +40,22 @@ std::string FollowSegmentName(const LedgerRange& r);
 // ledgers finds both sides equal to what was verified (FollowState::open_divergences).
 struct OpenDivergence {
   LedgerRange ledgers;              // its first divergent ledger through the end of what found it
-  std::string how;                  // kFoundInNewLedgers, kFoundByScrub or kFoundGone
+  std::string how;                  // kFoundInNewLedgers, kFoundByScrub, kFoundGone, kFoundByRecheck, kFoundInState
   std::string sides;                // "left", "right", "both" (the scrub, gone); "" new ledgers
   std::vector<std::string> tables;  // at its first ledger
   int64_t found_at = 0;             // Unix seconds
   uint64_t cycle = 0;               // the cycle that found it
+  // kFoundInState: the keys that differ (all of them, in every table; `tables` names the tables).
+  uint64_t differing_keys = 0;
 };
 inline constexpr const char* kFoundInNewLedgers = "new-ledgers";
 inline constexpr const char* kFoundByScrub = "scrub";
 inline constexpr const char* kFoundGone = "gone";
 inline constexpr const char* kFoundByRecheck = "recheck";  // verify-range --follow --recheck A:B
+// The state tables compared at a common ledger differ (issue 45). Its `ledgers` are that state
+// ledger alone (L:L, not a history ledger: it may lie anywhere); at most one is open, always
+// last in open_divergences; it closes when a later state comparison at a common ledger agrees.
+inline constexpr const char* kFoundInState = "state";
 // A divergence closed: what was open, and when and how it closed.
 struct ClosedDivergence {
   OpenDivergence divergence;
@@ -79,8 +85,15 @@ struct FollowState {
   std::vector<FollowSegment> segments;
   // Ordered by first ledger, at most one per first ledger, at most kMaxOpenDivergences; when
   // first_divergence is set one of them starts there. `closed`: the latest, oldest first.
+  // A kFoundInState divergence, when open, is the last (after the history ones, outside their order).
   std::vector<OpenDivergence> open_divergences;
   std::vector<ClosedDivergence> closed_divergences;
+  // The follower's state comparison (--state-interval): the last ledger at which both sides'
+  // state tables compared equal and when (Unix seconds; 0: never), and when state was last
+  // compared at a common ledger, whatever it found (0: never).
+  std::optional<Ledger> state_last_agreed_ledger;
+  int64_t state_last_agreed_at = 0;
+  int64_t state_last_compared_at = 0;
   nlohmann::json left, right;              // sides: identity (dump/source_identity.h), schema
   std::string profile;
   dump::DigestEngine engine = dump::DigestEngine::kText;  // its segments' engine

@@ -41,6 +41,16 @@ void CheckInvariant(const FollowState& s) {
   LD_FUZZ_CHECK(next == uint64_t{s.compared_through} + 1, "segments end at {}, state at {}", next - 1,
                 s.compared_through);
   LD_FUZZ_CHECK(s.left.is_object() && s.right.is_object(), "sides not objects");
+  // The state divergence (issue 45): at most one, the last, of one state ledger.
+  for (size_t i = 0; i < s.open_divergences.size(); ++i) {
+    const OpenDivergence& d = s.open_divergences[i];
+    if (d.how != kFoundInState) continue;
+    LD_FUZZ_CHECK(i + 1 == s.open_divergences.size(), "a state divergence at {} of {}", i, s.open_divergences.size());
+    LD_FUZZ_CHECK(d.ledgers.from == d.ledgers.to && d.ledgers.from >= 1, "state divergence ledgers {}", d.ledgers.str());
+  }
+  LD_FUZZ_CHECK(s.state_last_agreed_ledger.has_value() == (s.state_last_agreed_at != 0) &&
+                    s.state_last_agreed_at <= s.state_last_compared_at,
+                "state last agreed at {}, compared at {}", s.state_last_agreed_at, s.state_last_compared_at);
 }
 
 }  // namespace
