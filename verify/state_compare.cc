@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <future>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -46,16 +48,25 @@ diff::RowValues Unescaped(const dump::StateRow& row) {
 using StateKey = std::vector<std::string>;
 using RowsOfKey = std::map<StateKey, std::vector<dump::StateRow>>;
 
-// The rows of `table` in `buckets` on one side, by their key's fields. A key held by more than
+// Runs `left` on a thread of its own and `right` on this one: the two sides' statements at once
+// (each snapshot has its own connection, so its own server backend).
+template <typename T>
+std::pair<Result<T>, Result<T>> OnBothSides(const std::function<Result<T>()>& left,
+                                            const std::function<Result<T>()>& right) {
+  auto l = std::async(std::launch::async, left);
+  Result<T> r = right();
+  return {l.get(), std::move(r)};
+}
+
+// The rows of a table read on one side, by their key's fields. A key held by more than
 // one row (a declared key that is no unique key) adds a note naming the side; all its rows are
 // kept and compared as a multiset.
-Result<RowsOfKey> RowsByKey(StateSnapshot& side, const ResolvedTable& table, const std::vector<std::string>& buckets,
-                            const char* side_name, StateComparison& out) {
+Result<RowsOfKey> RowsByKey(std::vector<dump::StateRow> rows, const ResolvedTable& table, const char* side_name,
+                            StateComparison& out) {
   std::vector<size_t> key_index;
   for (const auto& k : table.key)
     for (size_t i = 0; i < table.columns.size(); ++i)
       if (table.columns[i].name == k) key_index.push_back(i);
-  LD_ASSIGN_OR_RETURN(std::vector<dump::StateRow> rows, side.RowsIn(table, buckets));
   RowsOfKey by_key;
   for (auto& r : rows) {
     StateKey key;
@@ -99,8 +110,11 @@ Result<std::vector<std::string>> BucketsToRead(StateSnapshot& l, StateSnapshot& 
       }
     }
     if (split.empty()) break;
-    LD_ASSIGN_OR_RETURN(auto left_sub, l.SubBucketDigests(lt, split));
-    LD_ASSIGN_OR_RETURN(auto right_sub, r.SubBucketDigests(rt, split));
+    using Sub = std::vector<std::pair<std::string, dump::StateBucket>>;
+    auto [left_result, right_result] = OnBothSides<Sub>([&] { return l.SubBucketDigests(lt, split); },
+                                                        [&] { return r.SubBucketDigests(rt, split); });
+    LD_ASSIGN_OR_RETURN(Sub left_sub, std::move(left_result));
+    LD_ASSIGN_OR_RETURN(Sub right_sub, std::move(right_result));
     out.split_depth = std::max(out.split_depth, depth + 1);
     std::map<std::string, BucketPair> children;
     for (const auto& [path, bucket] : left_sub) children[path].left = bucket;
@@ -129,15 +143,22 @@ Status CompareTable(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& lef
   // history comparison reports).
   const ResolvedTable lt = dump::RestrictColumns(left_table, ColumnNames(right_table));
   const ResolvedTable rt = dump::RestrictColumns(right_table, ColumnNames(lt));
-  LD_ASSIGN_OR_RETURN(dump::StateTableDigest ld, l.Digest(lt, engine));
-  LD_ASSIGN_OR_RETURN(dump::StateTableDigest rd, r.Digest(rt, engine));
+  auto [left_digest, right_digest] = OnBothSides<dump::StateTableDigest>([&] { return l.Digest(lt, engine); },
+                                                                         [&] { return r.Digest(rt, engine); });
+  LD_ASSIGN_OR_RETURN(dump::StateTableDigest ld, std::move(left_digest));
+  LD_ASSIGN_OR_RETURN(dump::StateTableDigest rd, std::move(right_digest));
   StateTableResult res{lt.name, ld.rows, rd.rows, ld.buckets == rd.buckets, ld.Hex(), rd.Hex()};
   out.tables.push_back(res);
   if (res.identical) return Status::Ok();
   LD_ASSIGN_OR_RETURN(std::vector<std::string> differing,
                       BucketsToRead(l, r, lt, rt, ld, rd, options.split_rows, out));
-  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(l, lt, differing, "left", out));
-  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(r, rt, differing, "right", out));
+  using Rows = std::vector<dump::StateRow>;
+  auto [left_read, right_read] = OnBothSides<Rows>([&] { return l.RowsIn(lt, differing); },
+                                                   [&] { return r.RowsIn(rt, differing); });
+  LD_ASSIGN_OR_RETURN(Rows left_read_rows, std::move(left_read));
+  LD_ASSIGN_OR_RETURN(Rows right_read_rows, std::move(right_read));
+  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(std::move(left_read_rows), lt, "left", out));
+  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(std::move(right_read_rows), rt, "right", out));
   const uint64_t differing_before = out.differing_rows;
   uint32_t listed = 0;
   auto add = [&](const std::vector<std::string>& key, StateDifferenceKind kind, const dump::StateRow* lrow,

@@ -14,7 +14,8 @@
 // server-side digests are compared, and so on down until each differing bucket holds at most
 // split_rows rows; only those are read. One digest statement per side and depth covers every
 // bucket split at that depth. The differences found are those of reading the top-level buckets
-// whole; only the rows shipped change (StateComparison::rows_shipped_*).
+// whole; only the rows shipped change (StateComparison::rows_shipped_*). The two sides' statements
+// run at once (a thread for the left side's), each on its own snapshot's connection.
 
 #include <optional>
 #include <string>
