@@ -8,6 +8,7 @@
 #include "core/ledger_range.h"
 #include "core/process.h"
 #include "core/text.h"
+#include "fixtures/state.h"
 #include "ingest/orchestrator.h"
 #include "ingest/worker.h"
 #include "report/ingest_text_json.h"
@@ -38,6 +39,7 @@ Action SetupIngest(CLI::App* sub) {
     std::string range;
     std::string deprecated_profile;
     std::vector<std::string> faults, holds;
+    uint64_t state_rows = 0;
     ingest::IngestOptions options;
   };
   auto f = std::make_shared<Flags>();
@@ -56,6 +58,10 @@ Action SetupIngest(CLI::App* sub) {
                   "(default $TMPDIR/ledgerdiff-logs)");
   sub->add_option("--inject-bug", o.hooks.bug, "Self-test: misbehave at one ledger, KIND@LEDGER (" + InjectBugKinds() + ")");
   sub->add_flag("--force", o.force, "Write into a schema ledgerdiff did not create");
+  sub->add_option("--state-rows", f->state_rows,
+                  "After the history, write Horizon state tables (accounts, trust_lines, offers, key_value_store at "
+                  "the range's last ledger) of about N rows in all, derived from the history and the seed "
+                  "(fixtures/state.h; the benchmark's state)");
   sub->add_flag("--fresh", o.replace_schema, "Drop and recreate the schema first (only if ledgerdiff owns it)");
   sub->add_option("--resume", o.resume_run, "Continue an interrupted run from the job table");
   sub->add_option("--run-id", o.run_id, "Use this run id instead of a new one")->group("");
@@ -74,6 +80,9 @@ Action SetupIngest(CLI::App* sub) {
                               fixtures::ToString(o.plan.density));
       o.plan.density = density;
     }
+    if (f->state_rows > 0 && (!o.resume_run.empty() || !o.plan.ingest_cmd.empty()))
+      return Status::Usage("--state-rows writes the reference ingester's state after a new run: not with --resume or "
+                           "--ingest-cmd");
     if (o.resume_run.empty()) {
       if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
       if (o.plan.schema.empty()) return Status::Usage("--schema NAME is required");
@@ -112,7 +121,20 @@ Action SetupIngest(CLI::App* sub) {
                              run_id, schema.empty() ? "" : " with its schema \"" + schema + "\"", run_id, flags);
         }));
     LD_ASSIGN_OR_RETURN(auto report, ingest::RunIngest(db->conninfo(), o, ctx.reporter()));
-    return IngestOutcome(report, *db);
+    const bool write_state = report.ok && f->state_rows > 0;
+    Outcome out = IngestOutcome(report, *db);
+    if (write_state) {
+      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db->conninfo(), "ledgerdiff state fixtures"));
+      const fixtures::StateConfig config{o.plan.seed, o.plan.range.to, f->state_rows};
+      LD_ASSIGN_OR_RETURN(fixtures::StateWritten w, fixtures::WriteSyntheticState(*conn, o.plan.schema, config));
+      out.text += fmt::format("state at ledger {}: {} accounts, {} trust lines, {} offers\n", config.ledger,
+                              FormatCount(w.accounts), FormatCount(w.trust_lines), FormatCount(w.offers));
+      out.json["state"] = {{"ledger", config.ledger},
+                           {"accounts", w.accounts},
+                           {"trust_lines", w.trust_lines},
+                           {"offers", w.offers}};
+    }
+    return out;
   };
   return a;
 }

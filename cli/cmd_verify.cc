@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -294,6 +295,11 @@ void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
                   "Seconds to read both sides' state again until their state ledgers (key_value_store "
                   "exp_ingest_last_ledger) are equal, then compare the state tables (0: read once)")
       ->capture_default_str();
+  sub->add_option("--state-split-rows", o.state.split_rows,
+                  "A differing bucket of state rows holding more rows than this is split into sub-buckets (their "
+                  "digests compared on the server) instead of being read whole")
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
 }
 
 void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {

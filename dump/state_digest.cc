@@ -1,6 +1,7 @@
 #include "dump/state_digest.h"
 
 #include <charconv>
+#include <map>
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -47,6 +48,8 @@ std::string StateTableDigest::Hex() const {
   return fmt::format("{:016x}{:016x}", h.high64, h.low64);
 }
 
+std::string StateBucketPath(uint32_t b) { return fmt::format("{:02x}", b); }
+
 StateSnapshot::~StateSnapshot() = default;
 
 Result<std::unique_ptr<StateSnapshot>> StateSnapshot::Open(const std::string& conninfo, const std::string& schema,
@@ -61,6 +64,8 @@ Result<std::unique_ptr<StateSnapshot>> StateSnapshot::Open(const std::string& co
   if (spec.state_ledger) {
     LD_ASSIGN_OR_RETURN(s->ledger_, ReadStateLedger(*s->conn_, schema, *spec.state_ledger));
   }
+  LD_ASSIGN_OR_RETURN(pg::Rows version, s->conn_->Exec("SELECT current_setting('server_version_num')::int"));
+  s->server_hashes_ = version.GetInt(0, 0) >= kServerHashMinVersion;
   if (!spec.state_tables.empty()) {
     LD_ASSIGN_OR_RETURN(ResolvedProfile p, ResolveProfile(*s->conn_, schema, spec));
     s->tables_ = std::move(p.state_tables);
@@ -68,19 +73,43 @@ Result<std::unique_ptr<StateSnapshot>> StateSnapshot::Open(const std::string& co
   return s;
 }
 
-std::string StateSnapshot::BucketExpr(const ResolvedTable& table) const {
+std::string StateSnapshot::KeyHashExpr(const ResolvedTable& table) const {
   std::string key;
   for (const auto& k : table.key)
     for (const auto& c : table.columns)
       if (c.name == k) key += (key.empty() ? "" : ", ") + ("(" + c.expr + ")::text");
-  return fmt::format("(('x' || substr(md5(ROW({})::text), 1, 7))::bit(28)::int % {})", key, kStateBuckets);
+  return fmt::format("md5(ROW({})::text)", key);
 }
+
+std::string StateSnapshot::BucketExpr(const ResolvedTable& table) const {
+  return fmt::format("(('x' || substr({}, 1, 7))::bit(28)::int % {})", KeyHashExpr(table), kStateBuckets);
+}
+
+namespace {
+
+// "substr(h, 6, L) IN ('p', ...) OR ..." over `paths` grouped by length: the rows in those buckets.
+Result<std::string> PathFilter(const std::string& hash, const std::vector<std::string>& paths) {
+  std::map<size_t, std::vector<std::string>> by_length;
+  for (const auto& p : paths) {
+    if (p.size() < 2 || p.size() > 2 + 2 * kStateMaxPathDepth || p.size() % 2 != 0 ||
+        p.find_first_not_of("0123456789abcdef") != std::string::npos)
+      return Status::Runtimef("\"{}\" is not a state bucket path", p);
+    by_length[p.size()].push_back(pg::QuoteLiteral(p));
+  }
+  std::string filter;
+  for (const auto& [length, quoted] : by_length)
+    filter += fmt::format("{}substr({}, 6, {}) IN ({})", filter.empty() ? "" : " OR ", hash, length, fmt::join(quoted, ", "));
+  return "(" + filter + ")";
+}
+
+}  // namespace
 
 Result<StateTableDigest> StateSnapshot::Digest(const ResolvedTable& table, DigestEngine engine) {
   StateTableDigest d;
   d.table = table.name;
   d.buckets.resize(kStateBuckets);
   const std::string from = FromClause(table, schema_);
+  ++traffic_.digest_queries;
   if (engine == DigestEngine::kServerHash) {
     LD_ASSIGN_OR_RETURN(pg::Rows rows,
                         conn_->Exec("SELECT b, count(*)" + ServerHashSums("r") + " FROM (SELECT " + BucketExpr(table) +
@@ -125,17 +154,47 @@ Result<bool> StateSnapshot::HasRows(const ResolvedTable& table) {
   return pg::TextIsTrue(r.Get(0, 0));
 }
 
-Result<std::vector<StateRow>> StateSnapshot::RowsIn(const ResolvedTable& table, const std::vector<uint32_t>& buckets) {
+Result<std::vector<std::pair<std::string, StateBucket>>> StateSnapshot::SubBucketDigests(
+    const ResolvedTable& table, const std::vector<std::string>& paths) {
+  std::vector<std::pair<std::string, StateBucket>> out;
+  if (paths.empty()) return out;
+  if (!server_hashes_) return Status::Runtimef("{}: the server cannot hash rows (PostgreSQL 14 or later)", table.name);
+  const size_t length = paths.front().size() + 2;
+  for (const auto& p : paths)
+    if (p.size() + 2 != length || length > 2 + 2 * kStateMaxPathDepth)
+      return Status::Runtimef("{}: sub-buckets of paths of different or too great depths", table.name);
+  const std::string hash = KeyHashExpr(table);
+  LD_ASSIGN_OR_RETURN(std::string filter, PathFilter(hash, paths));
+  // The filter is on the table's rows (md5 of the key for every row, as Digest does); only the rows
+  // of `paths` are hashed whole and summed.
+  ++traffic_.digest_queries;
+  LD_ASSIGN_OR_RETURN(pg::Rows rows, conn_->Exec(fmt::format("SELECT p, count(*){} FROM (SELECT substr({}, 6, {}) AS p, "
+                                                             "{} AS r{} WHERE {} OFFSET 0) s GROUP BY p ORDER BY p",
+                                                             ServerHashSums("r"), hash, length, ServerHashRow(table),
+                                                             FromClause(table, schema_), filter)));
+  for (int i = 0; i < rows.size(); ++i) {
+    StateBucket b;
+    if (!ReduceDecimalMod64(rows.Get(i, 1), b.rows) || !ReduceDecimalMod64(rows.Get(i, 2), b.lo) ||
+        !ReduceDecimalMod64(rows.Get(i, 3), b.hi))
+      return Status::Runtimef("{}: the server's digest of sub-bucket {} is not a number", table.name, rows.Get(i, 0));
+    out.emplace_back(std::string(rows.Get(i, 0)), b);
+  }
+  return out;
+}
+
+Result<std::vector<StateRow>> StateSnapshot::RowsIn(const ResolvedTable& table, const std::vector<std::string>& paths) {
   std::vector<StateRow> out;
-  if (buckets.empty()) return out;
+  if (paths.empty()) return out;
   std::string select = "SELECT ";
   for (size_t i = 0; i < table.columns.size(); ++i) select += (i ? ", " : "") + table.columns[i].expr;
-  const std::string sql = fmt::format("COPY ({}{} WHERE {} IN ({})) TO STDOUT", select, FromClause(table, schema_),
-                                      BucketExpr(table), fmt::join(buckets, ", "));
+  LD_ASSIGN_OR_RETURN(std::string filter, PathFilter(KeyHashExpr(table), paths));
+  const std::string sql = fmt::format("COPY ({}{} WHERE {}) TO STDOUT", select, FromClause(table, schema_), filter);
   std::vector<std::string_view> fields;
   LD_RETURN_IF_ERROR(conn_->CopyOut(sql, [&](std::string_view line) -> Status {
     pg::SplitCopyFields(line, fields);
     if (fields.size() != table.columns.size()) return Status::Runtimef("{}: a state row of unexpected shape", table.name);
+    ++traffic_.rows;
+    traffic_.bytes += line.size() + 1;  // the line and its newline
     out.emplace_back(fields.begin(), fields.end());
     return Status::Ok();
   }));

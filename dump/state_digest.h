@@ -12,11 +12,19 @@
 // text on the client (RowMultiset: lo/hi are one sum mod 2^128), the server-hash engine lets the
 // server hash and sum (lo/hi: the two sums mod 2^64) and ships one line per bucket. Buckets of two
 // sides compare equal only under one engine.
+//
+// Sub-buckets (splitting a large differing bucket, data-diff's idea with the server's hashing): a
+// bucket's path is the hex digits of that md5 from the 6th on, two more per depth. A depth-0 path
+// is the bucket number in two hex digits (digits 6-7 are the 28 bits' last 8: the same bucket), a
+// depth-d path 2 + 2d digits, so each split divides a bucket in up to 256. Sub-bucket digests are
+// always the server's (server-hash sums, one line per sub-bucket), whatever the engine of the
+// table's digest: both sides compute them the same way, and no row crosses the wire for them.
 
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/ledger_range.h"
@@ -28,6 +36,10 @@
 namespace ledgerdiff::dump {
 
 inline constexpr uint32_t kStateBuckets = 256;
+// md5 has 32 hex digits; paths start at the 6th, so a path holds at most 27: depth 12 at most.
+inline constexpr uint32_t kStateMaxPathDepth = 12;
+// The depth-0 path of bucket `b` (< kStateBuckets): two hex digits.
+std::string StateBucketPath(uint32_t b);
 
 struct StateBucket {
   uint64_t rows = 0, lo = 0, hi = 0;
@@ -44,6 +56,13 @@ struct StateTableDigest {
 
 // A state row: the COPY text fields of its table's canonical columns, in column order.
 using StateRow = std::vector<std::string>;
+
+// What one side shipped for a comparison: the rows (and their COPY bytes) read to be matched by
+// key, and the digest statements run (table digests and sub-bucket digests).
+struct StateTraffic {
+  uint64_t rows = 0, bytes = 0;
+  uint32_t digest_queries = 0;
+};
 
 class StateSnapshot {
  public:
@@ -64,12 +83,27 @@ class StateSnapshot {
   Result<bool> HasRows(const ResolvedTable& table);
   // The digest per bucket of `table` (one of tables(), possibly RestrictColumns'd).
   Result<StateTableDigest> Digest(const ResolvedTable& table, DigestEngine engine);
-  // The rows of `table` in `buckets` (ascending bucket numbers), in no particular order.
-  Result<std::vector<StateRow>> RowsIn(const ResolvedTable& table, const std::vector<uint32_t>& buckets);
+  // The digests of the sub-buckets one level below each of `paths` (bucket paths, each of at most
+  // kStateMaxPathDepth - 1 depth), by path; an empty sub-bucket is absent. Server-hash sums under
+  // either engine (see above). REQUIRES: paths non-empty.
+  Result<std::vector<std::pair<std::string, StateBucket>>> SubBucketDigests(const ResolvedTable& table,
+                                                                            const std::vector<std::string>& paths);
+  // The rows of `table` in the buckets `paths` (any depths), in no particular order.
+  Result<std::vector<StateRow>> RowsIn(const ResolvedTable& table, const std::vector<std::string>& paths);
+
+  // Whether the server can hash rows (PostgreSQL 14 or later: hash_record_extended); without it
+  // SubBucketDigests is unavailable and differing buckets are read whole.
+  bool server_hashes() const { return server_hashes_; }
+  // What this side shipped so far (RowsIn's rows and bytes, Digest's and SubBucketDigests' statements).
+  const StateTraffic& traffic() const { return traffic_; }
 
  private:
   StateSnapshot() = default;
   std::string BucketExpr(const ResolvedTable& table) const;
+  std::string KeyHashExpr(const ResolvedTable& table) const;  // md5 over the key's canonical text
+
+  StateTraffic traffic_;
+  bool server_hashes_ = false;
 
   std::unique_ptr<pg::Connection> conn_;
   std::optional<pg::Transaction> tx_;

@@ -74,6 +74,11 @@ std::string RenderStateText(const verify::StateComparison& s) {
   for (const auto& d : s.differences) out += StateDifferenceText(d);
   if (s.differences.size() < s.differing_rows)
     out += fmt::format("  ... and {} more (--max-rows)\n", FormatCountOf(s.differing_rows - s.differences.size(), "row"));
+  if (differing_tables)
+    out += fmt::format("  found reading {} left, {} right ({} bytes){}\n", FormatCountOf(s.rows_shipped_left, "row"),
+                       FormatCountOf(s.rows_shipped_right, "row"),
+                       FormatCount(s.bytes_shipped_left + s.bytes_shipped_right),
+                       s.split_depth ? fmt::format(", buckets split {} deep", s.split_depth) : std::string());
   for (const auto& n : s.notes) out += "state note: " + n + "\n";
   if (!s.one_sided_tables.empty())
     out += fmt::format("state: not compared (on one side only): {}\n", fmt::join(s.one_sided_tables, ", "));
@@ -110,6 +115,14 @@ nlohmann::json StateToJson(const verify::StateComparison& s) {
           {"note", s.note.empty() ? nlohmann::json() : nlohmann::json(s.note)},
           {"notes", s.notes},
           {"reads", s.reads},
+          {"rows_shipped", s.rows_shipped_left + s.rows_shipped_right},
+          {"bytes_shipped", s.bytes_shipped_left + s.bytes_shipped_right},
+          {"shipped",
+           {{"left", {{"rows", s.rows_shipped_left}, {"bytes", s.bytes_shipped_left}}},
+            {"right", {{"rows", s.rows_shipped_right}, {"bytes", s.bytes_shipped_right}}}}},
+          {"digest_queries", s.digest_queries},
+          {"split_depth", s.split_depth},
+          {"seconds", s.seconds},
           {"verdict", verify::ToString(s.verdict)}};
 }
 

@@ -1,13 +1,18 @@
 #pragma once
-// What the tests of the state tables (issue 45) share (state_test, follow_state_compare_test):
-// kahuna's empty state tables filled from its own history, and the ledger its state is at.
-// Header-only, in ledgerdiff::testing (unity builds: never two anonymous copies).
+// What the tests of the state tables (issue 45) share: kahuna's empty state tables filled from its
+// own history with the ledger its state is at (ledgerdiff::testing: state_test,
+// state_bucket_test, follow_state_compare_test), and for the one-shot state tests both engines,
+// the verify-range call and two filled sides (ledgerdiff::state_support). Header-only, named
+// namespaces (unity builds: never two anonymous copies). Included by test sources only.
 
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "tests/follow_harness.h"
+#include "tests/harness.h"
+#include "tests/horizon_dumps.h"
 
 namespace ledgerdiff::testing {
 
@@ -46,3 +51,32 @@ inline void FillState(const std::string& db, int ledger) {
 }
 
 }  // namespace ledgerdiff::testing
+
+namespace ledgerdiff::state_support {
+
+inline const std::vector<std::string> kEngines = {"text", "server-hash"};
+inline constexpr const char* kRange = "1:61";
+
+inline testing::CliResult VerifyRange(const std::string& left, const std::string& right, const std::string& engine,
+                               const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"verify-range", "--left", left, "--right",  right,
+                                   "--range",      kRange, "--engine", engine, "--format", "json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return testing::RunCli(args);
+}
+
+using testing::FillState;
+using testing::SetStateLedger;
+
+struct Sides {
+  std::string left, right;
+};
+
+inline Sides FilledSides(int left_ledger = 61, int right_ledger = 61) {
+  Sides s{testing::LoadDump(), testing::LoadDump()};
+  FillState(s.left, left_ledger);
+  FillState(s.right, right_ledger);
+  return s;
+}
+
+}  // namespace ledgerdiff::state_support

@@ -27,30 +27,7 @@ using testing::ExecSql;
 using testing::LoadDump;
 using testing::QueryInt;
 using testing::RunCli;
-using testing::FillState;
-using testing::SetStateLedger;
-
-const std::vector<std::string> kEngines = {"text", "server-hash"};
-constexpr const char* kRange = "1:61";
-
-testing::CliResult VerifyRange(const std::string& left, const std::string& right, const std::string& engine,
-                               const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"verify-range", "--left", left, "--right",  right,
-                                   "--range",      kRange, "--engine", engine, "--format", "json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return RunCli(args);
-}
-
-struct Sides {
-  std::string left, right;
-};
-
-Sides FilledSides(int left_ledger = 61, int right_ledger = 61) {
-  Sides s{LoadDump(), LoadDump()};
-  FillState(s.left, left_ledger);
-  FillState(s.right, right_ledger);
-  return s;
-}
+using namespace state_support;
 
 const json* FindDifference(const json& state, const std::string& table, const std::string& kind) {
   for (const auto& d : state["differences"])

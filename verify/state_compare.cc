@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <future>
 #include <iterator>
 #include <map>
 #include <memory>
@@ -46,16 +48,25 @@ diff::RowValues Unescaped(const dump::StateRow& row) {
 using StateKey = std::vector<std::string>;
 using RowsOfKey = std::map<StateKey, std::vector<dump::StateRow>>;
 
-// The rows of `table` in `buckets` on one side, by their key's fields. A key held by more than
+// Runs `left` on a thread of its own and `right` on this one: the two sides' statements at once
+// (each snapshot has its own connection, so its own server backend).
+template <typename T>
+std::pair<Result<T>, Result<T>> OnBothSides(const std::function<Result<T>()>& left,
+                                            const std::function<Result<T>()>& right) {
+  auto l = std::async(std::launch::async, left);
+  Result<T> r = right();
+  return {l.get(), std::move(r)};
+}
+
+// The rows of a table read on one side, by their key's fields. A key held by more than
 // one row (a declared key that is no unique key) adds a note naming the side; all its rows are
 // kept and compared as a multiset.
-Result<RowsOfKey> RowsByKey(StateSnapshot& side, const ResolvedTable& table, const std::vector<uint32_t>& buckets,
-                            const char* side_name, StateComparison& out) {
+Result<RowsOfKey> RowsByKey(std::vector<dump::StateRow> rows, const ResolvedTable& table, const char* side_name,
+                            StateComparison& out) {
   std::vector<size_t> key_index;
   for (const auto& k : table.key)
     for (size_t i = 0; i < table.columns.size(); ++i)
       if (table.columns[i].name == k) key_index.push_back(i);
-  LD_ASSIGN_OR_RETURN(std::vector<dump::StateRow> rows, side.RowsIn(table, buckets));
   RowsOfKey by_key;
   for (auto& r : rows) {
     StateKey key;
@@ -70,24 +81,84 @@ Result<RowsOfKey> RowsByKey(StateSnapshot& side, const ResolvedTable& table, con
   return by_key;
 }
 
+struct BucketPair {
+  dump::StateBucket left, right;
+};
+
+// The buckets (paths) of a table whose rows are to be read: its differing buckets, those of more
+// than `split_rows` rows on either side split into their sub-buckets, and the differing ones of
+// these likewise, down to buckets of at most `split_rows` rows (or no progress, or
+// kStateMaxSplitDepth). One SubBucketDigests statement per side and depth. Sorted.
+Result<std::vector<std::string>> BucketsToRead(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& lt,
+                                               const ResolvedTable& rt, const dump::StateTableDigest& ld,
+                                               const dump::StateTableDigest& rd, uint64_t split_rows,
+                                               StateComparison& out) {
+  std::vector<std::pair<std::string, BucketPair>> frontier;
+  for (uint32_t b = 0; b < dump::kStateBuckets; ++b)
+    if (!(ld.buckets[b] == rd.buckets[b])) frontier.push_back({dump::StateBucketPath(b), {ld.buckets[b], rd.buckets[b]}});
+  const bool can_split = l.server_hashes() && r.server_hashes();
+  std::vector<std::string> read;
+  for (uint32_t depth = 0;; ++depth) {
+    std::vector<std::string> split;
+    std::map<std::string, BucketPair> parents;
+    for (auto& [path, pair] : frontier) {
+      if (can_split && depth < kStateMaxSplitDepth && std::max(pair.left.rows, pair.right.rows) > split_rows) {
+        split.push_back(path);
+        parents.emplace(path, pair);
+      } else {
+        read.push_back(path);
+      }
+    }
+    if (split.empty()) break;
+    using Sub = std::vector<std::pair<std::string, dump::StateBucket>>;
+    auto [left_result, right_result] = OnBothSides<Sub>([&] { return l.SubBucketDigests(lt, split); },
+                                                        [&] { return r.SubBucketDigests(rt, split); });
+    LD_ASSIGN_OR_RETURN(Sub left_sub, std::move(left_result));
+    LD_ASSIGN_OR_RETURN(Sub right_sub, std::move(right_result));
+    out.split_depth = std::max(out.split_depth, depth + 1);
+    std::map<std::string, BucketPair> children;
+    for (const auto& [path, bucket] : left_sub) children[path].left = bucket;
+    for (const auto& [path, bucket] : right_sub) children[path].right = bucket;
+    frontier.clear();
+    for (auto& [path, child] : children) {
+      if (child.left == child.right) continue;  // the same rows on both sides: nothing to read
+      const BucketPair& parent = parents.at(path.substr(0, path.size() - 2));
+      if (child.left.rows == parent.left.rows && child.right.rows == parent.right.rows) {
+        read.push_back(path);  // all the parent's rows in one sub-bucket: splitting makes no progress
+        continue;
+      }
+      frontier.emplace_back(path, child);
+    }
+  }
+  std::sort(read.begin(), read.end());
+  return read;
+}
+
 // Compares one table both sides have; adds its result and differences.
 Status CompareTable(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& left_table,
-                    const ResolvedTable& right_table, dump::DigestEngine engine, uint32_t max_rows,
+                    const ResolvedTable& right_table, dump::DigestEngine engine, const StateOptions& options,
                     StateComparison& out) {
+  const uint32_t max_rows = options.max_rows;
   // Only the columns both sides have (a column on one side only is a schema difference, which the
   // history comparison reports).
   const ResolvedTable lt = dump::RestrictColumns(left_table, ColumnNames(right_table));
   const ResolvedTable rt = dump::RestrictColumns(right_table, ColumnNames(lt));
-  LD_ASSIGN_OR_RETURN(dump::StateTableDigest ld, l.Digest(lt, engine));
-  LD_ASSIGN_OR_RETURN(dump::StateTableDigest rd, r.Digest(rt, engine));
+  auto [left_digest, right_digest] = OnBothSides<dump::StateTableDigest>([&] { return l.Digest(lt, engine); },
+                                                                         [&] { return r.Digest(rt, engine); });
+  LD_ASSIGN_OR_RETURN(dump::StateTableDigest ld, std::move(left_digest));
+  LD_ASSIGN_OR_RETURN(dump::StateTableDigest rd, std::move(right_digest));
   StateTableResult res{lt.name, ld.rows, rd.rows, ld.buckets == rd.buckets, ld.Hex(), rd.Hex()};
   out.tables.push_back(res);
   if (res.identical) return Status::Ok();
-  std::vector<uint32_t> differing;
-  for (uint32_t b = 0; b < dump::kStateBuckets; ++b)
-    if (!(ld.buckets[b] == rd.buckets[b])) differing.push_back(b);
-  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(l, lt, differing, "left", out));
-  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(r, rt, differing, "right", out));
+  LD_ASSIGN_OR_RETURN(std::vector<std::string> differing,
+                      BucketsToRead(l, r, lt, rt, ld, rd, options.split_rows, out));
+  using Rows = std::vector<dump::StateRow>;
+  auto [left_read, right_read] = OnBothSides<Rows>([&] { return l.RowsIn(lt, differing); },
+                                                   [&] { return r.RowsIn(rt, differing); });
+  LD_ASSIGN_OR_RETURN(Rows left_read_rows, std::move(left_read));
+  LD_ASSIGN_OR_RETURN(Rows right_read_rows, std::move(right_read));
+  LD_ASSIGN_OR_RETURN(auto left_rows, RowsByKey(std::move(left_read_rows), lt, "left", out));
+  LD_ASSIGN_OR_RETURN(auto right_rows, RowsByKey(std::move(right_read_rows), rt, "right", out));
   const uint64_t differing_before = out.differing_rows;
   uint32_t listed = 0;
   auto add = [&](const std::vector<std::string>& key, StateDifferenceKind kind, const dump::StateRow* lrow,
@@ -229,14 +300,21 @@ Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff:
     return c;
   }
   c.compared = true;
+  const auto started = std::chrono::steady_clock::now();
   for (const auto& lt : sides.left->tables()) {
     const ResolvedTable* rt = FindTable(sides.right->tables(), lt.name);
     if (!rt) {
       c.one_sided_tables.push_back(lt.name);
       continue;
     }
-    LD_RETURN_IF_ERROR(CompareTable(*sides.left, *sides.right, lt, *rt, engine, options.max_rows, c));
+    LD_RETURN_IF_ERROR(CompareTable(*sides.left, *sides.right, lt, *rt, engine, options, c));
   }
+  c.rows_shipped_left = sides.left->traffic().rows;
+  c.rows_shipped_right = sides.right->traffic().rows;
+  c.bytes_shipped_left = sides.left->traffic().bytes;
+  c.bytes_shipped_right = sides.right->traffic().bytes;
+  c.digest_queries = sides.left->traffic().digest_queries + sides.right->traffic().digest_queries;
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (const auto& rt : sides.right->tables())
     if (!FindTable(sides.left->tables(), rt.name)) c.one_sided_tables.push_back(rt.name);
   std::sort(c.one_sided_tables.begin(), c.one_sided_tables.end());

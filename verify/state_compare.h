@@ -8,6 +8,14 @@
 // compared by its digest per bucket of its key's hash; for the buckets that differ, and only for
 // them, the rows are read and matched by key: each differing key is named with its columns, as
 // only left, only right, or changed. Whole tables are never shipped to find a difference.
+//
+// A differing bucket of more than StateOptions::split_rows rows (on either side) is split into its
+// sub-buckets (dump/state_digest.h: by more digits of the same md5, up to 256 per split), whose
+// server-side digests are compared, and so on down until each differing bucket holds at most
+// split_rows rows; only those are read. One digest statement per side and depth covers every
+// bucket split at that depth. The differences found are those of reading the top-level buckets
+// whole; only the rows shipped change (StateComparison::rows_shipped_*). The two sides' statements
+// run at once (a thread for the left side's), each on its own snapshot's connection.
 
 #include <optional>
 #include <string>
@@ -26,12 +34,23 @@ namespace ledgerdiff::verify {
 // are reported and accepted. kOff: nothing is read (the follower's cycles, a shard's slice).
 enum class StateMode { kCompare, kSkip, kOff };
 
+// The default of StateOptions::split_rows: 10,000 rows read per side at most for a bucket (a few
+// MB) before a split's digest statement (one scan of the table per side) is cheaper.
+inline constexpr uint64_t kStateSplitRows = 10000;
+// A split that leaves a sub-bucket with all of its parent's rows on both sides (rows of one key:
+// a declared key that is not unique) makes no progress: that bucket is read. Below this depth in
+// any case (256^6 sub-buckets per bucket).
+inline constexpr uint32_t kStateMaxSplitDepth = 6;
+
 struct StateOptions {
   StateMode mode = StateMode::kCompare;
   // --state-wait: read both sides again (every kStateRetrySeconds) until their state ledgers
   // are equal or this many seconds have passed. 0: one read.
   double wait_s = 0;
   uint32_t max_rows = 20;  // differences listed per table (all are counted)
+  // --state-split-rows: a differing bucket holding more rows than this on either side is split
+  // into sub-buckets rather than read (>= 1).
+  uint64_t split_rows = kStateSplitRows;
 };
 inline constexpr double kStateRetrySeconds = 0.25;
 inline constexpr double kMaxStateWaitSeconds = 86400;
@@ -79,6 +98,14 @@ struct StateComparison {
   // whose digests differ without a differing key.
   std::vector<std::string> notes;
   uint32_t reads = 0;                         // snapshot pairs read (more than one: --state-wait retried)
+  // What the comparison shipped, per side: the rows (and their COPY text's bytes) read to be
+  // matched by key (the rows of the differing buckets), and the digest statements run (per table,
+  // then one per depth of sub-buckets). split_depth: the deepest sub-buckets compared (0: no split).
+  uint64_t rows_shipped_left = 0, rows_shipped_right = 0;
+  uint64_t bytes_shipped_left = 0, bytes_shipped_right = 0;
+  uint32_t digest_queries = 0;  // both sides
+  uint32_t split_depth = 0;
+  double seconds = 0;  // the comparison of the tables (digests, sub-buckets, rows), both snapshots open
 };
 
 // Compares the state of `left` and `right` under `spec`'s state tables and ledger source.
