@@ -436,6 +436,23 @@ ProfileSpec AutoProfileSpec() {
   return s;
 }
 
+Result<std::vector<ResolveRule>> ParseResolveRules(const nlohmann::json& table, const std::string& origin,
+                                                   const std::string& table_name, ProfileSpec& spec) {
+  std::vector<ResolveRule> out;
+  for (const auto& jr : table.value("resolve", nlohmann::json::array())) {
+    ResolveRule rr;
+    rr.column = jr.at("column").get<std::string>();
+    rr.lookup_table = jr.at("lookup").get<std::string>();
+    rr.lookup_id = jr.value("id", "id");
+    rr.natural = jr.at("natural").get<std::vector<std::string>>();
+    if (rr.natural.empty())
+      return Status::Usagef("profile {}: table {}: resolve {}: \"natural\" is empty", origin, table_name, rr.column);
+    if (!Contains(spec.lookup_tables, rr.lookup_table)) spec.lookup_tables.push_back(rr.lookup_table);
+    out.push_back(std::move(rr));
+  }
+  return out;
+}
+
 Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::string& origin) {
   nlohmann::json j;
   try {
@@ -473,16 +490,7 @@ Result<ProfileSpec> ParseProfileSpecJson(const std::string& text, const std::str
                                 w.width_ms, kMaxWindowMs);
         r.window = std::move(w);
       }
-      for (const auto& jr : jt.value("resolve", nlohmann::json::array())) {
-        ResolveRule rr;
-        rr.column = jr.at("column").get<std::string>();
-        rr.lookup_table = jr.at("lookup").get<std::string>();
-        rr.lookup_id = jr.value("id", "id");
-        rr.natural = jr.at("natural").get<std::vector<std::string>>();
-        if (rr.natural.empty()) return Status::Usagef("profile {}: table {}: resolve {}: \"natural\" is empty", origin, r.table, rr.column);
-        if (!Contains(s.lookup_tables, rr.lookup_table)) s.lookup_tables.push_back(rr.lookup_table);
-        r.resolve.push_back(std::move(rr));
-      }
+      LD_ASSIGN_OR_RETURN(r.resolve, ParseResolveRules(jt, origin, r.table, s));
       s.tables.push_back(std::move(r));
     }
     for (const auto& ji : j.value("invariants", nlohmann::json::array())) {

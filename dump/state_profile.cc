@@ -61,6 +61,7 @@ Status ParseStateSection(const nlohmann::json& profile, const std::string& origi
       r.table = jt.at("table").get<std::string>();
       r.key = jt.value("key", std::vector<std::string>{});
       r.exclude = jt.value("exclude", std::vector<std::string>{});
+      LD_ASSIGN_OR_RETURN(r.resolve, ParseResolveRules(jt, origin, r.table, spec));
       if (r.key.empty()) return Status::Usagef("profile {}: state table {}: \"key\" (its primary key columns) is empty", origin, r.table);
       spec.state_tables.push_back(std::move(r));
     }

@@ -21,10 +21,16 @@ StateLedgerSource HorizonStateLedger();
 
 // Reads the optional "state" object of a profile's JSON into `spec`:
 //   "state": {"ledger": {"table", "key_column", "value_column", "key"},
-//             "tables": [{"table", "key": [columns], "exclude": [columns]}],
+//             "tables": [{"table", "key": [columns], "exclude": [columns], "resolve": [...]}],
 //             "horizon_tables": bool}
 // Errors (Usage) name the profile and the problem: a table without a key, a ledger source
 // missing one of its four names.
 Status ParseStateSection(const nlohmann::json& profile, const std::string& origin, ProfileSpec& spec);
+
+// A table's "resolve" array (history and state tables alike): each surrogate-id column with the
+// lookup that maps it to its natural key; the lookups join spec.lookup_tables. Throws what
+// nlohmann::json throws on a missing or mistyped field (the caller turns it into a Usage error).
+Result<std::vector<ResolveRule>> ParseResolveRules(const nlohmann::json& table, const std::string& origin,
+                                                   const std::string& table_name, ProfileSpec& spec);
 
 }  // namespace ledgerdiff::dump

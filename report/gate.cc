@@ -576,6 +576,30 @@ GateSummary FollowGate(const verify::FollowReport& r, const verify::FollowOption
                          : fmt::format("both sides identical through ledger {} over {}", r.frontier,
                                        FormatCountOf(r.cycles.size(), "cycle"));
   s.checks.push_back(through);
+  // The state tables (--state-interval, issue 45): where the last cycle leaves them. Never
+  // compared yet is a warning (the sides' state ledgers have not met), not a pass.
+  if (!r.cycles.empty() && r.cycles.back().state_followed) {
+    const verify::FollowCycle& last = r.cycles.back();
+    GateCheck state;
+    state.name = "state";
+    if (last.state_divergent) {
+      state.state = GateCheck::State::kFail;
+      state.message = "the state tables differ (open until a comparison at a common ledger agrees)";
+      for (auto c = r.cycles.rbegin(); c != r.cycles.rend(); ++c)
+        if (c->state && c->state->verdict == verify::StateVerdict::kDivergent) {
+          state.message = fmt::format("the state tables differ at ledger {}", c->state->ledger_left.value_or(0));
+          state.detail = RenderFollowCycle(*c);
+          break;
+        }
+    } else if (last.state_last_agreed_ledger) {
+      state.state = GateCheck::State::kPass;
+      state.message = fmt::format("the state tables last agreed at ledger {}", *last.state_last_agreed_ledger);
+    } else {
+      state.state = GateCheck::State::kWarning;
+      state.message = "the state tables were not compared yet (the sides' state ledgers have not met)";
+    }
+    s.checks.push_back(std::move(state));
+  }
   for (const auto& c : r.cycles) {
     if (!c.finding) continue;
     GateCheck f;

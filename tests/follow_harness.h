@@ -33,6 +33,14 @@ inline int64_t QueryInt(const std::string& conninfo, const std::string& sql) {
   return r.ok() && r->size() == 1 && !r->IsNull(0, 0) ? r->GetInt(0, 0) : -1;
 }
 
+// The single text value `sql` returns; "" (and a test failure) when it returns no single value.
+inline std::string QueryText(const std::string& conninfo, const std::string& sql) {
+  auto c = Connect(conninfo);
+  auto r = c->Exec(sql);
+  EXPECT_TRUE(r.ok() && r->size() == 1 && !r->IsNull(0, 0)) << sql;
+  return r.ok() && r->size() == 1 && !r->IsNull(0, 0) ? std::string(r->Get(0, 0)) : std::string();
+}
+
 // The follower's JSON document; a test failure and an empty outcome (no cycles, verified through
 // -1) when `r` printed none.
 inline nlohmann::json FollowOutcome(const CliResult& r) {

@@ -140,9 +140,10 @@ TEST(FollowStateCompare, BothAtTheSameLedgerStateIsComparedAndItsAgreementExport
 TEST(FollowStateCompare, AChangedBalanceIsAStateDivergenceThatStaysOpenUntilStateAgreesAgain) {
   FilledKahuna k(61, 61);
   const testing::ScratchDir dir("ledgerdiff-follow-state");
-  const std::string state = dir.path + "/state", metrics = dir.path + "/follow.prom";
+  const std::string state = dir.path + "/state", metrics = dir.path + "/follow.prom", junit = dir.path + "/junit.xml";
   auto follow = [&](std::vector<std::string> more) {
-    more.insert(more.end(), {"--cycles", "1", "--scrub-period", "1e9", "--state-interval", "0", "--metrics", metrics});
+    more.insert(more.end(), {"--cycles", "1", "--scrub-period", "1e9", "--state-interval", "0", "--metrics", metrics,
+                             "--junit", junit, "--markdown", dir.path + "/summary.md"});
     return RunCli(FollowArgs(k.left, k.right, state, more));
   };
   ExecSql(k.right, fmt::format("UPDATE accounts SET balance = balance + 1 WHERE account_id = '{}'", kAccount));
@@ -175,6 +176,14 @@ TEST(FollowStateCompare, AChangedBalanceIsAStateDivergenceThatStaysOpenUntilStat
   auto st = RunCli({"follow-status", "--state", state});
   EXPECT_EQ(st.exit_code, 1) << st.out << st.err;
   EXPECT_NE(st.out.find("state at ledger 61 (1 differing key; accounts)"), std::string::npos) << st.out;
+  // The CI reports carry the state as a check of its own, failed, with the differing key.
+  std::string xml = testing::ReadFileBytes(junit);
+  size_t state_case = xml.find("<testcase classname=\"ledgerdiff.verify-range\" name=\"state\">");
+  ASSERT_NE(state_case, std::string::npos) << xml;
+  EXPECT_NE(xml.find("<failure message=\"the state tables differ at ledger 61\"", state_case), std::string::npos) << xml;
+  EXPECT_NE(xml.find(fmt::format("account_id={}", kAccount), state_case), std::string::npos) << xml;
+  EXPECT_NE(testing::ReadFileBytes(dir.path + "/summary.md").find("the state tables differ at ledger 61"),
+            std::string::npos);
 
   // Still different: still open, not found again.
   auto again = follow({});
@@ -208,6 +217,12 @@ TEST(FollowStateCompare, AChangedBalanceIsAStateDivergenceThatStaysOpenUntilStat
   auto status = RunCli({"follow-status", "--state", state, "--format", "json"});
   EXPECT_EQ(status.exit_code, 0) << status.out << status.err;
   EXPECT_EQ(json::parse(status.out)["state_differs"], false);
+  xml = testing::ReadFileBytes(junit);
+  state_case = xml.find("<testcase classname=\"ledgerdiff.verify-range\" name=\"state\"");
+  ASSERT_NE(state_case, std::string::npos) << xml;
+  EXPECT_EQ(xml.find("<failure", state_case), std::string::npos) << xml;
+  EXPECT_NE(testing::ReadFileBytes(dir.path + "/summary.md").find("the state tables last agreed at ledger 61"),
+            std::string::npos);
 }
 
 // (3) State ledgers that differ (one side's ingestion ahead): not compared, no divergence, tried

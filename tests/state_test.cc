@@ -193,6 +193,39 @@ TEST(State, RenumberedSurrogateIdsLeaveTheStateIdentical) {
   EXPECT_EQ(json::parse(r.out)["state"]["verdict"], "divergent");
 }
 
+// Issue 45's fourth planted slip: a re-ingested copy (surrogate ids renumbered) whose trust line
+// was written under another asset (the asset id resolved to the wrong row). Found and named by its
+// key, under both engines, with the asset columns that differ.
+TEST(State, ATrustLineUnderAnotherAssetOnARenumberedCopyIsNamedByKey) {
+  Sides s{LoadDump(), LoadDump()};
+  testing::Renumber(s.right);
+  FillState(s.left, 61);
+  FillState(s.right, 61);
+  const std::string key = testing::QueryText(s.right, "SELECT min(ledger_key) FROM trust_lines");
+  ExecSql(s.right, fmt::format("UPDATE trust_lines t SET asset_code = o.asset_code, asset_issuer = o.asset_issuer "
+                               "FROM (SELECT asset_code, asset_issuer FROM history_assets a WHERE asset_type <> 'native' "
+                               "AND NOT EXISTS (SELECT 1 FROM trust_lines x WHERE x.ledger_key = '{0}' AND "
+                               "x.asset_code = a.asset_code AND x.asset_issuer = a.asset_issuer) ORDER BY id LIMIT 1) o "
+                               "WHERE t.ledger_key = '{0}'",
+                               key));
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine);
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["history_verdict"], "identical") << engine;
+    const json& st = j["state"];
+    EXPECT_EQ(st["verdict"], "divergent") << engine;
+    EXPECT_EQ(st["differing_rows"], 1) << engine << st.dump();
+    const json* changed = FindDifference(st, "trust_lines", "changed");
+    ASSERT_NE(changed, nullptr) << engine << st.dump();
+    EXPECT_EQ((*changed)["key"]["ledger_key"], key);
+    EXPECT_NE((*changed)["left"]["asset_code"].dump() + (*changed)["left"]["asset_issuer"].dump(),
+              (*changed)["right"]["asset_code"].dump() + (*changed)["right"]["asset_issuer"].dump())
+        << (*changed).dump();
+    EXPECT_EQ((*changed)["left"]["account_id"], (*changed)["right"]["account_id"]);
+  }
+}
+
 TEST(State, SidesAtDifferentLedgersAreIncompleteUnlessSkipped) {
   Sides s = FilledSides(61, 60);
   // A state difference at different ledgers is no divergence: nothing was compared.
@@ -328,6 +361,66 @@ TEST(State, AUserProfileDeclaresItsOwnStateTablesAndLedger) {
   auto bad = VerifyRange(s.left, s.right, "text", {"--profile", profile});
   EXPECT_EQ(bad.exit_code, 2) << bad.err << bad.out;
   EXPECT_NE(bad.err.find("state table offers: \"key\""), std::string::npos) << bad.err;
+}
+
+// A user's state table holding surrogate ids (issue 45: "ids resolved through the lookups where the
+// state holds surrogate ids"): its "resolve" rules name the lookups, so a re-ingested copy whose
+// ids are renumbered holds the same state, and a row under another asset is two differing keys.
+TEST(State, AUserStateTableOfSurrogateIdsIsComparedAsTheRowsTheyName) {
+  Sides s{LoadDump(), LoadDump()};
+  testing::Renumber(s.right);
+  // Per side, from its own ids: what each account traded, by (account id, asset id).
+  for (const auto& side : {s.left, s.right})
+    ExecSql(side, "CREATE TABLE holdings (holder_id bigint, asset_id bigint, amount bigint, PRIMARY KEY (holder_id, asset_id));"
+                  "INSERT INTO holdings SELECT p.account, p.asset, sum(p.amount) FROM history_trades t CROSS JOIN LATERAL "
+                  "(VALUES (t.base_account_id, t.base_asset_id, t.base_amount), "
+                  "(t.counter_account_id, t.counter_asset_id, t.counter_amount)) p(account, asset, amount) "
+                  "GROUP BY 1, 2;"
+                  "CREATE TABLE state_cursor (name text PRIMARY KEY, ledger bigint); INSERT INTO state_cursor VALUES ('head', 61)");
+  ASSERT_GT(QueryInt(s.left, "SELECT count(*) FROM holdings"), 1);
+  ASSERT_NE(QueryInt(s.left, "SELECT min(asset_id) FROM holdings"), QueryInt(s.right, "SELECT min(asset_id) FROM holdings"))
+      << "the renumbered copy must hold other ids";
+  testing::ScratchDir dir("ledgerdiff-state-resolve-");
+  const std::string profile = dir.path + "/profile.json";
+  testing::WriteFileBytes(profile, R"({"name": "holdings",
+    "tables": [{"table": "history_ledgers", "ledger": {"column": "sequence"}, "key": ["sequence"]}],
+    "state": {"ledger": {"table": "state_cursor", "key_column": "name", "value_column": "ledger", "key": "head"},
+              "tables": [{"table": "holdings", "key": ["holder_id", "asset_id"],
+                          "resolve": [{"column": "holder_id", "lookup": "history_accounts", "natural": ["address"]},
+                                      {"column": "asset_id", "lookup": "history_assets",
+                                       "natural": ["asset_type", "asset_code", "asset_issuer"]}]}]}})");
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine, {"--profile", profile});
+    ASSERT_EQ(r.exit_code, 0) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["verdict"], "identical") << engine << st.dump();
+    ASSERT_EQ(st["tables"].size(), 1u) << st.dump();
+    EXPECT_EQ(st["tables"][0]["left_rows"], QueryInt(s.left, "SELECT count(*) FROM holdings"));
+  }
+  // One holding moved to another asset on the right (its id resolved to the wrong row).
+  ExecSql(s.right, "UPDATE holdings SET asset_id = (SELECT min(id) FROM history_assets a WHERE NOT EXISTS (SELECT 1 "
+                   "FROM holdings h WHERE h.asset_id = a.id)) WHERE (holder_id, asset_id) = (SELECT holder_id, asset_id "
+                   "FROM holdings ORDER BY amount DESC, holder_id, asset_id LIMIT 1)");
+  for (const auto& engine : kEngines) {
+    auto r = VerifyRange(s.left, s.right, engine, {"--profile", profile});
+    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
+    json st = json::parse(r.out)["state"];
+    EXPECT_EQ(st["verdict"], "divergent") << engine << st.dump();
+    EXPECT_EQ(st["differing_rows"], 2) << engine << st.dump();
+    const json* gone = FindDifference(st, "holdings", "only left");
+    const json* moved = FindDifference(st, "holdings", "only right");
+    ASSERT_NE(gone, nullptr) << engine << st.dump();
+    ASSERT_NE(moved, nullptr) << engine << st.dump();
+    // Named by the natural keys the ids resolve to, not by either side's ids: the same holder's
+    // address on both, two different assets.
+    for (const json* d : {gone, moved})
+      for (const char* column : {"holder.address", "asset.asset_type", "asset.asset_code", "asset.asset_issuer"})
+        ASSERT_TRUE((*d)["key"].contains(column)) << column << " " << d->dump();
+    EXPECT_EQ((*gone)["key"]["holder.address"], (*moved)["key"]["holder.address"]) << st.dump();
+    EXPECT_NE((*gone)["key"]["asset.asset_code"].dump() + (*gone)["key"]["asset.asset_issuer"].dump(),
+              (*moved)["key"]["asset.asset_code"].dump() + (*moved)["key"]["asset.asset_issuer"].dump())
+        << st.dump();
+  }
 }
 
 TEST(State, ADeclaredKeyThatIsNotUniqueIsSaidSoAndStillDiverges) {
