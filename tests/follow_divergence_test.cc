@@ -27,20 +27,9 @@ using testing::FollowArgs;
 using testing::Kahuna;
 using testing::QueryInt;
 using testing::RunCli;
+using testing::Samples;
 
 nlohmann::json Cycles(const testing::CliResult& r) { return testing::FollowOutcome(r)["follow"]["cycles"]; }
-
-// The samples of a Prometheus text file, each series (name and labels as written) to its value.
-std::map<std::string, std::string> Samples(const std::string& exposition) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(exposition);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = line.substr(space + 1);
-  }
-  return out;
-}
 
 // The series as the textfile collector of instance vm1 would export it.
 std::string WithInstance(const std::string& series) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -39,6 +41,19 @@ inline std::string QueryText(const std::string& conninfo, const std::string& sql
   auto r = c->Exec(sql);
   EXPECT_TRUE(r.ok() && r->size() == 1 && !r->IsNull(0, 0)) << sql;
   return r.ok() && r->size() == 1 && !r->IsNull(0, 0) ? std::string(r->Get(0, 0)) : std::string();
+}
+
+// The samples of a Prometheus text file (a --metrics file), each series (name and labels as
+// written) to its value.
+inline std::map<std::string, std::string> Samples(const std::string& exposition) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(exposition);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t space = line.rfind(' ');
+    out[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return out;
 }
 
 // The follower's JSON document; a test failure and an empty outcome (no cycles, verified through

@@ -29,24 +29,13 @@ using testing::FillState;
 using testing::FollowArgs;
 using testing::Kahuna;
 using testing::RunCli;
+using testing::Samples;
 using testing::SetStateLedger;
 using testing::WaitForText;
 
 constexpr const char* kAccount = "GBRPYHIL2CI3FNQ4BXLFMNDLFJUNPU2HY3ZMFSHONUCEOASW7QC7OX2H";
 
 json Follow(const testing::CliResult& r) { return testing::FollowOutcome(r)["follow"]; }
-
-// The samples of a Prometheus text file, each series to its value.
-std::map<std::string, std::string> Samples(const std::string& exposition) {
-  std::map<std::string, std::string> out;
-  std::istringstream in(exposition);
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#') continue;
-    const size_t space = line.rfind(' ');
-    out[line.substr(0, space)] = line.substr(space + 1);
-  }
-  return out;
-}
 
 // Kahuna twice, state filled on both at `left_ledger` and `right_ledger`.
 struct FilledKahuna : Kahuna {
