@@ -520,7 +520,12 @@ GateReports VerifyRangeReports(const verify::VerifyRangeReport& r) {
   g.html = [own](const std::string& dir) { return WriteHtmlReport(RenderVerifyRangeHtml(*own), dir); };
   g.metrics = MetricsOf("verify-range", diff::VerdictName(r.verdict()), r.verdict() == diff::Verdict::kIdentical,
                         r.diff.digest_seconds + r.diff.row_diff_seconds,
-                        [own](std::time_t) { return ComparisonMetrics(own->diff); });
+                        [own](std::time_t) {
+                          std::vector<Metric> m = ComparisonMetrics(own->diff);
+                          if (own->state)
+                            for (auto& one : StateMetrics(*own->state)) m.push_back(std::move(one));
+                          return m;
+                        });
   return g;
 }
 GateReports SelftestReports(const verify::SelftestReport& r) {

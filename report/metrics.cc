@@ -118,6 +118,25 @@ std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d) {
   return out;
 }
 
+std::vector<Metric> StateMetrics(const verify::StateComparison& s) {
+  std::vector<Metric> out;
+  out.push_back(Gauge("ledgerdiff_state_compared",
+                      "1 when the state tables were compared at a common ledger, 0 when not (ledgers apart, skipped, "
+                      "nothing to compare)",
+                      s.compared ? 1.0 : 0.0));
+  if (!s.compared) return out;
+  const bool divergent = s.verdict == verify::StateVerdict::kDivergent;
+  out.push_back(Gauge("ledgerdiff_state_divergent", "1 when the state tables compared at a common ledger differ, else 0",
+                      divergent ? 1.0 : 0.0));
+  out.push_back(Gauge("ledgerdiff_state_differing_rows", "State rows that differ (by key) at the common ledger",
+                      static_cast<double>(s.differing_rows)));
+  if (!divergent && s.ledger_left)
+    out.push_back(Gauge("ledgerdiff_state_last_agreed_ledger",
+                        "The state ledger at which both sides' state tables compared equal",
+                        static_cast<double>(*s.ledger_left)));
+  return out;
+}
+
 std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r) {
   // Sorted label sets: the same run writes the same file.
   std::map<std::tuple<std::string, std::string, std::string>, uint32_t> faults;

@@ -46,6 +46,10 @@ std::vector<Metric> GateMetrics(const std::string& command, const std::string& v
 // ledger, each side's head, the lag, divergent ledgers, rows compared per side.
 std::vector<Metric> ComparisonMetrics(const diff::DiffReport& d);
 
+// A one-shot verify-range's state comparison (issue 45): whether it was compared at a common
+// ledger, and when it was, whether it differs, its ledger when it agrees, the differing rows.
+std::vector<Metric> StateMetrics(const verify::StateComparison& s);
+
 // Chaos: ledgerdiff_chaos_faults_total{kind, detector, verdict} (each planned fault by its kind,
 // the detector that caught it or "none", and its round's verdict) and rounds by verdict.
 std::vector<Metric> ChaosMetrics(const verify::ChaosReport& r);

@@ -416,6 +416,14 @@ TEST(Metrics, TheDocumentedMetricsAreTheWrittenOnes) {
   cycle.state_last_agreed_ledger = 61;
   cycle.state_last_agreed_at = cycle.state_last_compared_at = 1000;
   for (auto& m : report::FollowMetrics(cycle, {}, 1060)) all.push_back(m);
+  verify::StateComparison state;  // a one-shot verify-range's, compared and divergent
+  state.compared = true;
+  state.verdict = verify::StateVerdict::kDivergent;
+  state.ledger_left = state.ledger_right = 61;
+  state.differing_rows = 3;
+  for (auto& m : report::StateMetrics(state)) all.push_back(m);
+  state.verdict = verify::StateVerdict::kIdentical;
+  for (auto& m : report::StateMetrics(state)) all.push_back(m);
   std::set<std::string> written;
   for (const auto& m : all) {
     written.insert(m.name);

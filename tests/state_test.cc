@@ -134,8 +134,15 @@ TEST(State, AChangedBalanceADeletedSignerAndAnExtraOfferAreNamedByKey) {
   // JUnit, Markdown and HTML carry the state's check and the combined verdict.
   testing::ScratchDir dir("ledgerdiff-state-reports-");
   auto r = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange, "--junit",
-                   dir.path + "/junit.xml", "--markdown", dir.path + "/summary.md", "--report", dir.path + "/html"});
+                   dir.path + "/junit.xml", "--markdown", dir.path + "/summary.md", "--report", dir.path + "/html",
+                   "--metrics", dir.path + "/state.prom"});
   ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
+  // ...and so does the metrics file: compared, divergent, three rows.
+  const auto m = testing::Samples(testing::ReadFileBytes(dir.path + "/state.prom"));
+  EXPECT_EQ(m.at("ledgerdiff_state_compared"), "1");
+  EXPECT_EQ(m.at("ledgerdiff_state_divergent"), "1");
+  EXPECT_EQ(m.at("ledgerdiff_state_differing_rows"), "3");
+  EXPECT_EQ(m.count("ledgerdiff_state_last_agreed_ledger"), 0u);
   const std::string junit = testing::ReadFileBytes(dir.path + "/junit.xml");
   const auto state_case = junit.find("<testcase classname=\"ledgerdiff.verify-range\" name=\"state\">");
   ASSERT_NE(state_case, std::string::npos) << junit;
@@ -243,9 +250,14 @@ TEST(State, SidesAtDifferentLedgersAreIncompleteUnlessSkipped) {
     ASSERT_EQ(skipped.exit_code, 0) << engine << "\n" << skipped.err << skipped.out;
     EXPECT_EQ(json::parse(skipped.out)["state"]["verdict"], "skipped");
   }
-  auto text = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange});
+  testing::ScratchDir dir("ledgerdiff-state-apart-");
+  auto text = RunCli({"verify-range", "--left", s.left, "--right", s.right, "--range", kRange, "--metrics",
+                      dir.path + "/state.prom"});
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.out.find("state ledgers differ (left 61, right 60)"), std::string::npos) << text.out;
+  const auto m = testing::Samples(testing::ReadFileBytes(dir.path + "/state.prom"));
+  EXPECT_EQ(m.at("ledgerdiff_state_compared"), "0");
+  EXPECT_EQ(m.count("ledgerdiff_state_divergent"), 0u);  // not compared: neither equal nor different
 }
 
 TEST(State, ADivergentHistoryTakesPrecedenceOverStateAtDifferentLedgers) {
