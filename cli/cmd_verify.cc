@@ -299,7 +299,7 @@ void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
                   "A differing bucket of state rows holding more rows than this is split into sub-buckets (their "
                   "digests compared on the server) instead of being read whole")
       ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, std::numeric_limits<uint64_t>::max()));
+      ->check(CLI::Range(uint32_t{1}, std::numeric_limits<uint32_t>::max()));
 }
 
 void AddVerifyRangeFollowFlags(CLI::App* sub, VerifyRangeFlags& f) {

@@ -145,6 +145,12 @@ TEST(StateBuckets, TheThresholdIsAtLeastOne) {
                             kRange, "--state-split-rows", "0"});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("--state-split-rows"), std::string::npos) << r.err;
+  // A negative count is no huge one (it used to wrap to 2^64 - 5 and be accepted).
+  auto negative = testing::RunCli({"verify-range", "--left", "host=/nonexistent", "--right", "host=/nonexistent",
+                                   "--range", kRange, "--state-split-rows", "-5"});
+  EXPECT_EQ(negative.exit_code, 2) << negative.err;
+  EXPECT_NE(negative.err.find("--state-split-rows: Value -5 not in range 1 to 4294967295"), std::string::npos)
+      << negative.err;
 }
 
 }  // namespace

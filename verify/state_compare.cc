@@ -91,7 +91,7 @@ struct BucketPair {
 // kStateMaxSplitDepth). One SubBucketDigests statement per side and depth. Sorted.
 Result<std::vector<std::string>> BucketsToRead(StateSnapshot& l, StateSnapshot& r, const ResolvedTable& lt,
                                                const ResolvedTable& rt, const dump::StateTableDigest& ld,
-                                               const dump::StateTableDigest& rd, uint64_t split_rows,
+                                               const dump::StateTableDigest& rd, uint32_t split_rows,
                                                StateComparison& out) {
   std::vector<std::pair<std::string, BucketPair>> frontier;
   for (uint32_t b = 0; b < dump::kStateBuckets; ++b)

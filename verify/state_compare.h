@@ -36,7 +36,7 @@ enum class StateMode { kCompare, kSkip, kOff };
 
 // The default of StateOptions::split_rows: 10,000 rows read per side at most for a bucket (a few
 // MB) before a split's digest statement (one scan of the table per side) is cheaper.
-inline constexpr uint64_t kStateSplitRows = 10000;
+inline constexpr uint32_t kStateSplitRows = 10000;
 // A split that leaves a sub-bucket with all of its parent's rows on both sides (rows of one key:
 // a declared key that is not unique) makes no progress: that bucket is read. Below this depth in
 // any case (256^6 sub-buckets per bucket).
@@ -50,7 +50,7 @@ struct StateOptions {
   uint32_t max_rows = 20;  // differences listed per table (all are counted)
   // --state-split-rows: a differing bucket holding more rows than this on either side is split
   // into sub-buckets rather than read (>= 1).
-  uint64_t split_rows = kStateSplitRows;
+  uint32_t split_rows = kStateSplitRows;
 };
 inline constexpr double kStateRetrySeconds = 0.25;
 inline constexpr double kMaxStateWaitSeconds = 86400;
