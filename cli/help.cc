@@ -303,10 +303,21 @@ const std::vector<HelpEntry>& EnvironmentVariables() {
 }
 
 void ApplyHelpConventions(CLI::App& app) {
+  // CLI11 reads "-5" into an unsigned 64-bit option as 2^64 - 5 (strtoull): every unsigned option
+  // refuses a sign itself, in the words of a conversion error (DescribeParseError).
   auto show_enums = [](CLI::App* a) {
     for (CLI::Option* opt : a->get_options([](const CLI::Option*) { return true; })) {
       std::vector<std::string> choices = EnumChoices(*opt);
       if (!choices.empty()) FormatEnumOption(opt, choices);
+      if (opt->get_type_name() != "UINT" || opt->get_lnames().empty()) continue;
+      const std::string flag = "--" + opt->get_lnames().front();
+      opt->check(CLI::Validator(
+          [flag](std::string& text) {
+            return text.find('-') == std::string::npos
+                       ? std::string()
+                       : fmt::format("{} takes a whole number of 0 or more, not '{}'", flag, text);
+          },
+          ""));
     }
   };
   std::string exit_codes = "Exit codes:\n";
@@ -400,8 +411,13 @@ std::string DescribeParseError(const CLI::App& app, const CLI::ParseError& error
   }
   // An unknown option never gets here: UnknownOption names it before the parse.
   if (dynamic_cast<const CLI::ValidationError*>(&error) != nullptr) {
-    // CLI11 says "--format: Check xml value in {...} FAILED": name the choices instead.
     std::string message = error.what();
+    // An unsigned option given a sign (ApplyHelpConventions): said like a conversion error.
+    if (const size_t says = message.find(" takes a whole number of 0 or more, not '"); says != std::string::npos) {
+      const size_t flag = message.rfind("--", says);
+      if (flag != std::string::npos) return fmt::format("{}: {}", command, message.substr(flag));
+    }
+    // CLI11 says "--format: Check xml value in {...} FAILED": name the choices instead.
     std::string name = message.substr(0, message.find(':'));
     const CLI::Option* opt = sub->get_option_no_throw(name);
     std::vector<std::string> choices = opt ? EnumChoices(*opt) : std::vector<std::string>{};

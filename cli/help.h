@@ -40,7 +40,8 @@ const std::vector<HelpEntry>& ExitCodes();
 const std::vector<HelpEntry>& EnvironmentVariables();
 
 // Gives every visible subcommand an "Examples:" footer, the root an examples, exit-code and
-// environment footer, and every enum option the "a|b" form. A visible subcommand without
+// environment footer, every enum option the "a|b" form, and every unsigned option a check that
+// refuses a sign (exit 2 naming the flag, never a wrapped 2^64 - N). A visible subcommand without
 // examples is a programming error caught by tests/help_test.cc.
 // REQUIRES: called once, after every subcommand and option is added, before parsing.
 void ApplyHelpConventions(CLI::App& app);

@@ -4,6 +4,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -187,6 +188,17 @@ TEST(Help, UsageErrorsSayWhatWasMeant) {
   CliResult negative = RunCli({"diff", "a", "b", "--max-rows", "-1"});
   EXPECT_EQ(negative.exit_code, 2);
   EXPECT_EQ(negative.err, "ledgerdiff: diff: --max-rows takes a whole number of 0 or more, not '-1'\n");
+  // 64-bit counts too: CLI11 read "-3" as 2^64 - 3 and accepted it (a follower's --cycles, ingest's
+  // --state-rows), hidden options included.
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"verify-range", "--left", "a", "--right", "b", "--follow", "--from", "2", "--state",
+                                 "s", "--cycles", "-3"},
+        std::vector<std::string>{"ingest", "--range", "2:9", "--schema", "s", "--state-rows", "-3"}}) {
+    CliResult wrapped = RunCli(args);
+    EXPECT_EQ(wrapped.exit_code, 2) << wrapped.err;
+    EXPECT_EQ(wrapped.err, fmt::format("ledgerdiff: {}: {} takes a whole number of 0 or more, not '-3'\n", args[0],
+                                       args[args.size() - 2]));
+  }
   CliResult word = RunCli({"verify", "--workers", "many"});
   EXPECT_EQ(word.exit_code, 2);
   EXPECT_EQ(word.err, "ledgerdiff: verify: --workers takes a whole number of 0 or more, not 'many'\n");
