@@ -35,6 +35,23 @@ const json* FindDifference(const json& state, const std::string& table, const st
   return nullptr;
 }
 
+// The state of a verify-range that must find the history identical and the state divergent with
+// `differing_rows` differing keys; null (and a test failure) when it does not.
+json DivergentState(const Sides& s, const std::string& engine, int64_t differing_rows,
+                    const std::vector<std::string>& extra = {}) {
+  auto r = VerifyRange(s.left, s.right, engine, extra);
+  if (r.exit_code != 1) {
+    ADD_FAILURE() << engine << ": exit " << r.exit_code << "\n" << r.err << r.out;
+    return nullptr;
+  }
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["verdict"], "divergent") << engine;
+  EXPECT_EQ(j["history_verdict"], "identical") << engine;
+  EXPECT_EQ(j["state"]["verdict"], "divergent") << engine;
+  EXPECT_EQ(j["state"]["differing_rows"], differing_rows) << engine << j["state"].dump();
+  return j["state"];
+}
+
 TEST(State, FilledStateHasRowsInEveryTableTheTestsChange) {
   Sides s = FilledSides();
   EXPECT_GT(QueryInt(s.left, "SELECT count(*) FROM accounts"), 10);
@@ -100,14 +117,8 @@ TEST(State, AChangedBalanceADeletedSignerAndAnExtraOfferAreNamedByKey) {
                                "INSERT INTO offers VALUES ('{0}', 99999, 'USD', 'EUR', 5, 1, 2, 0.5, 0, 61);",
                                account, signer));
   for (const auto& engine : kEngines) {
-    auto r = VerifyRange(s.left, s.right, engine);
-    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
-    json j = json::parse(r.out);
-    EXPECT_EQ(j["verdict"], "divergent") << engine;
-    EXPECT_EQ(j["history_verdict"], "identical") << engine;
-    const json& st = j["state"];
-    EXPECT_EQ(st["verdict"], "divergent") << engine;
-    EXPECT_EQ(st["differing_rows"], 3) << engine << st.dump();
+    const json st = DivergentState(s, engine, 3);
+    ASSERT_TRUE(st.is_object()) << engine;
     const json* changed = FindDifference(st, "accounts", "changed");
     ASSERT_NE(changed, nullptr) << engine << st.dump();
     EXPECT_EQ((*changed)["key"]["account_id"], account);
@@ -216,13 +227,8 @@ TEST(State, ATrustLineUnderAnotherAssetOnARenumberedCopyIsNamedByKey) {
                                "WHERE t.ledger_key = '{0}'",
                                key));
   for (const auto& engine : kEngines) {
-    auto r = VerifyRange(s.left, s.right, engine);
-    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
-    json j = json::parse(r.out);
-    EXPECT_EQ(j["history_verdict"], "identical") << engine;
-    const json& st = j["state"];
-    EXPECT_EQ(st["verdict"], "divergent") << engine;
-    EXPECT_EQ(st["differing_rows"], 1) << engine << st.dump();
+    const json st = DivergentState(s, engine, 1);
+    ASSERT_TRUE(st.is_object()) << engine;
     const json* changed = FindDifference(st, "trust_lines", "changed");
     ASSERT_NE(changed, nullptr) << engine << st.dump();
     EXPECT_EQ((*changed)["key"]["ledger_key"], key);
@@ -414,11 +420,8 @@ TEST(State, AUserStateTableOfSurrogateIdsIsComparedAsTheRowsTheyName) {
                    "FROM holdings h WHERE h.asset_id = a.id)) WHERE (holder_id, asset_id) = (SELECT holder_id, asset_id "
                    "FROM holdings ORDER BY amount DESC, holder_id, asset_id LIMIT 1)");
   for (const auto& engine : kEngines) {
-    auto r = VerifyRange(s.left, s.right, engine, {"--profile", profile});
-    ASSERT_EQ(r.exit_code, 1) << engine << "\n" << r.err << r.out;
-    json st = json::parse(r.out)["state"];
-    EXPECT_EQ(st["verdict"], "divergent") << engine << st.dump();
-    EXPECT_EQ(st["differing_rows"], 2) << engine << st.dump();
+    const json st = DivergentState(s, engine, 2, {"--profile", profile});
+    ASSERT_TRUE(st.is_object()) << engine;
     const json* gone = FindDifference(st, "holdings", "only left");
     const json* moved = FindDifference(st, "holdings", "only right");
     ASSERT_NE(gone, nullptr) << engine << st.dump();
