@@ -13,6 +13,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include <fmt/format.h>
@@ -227,11 +228,13 @@ struct ChunkWork {
 };
 
 // Streams table `t` of `work`'s ledgers on a worker connection (one unordered COPY); each row is
-// hashed and added to its (ledger, table) multiset accumulator. Read on the client: the
-// references it saw are marked in `client` and its missing ones returned in `missing` (per join).
+// hashed and added to its (ledger, table) multiset accumulator, and counted in `rows_read` (the
+// pool's progress inside a unit). Read on the client: the references it saw are marked in
+// `client` and its missing ones returned in `missing` (per join).
 Status ComputeTable(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
                     const std::vector<std::vector<ColumnClass>>& classes, const ClientPlan& client, size_t t,
-                    const std::atomic<bool>& stop, ChunkWork& work, std::vector<JoinReferences>& missing) {
+                    const std::atomic<bool>& stop, std::atomic<uint64_t>& rows_read, ChunkWork& work,
+                    std::vector<JoinReferences>& missing) {
   const LedgerRange range = *work.data;
   const ResolvedTable& table = profile.tables[t];
   const size_t ncols = table.columns.size();
@@ -242,8 +245,10 @@ Status ComputeTable(pg::Connection& conn, const std::string& schema, const Resol
   std::string sql = resolver ? resolver->Copy(schema, range) : DigestCopy(table, schema, range);
   std::vector<std::string_view> fields, canonical;
   RowHasher hasher;
+  uint64_t rows = 0;
   Status s = conn.CopyOut(sql, [&](std::string_view line) -> Status {
     if (stop.load(std::memory_order_relaxed)) return Status::Runtime("cancelled");
+    rows_read.store(++rows, std::memory_order_relaxed);
     pg::SplitCopyFields(line, fields);
     Ledger l = 0;
     if (fields.size() != nfields || !(resolver ? resolver->LedgerOf(fields, l) : ParseLedgerField(fields[0], l)) ||
@@ -335,23 +340,32 @@ Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::
 // ---- DigestSchema's stages: plan the work, open the workers, run the pool, emit in order.
 
 // A unit of work: one table of one chunk; kNoTable: a chunk with nothing to read (only sealed).
-// `estimated_rows`: the rows it reads as the statistics estimate them (0 when they are missing).
+// `estimated_rows`: the rows it reads as the statistics estimate them (0 when they are missing);
+// `bytes_per_row`: its table's (LedgerStatistics::bytes_per_row). Its work, what the progress
+// weighs it by, is the bytes it reads: rows of different tables cost what their widths do.
+// `ledgers`: the progress, in ledgers, it stands for: its chunk's ledgers shared among the
+// chunk's units by their work (equally without statistics).
 constexpr size_t kNoTable = static_cast<size_t>(-1);
 struct Unit {
   size_t chunk, table;
   uint64_t estimated_rows = 0;
+  double bytes_per_row = 0;
+  double ledgers = 0;
+  // The work of `rows` of it (at most its estimate: the work of the whole unit).
+  uint64_t Work(uint64_t rows) const {
+    return static_cast<uint64_t>(std::llround(static_cast<double>(std::min(rows, estimated_rows)) * bytes_per_row));
+  }
+  uint64_t work() const { return Work(estimated_rows); }
 };
 
 // The chunks and their units in the order they are handed out (chunk by chunk, each chunk's
-// tables largest first), the progress, in ledgers, that one unit of each chunk stands for, and
-// the work of all the units in estimated rows (Progress::work_total; 0: no statistics, the ETA
-// counts ledgers).
+// tables largest first), and the work of all the units (Progress::work_total, bytes; 0: no
+// statistics, the ETA counts ledgers).
 struct WorkPlan {
   std::vector<PlannedChunk> chunks;
   std::vector<Unit> units;
-  std::vector<double> ledgers_per_unit;  // per chunk
-  size_t units_per_chunk = 1;            // of a chunk with data
-  uint64_t estimated_rows = 0;           // the sum of the units'
+  size_t units_per_chunk = 1;  // of a chunk with data
+  uint64_t work = 0;           // the sum of the units'
 };
 
 Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
@@ -369,15 +383,23 @@ Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const
     const std::optional<LedgerRange>& data = plan.chunks[c].data;
     if (data)
       for (size_t t : table_order) {
-        const uint64_t rows =
-            statistics && t != kNoTable ? static_cast<uint64_t>(std::llround((*statistics)[t].Rows(*data))) : 0;
-        plan.units.push_back({c, t, rows});
-        plan.estimated_rows += rows;
+        Unit unit{c, t};
+        if (statistics && t != kNoTable) {
+          unit.estimated_rows = static_cast<uint64_t>(std::llround((*statistics)[t].Rows(*data)));
+          unit.bytes_per_row = (*statistics)[t].bytes_per_row();
+        }
+        plan.units.push_back(unit);
       }
     else
       plan.units.push_back({c, kNoTable});
-    plan.ledgers_per_unit.push_back(static_cast<double>(plan.chunks[c].range.size()) /
-                                    static_cast<double>(plan.units.size() - before));
+    const auto units = std::span(plan.units).subspan(before);
+    uint64_t chunk_work = 0;
+    for (const Unit& u : units) chunk_work += u.work();
+    const double chunk_ledgers = static_cast<double>(plan.chunks[c].range.size());
+    for (Unit& u : units)
+      u.ledgers = chunk_work ? chunk_ledgers * static_cast<double>(u.work()) / static_cast<double>(chunk_work)
+                             : chunk_ledgers / static_cast<double>(units.size());
+    plan.work += chunk_work;
   }
   return plan;
 }
@@ -429,7 +451,8 @@ class DigestPool {
         read_(read),
         lookahead_((conns.size() + plan.units_per_chunk - 1) / plan.units_per_chunk + 1),
         missing_(read.profile.tables.size()) {
-    for (size_t w = 0; w < conns.size(); ++w) threads_.emplace_back([this, &conns, w] { Work(*conns[w]); });
+    for (size_t w = 0; w < conns.size(); ++w) in_flight_.push_back(std::make_unique<InFlight>());
+    for (size_t w = 0; w < conns.size(); ++w) threads_.emplace_back([this, &conns, w] { Work(*conns[w], *in_flight_[w]); });
   }
   ~DigestPool() { (void)Stop(); }
   DigestPool(const DigestPool&) = delete;
@@ -438,18 +461,24 @@ class DigestPool {
   // What the units done so far stand for: ledgers, and rows as the plan estimates them.
   struct UnitsDone {
     double ledgers = 0;
-    uint64_t estimated_rows = 0;
+    uint64_t work = 0;  // Unit::work
   };
   // Blocks until the next chunk in ledger order is sealed (kChunk: moved into `out`), a unit
-  // ended (kProgress), or the work ended or failed (kEnd). On kChunk and kProgress, `done` is
-  // what the units done so far stand for (on the last chunk: every unit).
-  Event Wait(Chunk& out, UnitsDone& done) {
+  // ended or `tick` passed (kProgress), or the work ended or failed (kEnd). On kChunk and
+  // kProgress, `done` is what the units done so far stand for (on the last chunk: every unit),
+  // with the rows the units in flight have read so far (each at most its estimate, so `done`
+  // never goes back when the unit ends): a large unit reports as it reads.
+  Event Wait(Chunk& out, UnitsDone& done, std::chrono::milliseconds tick) {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [&] {
+    const bool woke = cv_.wait_for(lock, tick, [&] {
       return stop_ || next_emit_ >= plan_.chunks.size() || ready_.count(next_emit_) || units_done_ != units_reported_;
     });
+    if (!woke) {
+      done = WithUnitsInFlight(units_done_so_far_);
+      return Event::kProgress;
+    }
     if (stop_ || next_emit_ >= plan_.chunks.size()) return Event::kEnd;
-    done = units_done_so_far_;
+    done = WithUnitsInFlight(units_done_so_far_);
     if (!ready_.count(next_emit_)) {
       units_reported_ = units_done_;
       return Event::kProgress;
@@ -482,18 +511,35 @@ class DigestPool {
   std::vector<std::vector<JoinReferences>>& missing() { return missing_; }
 
  private:
-  void Work(pg::Connection& conn) {
+  // A worker's unit in progress and the rows it has read of it (written by the worker alone).
+  struct InFlight {
+    std::optional<Unit> unit;  // guarded by mu_
+    std::atomic<uint64_t> rows_read{0};
+  };
+  // `done` plus the share of the units in flight: the rows read of each (text engine: the server
+  // engine's rows are per-ledger sums, not rows read), capped at its estimate. REQUIRES: mu_ held.
+  UnitsDone WithUnitsInFlight(UnitsDone done) const {
+    if (read_.engine != DigestEngine::kText) return done;
+    for (const auto& f : in_flight_) {
+      if (!f->unit || f->unit->work() == 0) continue;
+      const uint64_t work = f->unit->Work(f->rows_read.load(std::memory_order_relaxed));
+      done.work += work;
+      done.ledgers += f->unit->ledgers * static_cast<double>(work) / static_cast<double>(f->unit->work());
+    }
+    return done;
+  }
+  void Work(pg::Connection& conn, InFlight& in_flight) {
     for (;;) {
       Unit unit;
       ChunkWork* work;
-      if (!Take(unit, work)) return;
+      if (!Take(unit, work, in_flight)) return;
       if (unit.table != kNoTable) {
         std::vector<JoinReferences> missing;
         Status s = read_.engine == DigestEngine::kServerHash
                        ? ComputeTableInServer(conn, read_.schema, read_.profile.tables[unit.table], unit.table,
                                               stop_, *work)
                        : ComputeTable(conn, read_.schema, read_.profile, read_.classes, read_.client, unit.table,
-                                      stop_, *work, missing);
+                                      stop_, in_flight.rows_read, *work, missing);
         if (!s.ok()) {
           Fail(s.With(fmt::format("digest of schema \"{}\" ledgers {}", read_.schema,
                                   plan_.chunks[unit.chunk].data->str())));
@@ -501,7 +547,7 @@ class DigestPool {
         }
         if (!missing.empty()) MergeMissing(unit.table, missing);
       }
-      if (!UnitDone(unit, *work)) continue;
+      if (!UnitDone(unit, *work, in_flight)) continue;
       Chunk sealed = Seal(*work);
       std::lock_guard<std::mutex> lock(mu_);
       in_progress_.erase(unit.chunk);
@@ -509,26 +555,29 @@ class DigestPool {
       cv_.notify_all();
     }
   }
-  // The next unit and its chunk's work (created by the first of its units); false when stopped
-  // or none is left.
-  bool Take(Unit& unit, ChunkWork*& work) {
+  // The next unit and its chunk's work (created by the first of its units), recorded as the
+  // worker's unit in flight; false when stopped or none is left.
+  bool Take(Unit& unit, ChunkWork*& work, InFlight& in_flight) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] {
       return stop_ || next_unit_ >= plan_.units.size() || plan_.units[next_unit_].chunk < next_emit_ + lookahead_;
     });
     if (stop_ || next_unit_ >= plan_.units.size()) return false;
     unit = plan_.units[next_unit_++];
+    in_flight.rows_read.store(0, std::memory_order_relaxed);
+    in_flight.unit = unit;
     auto& slot = in_progress_[unit.chunk];
     if (!slot) slot = std::make_unique<ChunkWork>(plan_.chunks[unit.chunk], read_.profile.tables.size());
     work = slot.get();
     return true;
   }
   // Counts the unit; true when it was its chunk's last (the caller seals the chunk).
-  bool UnitDone(const Unit& unit, ChunkWork& work) {
+  bool UnitDone(const Unit& unit, ChunkWork& work, InFlight& in_flight) {
     std::lock_guard<std::mutex> lock(mu_);
+    in_flight.unit.reset();
     ++units_done_;
-    units_done_so_far_.ledgers += plan_.ledgers_per_unit[unit.chunk];
-    units_done_so_far_.estimated_rows += unit.estimated_rows;
+    units_done_so_far_.ledgers += unit.ledgers;
+    units_done_so_far_.work += unit.work();
     cv_.notify_all();
     return --work.tables_left == 0 || unit.table == kNoTable;
   }
@@ -559,18 +608,19 @@ class DigestPool {
   UnitsDone units_done_so_far_;
   Status first_error_;
   std::vector<std::vector<JoinReferences>> missing_;  // per table, per join
+  std::vector<std::unique_ptr<InFlight>> in_flight_;  // per worker
   std::vector<std::thread> threads_;                  // last: joined before the members above go
 };
 
 // Takes the pool's chunks in ledger order: roots, row counts, the caller's sink, progress.
 class Emitter {
  public:
-  // `estimated_rows`: the digest's work (WorkPlan::estimated_rows; 0: unknown).
+  // `work`: the digest's (WorkPlan::work; 0: unknown).
   Emitter(const std::string& schema, const ResolvedProfile& profile, const ClientPlan& client,
-          const LedgerRange& range, uint64_t estimated_rows, std::string phase,
+          const LedgerRange& range, uint64_t work, std::string phase,
           std::chrono::steady_clock::time_point start, Reporter& reporter)
       : range_(range),
-        estimated_rows_(estimated_rows),
+        work_(work),
         phase_(std::move(phase)),
         start_(start),
         reporter_(reporter),
@@ -579,14 +629,15 @@ class Emitter {
   }
 
   // Until the last chunk, or the first failure (the pool's or the sink's); then stops the pool.
-  Status Run(DigestPool& pool, const ChunkSink& sink) {
+  Status Run(DigestPool& pool, const ChunkSink& sink, std::chrono::milliseconds tick) {
     Chunk chunk;
     DigestPool::UnitsDone units;
+    Report(0, 0);  // the phase begins now, before its first unit ends
     for (;;) {
-      const DigestPool::Event e = pool.Wait(chunk, units);
+      const DigestPool::Event e = pool.Wait(chunk, units, tick);
       if (e == DigestPool::Event::kEnd) break;
       if (e == DigestPool::Event::kProgress) {
-        Report(std::min(static_cast<double>(range_.size()), units.ledgers), units.estimated_rows);
+        Report(std::min(static_cast<double>(range_.size()), units.ledgers), units.work);
         continue;
       }
       Add(chunk);
@@ -598,7 +649,7 @@ class Emitter {
         }
       }
       ledgers_emitted_ += chunk.range.size();
-      Report(static_cast<double>(ledgers_emitted_), units.estimated_rows);
+      Report(static_cast<double>(ledgers_emitted_), units.work);
     }
     return pool.Stop();
   }
@@ -611,9 +662,9 @@ class Emitter {
 
  private:
   void Add(const Chunk& chunk) { summary_.Add(chunk); }
-  // Progress in ledgers, weighed by the estimated rows of the units done (Progress::work_*);
+  // Progress in ledgers, weighed by the estimated bytes of the units done (Progress::work_*);
   // never goes back (a unit estimate may run ahead of an emitted chunk).
-  void Report(double ledgers, uint64_t estimated_rows) {
+  void Report(double ledgers, uint64_t work) {
     if (ledgers < ledgers_reported_) return;
     ledgers_reported_ = ledgers;
     Progress p;
@@ -622,13 +673,13 @@ class Emitter {
     p.total = range_.size();
     const double el = SecondsSince(start_);
     p.rate_per_s = el > 0 ? ledgers / el : 0;
-    p.work_done = estimated_rows;
-    p.work_total = estimated_rows_;
+    p.work_done = work;
+    p.work_total = work_;
     reporter_.Update(p);
   }
 
   const LedgerRange range_;
-  const uint64_t estimated_rows_;
+  const uint64_t work_;
   const std::string phase_;
   const std::chrono::steady_clock::time_point start_;
   Reporter& reporter_;
@@ -679,8 +730,8 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   LD_ASSIGN_OR_RETURN(auto conns, OpenWorkers(conninfo, prep.snapshot, jobs));
   const ReadContext read{schema, prep.profile, ColumnClasses(prep.profile), client, options.engine};
   DigestPool pool(plan, read, conns);
-  Emitter emitter(schema, prep.profile, client, prep.range, plan.estimated_rows, options.phase, start, reporter);
-  LD_RETURN_IF_ERROR(emitter.Run(pool, sink));
+  Emitter emitter(schema, prep.profile, client, prep.range, plan.work, options.phase, start, reporter);
+  LD_RETURN_IF_ERROR(emitter.Run(pool, sink, options.progress_tick));
   for (auto& c : conns) (void)c->Run("COMMIT");
   // The coordinator's transaction keeps the exported snapshot importable while the hook runs.
   if (options.before_commit) {

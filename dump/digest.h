@@ -28,6 +28,7 @@
 // with one accumulator per (ledger, table) (24 bytes) while computed, then its entries.
 // Determinism: the entries do not depend on jobs or chunk size.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -75,6 +76,9 @@ struct DigestOptions {
   // skipped; columns absent here are dropped.
   std::optional<ResolvedProfile> restrict_to;
   std::string phase = "digest";      // progress label
+  // How often the progress is reported while no unit of work ends (issue 46: never silent for
+  // long, whatever the units' sizes; the reporter throttles what it shows).
+  std::chrono::milliseconds progress_tick{500};
   // Text (the reference) or server-hash (dump/canonical.h DigestEngine). The summary records it;
   // digests of different engines differ and are never compared.
   DigestEngine engine = kDefaultEngine;

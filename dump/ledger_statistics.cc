@@ -40,6 +40,7 @@ Result<std::optional<LedgerStatistics>> LedgerStatistics::Load(pg::Connection& c
   st.kind_ = table.ledger.kind;
   st.rows_ = std::strtod(std::string(r.Get(0, 0)).c_str(), nullptr);
   const bool holds_rows = st.rows_ > 0 || r.GetInt(0, 1) > 0;
+  if (st.rows_ > 0) st.bytes_per_row_ = static_cast<double>(r.GetInt(0, 1)) * kPageBytes / st.rows_;
   if (st.rows_ < 0) return std::optional<LedgerStatistics>();  // never vacuumed nor analyzed
   if (static_cast<double>(r.GetInt(0, 6)) > 50 + st.rows_ / 5) return std::optional<LedgerStatistics>();
   if (r.IsNull(0, 2)) {

@@ -29,13 +29,19 @@ class LedgerStatistics {
                                                       const ResolvedTable& table);
   // The rows whose ledger is in `span`.
   double Rows(const LedgerRange& span) const;
+  // The table's bytes on disk per row (pg_class.relpages over reltuples; 0 when it holds none):
+  // what reading a row costs, relative to the other tables' rows (a ledgers' effects row of
+  // JSON costs six times a participants row of two ids).
+  double bytes_per_row() const { return bytes_per_row_; }
 
  private:
   // The share of the histogram's values below `x`, linear inside a bucket.
   double HistogramBelow(double x) const;
 
   LedgerColumnKind kind_ = LedgerColumnKind::kSequence;
+  static constexpr double kPageBytes = 8192;  // PostgreSQL's default block size
   double rows_ = 0;       // pg_class.reltuples
+  double bytes_per_row_ = 0;
   double null_frac_ = 0;  // rows whose ledger column is NULL (no ledger: never read)
   std::vector<std::pair<double, double>> common_;  // most common values, their shares of the rows
   std::vector<double> bounds_;                     // histogram bounds, ascending

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -181,7 +182,8 @@ TEST(Sparse, EntriesAndRootsDoNotDependOnProbingOrChunking) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Progress (issue 22): the ETA weighs ledgers by the rows the server's statistics put in them.
+// Progress (issue 22): the ETA weighs ledgers by the rows the server's statistics put in them,
+// each row by its table's bytes per row (issue 46: a row of JSON costs more than one of two ids).
 
 struct ProgressRecorder : Reporter {
   std::vector<Progress> updates;
@@ -227,7 +229,23 @@ std::pair<std::vector<Progress>, dump::DigestSummary> DigestProgress(const std::
   return {recorder.updates, *r};
 }
 
-TEST(Progress, DigestWorkIsTheRowsTheStatisticsPutInTheRange) {
+// The bytes a digest read, measured apart from the statistics: each table's rows it read times
+// the table's size over its rows counted.
+double BytesRead(const std::string& schema, const dump::DigestSummary& summary) {
+  auto conn = Connect();
+  double bytes = 0;
+  for (const auto& t : summary.tables) {
+    if (t.rows == 0) continue;
+    const std::string table = pg::Qualified(schema, t.table);
+    auto r = conn->Exec("SELECT pg_relation_size(" + pg::QuoteLiteral(table) + "), count(*) FROM " + table);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return 0;
+    bytes += static_cast<double>(t.rows) * static_cast<double>(r->GetInt(0, 0)) / static_cast<double>(r->GetInt(0, 1));
+  }
+  return bytes;
+}
+
+TEST(Progress, DigestWorkIsTheBytesTheStatisticsPutInTheRange) {
   const LedgerRange held{2, 3000};
   const std::string schema = GrowingSchema(held, /*analyzed=*/true);
   for (const LedgerRange range : {held, LedgerRange{2000, 3000}}) {
@@ -235,12 +253,11 @@ TEST(Progress, DigestWorkIsTheRowsTheStatisticsPutInTheRange) {
     const auto [updates, summary] = DigestProgress(schema, range);
     ASSERT_FALSE(updates.empty());
     const uint64_t estimated = updates.front().work_total;
-    const double rows = static_cast<double>(summary.rows);
-    std::printf("[ measured ] digest of ledgers %s: %llu rows estimated from the statistics, %llu read\n",
-                range.str().c_str(), static_cast<unsigned long long>(estimated),
-                static_cast<unsigned long long>(summary.rows));
-    EXPECT_GE(static_cast<double>(estimated), rows / 1.5);
-    EXPECT_LE(static_cast<double>(estimated), rows * 1.5);
+    const double bytes = BytesRead(schema, summary);
+    std::printf("[ measured ] digest of ledgers %s: %llu bytes estimated from the statistics, %.0f read\n",
+                range.str().c_str(), static_cast<unsigned long long>(estimated), bytes);
+    EXPECT_GE(static_cast<double>(estimated), bytes / 1.5);
+    EXPECT_LE(static_cast<double>(estimated), bytes * 1.5);
     for (size_t i = 0; i < updates.size(); ++i) {
       EXPECT_EQ(updates[i].work_total, estimated) << i;
       if (i) {
@@ -251,13 +268,43 @@ TEST(Progress, DigestWorkIsTheRowsTheStatisticsPutInTheRange) {
     EXPECT_EQ(updates.back().work_done, estimated);
     if (range.from != held.from) continue;
     // The rows grow along the range: when half the ledgers are done, far less than half the
-    // estimated rows are (each span's share comes from the histogram, not from its width).
+    // estimated work is (each span's share comes from the histogram, not from its width).
     const auto half = std::find_if(updates.begin(), updates.end(),
                                    [&](const Progress& p) { return 2 * p.done >= range.size(); });
     ASSERT_NE(half, updates.end());
     EXPECT_LT(static_cast<double>(half->work_done), 0.4 * static_cast<double>(estimated))
         << half->done << " of " << range.size() << " ledgers";
   }
+}
+
+// Issue 46: a digest reports as it reads, not only when a unit (a table of a chunk) ends: with
+// one chunk read by one connection, the nine units end nine times, yet the progress takes many
+// more values, each between the last unit's end and the next, never going back.
+TEST(Progress, ADigestReportsAsItReadsNotOnlyWhenAUnitEnds) {
+  const LedgerRange range{2, 3000};
+  const std::string schema = GrowingSchema(range, /*analyzed=*/true);
+  ProgressRecorder recorder;
+  dump::DigestOptions o;
+  o.range = range;
+  o.jobs = 1;
+  o.chunk_ledgers = range.size();
+  o.progress_tick = std::chrono::milliseconds(1);
+  auto spec = dump::LoadProfileSpec("horizon");
+  ASSERT_TRUE(spec.ok());
+  auto r = dump::DigestSchema(TestConninfo(), schema, *spec, o, nullptr, recorder);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  std::set<uint64_t> values;
+  for (size_t i = 0; i < recorder.updates.size(); ++i) {
+    values.insert(recorder.updates[i].work_done);
+    if (i) {
+      EXPECT_GE(recorder.updates[i].work_done, recorder.updates[i - 1].work_done) << i;
+      EXPECT_GE(recorder.updates[i].done, recorder.updates[i - 1].done) << i;
+    }
+  }
+  std::printf("[ measured ] %zu progress updates, %zu distinct amounts of work, %zu tables\n",
+              recorder.updates.size(), values.size(), r->tables.size());
+  EXPECT_GT(values.size(), 3 * r->tables.size());
+  EXPECT_EQ(recorder.updates.back().work_done, recorder.updates.back().work_total);
 }
 
 // Without statistics that describe the rows the ETA counts ledgers: never analyzed (and the
@@ -271,9 +318,9 @@ TEST(Progress, AnIngestLeavesStatisticsSoItsSchemasDigestCountsRows) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto [updates, summary] = DigestProgress(schema, LedgerRange{2, 1201});
   ASSERT_FALSE(updates.empty());
-  const double rows = static_cast<double>(summary.rows);
-  EXPECT_GE(static_cast<double>(updates.front().work_total), rows / 1.5) << summary.rows;
-  EXPECT_LE(static_cast<double>(updates.front().work_total), rows * 1.5) << summary.rows;
+  const double bytes = BytesRead(schema, summary);
+  EXPECT_GE(static_cast<double>(updates.front().work_total), bytes / 1.5) << bytes;
+  EXPECT_LE(static_cast<double>(updates.front().work_total), bytes * 1.5) << bytes;
 }
 
 TEST(Progress, DigestWithoutStatisticsOfItsRowsCountsLedgers) {
