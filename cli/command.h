@@ -33,6 +33,7 @@ class TargetFirstReporter : public Reporter {
   void Note(std::string_view line) override;
   void Update(const Progress& progress) override;
   void Event(std::string_view line) override;
+  void Plan(std::string_view command, const CommandPlan& plan) override { inner_.Plan(command, plan); }
   void Done() override { inner_.Done(); }
   bool live() const override { return inner_.live(); }
 

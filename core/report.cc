@@ -63,6 +63,13 @@ std::string FormatProgressLine(const Progress& p, double rate, double eta_s) {
   return head;
 }
 
+std::string FormatCommandProgress(std::string_view command, const CommandEstimate& e) {
+  std::string line = fmt::format("{} {:.0f}%", command, 100 * e.fraction);
+  if (e.index) line += fmt::format(" ({}, phase {} of {})", e.phase, e.index, e.count);
+  if (e.eta_s >= 0) line += ", ETA " + FormatDuration(e.eta_s);
+  return line;
+}
+
 std::string IsoTimeNow() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -116,8 +123,10 @@ void StderrReporter::Update(const Progress& p) {
   std::lock_guard<std::mutex> lock(mu_);
   auto now = std::chrono::steady_clock::now();
   Phase& phase = phases_[p.phase];
-  phase.rate.Add(p.phase, std::chrono::duration<double>(now - start_).count(), p.done, p.work_done);
+  const double t_s = std::chrono::duration<double>(now - start_).count();
+  phase.rate.Add(p.phase, t_s, p.done, p.work_done);
   phase.last = p;
+  overall_.Update(p, t_s, phase.rate.Eta(p.total, p.work_total));
   if (!tty_) {
     // A log: one line per interval in all, a phase's first once it has run an interval (a short
     // phase stays out of the log; its notes say what happened).
@@ -137,8 +146,12 @@ void StderrReporter::Update(const Progress& p) {
     due->last_line = last_log_line_ = now;
     const Progress& shown = due->last;
     const double rate = due->rate.rate() > 0 ? due->rate.rate() : shown.rate_per_s;
-    fmt::print(out_, "{} {}\n", IsoTimeNow(),
-               FormatProgressLine(shown, rate, due->rate.Eta(shown.total, shown.work_total)));
+    // Planned: one ETA, the command's; else the phase's own.
+    const std::string line =
+        overall_.planned()
+            ? FormatProgressLine(shown, rate, -1) + "; " + FormatCommandProgress(command_, overall_.Estimate(t_s))
+            : FormatProgressLine(shown, rate, due->rate.Eta(shown.total, shown.work_total));
+    fmt::print(out_, "{} {}\n", IsoTimeNow(), line);
     std::fflush(out_);
     return;
   }
@@ -147,7 +160,8 @@ void StderrReporter::Update(const Progress& p) {
   if (now - last_draw_ < std::chrono::milliseconds(100) && !finished) return;
   last_draw_ = now;
   ClearLive();
-  const std::string frame = live_.Frame();
+  std::string frame = live_.Frame();
+  if (overall_.planned() && !frame.empty()) frame = FormatCommandProgress(command_, overall_.Estimate(t_s)) + "\n" + frame;
   std::fputs(frame.c_str(), out_);
   live_lines_ = static_cast<int>(std::count(frame.begin(), frame.end(), '\n'));
   std::fflush(out_);
@@ -161,6 +175,12 @@ void StderrReporter::Event(std::string_view line) {
   last_log_line_ = now;
   fmt::print(out_, "{}\n", ScrubSecrets(std::string(line)));
   std::fflush(out_);
+}
+
+void StderrReporter::Plan(std::string_view command, const CommandPlan& plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  command_ = command;
+  overall_ = CommandEta(plan);
 }
 
 void StderrReporter::Done() {

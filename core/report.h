@@ -44,6 +44,60 @@ struct Progress {
   std::vector<std::string> workers;  // what each worker does now ("w1 job 3 [201-300]")
 };
 
+// ---- The whole command's progress (issue 46): one fraction and one ETA over all its phases.
+
+// One phase of a command as planned before its work begins. `cost` is its estimated cost in
+// any unit the plan uses for all its phases (e.g. rows times a per-row prior): only the ratios
+// between phases matter, since the seconds a unit of cost takes are learned as the phases run.
+struct PlannedPhase {
+  std::string name;                  // "serial ingest": what the command's line calls it
+  std::vector<std::string> reports;  // the Progress::phase names it reports under (both digests)
+  double cost = 0;
+};
+using CommandPlan = std::vector<PlannedPhase>;
+
+// Where a whole command stands: the share of its planned cost done, the seconds left of it
+// (-1 while unknown), and the planned phase in progress (1-based `index` of `count`; 0: none yet).
+struct CommandEstimate {
+  double fraction = 0;
+  double eta_s = -1;
+  std::string phase;
+  size_t index = 0, count = 0;
+};
+
+// The command's ETA from its plan and its phases' progress. Phases run in the plan's order (a
+// phase that begins ends those before it; one never seen was skipped); a phase ends when every
+// Progress::phase it reports under reports done >= total. Seconds left:
+//   the phase in progress: its own ETA (RecentRate: the work still to come over its recent
+//     rate), the latest of its reports', aged to now; else its cost left times the pace;
+//   each phase not begun: its cost times the pace,
+// where the pace (seconds per unit of cost) is the time the begun phases took over the cost they
+// did. Pure (no clock): StderrReporter feeds it and shows it.
+class CommandEta {
+ public:
+  explicit CommandEta(CommandPlan plan = {});
+  bool planned() const { return !plan_.empty(); }
+  // Records `p` at `t_s` (seconds on any monotonic clock) with its phase's own ETA (-1:
+  // unknown); progress under a name the plan does not hold is not the command's.
+  void Update(const Progress& p, double t_s, double phase_eta_s);
+  CommandEstimate Estimate(double t_s) const;
+
+ private:
+  struct Report {
+    bool seen = false, finished = false;
+    double fraction = 0;
+    double eta_s = -1, eta_at_s = 0;
+  };
+  struct Phase {
+    double begun_s = -1, ended_s = -1;  // -1: not yet
+    bool skipped = false;
+    std::vector<Report> reports;  // as the plan lists them
+  };
+  double FractionOf(size_t i) const;
+  CommandPlan plan_;
+  std::vector<Phase> phases_;
+};
+
 class Reporter {
  public:
   virtual ~Reporter() = default;
@@ -54,6 +108,12 @@ class Reporter {
   // A line about one step of the progress ("job 3 [201-300] done by w1"), for a log: a reporter
   // may throttle it with its progress lines, or leave it out (quiet). Default: Note(line).
   virtual void Event(std::string_view line) { Note(line); }
+  // The command's phases, before its work begins: progress then also shows one fraction and
+  // one ETA for the whole `command` ("verify"); see CommandEta. Default: ignored.
+  virtual void Plan(std::string_view command, const CommandPlan& plan) {
+    (void)command;
+    (void)plan;
+  }
   // Ends the live progress display (before final output).
   virtual void Done() {}
   // True when progress is shown live (a terminal): then per-job notes are not needed.
@@ -130,6 +190,7 @@ class StderrReporter : public Reporter {
   void Note(std::string_view line) override;
   void Update(const Progress& progress) override;
   void Event(std::string_view line) override;
+  void Plan(std::string_view command, const CommandPlan& plan) override;
   void Done() override;
   bool live() const override { return tty_ && !quiet_; }
 
@@ -153,11 +214,16 @@ class StderrReporter : public Reporter {
   std::chrono::steady_clock::time_point last_log_line_{};  // off a terminal: of any phase or event
   std::map<std::string, Phase> phases_;
   LiveBlock live_;  // what a terminal shows
+  std::string command_;
+  CommandEta overall_;  // planned: lines end with the command's fraction and ETA
 };
 
 // One progress line (without the timestamp): "phase: 1,500 / 5,000 ledgers (30.0%), 410
 // ledgers/s, ETA 8.5 s". `rate`, `eta_s` as measured by the caller (0 / -1: left out).
 std::string FormatProgressLine(const Progress& p, double rate, double eta_s);
+// The whole command's part of a line: "verify 34% (parallel ingest, phase 2 of 4), ETA 3 min 5 s"
+// (the ETA left out while unknown).
+std::string FormatCommandProgress(std::string_view command, const CommandEstimate& e);
 // The current UTC time as ISO 8601, "2026-11-30T23:40:05Z".
 std::string IsoTimeNow();
 

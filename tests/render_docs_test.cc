@@ -211,6 +211,92 @@ TEST(Progress, OffATerminalOneTimestampedLinePerIntervalPhasesTakingTurns) {
   EXPECT_EQ(FormatProgressLine(p, 100, 9), "digest: 300 / 1,200 ledgers (25.0%), 100 ledgers/s, ETA 9.0 s");
 }
 
+// Issue 46: one ETA for the whole command. A phase's own ETA covers what is left of it; a
+// phase not begun costs its planned cost at the pace the begun phases went; a phase that reports
+// nothing (the clean-up) still counts until the command ends.
+Progress PhaseAt(const std::string& phase, uint64_t done, uint64_t total) {
+  Progress p;
+  p.phase = phase;
+  p.done = done;
+  p.total = total;
+  return p;
+}
+
+TEST(Progress, TheCommandEtaCoversThePhasesNotBegun) {
+  CommandEta eta({{"serial ingest", {"ingest s"}, 100},
+                  {"digests", {"digest left", "digest right"}, 40},
+                  {"clean-up", {}, 10}});
+  EXPECT_EQ(eta.Estimate(0).eta_s, -1);  // nothing measured: unknown, not zero
+  eta.Update(PhaseAt("ingest s", 0, 1000), 0, -1);
+  EXPECT_EQ(eta.Estimate(0).eta_s, -1);
+  eta.Update(PhaseAt("ingest s", 250, 1000), 20, 60);  // a quarter in 20 s: pace 0.8 s per unit of cost
+  CommandEstimate e = eta.Estimate(20);
+  EXPECT_NEAR(e.fraction, 25.0 / 150, 1e-9);
+  EXPECT_NEAR(e.eta_s, 60 + 40 * 0.8 + 10 * 0.8, 1e-9);  // its own 60 s, then the rest at the pace
+  EXPECT_EQ(e.phase, "serial ingest");
+  EXPECT_EQ(e.index, 1u);
+  EXPECT_EQ(e.count, 3u);
+  EXPECT_NEAR(eta.Estimate(30).eta_s, 50 + 40 * 1.2 + 10 * 1.2, 1e-9);  // aged; 30 s for 25 units
+  EXPECT_EQ(FormatCommandProgress("verify", e), "verify 17% (serial ingest, phase 1 of 3), ETA 1 min 40 s");
+
+  // The ingest ends at 80 s (pace 0.8 again); the left digest begins at 90 s: its time runs from
+  // the ingest's end, its planning included. The right side has not reported: the phase's cost
+  // left at the pace, not the left side's own ETA alone.
+  eta.Update(PhaseAt("ingest s", 1000, 1000), 80, 0);
+  eta.Update(PhaseAt("digest left", 100, 1000), 90, 45);
+  e = eta.Estimate(90);
+  EXPECT_EQ(e.phase, "digests");
+  const double pace = 90.0 / (100 + 40 * 0.05);  // 90 s for the ingest's 100 and the digests' 2
+  EXPECT_NEAR(e.eta_s, (1 - 0.05) * 40 * pace + 10 * pace, 1e-9);
+  // Both sides report: the later of their own ETAs.
+  eta.Update(PhaseAt("digest right", 500, 1000), 92, 8);
+  EXPECT_NEAR(eta.Estimate(92).eta_s, (45 - 2) + 10 * (92.0 / (100 + 40 * 0.3)), 1e-9);
+  eta.Update(PhaseAt("digest left", 1000, 1000), 100, 0);
+  eta.Update(PhaseAt("digest right", 1000, 1000), 101, 0);
+  e = eta.Estimate(101);
+  EXPECT_NEAR(e.fraction, 140.0 / 150, 1e-9);
+  EXPECT_NEAR(e.eta_s, 10 * (101.0 / 140), 1e-9);  // the clean-up, at the whole run's pace
+  EXPECT_EQ(e.index, 0u);  // no phase in progress that reports
+  // Progress of a phase the plan does not hold is not the command's.
+  eta.Update(PhaseAt("baseline digest", 1, 1000), 102, 500);
+  EXPECT_NEAR(eta.Estimate(101).eta_s, 10 * (101.0 / 140), 1e-9);
+}
+
+TEST(Progress, APhaseNeverSeenWasSkipped) {
+  CommandEta eta({{"serial ingest", {"ingest s"}, 100}, {"parallel ingest", {"ingest p"}, 50}});
+  eta.Update(PhaseAt("ingest p", 0, 100), 0, -1);  // resumed past the serial side
+  eta.Update(PhaseAt("ingest p", 10, 100), 5, -1);
+  const CommandEstimate e = eta.Estimate(5);
+  EXPECT_NEAR(e.fraction, (100 + 5) / 150.0, 1e-9);
+  EXPECT_NEAR(e.eta_s, 45 * (5.0 / 5), 1e-9);  // its 5 units in 5 s; the skipped phase took none
+  EXPECT_EQ(e.index, 2u);
+}
+
+// A planned command's log line carries one ETA, the command's; on a terminal the block opens with
+// the command's line.
+TEST(Progress, APlannedCommandsLinesEndWithTheCommandsEta) {
+  const CommandPlan plan{{"digests", {"digest left", "digest right"}, 10}, {"clean-up", {}, 10}};
+  const std::string log = ReporterOutput(false, 0.05, 1000, [&](StderrReporter& rep, Progress& left, Progress&) {
+    rep.Plan("verify", plan);
+    rep.Update(left);
+    for (uint64_t d = 100; d <= 400; d += 100) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(60));
+      left.done = d;
+      rep.Update(left);
+    }
+  });
+  // The right side has not reported: the digests are a fifth done, a tenth of the command.
+  EXPECT_NE(log.find("Z digest left: 400 / 1,000 ledgers (40.0%), "), std::string::npos) << log;
+  EXPECT_NE(log.find(" ledgers/s; verify 10% (digests, phase 1 of 2), ETA "), std::string::npos) << log;
+  EXPECT_EQ(Count(log, "ETA"), Count(log, "\n")) << log;  // one ETA a line, never the phase's too
+  const std::string block = ReporterOutput(true, 10, 1000, [&](StderrReporter& rep, Progress& left, Progress&) {
+    rep.Plan("verify", plan);
+    left.done = 600;
+    rep.Update(left);  // its first report: no time spent yet, no pace, no ETA
+  });
+  EXPECT_EQ(block, "verify 15% (digests, phase 1 of 2)\ndigest left: 600 / 1,000 ledgers (60.0%)\n");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Issue 14: the JSON keys a README documents are exactly the keys emitted.
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cctype>
 #include <filesystem>
+#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/report.h"
@@ -10,6 +11,7 @@
 #include "core/process.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
+#include "fixtures/generator.h"
 #include "fixtures/ingester.h"
 #include "ledgerdiff/version.h"
 #include "core/redact.h"
@@ -458,11 +460,51 @@ Status CleanUpOrKeepEvidence(VerifyRunState& s) {
   return Status::Ok();
 }
 
+// What verify's phases cost per row, relative to the serial ingestion of a row by the built-in
+// generator: the command's ETA weighs the phases not begun yet by them (CommandEta), learning
+// the seconds a unit takes as the phases run. Measured by ci/eta_error.py on verify --range
+// 2:20001 (2 cores, embedded server, defaults; report/README): a parallel ingestion scales with
+// the cores its workers get; a digest reads a row in about a quarter of the time the serial
+// ingestion wrote it, per core; the diff, the schemas' drop and the server's stop after the
+// digests take about 7%.
+constexpr double kDigestCostPerRow = 0.24;
+constexpr double kFinishCostPerRow = 0.07;
+
+// Verify's phases as this run will take them, each under the progress names it reports.
+CommandPlan VerifyCommandPlan(const VerifyRunState& s) {
+  const VerifyOptions& o = s.o;
+  const VerifyReport& r = s.report;
+  // The rows the generator writes; an external ingester's unknown: ledgers stand in (the same
+  // on every phase, so the weights hold).
+  const double rows = static_cast<double>(
+      o.plan.ingest_cmd.empty()
+          ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{o.plan.seed, o.plan.density}, o.plan.range)
+          : o.plan.range.size());
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  CommandPlan plan;
+  const bool serial_ingest = o.baseline.empty() && o.reuse_serial_schema.empty();
+  const std::string serial_schema = o.reuse_serial_schema.empty() ? SideSchema(r.run_id, true) : o.reuse_serial_schema;
+  if (serial_ingest) plan.push_back({"serial ingest", {fmt::format("ingest \"{}\"", serial_schema)}, rows});
+  plan.push_back({"parallel ingest", {fmt::format("ingest \"{}\"", r.parallel_schema)},
+                  rows / on_cores(o.plan.workers)});
+  if (!o.save_baseline.empty())
+    plan.push_back({"baseline digest", {"baseline digest"}, rows * kDigestCostPerRow / on_cores(o.digest_jobs)});
+  const double sides = o.baseline.empty() ? 2 : 1;
+  plan.push_back({"digests",
+                  o.baseline.empty() ? std::vector<std::string>{"digest left", "digest right"}
+                                     : std::vector<std::string>{"digest right"},
+                  rows * sides * kDigestCostPerRow / on_cores(sides * o.digest_jobs)});
+  plan.push_back({"diff and clean-up", {}, rows * kFinishCostPerRow});
+  return plan;
+}
+
 }  // namespace
 
 Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter) {
   VerifyRunState s{conninfo, options, reporter, {}, {}, {}, nullptr};
   LD_RETURN_IF_ERROR(PrepareVerifyRun(s, options));
+  reporter.Plan("verify", VerifyCommandPlan(s));
   ScopedCleanup interrupted(VerifyInterruptedMessage(s));
   for (Status (*stage)(VerifyRunState&) :
        {IngestSerialSide, IngestParallelSide, SaveSerialBaseline, DiffVerifySides, CleanUpOrKeepEvidence}) {
