@@ -14,6 +14,7 @@
 #include "core/pg.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
+#include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "diff/coverage_builder.h"
 #include "diff/side_stream.h"
@@ -203,30 +204,20 @@ class DiffRun {
       dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen) {
         return s.gate.PublishAndWait(id, seen);
       };
-      const bool tapped = &s == &sides_[0] && options_.left_chunks;
       const int side = &s == &sides_[0] ? 0 : 1;
-      const uint64_t resumed = options_.resumed_ledgers;
-      if (resumed) dopts.range = LedgerRange{static_cast<Ledger>(range_.from + resumed), range_.to};
-      s.thread = std::jthread([&s, this, dopts, tapped, side, resumed] {
+      dump::DigestJob* job = options_.job;
+      const uint64_t resumed = job ? job->resumed_ledgers() : 0;
+      s.thread = std::jthread([&s, this, dopts, job, side, resumed] {
         // Part of the range replayed: the roots are taken over every chunk, not the digest's part.
         std::optional<dump::SummaryBuilder> whole;
         if (resumed) whole.emplace(dump::RestrictProfile(s.profile, common_), range_, Describe(s.source));
         auto forward = [&](const Chunk& c) -> Status {
-          if (tapped) LD_RETURN_IF_ERROR(options_.left_chunks(common_, c));
           if (whole) whole->Add(c);
           return s.queue.Push(c) ? Status::Ok() : Status::Runtime("cancelled");
         };
-        Status replayed = resumed ? options_.replay(side, forward) : Status::Ok();
         Result<DigestSummary> r =
-            !replayed.ok() ? Result<DigestSummary>(replayed)
-                           : dump::DigestSchema(
-                                 s.db().conninfo, s.db().schema, spec_, dopts,
-                                 [&](const Chunk& c) {
-                                   if (options_.digested_chunks)
-                                     LD_RETURN_IF_ERROR(options_.digested_chunks(side, c));
-                                   return forward(c);
-                                 },
-                                 reporter_);
+            job ? job->RunSide(side, common_, s.db().conninfo, s.db().schema, spec_, dopts, forward, reporter_)
+                : dump::DigestSchema(s.db().conninfo, s.db().schema, spec_, dopts, forward, reporter_);
         if (r.ok()) {
           s.summary = std::move(r).value();
           if (whole) {

@@ -25,6 +25,10 @@
 #include "dump/digest.h"
 #include "dump/profile.h"
 
+namespace ledgerdiff::dump {
+class DigestJob;  // dump/digest_job.h
+}  // namespace ledgerdiff::dump
+
 namespace ledgerdiff::diff {
 
 // One side of a comparison: a schema in a database, read by a digest, or a manifest file that
@@ -86,20 +90,13 @@ struct DiffOptions {
   // Per schema side (0 left, 1 right): dump::DigestOptions::lookup_cache, kept by the caller
   // across diffs of the same two sources (verify-range --follow's cycles); nullptr reads whole.
   std::array<dump::LookupCache*, 2> lookup_caches{};
-  // Called with every chunk of the left side's digest, in ledger order, from its digest thread,
-  // restricted to the tables and columns both sides have (`common`); a non-ok Status stops the
-  // diff. Only when the left side is a schema. verify-range --out writes its manifest from it.
-  std::function<Status(const dump::ResolvedProfile& common, const dump::Chunk& chunk)> left_chunks;
-  // Resume (verify-range --resume): ledgers range.from .. range.from + resumed_ledgers - 1 of
-  // each schema side are replayed by `replay(side, sink)` (0 left, 1 right; chunks restricted to
-  // `common`, in ledger order, passed to left_chunks too) instead of digested; the rest is
-  // digested. Roots cover the whole range either way.
-  // REQUIRES: resumed_ledgers < the range's size (the digest's snapshot serves the row diff).
-  uint64_t resumed_ledgers = 0;
-  std::function<Status(int side, const dump::ChunkSink& sink)> replay;
-  // Called with every chunk a schema side's digest computes (not the replayed ones): side 0 left,
-  // 1 right, from that side's digest thread. verify-range checkpoints them.
-  std::function<Status(int side, const dump::Chunk& chunk)> digested_chunks;
+  // verify-range --out: the resumable job (dump/digest_job.h) both schema sides run through
+  // (DigestJob::RunSide: side 0 left, 1 right, restricted to the tables and columns both sides
+  // have): it replays the ledgers its checkpoint holds, checkpoints what is digested and writes
+  // the left side's chunks into its manifest. Roots cover the whole range either way.
+  // REQUIRES: both sides schemas; the job's range is the diff's; fewer ledgers resumed than the
+  // range holds (the digest's snapshot serves the row diff). nullptr: the sides are digested.
+  dump::DigestJob* job = nullptr;
   // Two live sides (verify-range): windowed tables (dump::TimeWindow) compare only the rows whose
   // window closed at or before this instant (epoch ms), the same cutoff on both sides; the
   // others are counted as unsettled (DiffReport::unsettled). nullopt: every row (finished copies).

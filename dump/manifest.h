@@ -59,7 +59,6 @@
 #include "dump/digest.h"
 #include "dump/shard_slice.h"
 #include "dump/source_identity.h"
-#include "dump/summary_builder.h"
 
 namespace ledgerdiff::dump {
 
@@ -220,34 +219,6 @@ class ManifestReader {
   bool entries_done_ = false;  // every entry read
   bool done_ = false;
 };
-
-// Digests a schema into a manifest file (`path`). The summary carries the manifest's size.
-Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::string& schema,
-                                       const ProfileSpec& spec, const DigestOptions& options,
-                                       const std::string& path, ManifestDetail detail, Reporter& reporter,
-                                       const std::optional<ShardInfo>& shard = std::nullopt,
-                                       const std::optional<ManifestWorkload>& workload = std::nullopt);
-
-// `digest --out FILE --append`: extends the full-detail manifest FILE of `schema` (a whole-range
-// digest, or one extended before) with the ledgers after its last one, through range->to (nullopt:
-// the last ledger the schema holds; range->from must be FILE's first), reading only those. The result is byte-identical
-// to one DigestToManifest of the whole range with the same profile and detail (tested): the old
-// entries are replayed through the roots, the new ones digested in one snapshot. FILE is replaced
-// atomically; interrupted, it is left as it was. Usage errors (exit 2, FILE untouched): FILE is
-// not a manifest, is compact (its 32-bit table tags are not the per-table digests the roots are
-// made of: write it with --manifest-detail full), a shard or a comparison; the schema's resolved
-// profile differs from FILE's (fingerprint or name); FILE was digested from another source
-// (dump/source_identity.h, naming what differs); `range` not starting at FILE's first ledger or
-// ending before its last.
-struct AppendedManifest {
-  DigestSummary summary;                // of the whole manifest now in FILE
-  LedgerRange kept;                     // the ledgers taken from FILE as it was
-  std::optional<LedgerRange> appended;  // the ledgers digested now (nullopt: nothing after FILE's last)
-};
-Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std::string& schema,
-                                          const ProfileSpec& spec, const DigestOptions& options,
-                                          const std::string& path, const std::optional<LedgerRange>& range,
-                                          Reporter& reporter);
 
 // A manifest read whole and verified (entries, trailer, checksum).
 struct ManifestInfo {

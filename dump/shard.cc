@@ -9,6 +9,8 @@
 
 #include "core/atomic_file.h"
 #include "dump/checkpoint.h"
+#include "dump/digest_job.h"
+#include "dump/summary_builder.h"
 
 namespace ledgerdiff::dump {
 

@@ -8,6 +8,7 @@
 
 #include "core/target.h"
 #include "dump/digest.h"
+#include "dump/digest_job.h"
 #include "dump/dump.h"
 #include "dump/manifest.h"
 #include "dump/shard.h"

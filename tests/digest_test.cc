@@ -22,6 +22,7 @@
 #include "diff/diff.h"
 #include "dump/canonical.h"
 #include "dump/dump.h"
+#include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "fixtures/ingester.h"

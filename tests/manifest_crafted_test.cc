@@ -28,6 +28,7 @@
 #include "core/pg.h"
 #include "dump/bounded_json.h"
 #include "dump/manifest.h"
+#include "dump/summary_builder.h"
 #include "dump/shard.h"
 #include "tests/harness.h"
 #include "tests/manifest_support.h"

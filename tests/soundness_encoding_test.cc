@@ -20,6 +20,7 @@
 #include "diff/diff.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
+#include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "tests/harness.h"

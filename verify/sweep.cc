@@ -13,6 +13,7 @@
 #include "core/process.h"
 #include "core/tempdir.h"
 #include "diff/diff.h"
+#include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "ledgerdiff/version.h"

@@ -9,6 +9,7 @@
 #include "core/report.h"
 #include "core/database.h"
 #include "core/process.h"
+#include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "fixtures/generator.h"

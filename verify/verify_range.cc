@@ -11,11 +11,10 @@
 #include "core/redact.h"
 #include "core/report.h"
 #include "core/text.h"
-#include "dump/checkpoint.h"
+#include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
 #include "dump/shard.h"
-#include "ledgerdiff/version.h"
 
 namespace ledgerdiff::verify {
 
@@ -34,67 +33,16 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
 
 namespace {
 
-// Writes the left side's chunks as they stream through the diff; the header waits for the first
-// chunk because the tables and columns both sides have are known only once the diff has them.
-class ComparisonManifest {
- public:
-  ComparisonManifest(std::string path, std::string source, dump::SourceIdentity left, dump::SourceIdentity right,
-                     LedgerRange range, std::optional<dump::ShardInfo> shard, dump::DigestEngine engine)
-      : engine_(engine),
-        path_(std::move(path)),
-        source_(std::move(source)),
-        left_(std::move(left)),
-        right_(std::move(right)),
-        range_(range),
-        shard_(shard) {}
-  Status Add(const dump::ResolvedProfile& common, const dump::Chunk& chunk) {
-    if (!writer_) {
-      dump::ManifestHeader header =
-          dump::NewManifestHeader(source_, dump::ManifestDetail::kFull, range_, common, shard_, engine_);
-      header.comparison = true;
-      header.identity = left_;
-      header.right_identity = right_;
-      LD_ASSIGN_OR_RETURN(writer_, dump::ManifestWriter::Create(path_, header));
-      builder_.emplace(common, range_, source_);
-    }
-    builder_->Add(chunk);
-    return writer_->Add(chunk);
-  }
-  Result<dump::DigestSummary> Finish(const dump::ComparisonOutcome& outcome) {
-    if (!writer_) return Status::Runtimef("manifest {}: the diff read no ledger", path_);
-    dump::DigestSummary summary = builder_->Finish();
-    LD_ASSIGN_OR_RETURN(summary.manifest_bytes, writer_->Finish(summary, outcome));
-    summary.manifest_path = path_;
-    summary.manifest_detail = dump::ManifestDetailName(dump::ManifestDetail::kFull);
-    summary.engine = engine_;
-    return summary;
-  }
-
- private:
-  dump::DigestEngine engine_;
-  std::string path_, source_;
-  dump::SourceIdentity left_, right_;
-  LedgerRange range_;
-  std::optional<dump::ShardInfo> shard_;
-  std::unique_ptr<dump::ManifestWriter> writer_;
-  std::optional<dump::SummaryBuilder> builder_;
-};
-
 // One side as a resume must find it again, and as its manifest records it: its database and
 // schema (dump::SourceIdentity) and, for the resume, the fingerprint of its tables and columns
 // under the profile.
-struct SideIdentity {
-  dump::SourceIdentity source;
-  nlohmann::json job;  // the source's JSON and "profile_fingerprint"
-};
-Result<SideIdentity> ReadSideIdentity(const diff::SchemaSource& side, const dump::ProfileSpec& spec) {
+Result<dump::DigestJobSide> ReadSideIdentity(const diff::SchemaSource& side, const dump::ProfileSpec& spec) {
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(side.conninfo, "ledgerdiff verify-range", pg::Access::kReadOnly));
   auto profile = dump::ResolveProfile(*conn, side.schema, spec);
   if (!profile.ok()) return profile.status().With(diff::Describe(side));
-  SideIdentity id;
-  LD_ASSIGN_OR_RETURN(id.source, dump::ReadSourceIdentity(*conn, side.schema));
-  id.job = dump::SourceIdentityToJson(id.source);
-  id.job["profile_fingerprint"] = dump::ProfileFingerprint(*profile);
+  dump::DigestJobSide id;
+  LD_ASSIGN_OR_RETURN(id.identity, dump::ReadSourceIdentity(*conn, side.schema));
+  id.fingerprint = dump::ProfileFingerprint(*profile);
   return id;
 }
 
@@ -201,55 +149,41 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   } else if (dump::HasWindowedTable(spec)) {
     LD_ASSIGN_OR_RETURN(dopt.settled_before_ms, SettledBefore(left, right, o.range.to));
   }
-  std::optional<ComparisonManifest> manifest;
-  std::unique_ptr<dump::Checkpoint> checkpoint;
+  std::unique_ptr<dump::DigestJob> job;
   if (!o.out.empty()) {
-    nlohmann::json job = {{"command", "verify-range"},
-                          {"tool_version", kVersion},
-                          {"range", {{"from", compared.from}, {"to", compared.to}}},
-                          {"profile", spec.name},
-                          {"engine", dump::ToString(o.engine)},
-                          {"shard", report.shard ? nlohmann::json{{"index", report.shard->index},
-                                                                  {"count", report.shard->count}}
-                                                 : nlohmann::json()}};
-    LD_ASSIGN_OR_RETURN(SideIdentity left_id, ReadSideIdentity(left, spec));
-    LD_ASSIGN_OR_RETURN(SideIdentity right_id, ReadSideIdentity(right, spec));
-    job["left"] = left_id.job;
-    job["right"] = right_id.job;
-    report.checkpoint = dump::CheckpointPath(o.out);
-    if (o.resume) {
-      // The last ledger is digested again in any case: the row diff, lookups and invariants read
-      // the digest's snapshot.
-      LD_ASSIGN_OR_RETURN(checkpoint, dump::Checkpoint::Resume(report.checkpoint, job, compared, 2, compared.size() - 1));
-      report.ledgers_resumed = checkpoint->resumed_ledgers();
-      reporter.Note(fmt::format("resuming from checkpoint {}: {} of {} ledgers compared before, comparing {}",
-                                report.checkpoint, FormatCount(report.ledgers_resumed), FormatCount(compared.size()),
-                                checkpoint->remainder()->str()));
-      if (checkpoint->dropped_torn_record()) reporter.Note("checkpoint: a torn last record was dropped");
-    } else {
-      LD_ASSIGN_OR_RETURN(checkpoint, dump::Checkpoint::Create(report.checkpoint, job, compared, 2));
-    }
-    dopt.resumed_ledgers = report.ledgers_resumed;
-    dopt.replay = [&](int side, const dump::ChunkSink& sink) { return checkpoint->Replay(side, 0, sink); };
-    dopt.digested_chunks = [&](int side, const dump::Chunk& c) { return checkpoint->Append(side, c); };
-    manifest.emplace(o.out, diff::Describe(left), left_id.source, right_id.source, compared, report.shard, o.engine);
-    dopt.left_chunks = [&](const dump::ResolvedProfile& common, const dump::Chunk& c) {
-      return manifest->Add(common, c);
-    };
+    LD_ASSIGN_OR_RETURN(dump::DigestJobSide left_id, ReadSideIdentity(left, spec));
+    LD_ASSIGN_OR_RETURN(dump::DigestJobSide right_id, ReadSideIdentity(right, spec));
+    // The last ledger is digested again in any case on a resume: the row diff, lookups and
+    // invariants read the digest's snapshot.
+    dump::DigestJobSpec job_spec;
+    job_spec.kind = dump::DigestJobKind::kComparison;
+    job_spec.out = o.out;
+    job_spec.checkpoint = true;
+    job_spec.resume = o.resume;
+    job_spec.max_resumed = compared.size() - 1;
+    job_spec.range = compared;
+    job_spec.profile = spec.name;
+    job_spec.engine = o.engine;
+    job_spec.shard = report.shard;
+    job_spec.source = diff::Describe(left);
+    job_spec.sides = {std::move(left_id), std::move(right_id)};
+    LD_ASSIGN_OR_RETURN(job, dump::DigestJob::Open(std::move(job_spec), nullptr, reporter));
+    report.checkpoint = job->checkpoint_path();
+    report.ledgers_resumed = job->resumed_ledgers();
+    dopt.job = job.get();
   }
   auto diffed = diff::DiffSources(left, right, spec, dopt, reporter);
-  if (!diffed.ok() && checkpoint) {
+  if (!diffed.ok() && job) {
     // A usage error (nothing compared: a wrong range or database) is the run's answer, not an
     // interruption: nothing to resume.
-    if (diffed.status().kind() == Status::Kind::kUsage) (void)checkpoint->Remove();
-    return checkpoint->Explain(diffed.status());
+    if (diffed.status().kind() == Status::Kind::kUsage) (void)job->Remove();
+    return job->Explain(diffed.status());
   }
   if (!diffed.ok()) return diffed.status();
   report.diff = std::move(diffed).value();
   if (!report.diff.identical) report.look_again = LookAgainCommand(o, report.diff);
-  if (manifest) {
-    LD_ASSIGN_OR_RETURN(report.manifest, manifest->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
-    LD_RETURN_IF_ERROR(checkpoint->Remove());
+  if (job) {
+    LD_ASSIGN_OR_RETURN(report.manifest, job->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
   }
   // The state after the history's manifest is complete: the manifest records the history alone.
   if (o.state.mode != StateMode::kOff && !report.shard) {
