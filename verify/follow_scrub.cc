@@ -76,8 +76,8 @@ Status Follower::ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, 
   return Status::Ok();
 }
 
-Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const FollowSegment& seg, const LedgerRange& slice,
-                                                             FollowCycle& cycle) {
+Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const FollowSegment& seg,
+                                                                       const LedgerRange& slice, FollowCycle& cycle) {
   if (!spec_) {
     LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
   }
