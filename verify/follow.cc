@@ -17,6 +17,7 @@
 #include "core/history_tables.h"
 #include "core/pg.h"
 #include "core/process.h"
+#include "core/stage_timer.h"
 #include "core/text.h"
 #include "dump/digest.h"
 #include "dump/profile.h"
@@ -30,7 +31,6 @@ namespace ledgerdiff::verify {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
@@ -41,13 +41,11 @@ Result<FollowReport> Follower::Run() {
   // A runtime failure (a server restarting, a lost connection) is retried with backoff until
   // it has lasted give_up_after_s; anything else ends the run.
   double backoff = 1;
-  bool failing = false;
-  Clock::time_point failing_since;
+  std::optional<Stopwatch> failing;  // since the first failure of the current run of them
   auto retry = [&](const Status& st, const std::string& what) -> Status {
     if (st.kind() != Status::Kind::kRuntime) return st;
-    if (!failing) failing_since = Clock::now();
-    failing = true;
-    const double failed_for = SecondsSince(failing_since);
+    if (!failing) failing.emplace();
+    const double failed_for = failing->Seconds();
     if (failed_for > o_.give_up_after_s)
       return Status::Runtimef("verify-range --follow: failing for {:.0f} s (--give-up-after {:.0f}): {}",
                               failed_for, o_.give_up_after_s, st.message());
@@ -73,13 +71,15 @@ Result<FollowReport> Follower::Run() {
   });
   FollowReport report;
   bool found = false;
-  Clock::time_point last_start = Clock::now() - std::chrono::duration_cast<Clock::duration>(
-                                                    std::chrono::duration<double>(o_.interval_s));
+  // The scrub's pace: the period since the last finished cycle's start; before the first, as if
+  // one had started an interval before the loop.
+  const Stopwatch loop;
+  std::optional<Stopwatch> last_start;
   for (uint64_t run = 0; o_.max_cycles == 0 || run < o_.max_cycles;) {
-    const Clock::time_point start = Clock::now();
+    const Stopwatch start;
     FollowCycle cycle;
     cycle.number = state_.cycles + 1;
-    const double period = std::chrono::duration<double>(start - last_start).count();
+    const double period = last_start ? last_start->Seconds() : o_.interval_s + loop.Seconds();
     const FollowState before = state_;
     const auto state_attempt_before = last_state_attempt_;
     Status st = Cycle(cycle, period);
@@ -92,12 +92,12 @@ Result<FollowReport> Follower::Run() {
     // --recheck: once, by the run's first finished cycle that got to it (a cycle that found
     // verified ledgers gone first leaves it to the next, with --keep-going).
     if (cycle.rechecked) recheck_done_ = true;
-    if (failing) cycle.retry = fmt::format("recovered after {:.1f} s of failures", SecondsSince(failing_since));
-    failing = false;
+    if (failing) cycle.retry = fmt::format("recovered after {:.1f} s of failures", failing->Seconds());
+    failing.reset();
     backoff = 1;
     last_start = start;
     ++run;
-    cycle.seconds = SecondsSince(start);
+    cycle.seconds = start.Seconds();
     report.cycles.push_back(cycle);
     report.first = state_.from;
     report.frontier = cycle.frontier;
@@ -112,7 +112,7 @@ Result<FollowReport> Follower::Run() {
       break;
     }
     if (o_.max_cycles && run >= o_.max_cycles) break;
-    const double wait = o_.interval_s - SecondsSince(start);
+    const double wait = o_.interval_s - start.Seconds();
     if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
   }
   return report;

@@ -29,7 +29,7 @@ std::optional<OpenDivergence> Follower::TakeStateDivergence() {
 }
 
 bool Follower::StateDue() const {
-  if (last_state_attempt_) return SecondsSince(*last_state_attempt_) >= o_.state_interval_s;
+  if (last_state_attempt_) return last_state_attempt_->Seconds() >= o_.state_interval_s;
   if (state_.state_last_compared_at == 0) return true;
   return static_cast<double>(std::time(nullptr) - state_.state_last_compared_at) >= o_.state_interval_s;
 }
@@ -54,12 +54,12 @@ Status Follower::CompareStateIfDue(FollowCycle& cycle, std::optional<OpenDiverge
       StateComparison c;
       c.note = compared.status().message();
       cycle.state = std::move(c);
-      last_state_attempt_ = std::chrono::steady_clock::now();
+      last_state_attempt_.emplace();
     } else {
       StateComparison& c = *compared;
       if (!c.compared) {
         if (c.verdict == StateVerdict::kNotCompared) {
-          last_state_attempt_ = std::chrono::steady_clock::now();  // nothing to compare: not again before the interval
+          last_state_attempt_.emplace();  // nothing to compare: not again before the interval
         } else {
           auto text = [](const std::optional<Ledger>& l) { return l ? std::to_string(*l) : std::string("none"); };
           c.note = fmt::format("ledgers {} vs {} (tried again next cycle)", text(c.ledger_left),
@@ -67,7 +67,7 @@ Status Follower::CompareStateIfDue(FollowCycle& cycle, std::optional<OpenDiverge
         }
         c.verdict = StateVerdict::kNotCompared;  // never incomplete: not a finding
       } else {
-        last_state_attempt_ = std::chrono::steady_clock::now();
+        last_state_attempt_.emplace();
         state_.state_last_compared_at = now;
         const Ledger at = *c.ledger_left;
         if (c.verdict == StateVerdict::kIdentical) {

@@ -8,7 +8,6 @@
 //   follow_state_tables.cc the state tables compared every --state-interval
 // Internal to verify/: nothing outside follow*.cc includes it.
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include "core/ledger_range.h"
 #include "core/report.h"
+#include "core/stage_timer.h"
 #include "core/status.h"
 #include "dump/lookup_map.h"
 #include "dump/profile.h"
@@ -144,8 +144,7 @@ class Follower {
   std::unique_ptr<DirLock> lock_;
   std::optional<dump::ProfileSpec> spec_;  // loaded at the first cycle that needs it
   bool recheck_done_ = false;
-  std::optional<std::chrono::steady_clock::time_point>
-      last_state_attempt_;  // this run's last state comparison (or nothing to compare)
+  std::optional<Stopwatch> last_state_attempt_;  // since this run's last state comparison (or nothing to compare)
   FollowState state_;
   // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
   // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads
