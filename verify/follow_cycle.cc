@@ -12,6 +12,7 @@
 
 #include "core/history_tables.h"
 #include "core/pg.h"
+#include "core/stage_timer.h"
 #include "dump/digest.h"
 #include "dump/shard.h"
 #include "verify/follow_sides.h"
@@ -37,22 +38,29 @@ VerifyRangeOptions Follower::CycleOptions(const LedgerRange& range) const {
 }
 
 Status Follower::Cycle(FollowCycle& cycle, double period) {
-  RemoveUnreferencedSegments(o_.state_dir, state_);
+  StageTable& stages = cycle.stages;
+  for (const char* stage : kFollowCycleStages) AddStageSeconds(stages, stage, 0);  // every cycle names them all
   // The state divergence stays out of the history's ordered list while the history is compared.
   std::optional<OpenDivergence> state_open = TakeStateDivergence();
   const Ledger through = state_.compared_through;
   const uint64_t window = uint64_t{o_.max_cycle_ledgers} + o_.settle;
   const Ledger kept = state_.Kept();
+  StageTimer heads(stages, kFollowStageHeads);
+  RemoveUnreferencedSegments(o_.state_dir, state_);
   auto hl = ReadHeads(o_.sides.left, o_.sides.left_schema, through, window, kept);
   if (!hl.ok()) return hl.status().With("left");
   auto hr = ReadHeads(o_.sides.right, o_.sides.right_schema, through, window, kept);
   if (!hr.ok()) return hr.status().With("right");
+  heads.Stop();
   cycle.head_left = hl->max;
   cycle.head_right = hr->max;
   // What was compared must still be there: reaped from both sides, or a finding at once.
-  if (kept <= through) LD_RETURN_IF_ERROR(CheckKept(*hl, *hr, cycle));
-  if (!cycle.finding && o_.recheck && !recheck_done_) LD_RETURN_IF_ERROR(Recheck(*o_.recheck, cycle));
-  if (!cycle.finding) LD_RETURN_IF_ERROR(RecheckOpen(cycle));
+  if (kept <= through) LD_RETURN_IF_ERROR(TimeStage(stages, kFollowStageKept, [&] { return CheckKept(*hl, *hr, cycle); }));
+  LD_RETURN_IF_ERROR(TimeStage(stages, kFollowStageRecheck, [&] {
+    if (!cycle.finding && o_.recheck && !recheck_done_) LD_RETURN_IF_ERROR(Recheck(*o_.recheck, cycle));
+    if (!cycle.finding) LD_RETURN_IF_ERROR(RecheckOpen(cycle));
+    return Status::Ok();
+  }));
   // Each side's usable frontier: its gap-free run, less its newest `settle` ledgers.
   auto usable = [&](const Heads& h) -> Ledger {
     const Ledger settled = h.max && *h.max >= Ledger{o_.settle} ? *h.max - o_.settle : 0;
@@ -62,12 +70,17 @@ Status Follower::Cycle(FollowCycle& cycle, double period) {
   if (o_.until) frontier = std::min(frontier, std::max(*o_.until, through));
   frontier = std::min<Ledger>(frontier, through + o_.max_cycle_ledgers);
   std::optional<int64_t> settled_before;
-  LD_ASSIGN_OR_RETURN(frontier, HoldForOpenWindows(*hl, *hr, through, frontier, settled_before));
+  LD_ASSIGN_OR_RETURN(frontier, TimeStage(stages, kFollowStageWindows, [&] {
+                        return HoldForOpenWindows(*hl, *hr, through, frontier, settled_before);
+                      }));
   if (frontier > through && (!cycle.finding || o_.keep_going))
-    LD_RETURN_IF_ERROR(CompareNew({through + 1, frontier}, settled_before, cycle));
-  if (!cycle.finding || o_.keep_going) LD_RETURN_IF_ERROR(Scrub(cycle, period));
+    LD_RETURN_IF_ERROR(TimeStage(stages, kFollowStageNew,
+                                 [&] { return CompareNew({through + 1, frontier}, settled_before, cycle); }));
+  if (!cycle.finding || o_.keep_going)
+    LD_RETURN_IF_ERROR(TimeStage(stages, kFollowStageScrub, [&] { return Scrub(cycle, period); }));
   bool state_raised = false;
-  LD_RETURN_IF_ERROR(CompareStateIfDue(cycle, state_open, state_raised));
+  LD_RETURN_IF_ERROR(
+      TimeStage(stages, kFollowStageState, [&] { return CompareStateIfDue(cycle, state_open, state_raised); }));
   if (state_open) state_.open_divergences.push_back(*state_open);  // last, outside the history's order
   ++state_.cycles;
   cycle.number = state_.cycles;
@@ -76,8 +89,10 @@ Status Follower::Cycle(FollowCycle& cycle, double period) {
   if (cycle.finding || state_raised) ++state_.divergences;
   cycle.divergences_total = state_.divergences;
   cycle.open = state_.open_divergences;
+  StageTimer write_state(stages, kFollowStageWriteState);
   LD_RETURN_IF_ERROR(SaveFollowState(o_.state_dir, state_));
   RemoveUnreferencedSegments(o_.state_dir, state_);
+  write_state.Stop();
   cycle.frontier = state_.VerifiedThrough();
   // A ledger found different is not verified, whatever the state says of the stretch it is in.
   if (cycle.finding && cycle.finding->ledger > 0) cycle.frontier = std::min(cycle.frontier, cycle.finding->ledger - 1);
@@ -94,6 +109,7 @@ Status Follower::Cycle(FollowCycle& cycle, double period) {
   cycle.backlog_ledgers = both > compared ? both - compared : 0;
   const auto& closed = hl->max && head == *hl->max ? hl->closed_at_max : hr->closed_at_max;
   if (closed && cycle.frontier >= state_.from) {
+    StageTimer lag(stages, kFollowStageLag);
     if (auto at = ClosedAt(o_.sides.left, o_.sides.left_schema, cycle.frontier)) cycle.lag_seconds = std::max(0.0, *closed - *at);
   }
   const Ledger verified_end = state_.VerifiedThrough();

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "core/stage_timer.h"
 #include "diff/diff.h"
 #include "dump/profile.h"
 
@@ -98,6 +99,8 @@ Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const Fol
                                         std::tuple{&o_.sides.right, &o_.sides.right_schema, "right"}}) {
     LD_ASSIGN_OR_RETURN(diff::DiffReport r,
                         diff::DiffSources(stored, diff::SchemaSource{*conninfo, *schema}, spec, d, quiet));
+    AddStageSeconds(cycle.stages, kFollowStageRescanDigest, r.digest_seconds);
+    AddStageSeconds(cycle.stages, kFollowStageRescanChecks, r.row_diff_seconds);
     if (side[0] == 'l')
       cycle.rows_left += r.rows_compared_right;
     else

@@ -29,6 +29,14 @@
 
 namespace ledgerdiff::verify {
 
+// Parts of a cycle's scrub and recheck stages (FollowCycle::stages, after kFollowCycleStages):
+// ChangedSinceVerified's reads of a side against a segment, both sides summed, as diff reports
+// them: the digest (connection, snapshot, lookup maps, the slice's digest and its comparison with
+// the segment) and the checks (a second connection in that snapshot: rows without a ledger, lookup
+// tables, invariants).
+inline constexpr const char* kFollowStageRescanDigest = "rescan_digest";
+inline constexpr const char* kFollowStageRescanChecks = "rescan_checks";
+
 class Follower {
  public:
   Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle);
