@@ -9,6 +9,7 @@
 #   scrub        one cycle with nothing new whose scrub slice is what a 24 h period asks for in one
 #                hour (--interval 3600 --scrub-period 86400: verified/24 ledgers): the scrub's cost
 #                per hour; and at the deployed pace (--interval 30: verified/2880 per cycle) x 120
+#   stages       the empty 30 s cycle's seconds by stage (the cycle JSON's `stages`), medians
 # Figures are cycle times from the follower's JSON (the process's start-up excluded), medians of
 # --reps runs.
 # Usage: ci/bench_follow.sh [--to N (default 40001: 28.8M rows)] [--reps R (3)] [--keep-db DIR]
@@ -37,13 +38,17 @@ PRIMED=$((TO - 1000))
 echo "== dataset: $ROWS history rows, ledgers $RANGE, $(nproc) cores, $REPS repetitions (median)"
 
 SIDES=(--left "$DB" --right "$DB" --left-schema "$SCHEMA" --right-schema "$SCHEMA")
-# cycle_seconds STATE ARGS...: one follow run from a copy of STATE; prints the last cycle's seconds.
+# cycle_seconds STATE ARGS...: one follow run from a copy of STATE; prints the last cycle's seconds
+# and appends its stages (one JSON object a line) to $WORK/stages.jsonl.
 cycle_seconds() {
   local state=$1
   shift
   rm -rf "$WORK/run" && cp -a "$state" "$WORK/run"
   "$LD" verify-range --follow "${SIDES[@]}" --state "$WORK/run" --format json "$@" >"$WORK/out.json"
-  python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["follow"]["cycles"][-1]["seconds"])' "$WORK/out.json"
+  python3 -c 'import json,sys
+c = json.load(open(sys.argv[1]))["follow"]["cycles"][-1]
+print(c["seconds"])
+open(sys.argv[2], "a").write(json.dumps(c["stages"]) + "\n")' "$WORK/out.json" "$WORK/stages.jsonl"
 }
 
 full=()
@@ -75,7 +80,22 @@ m=$(printf '%s\n' "${runs[@]}" | median)
 printf '%-44s %8.2f s   (%s ledgers of %s; %s)\n' "scrub: one hour's share of a 24 h period" "$m" \
   "$(( (verified + 23) / 24 ))" "$verified" "${runs[*]}"
 runs=()
+rm -f "$WORK/stages.jsonl"
 for _ in $(seq "$REPS"); do runs+=("$(cycle_seconds "$WORK/primed" --until "$PRIMED" --interval 30 --scrub-period 86400)"); done
 m30=$(printf '%s\n' "${runs[@]}" | median)
 printf '%-44s %8.3f s   x 120 cycles = %6.1f s per hour   (%s)\n' "scrub: one 30 s cycle's slice (nothing new)" "$m30" \
   "$(echo "$m30 * 120" | bc -l)" "${runs[*]}"
+# Where the empty cycle's time goes: each stage's median over the repetitions, in the cycle's order.
+python3 - "$WORK/stages.jsonl" "$m30" <<'PY'
+import json, statistics, sys
+runs = [json.loads(line) for line in open(sys.argv[1])]
+order = ["heads", "kept", "recheck", "windows", "new_ledgers", "scrub", "state", "write_state", "lag"]
+total = 0.0
+for name in order:
+    m = statistics.median(r.get(name, 0.0) for r in runs)
+    total += m
+    print(f"  stage {name:<38} {m:8.3f} s")
+for name in sorted(set(k for r in runs for k in r) - set(order)):  # parts of the stages above
+    print(f"    part {name:<37} {statistics.median(r.get(name, 0.0) for r in runs):8.3f} s")
+print(f"  {'stages, sum of medians':<44} {total:8.3f} s   (cycle median {float(sys.argv[2]):.3f} s)")
+PY

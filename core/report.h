@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/stage_timer.h"
 #include "core/status.h"
 
 namespace ledgerdiff {
@@ -307,10 +308,5 @@ std::string FormatCountOf(uint64_t n, std::string_view noun, std::string_view pl
 
 // Escapes text for XML/HTML attribute and element content.
 std::string XmlEscape(std::string_view s);
-
-// Seconds since `start` on the steady clock.
-inline double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace ledgerdiff

@@ -12,6 +12,7 @@
 #include "core/concurrency.h"
 #include "core/history_tables.h"
 #include "core/pg.h"
+#include "core/stage_timer.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
 #include "dump/digest_job.h"
@@ -366,7 +367,7 @@ class DiffRun {
       report_.rows_compared_left += t.left_rows;
       report_.rows_compared_right += t.right_rows;
     }
-    report_.digest_seconds = SecondsSince(started_);
+    report_.digest_seconds = started_.Seconds();
   }
 
   // Compares the sides ledger by ledger: divergent ledgers per table, the first one's tables.
@@ -400,7 +401,7 @@ class DiffRun {
   // In each schema side's digest snapshot: rows outside the range, lookups, invariants, and the
   // rows of the first divergent ledger. Manifest sides have no rows: noted.
   Status CheckSides() {
-    const auto row_diff_started = std::chrono::steady_clock::now();
+    const Stopwatch row_diff;
     std::unique_ptr<pg::Connection> conns[2];
     for (int i = 0; i < 2; ++i) {
       if (sides_[i].is_schema()) {
@@ -449,7 +450,7 @@ class DiffRun {
                               "no rows)");
     }
     if (report_.first_divergent_ledger) LD_RETURN_IF_ERROR(DiffFirstLedgerRows(conns));
-    report_.row_diff_seconds = SecondsSince(row_diff_started);
+    report_.row_diff_seconds = row_diff.Seconds();
     return Status::Ok();
   }
 
@@ -618,7 +619,7 @@ class DiffRun {
   const dump::ProfileSpec& spec_;
   const DiffOptions& options_;
   Reporter& reporter_;
-  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const Stopwatch started_;
   DiffReport report_;
   LedgerRange range_;
   ResolvedProfile common_;  // the tables and columns both sides have

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/report.h"
+#include "core/stage_timer.h"
 #include "core/database.h"
 #include "ingest/schema_guard.h"
 #include "ingest/worker.h"
@@ -320,7 +321,7 @@ SELECT count(*) FILTER (WHERE state = 'pending'), count(*) FILTER (WHERE state =
 
 Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, double timeout_s, Reporter& reporter,
                              RunStatus* last_status) {
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch waiting;
   std::string last;
   LD_RETURN_IF_ERROR(RequireRun(conn, run_id));
   LD_RETURN_IF_ERROR(EnsureControlSchema(conn));
@@ -353,8 +354,7 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
     if (line != last) reporter.Note(line);
     last = line;
     if (state != RunState::kRunning) return s;
-    const double waited =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double waited = waiting.Seconds();
     if (timeout_s > 0 && waited >= timeout_s)
       return Status::Runtimef("run {} not finished after {} s: {} pending, {} running", run_id, timeout_s,
                               s.counts.pending, s.counts.running);
@@ -364,7 +364,7 @@ Result<RunStatus> WaitForRun(pg::Connection& conn, const std::string& run_id, do
 
 Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const IngestOptions& options, double timeout_s,
                                             const std::string& reach_flags, Reporter& reporter) {
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch wall;
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify"));
   RunSpec spec;
   if (options.resume_run.empty()) {
@@ -403,7 +403,7 @@ Result<IngestReport> RunWithExternalWorkers(const std::string& conninfo, const I
       report.error += options.keep_database ? ResumeHint(options, spec.run_id, spec.plan.range.str())
                                             : " (continue it with --resume)";
   }
-  report.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report.wall_s = wall.Seconds();
   LD_ASSIGN_OR_RETURN(auto jobs, ListJobs(*conn, spec.run_id));
   LD_ASSIGN_OR_RETURN(report.timeline, ListAttempts(*conn, spec.run_id));
   report.jobs = static_cast<uint32_t>(jobs.size());

@@ -13,6 +13,7 @@
 
 #include "core/database.h"
 #include "core/process.h"
+#include "core/stage_timer.h"
 #include "fixtures/generator.h"
 #include "fixtures/ingester.h"
 #include "fixtures/schema.h"
@@ -366,7 +367,7 @@ struct SupervisedRun {
 
   std::set<uint32_t> reported_done;
   Clock::time_point last_lost_check = Clock::now();
-  Clock::time_point phase_start = Clock::now();
+  Stopwatch phase;  // started with the supervision: the progress rate is ledgers done per its seconds
   uint64_t total_ledgers;
   std::optional<uint64_t> ledgers_at_start;
   // What the ETA weighs ledgers by (Progress::work_*): the rows the built-in ingester writes,
@@ -497,7 +498,7 @@ Status SuperviseNoteJobs(SupervisedRun& run, Progress& p) {
 Status SuperviseProgress(SupervisedRun& run) {
   LD_ASSIGN_OR_RETURN(run.counts, CountJobs(run.conn, run.spec.run_id));
   if (!run.ledgers_at_start) run.ledgers_at_start = run.counts.ledgers_done;
-  double elapsed = SecondsSince(run.phase_start);
+  double elapsed = run.phase.Seconds();
   double rate = elapsed > 0 ? static_cast<double>(run.counts.ledgers_done - *run.ledgers_at_start) / elapsed : 0;
   Progress p;
   p.phase = fmt::format("ingest \"{}\"", run.spec.plan.schema);
@@ -629,7 +630,7 @@ void SuperviseReportVerdict(SupervisedRun& run, const SupervisedVerdict& verdict
 // Keeps the run's workers going until every job is done, a job is out of retries, or the run is
 // cancelled; then the end-of-run checks and the report. `conn` holds the schema's run lock.
 Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo, const RunSpec& spec,
-                               const IngestOptions& options, Reporter& reporter, Clock::time_point started) {
+                               const IngestOptions& options, Reporter& reporter, const Stopwatch& wall) {
   IngestReport report = SupervisedReportHeading(spec);
   if (!spec.plan.ingest_cmd.empty()) {
     LD_ASSIGN_OR_RETURN(report.log_dir, RunLogDir(spec.run_id, options.log_root));
@@ -642,7 +643,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
   LD_ASSIGN_OR_RETURN(const SupervisedOutcome outcome, SuperviseUntilSettled(run));
   reporter.Done();
   LD_ASSIGN_OR_RETURN(const SupervisedVerdict verdict, SuperviseStopAndJudge(run, outcome));
-  report.wall_s = SecondsSince(started);
+  report.wall_s = wall.Seconds();
   // Statistics of the rows just written (not part of the ingest's wall time): a digest that
   // follows estimates its work by rows, not by ledgers.
   if (!verdict.aborted) LD_RETURN_IF_ERROR(AnalyzeOwnedSchema(conn, spec.plan.schema));
@@ -657,7 +658,7 @@ Result<IngestReport> Supervise(pg::Connection& conn, const std::string& conninfo
 
 Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions& options, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateIngestOptions(options));
-  auto started = Clock::now();
+  const Stopwatch wall;
   // INVARIANT: this connection holds the schema's run lock (schema_guard.h) until it closes.
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff orchestrator"));
   RunSpec spec;
@@ -678,7 +679,7 @@ Result<IngestReport> RunIngest(const std::string& conninfo, const IngestOptions&
     LD_RETURN_IF_ERROR(LockSchemaForRun(*conn, options.plan.schema));
     LD_ASSIGN_OR_RETURN(spec, RegisterRun(*conn, options));
   }
-  auto report = Supervise(*conn, conninfo, spec, options, reporter, started);
+  auto report = Supervise(*conn, conninfo, spec, options, reporter, wall);
   if (!report.ok() && conn->Healthy()) {
     // This orchestrator gives up on the run: say so in the job table, so that the run does not
     // hold its schema as a crashed orchestrator's would (it can still be resumed).

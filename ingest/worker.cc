@@ -13,6 +13,7 @@
 
 #include "core/pg.h"
 #include "core/process.h"
+#include "core/stage_timer.h"
 #include "fixtures/ingester.h"
 #include "ingest/ingest_command.h"
 #include "ingest/job_table.h"
@@ -158,11 +159,10 @@ struct WorkerLife {
   std::unique_ptr<pg::Connection> conn = nullptr;
   bool registered = false;
   // Since when the job session is gone and could not be reopened (none: it is open).
-  std::optional<std::chrono::steady_clock::time_point> job_session_lost_at;
+  std::optional<Stopwatch> job_session_lost;
 
   double lost_job_session_s() const {
-    if (!job_session_lost_at) return 0;
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - *job_session_lost_at).count();
+    return job_session_lost ? job_session_lost->Seconds() : 0;
   }
 
   // Records how the worker ends (when registered) and returns its exit code.
@@ -213,9 +213,9 @@ Result<std::string> WorkerLogDir(const WorkerOptions& o, const RunSpec& spec) {
 
 // A new job session for one the server ended; the old one stays (unhealthy) when it fails.
 Status ReopenWorkerConnection(WorkerLife& w, const RunSpec& spec) {
-  if (!w.job_session_lost_at) w.job_session_lost_at = std::chrono::steady_clock::now();
+  if (!w.job_session_lost) w.job_session_lost.emplace();
   LD_ASSIGN_OR_RETURN(w.conn, OpenWorkerConnection(w.o, &spec));
-  w.job_session_lost_at.reset();
+  w.job_session_lost.reset();
   return Status::Ok();
 }
 

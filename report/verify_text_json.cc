@@ -190,6 +190,8 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
   auto range = [](const std::optional<LedgerRange>& r) {
     return r ? nlohmann::json{{"from", r->from}, {"to", r->to}} : nlohmann::json();
   };
+  nlohmann::json stages = nlohmann::json::object();
+  for (const auto& s : c.stages) stages[s.name] = s.seconds;
   nlohmann::json j = {{"cycle", c.number},
                       {"verified_through", c.frontier},
                       {"compared", range(c.compared)},
@@ -203,6 +205,7 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
                       {"lag_seconds", opt(c.lag_seconds)},
                       {"rows_compared", {{"left", c.rows_left}, {"right", c.rows_right}}},
                       {"seconds", c.seconds},
+                      {"stages", stages},
                       {"scrub_coverage", c.scrub_coverage},
                       {"divergences_total", c.divergences_total},
                       {"finding", nullptr}};

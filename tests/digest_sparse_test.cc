@@ -17,6 +17,7 @@
 #include "core/history_tables.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
+#include "core/stage_timer.h"
 #include "diff/diff.h"
 #include "dump/canonical.h"
 #include "dump/digest.h"
@@ -71,9 +72,9 @@ TEST(Sparse, AStrayRowAtTheLastLedgerIsFoundWithoutWalkingTheRange) {
                           "LIMIT 1; UPDATE stray SET history_operation_id = {}; "
                           "INSERT INTO history_effects SELECT * FROM stray",
                           (int64_t{kLast} << 32) | 4097));
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch started;
   auto r = Diff(Db(KahunaLeft()), Db(b));
-  const double seconds = SecondsSince(started);
+  const double seconds = started.Seconds();
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::printf("[ measured ] diff of kahuna against a copy with a stray effect at ledger %u: %.2f s\n", kLast, seconds);
   EXPECT_EQ(r->verdict, diff::Verdict::kDivergent);

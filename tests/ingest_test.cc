@@ -14,6 +14,7 @@
 #include "core/history_tables.h"
 #include "core/ledger_range.h"
 #include "core/pg.h"
+#include "core/stage_timer.h"
 #include "core/process.h"
 #include "fixtures/generator.h"
 #include "fixtures/schema.h"
@@ -174,9 +175,9 @@ TEST(Ingest, AttemptsCarryTheWorkersSlotAndJobsTheRowsTheyCommitted) {
 TEST(Ingest, ProgressWeighsLedgersByThePlannedRows) {
   struct Recorder : Reporter {
     std::vector<std::pair<double, Progress>> updates;  // seconds since the start, the update
-    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+    Stopwatch start;
     void Note(std::string_view) override {}
-    void Update(const Progress& p) override { updates.emplace_back(SecondsSince(start), p); }
+    void Update(const Progress& p) override { updates.emplace_back(start.Seconds(), p); }
   } recorder;
   const LedgerRange range{2, 3000};
   auto r = RunIngest(TestConninfo(), Options(UniqueName("growing"), range, 2, 250, fixtures::Density::kStellar), recorder);

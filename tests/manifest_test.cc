@@ -30,6 +30,7 @@
 #include <tuple>
 
 #include "core/pg.h"
+#include "core/stage_timer.h"
 #include "dump/bounded_json.h"
 #include "dump/manifest.h"
 #include "dump/shard.h"
@@ -47,7 +48,7 @@ using namespace manifest_support;
   const std::string dir = dir_env;
   std::vector<std::string> args = SplitNul(ReadFileBytes(dir + "/args"));
   unsetenv("LEDGERDIFF_TEST_MEASURE_DIR");
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch start;
   const pid_t pid = fork();
   if (pid == 0) {
     const int out = open((dir + "/stdout").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -70,7 +71,7 @@ using namespace manifest_support;
   struct rusage ru {};
   while (wait4(pid, &ws, 0, &ru) < 0 && errno == EINTR) {
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = start.Seconds();
   const int code = WIFEXITED(ws) ? WEXITSTATUS(ws) : 128 + WTERMSIG(ws);
   WriteFileBytes(dir + "/result", fmt::format("{} {} {:.6f}", code, ru.ru_maxrss, seconds));
   _exit(0);

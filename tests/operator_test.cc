@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/pg.h"
+#include "core/stage_timer.h"
 #include "tests/harness.h"
 
 namespace ledgerdiff {
@@ -275,10 +276,10 @@ TEST(Progress, ALogGetsAtMostOneProgressLinePerInterval) {
     static const std::regex line(R"((^|\n)(job \d+ \[|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ))");
     return static_cast<double>(std::distance(std::sregex_iterator(err.begin(), err.end(), line), std::sregex_iterator()));
   };
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch start;
   auto r = RunCli({"ingest", "--db", TestConninfo(), "--range", "2:1001", "--schema", UniqueName("interval"),
                    "--workers", "2", "--job-size", "10", "--density", "flat", "--progress-interval", "0.5"});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = start.Seconds();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GE(progress_lines(r.err), 1) << r.err;  // the first job is logged at once
   EXPECT_LE(progress_lines(r.err), seconds / 0.5 + 1) << seconds << " s:\n" << r.err;

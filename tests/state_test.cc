@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "core/stage_timer.h"
 #include "tests/follow_harness.h"
 #include "tests/harness.h"
 #include "tests/horizon_dumps.h"
@@ -313,9 +314,9 @@ TEST(State, StateWaitWaitsForASideThatReachesTheLedgerAMomentLater) {
 
 TEST(State, StateWaitTimesOutIncomplete) {
   Sides s = FilledSides(61, 60);
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch start;
   auto r = VerifyRange(s.left, s.right, "text", {"--state-wait", "1"});
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = start.Seconds();
   ASSERT_EQ(r.exit_code, 1) << r.err << r.out;
   json st = json::parse(r.out)["state"];
   EXPECT_EQ(st["verdict"], "incomplete");

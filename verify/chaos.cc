@@ -17,6 +17,7 @@
 #include "core/enum_names.h"
 #include "core/history_tables.h"
 #include "core/process.h"
+#include "core/stage_timer.h"
 #include "core/tempdir.h"
 #include "core/text.h"
 #include "diff/diff.h"
@@ -31,8 +32,6 @@ namespace {
 using ingest::JobRow;
 using ingest::ListAttempts;
 using ingest::ListJobs;
-
-using Clock = std::chrono::steady_clock;
 
 // splitmix64: a small, well-known deterministic generator (same seed, same schedule everywhere).
 class Rng {
@@ -84,7 +83,7 @@ class Round {
   }
 
   Result<ChaosRound> Run() {
-    auto started = Clock::now();
+    const Stopwatch wall;
     LD_ASSIGN_OR_RETURN(conn_, pg::Connection::Open(conninfo_, "ledgerdiff chaos nemesis"));
     LD_RETURN_IF_ERROR(RegisterRound());
     LD_RETURN_IF_ERROR(StartOrchestrator());
@@ -137,7 +136,7 @@ class Round {
     }
     LD_ASSIGN_OR_RETURN(std::optional<ingest::RunRow> run, ingest::FindRun(*conn_, r_.run_id));
     JudgeFaults(attempts, jobs, run ? run->resumes : 0);
-    r_.seconds = SecondsSince(started);
+    r_.seconds = wall.Seconds();
     return r_;
   }
 
@@ -290,11 +289,11 @@ class Round {
         std::string before_kill;
         if (o_.plan.ingest_cmd.empty() && ((f.plan.kind == FaultKind::kHang && kills_remain) || kill_waiting)) {
           auto& seen = hold_seen_[i];
-          if (seen.first != f.attempt) seen = {f.attempt, Clock::now()};
+          if (seen.first != f.attempt) seen = {f.attempt, Stopwatch()};
           const double wait_s = o_.hold_s - std::min(o_.hold_s / 2, 1.0);
-          if (SecondsSince(seen.second) < wait_s) continue;
+          if (seen.second.Seconds() < wait_s) continue;
           before_kill = fmt::format(" (before the orchestrator kill: its hold was ending after {} of {} s)",
-                                    fmt::format("{:.1f}", SecondsSince(seen.second)), o_.hold_s);
+                                    fmt::format("{:.1f}", seen.second.Seconds()), o_.hold_s);
         }
         std::string where = fmt::format("worker {} (pid {}) during job {} [{}] attempt {} ({})", j.worker, j.worker_pid,
                                         j.job_id, j.range.str(), j.attempt, j.stage);
@@ -408,7 +407,7 @@ class Round {
   ExitInfo exit_;
   std::string kill_wait_;  // why the next orchestrator kill was not due when last considered
   // Per fault (index into r_.faults): the attempt a deferred hang was first seen held, and when.
-  std::map<size_t, std::pair<uint32_t, Clock::time_point>> hold_seen_;
+  std::map<size_t, std::pair<uint32_t, Stopwatch>> hold_seen_;
 };
 
 }  // namespace
@@ -659,7 +658,7 @@ std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
 
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter) {
   LD_ASSIGN_OR_RETURN(const dump::ProfileSpec spec, ValidateChaosOptions(options));
-  auto started = Clock::now();
+  const Stopwatch wall;
   ChaosReport report;
   report.options = options;
   const ChaosOptions& o = report.options;
@@ -693,10 +692,10 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   if (!o.plan.ingest_cmd.empty()) base.plan.job_size = ingest::WholeRangeJobSize(o.plan.range);
   base.run_id = chaos_id + "_base";
   reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.plan.range.str(), base.plan.schema));
-  auto t = Clock::now();
+  const Stopwatch baseline;
   LD_ASSIGN_OR_RETURN(ingest::IngestReport base_report, ingest::RunIngest(conninfo, base, reporter));
   if (!base_report.ok) return Status::Runtimef("chaos: the serial baseline failed: {}", base_report.error);
-  report.baseline_s = SecondsSince(t);
+  report.baseline_s = baseline.Seconds();
 
   report.valid = true;
   for (const auto& plan : report.schedule) {
@@ -746,7 +745,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   std::error_code ec;
   std::filesystem::remove_all(tmp, ec);
   UnregisterCleanup(cleanup);
-  report.seconds = SecondsSince(started);
+  report.seconds = wall.Seconds();
   return report;
 }
 

@@ -24,6 +24,7 @@
 
 #include "core/ledger_range.h"
 #include "core/report.h"
+#include "core/stage_timer.h"
 #include "core/status.h"
 #include "verify/follow_state.h"
 #include "verify/state_compare.h"
@@ -73,6 +74,25 @@ struct FollowFinding {
   VerifyRangeReport report;             // verify-range over the new stretch (or the changed ledger)
 };
 
+// A cycle's stages, in the order it runs them: heads (the heads statement on both sides, leftover
+// segment files removed), kept (verified ledgers a side no longer holds), recheck (--recheck and
+// the open divergences compared again), windows (the frontier held before open time-windowed
+// buckets), new_ledgers (verify-range over the new ledgers, their segment written and joined),
+// scrub, state (the state tables, when due), write_state (state.json replaced, unreferenced
+// segments removed) and lag (the frontier's close time read for lag_seconds).
+inline constexpr const char* kFollowStageHeads = "heads";
+inline constexpr const char* kFollowStageKept = "kept";
+inline constexpr const char* kFollowStageRecheck = "recheck";
+inline constexpr const char* kFollowStageWindows = "windows";
+inline constexpr const char* kFollowStageNew = "new_ledgers";
+inline constexpr const char* kFollowStageScrub = "scrub";
+inline constexpr const char* kFollowStageState = "state";
+inline constexpr const char* kFollowStageWriteState = "write_state";
+inline constexpr const char* kFollowStageLag = "lag";
+inline constexpr const char* kFollowCycleStages[] = {
+    kFollowStageHeads, kFollowStageKept,       kFollowStageRecheck, kFollowStageWindows, kFollowStageNew,
+    kFollowStageScrub, kFollowStageState, kFollowStageWriteState, kFollowStageLag};
+
 inline constexpr const char* kFollowRecheckIdentical = "identical";
 inline constexpr const char* kFollowRecheckDivergent = "divergent";
 
@@ -108,6 +128,8 @@ struct FollowCycle {
   uint64_t backlog_ledgers = 0;
   std::optional<double> lag_seconds;   // closed_at(max head) - closed_at(frontier), when known
   double seconds = 0;
+  // Where the cycle's seconds went, every stage of kFollowCycleStages in its order (0: not run).
+  StageTable stages;
   double scrub_coverage = 0;           // share of the verified range scrubbed in the current pass
   std::string retry;                   // a runtime failure this cycle retried: its message
   std::optional<FollowFinding> finding;

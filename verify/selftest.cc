@@ -4,6 +4,7 @@
 
 #include "core/database.h"
 #include "core/process.h"
+#include "core/stage_timer.h"
 #include "fixtures/generator.h"
 #include "fixtures/ingester.h"
 #include "verify/verify.h"
@@ -54,7 +55,7 @@ bool SplitReported(const diff::DiffReport& d, const std::string& address) {
 }  // namespace
 
 Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOptions& o, Reporter& reporter) {
-  auto started = std::chrono::steady_clock::now();
+  const Stopwatch wall;
   LD_ASSIGN_OR_RETURN(auto plan, PlanSelftest(o));
   SelftestReport report;
   report.range = o.plan.range;
@@ -105,9 +106,9 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     v.database_removed_on_exit = true;  // the interrupt is selftest's to describe (above)
     current_case.store(n);
     v.hooks.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
-    auto t = std::chrono::steady_clock::now();
+    const Stopwatch verifying;
     auto r = RunVerify(conninfo, v, reporter);
-    c.seconds = SecondsSince(t);
+    c.seconds = verifying.Seconds();
     std::string split_address;
     if (kind == fixtures::BugKindName(fixtures::BugKind::kSplitLookup)) {
       LD_ASSIGN_OR_RETURN(split_address, fixtures::SplitLookupAccount({o.plan.seed, o.plan.density}, ledger));
@@ -137,7 +138,7 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     report.cases.push_back(std::move(c));
   }
   (void)DropOwnedSchema(*conn, report.serial_schema);
-  report.seconds = SecondsSince(started);
+  report.seconds = wall.Seconds();
   return report;
 }
 

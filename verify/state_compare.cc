@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "core/stage_timer.h"
 #include "dump/state_digest.h"
 
 namespace ledgerdiff::verify {
@@ -300,7 +301,7 @@ Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff:
     return c;
   }
   c.compared = true;
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch comparing;
   for (const auto& lt : sides.left->tables()) {
     const ResolvedTable* rt = FindTable(sides.right->tables(), lt.name);
     if (!rt) {
@@ -314,7 +315,7 @@ Result<StateComparison> CompareState(const diff::SchemaSource& left, const diff:
   c.bytes_shipped_left = sides.left->traffic().bytes;
   c.bytes_shipped_right = sides.right->traffic().bytes;
   c.digest_queries = sides.left->traffic().digest_queries + sides.right->traffic().digest_queries;
-  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  c.seconds = comparing.Seconds();
   for (const auto& rt : sides.right->tables())
     if (!FindTable(sides.left->tables(), rt.name)) c.one_sided_tables.push_back(rt.name);
   std::sort(c.one_sided_tables.begin(), c.one_sided_tables.end());

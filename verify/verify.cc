@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/report.h"
+#include "core/stage_timer.h"
 #include "core/database.h"
 #include "core/process.h"
 #include "dump/digest_job.h"
@@ -94,8 +95,6 @@ Status CheckBaselineFits(const std::string& path, const LedgerRange& range, cons
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
 
 IngestOptions SideOptions(const VerifyOptions& o, const std::string& schema, bool serial) {
   IngestOptions io;
@@ -330,7 +329,7 @@ Status IngestSerialSide(VerifyRunState& s) {
   so.run_id = r.run_id + "_s";
   if (!o.resume_run.empty() && RunExists(s.conninfo, so.run_id)) so.resume_run = so.run_id;
   LD_ASSIGN_OR_RETURN(IngestReport serial, ingest::RunIngest(s.conninfo, so, s.reporter));
-  r.phases.push_back({"serial ingest", serial.wall_s});
+  AddStageSeconds(r.phases, "serial ingest", serial.wall_s);
   r.serial = serial;
   if (serial.ok) return Status::Ok();
   r.error = "serial ingest failed: " + ResumeHintOfVerify(serial.error, so.run_id, r.run_id);
@@ -375,7 +374,7 @@ Status IngestParallelSide(VerifyRunState& s) {
   // What the parallel side really ran with (a resumed run takes its plan from the job table).
   r.workers = r.parallel.workers ? r.parallel.workers : r.workers;
   r.job_size = r.parallel.job_size ? r.parallel.job_size : r.job_size;
-  r.phases.push_back({"parallel ingest", r.parallel.wall_s});
+  AddStageSeconds(r.phases, "parallel ingest", r.parallel.wall_s);
   if (r.serial && r.parallel.wall_s > 0) r.speedup = r.serial->wall_s / r.parallel.wall_s;
   if (!r.parallel.ok) {
     r.error = "parallel ingest failed: " + ResumeHintOfVerify(r.parallel.error, po.run_id, r.run_id);
@@ -390,7 +389,7 @@ Status SaveSerialBaseline(VerifyRunState& s) {
   const VerifyOptions& o = s.o;
   VerifyReport& r = s.report;
   if (o.save_baseline.empty()) return Status::Ok();
-  auto t = Clock::now();
+  const Stopwatch saving;
   dump::DigestOptions dopt;
   dopt.range = o.plan.range;
   dopt.jobs = o.digest_jobs;
@@ -402,7 +401,7 @@ Status SaveSerialBaseline(VerifyRunState& s) {
                                                            dump::ManifestDetail::kCompact, s.reporter, std::nullopt,
                                                            workload));
   r.saved_baseline = o.save_baseline;
-  r.phases.push_back({"save baseline", SecondsSince(t)});
+  AddStageSeconds(r.phases, "save baseline", saving.Seconds());
   s.reporter.Note(fmt::format("baseline written to {} ({} bytes)", o.save_baseline, FormatCount(summary.manifest_bytes)));
   return Status::Ok();
 }
@@ -431,8 +430,8 @@ Status DiffVerifySides(VerifyRunState& s) {
                                             r.kept_cluster.empty() ? "" : " in " + flags));
   }
   r.diff = std::move(diffed).value();
-  r.phases.push_back({"digests", r.diff.digest_seconds});
-  r.phases.push_back({"diff", r.diff.row_diff_seconds});
+  AddStageSeconds(r.phases, "digests", r.diff.digest_seconds);
+  AddStageSeconds(r.phases, "diff", r.diff.row_diff_seconds);
   r.identical = r.diff.identical;
   if (r.diff.first_divergent_ledger)
     r.first_divergent_job = FindWritingJob(r.parallel, *r.diff.first_divergent_ledger);

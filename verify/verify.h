@@ -14,6 +14,7 @@
 
 #include "core/ledger_range.h"
 #include "core/report.h"
+#include "core/stage_timer.h"
 #include "core/status.h"
 #include "core/target.h"
 #include "diff/diff.h"
@@ -105,11 +106,6 @@ Status CheckBaselineFits(const std::string& path, const LedgerRange& range, cons
                          std::optional<dump::DigestEngine> engine, const ingest::IngestPlan& plan,
                          std::string_view who, std::string_view does);
 
-struct PhaseTiming {
-  std::string name;
-  double seconds = 0;
-};
-
 // The parallel-side job that wrote a ledger: its done attempt whose range holds the ledger.
 struct WritingJob {
   uint32_t job = 0;
@@ -133,7 +129,7 @@ struct VerifyReport {
   std::optional<IngestReport> serial;
   IngestReport parallel;
   diff::DiffReport diff;
-  std::vector<PhaseTiming> phases;
+  StageTable phases;  // where the time went: serial ingest, parallel ingest, save baseline, digests, diff
   std::optional<WritingJob> first_divergent_job;  // the parallel job that wrote the first divergent ledger
   double speedup = 0;           // serial ingest time / parallel ingest time
   bool identical = false;
