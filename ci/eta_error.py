@@ -2,7 +2,9 @@
 """How honest a command's ETA is (issue 46): runs it off a terminal with --progress-interval S,
 timestamps every stderr line as it arrives, and compares, at every 10% of the run's wall time, the
 remaining time the last progress line predicted ("..., ETA 3 min 5 s") with the time the run
-actually still took. Prints one row per step and the worst error from the first 10% on.
+actually still took. Prints one row per step and the worst error from the first 10% on, then
+the longest silence of each phase: the most seconds between two of its progress lines (issue 46:
+a digest is never silent for more than a few seconds).
 
   ci/eta_error.py [--interval S] -- ledgerdiff verify --range 2:20001 --workers 4
 
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import time
 
+PHASE = re.compile(r"^\d{4}-\d\d-\d\dT[\d:]+Z (.+?): [\d,]+ (?:/ [\d,]+ )?\w+")
 ETA = re.compile(r", ETA (?:(\d+) h (\d+) min|(\d+) min (\d+) s|([0-9.]+) s)\s*$")
 
 
@@ -74,6 +77,17 @@ def main():
         phase = re.sub(r"^\d{4}-\d\d-\d\dT[\d:]+Z ", "", line).split(":")[0]
         print(f"{step * 10:>4}% {t:8.1f} {predicted:17.1f} {actual:14.1f} {err:+8.0%}  {phase}")
     print(f"worst |error| from 10% on: {worst:.0%}; steps without a prediction: {missing}")
+    last_at, longest = {}, {}
+    for t, line in lines:
+        m = PHASE.match(line)
+        if not m:
+            continue
+        phase = m.group(1)
+        if phase in last_at:
+            longest[phase] = max(longest.get(phase, 0.0), t - last_at[phase])
+        last_at[phase] = t
+    for phase, gap in longest.items():
+        print(f"longest silence of {phase}: {gap:.1f} s")
 
 
 if __name__ == "__main__":

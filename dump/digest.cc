@@ -618,7 +618,7 @@ class Emitter {
   // `work`: the digest's (WorkPlan::work; 0: unknown).
   Emitter(const std::string& schema, const ResolvedProfile& profile, const ClientPlan& client,
           const LedgerRange& range, uint64_t work, std::string phase,
-          std::chrono::steady_clock::time_point start, Reporter& reporter)
+          const Stopwatch& start, Reporter& reporter)
       : range_(range),
         work_(work),
         phase_(std::move(phase)),
@@ -671,7 +671,7 @@ class Emitter {
     p.phase = phase_;
     p.done = static_cast<uint64_t>(ledgers);
     p.total = range_.size();
-    const double el = SecondsSince(start_);
+    const double el = start_.Seconds();
     p.rate_per_s = el > 0 ? ledgers / el : 0;
     p.work_done = work;
     p.work_total = work_;
@@ -681,7 +681,7 @@ class Emitter {
   const LedgerRange range_;
   const uint64_t work_;
   const std::string phase_;
-  const std::chrono::steady_clock::time_point start_;
+  const Stopwatch& start_;
   Reporter& reporter_;
   SummaryBuilder summary_;  // roots and row counts, as a manifest reader builds them
   size_t tables_resolved_on_client_ = 0;
@@ -717,7 +717,7 @@ const JoinReferences* SeenReferences::Find(const std::string& table, const std::
 
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                    const DigestOptions& options, const ChunkSink& sink, Reporter& reporter) {
-  const auto start = std::chrono::steady_clock::now();
+  const Stopwatch start;
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/true));
   LD_ASSIGN_OR_RETURN(std::vector<UnsettledRows> unsettled,
                       CountUnsettled(*prep.coordinator, schema, prep.profile, prep.range));
@@ -743,7 +743,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   summary.engine = options.engine;
   summary.unsettled = std::move(unsettled);
   summary.snapshot = prep.source_snapshot;
-  summary.seconds = SecondsSince(start);
+  summary.seconds = start.Seconds();
   return summary;
 }
 

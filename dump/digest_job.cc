@@ -161,7 +161,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
                                        const std::string& path, ManifestDetail detail, Reporter& reporter,
                                        const std::optional<ShardInfo>& shard,
                                        const std::optional<ManifestWorkload>& workload) {
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch started;
   // Resolve profile and range first (a quick separate read), then digest with them fixed.
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
   LD_ASSIGN_OR_RETURN(ResolvedProfile profile, ResolveProfile(*conn, schema, spec));
@@ -191,7 +191,7 @@ Result<DigestSummary> DigestToManifest(const std::string& conninfo, const std::s
   auto digested = run->RunSide(0, profile, conninfo, schema, spec, opts, nullptr, reporter);
   if (!digested.ok()) return run->Explain(digested.status());
   LD_ASSIGN_OR_RETURN(DigestSummary summary, run->Finish());
-  summary.seconds = SecondsSince(started);
+  summary.seconds = started.Seconds();
   return summary;
 }
 
@@ -219,7 +219,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
                                           const ProfileSpec& spec, const DigestOptions& options,
                                           const std::string& path, const std::optional<LedgerRange>& range,
                                           Reporter& reporter) {
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch started;
   LD_ASSIGN_OR_RETURN(auto reader, ManifestReader::Open(path));
   const ManifestHeader old = reader->header();
   LD_RETURN_IF_ERROR(CheckAppendable(old, path, range));
@@ -279,7 +279,7 @@ Result<AppendedManifest> AppendToManifest(const std::string& conninfo, const std
     LD_RETURN_IF_ERROR(run->RunSide(0, old.profile, conninfo, schema, spec, opts, nullptr, reporter).status());
   }
   LD_ASSIGN_OR_RETURN(result.summary, run->Finish());
-  result.summary.seconds = SecondsSince(started);
+  result.summary.seconds = started.Seconds();
   return result;
 }
 
