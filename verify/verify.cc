@@ -463,12 +463,12 @@ Status CleanUpOrKeepEvidence(VerifyRunState& s) {
 // What verify's phases cost per row, relative to the serial ingestion of a row by the built-in
 // generator: the command's ETA weighs the phases not begun yet by them (CommandEta), learning
 // the seconds a unit takes as the phases run. Measured by ci/eta_error.py on verify --range
-// 2:20001 (2 cores, embedded server, defaults; report/README): a parallel ingestion scales with
-// the cores its workers get; a digest reads a row in about a quarter of the time the serial
-// ingestion wrote it, per core; the diff, the schemas' drop and the server's stop after the
-// digests take about 7%.
-constexpr double kDigestCostPerRow = 0.24;
-constexpr double kFinishCostPerRow = 0.07;
+// 2:20001 (2 cores, embedded server, defaults; three runs, report/README): a parallel ingestion
+// scales with the cores its workers get; a digest reads a row in 0.16-0.22 of the time the
+// serial ingestion wrote it, per core; the diff, the schemas' drop and the server's stop after
+// the digests take 5-7%.
+constexpr double kDigestCostPerRow = 0.2;
+constexpr double kFinishCostPerRow = 0.055;
 
 // Verify's phases as this run will take them, each under the progress names it reports.
 CommandPlan VerifyCommandPlan(const VerifyRunState& s) {
