@@ -225,11 +225,7 @@ Status Follower::CompareNew(const LedgerRange& range, const std::optional<int64_
   cycle.rows_left += r.diff.rows_compared_left;
   cycle.rows_right += r.diff.rows_compared_right;
   if (!r.diff.identical) {
-    FollowFinding f;
-    f.ledger = r.diff.first_divergent_ledger.value_or(range.from);
-    for (const auto& t : r.diff.divergent_tables) f.tables.push_back(t.table);
-    f.report = std::move(r);
-    cycle.finding = std::move(f);
+    cycle.finding = DivergenceFinding(std::move(r), range);
     OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, range.to}, kFoundInNewLedgers);
     if (!o_.keep_going) return Status::Ok();  // not verified: the next run compares it again
     if (!state_.first_divergence) state_.first_divergence = cycle.finding->ledger;

@@ -17,6 +17,14 @@ namespace fs = std::filesystem;
 
 }  // namespace
 
+FollowFinding DivergenceFinding(VerifyRangeReport report, const LedgerRange& range) {
+  FollowFinding f;
+  f.ledger = report.diff.first_divergent_ledger.value_or(range.from);
+  for (const auto& t : report.diff.divergent_tables) f.tables.push_back(t.table);
+  f.report = std::move(report);
+  return f;
+}
+
 void Follower::OpenDivergenceOf(const FollowFinding& f, const LedgerRange& ledgers, const char* how) {
   auto& open = state_.open_divergences;
   auto at = std::lower_bound(open.begin(), open.end(), ledgers.from,
@@ -103,11 +111,7 @@ Status Follower::Recheck(const LedgerRange& r, FollowCycle& cycle) {
   }
   fs::remove(fresh, ec);
   cycle.rechecked = FollowCycle::Recheck{r, kFollowRecheckDivergent};
-  FollowFinding f;
-  f.ledger = rr.diff.first_divergent_ledger.value_or(r.from);
-  for (const auto& t : rr.diff.divergent_tables) f.tables.push_back(t.table);
-  f.report = std::move(rr);
-  cycle.finding = std::move(f);
+  cycle.finding = DivergenceFinding(std::move(rr), r);
   OpenDivergenceOf(*cycle.finding, {cycle.finding->ledger, r.to}, kFoundByRecheck);
   if (o_.keep_going && (!state_.first_divergence || cycle.finding->ledger < *state_.first_divergence))
     state_.first_divergence = cycle.finding->ledger;

@@ -37,6 +37,10 @@ namespace ledgerdiff::verify {
 inline constexpr const char* kFollowStageRescanDigest = "rescan_digest";
 inline constexpr const char* kFollowStageRescanChecks = "rescan_checks";
 
+// The finding of a verify-range that diverged over `range`: its first divergent ledger (the
+// range's first when it names none) and the tables divergent there.
+FollowFinding DivergenceFinding(VerifyRangeReport report, const LedgerRange& range);
+
 class Follower {
  public:
   Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle);
