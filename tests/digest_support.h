@@ -10,6 +10,7 @@
 #include "diff/diff.h"
 #include "dump/digest.h"
 #include "tests/harness.h"
+#include "tests/horizon_dumps.h"
 
 namespace ledgerdiff::digest_support {
 
