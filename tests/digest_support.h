@@ -18,6 +18,7 @@ namespace ledgerdiff::digest_support {
 using dump::Chunk;
 using testing::CliResult;
 using testing::Connect;
+using testing::DeleteLedger;
 using testing::LoadDump;
 using testing::LoadableDumps;
 using testing::Renumber;
