@@ -35,7 +35,6 @@ using namespace digest_support;
 // ---------------------------------------------------------------------------------------------
 // Horizon dumps
 
-using testing::HasColumn;
 using testing::ScenarioDir;
 
 TEST(Horizon, EveryLoadableDumpRenumberedIsIdentical) {

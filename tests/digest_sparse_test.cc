@@ -23,6 +23,8 @@
 #include "dump/digest.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
+#include "fixtures/ingester.h"
+#include "fixtures/schema.h"
 #include "report/diff_text_json.h"
 #include "tests/digest_support.h"
 #include "tests/harness.h"

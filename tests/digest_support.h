@@ -19,6 +19,7 @@ using dump::Chunk;
 using testing::CliResult;
 using testing::Connect;
 using testing::DeleteLedger;
+using testing::HasColumn;
 using testing::LoadDump;
 using testing::LoadableDumps;
 using testing::Renumber;
