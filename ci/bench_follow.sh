@@ -9,7 +9,10 @@
 #   scrub        one cycle with nothing new whose scrub slice is what a 24 h period asks for in one
 #                hour (--interval 3600 --scrub-period 86400: verified/24 ledgers): the scrub's cost
 #                per hour; and at the deployed pace (--interval 30: verified/2880 per cycle) x 120
-#   stages       the empty 30 s cycle's seconds by stage (the cycle JSON's `stages`), medians
+#   stages       the seconds by stage (the cycle JSON's `stages`), medians, of the 10-ledger cycle
+#                and of the empty 30 s cycle
+#   connections  the sessions a follower opens per empty cycle (pg_stat_database.sessions of a
+#                3-cycle run less a 1-cycle run's, halved: the start-up cancels out)
 # Figures are cycle times from the follower's JSON (the process's start-up excluded), medians of
 # --reps runs.
 # Usage: ci/bench_follow.sh [--to N (default 40001: 28.8M rows)] [--reps R (3)] [--keep-db DIR]
@@ -40,6 +43,8 @@ echo "== dataset: $ROWS history rows, ledgers $RANGE, $(nproc) cores, $REPS repe
 SIDES=(--left "$DB" --right "$DB" --left-schema "$SCHEMA" --right-schema "$SCHEMA")
 # cycle_seconds STATE ARGS...: one follow run from a copy of STATE; prints the last cycle's seconds
 # and appends its stages (one JSON object a line) to $WORK/stages.jsonl.
+# print_stages LABEL MEDIAN: the stages in $WORK/stages.jsonl, each stage's median in the cycle's
+# order, then the parts; the file is emptied.
 cycle_seconds() {
   local state=$1
   shift
@@ -49,6 +54,24 @@ cycle_seconds() {
 c = json.load(open(sys.argv[1]))["follow"]["cycles"][-1]
 print(c["seconds"])
 open(sys.argv[2], "a").write(json.dumps(c["stages"]) + "\n")' "$WORK/out.json" "$WORK/stages.jsonl"
+}
+
+print_stages() {
+  echo "  stages of $1, medians:"
+  python3 - "$WORK/stages.jsonl" "$2" <<'PY'
+import json, statistics, sys
+runs = [json.loads(line) for line in open(sys.argv[1])]
+order = ["heads", "kept", "recheck", "windows", "new_ledgers", "scrub", "state", "write_state", "lag"]
+total = 0.0
+for name in order:
+    m = statistics.median(r.get(name, 0.0) for r in runs)
+    total += m
+    print(f"  stage {name:<38} {m:8.3f} s")
+for name in sorted(set(k for r in runs for k in r) - set(order)):  # parts of the stages above
+    print(f"    part {name:<37} {statistics.median(r.get(name, 0.0) for r in runs):8.3f} s")
+print(f"  {'stages, sum of medians':<44} {total:8.3f} s   (cycle median {float(sys.argv[2]):.3f} s)")
+PY
+  rm -f "$WORK/stages.jsonl"
 }
 
 full=()
@@ -66,11 +89,13 @@ t0=$(now)
 printf '%-44s %8.2f s\n' "follow: first cycle, $FROM:$PRIMED" "$(echo "$(now) - $t0" | bc)"
 
 for n in 10 100 1000; do
+  rm -f "$WORK/stages.jsonl"
   runs=()
   for _ in $(seq "$REPS"); do runs+=("$(cycle_seconds "$WORK/primed" --until $((PRIMED + n)) --scrub-period 1e12)"); done
   m=$(printf '%s\n' "${runs[@]}" | median)
   printf '%-44s %8.3f s   %7.2f ms/ledger   full / cycle %7.1fx   (%s)\n' "follow: a cycle of $n new ledgers" "$m" \
     "$(echo "$m * 1000 / $n" | bc -l)" "$(echo "$FULL / $m" | bc -l)" "${runs[*]}"
+  if [ "$n" = 10 ]; then print_stages "the 10-ledger cycle" "$m"; fi
 done
 
 verified=$((PRIMED - FROM + 1))
@@ -85,17 +110,22 @@ for _ in $(seq "$REPS"); do runs+=("$(cycle_seconds "$WORK/primed" --until "$PRI
 m30=$(printf '%s\n' "${runs[@]}" | median)
 printf '%-44s %8.3f s   x 120 cycles = %6.1f s per hour   (%s)\n' "scrub: one 30 s cycle's slice (nothing new)" "$m30" \
   "$(echo "$m30 * 120" | bc -l)" "${runs[*]}"
-# Where the empty cycle's time goes: each stage's median over the repetitions, in the cycle's order.
-python3 - "$WORK/stages.jsonl" "$m30" <<'PY'
-import json, statistics, sys
-runs = [json.loads(line) for line in open(sys.argv[1])]
-order = ["heads", "kept", "recheck", "windows", "new_ledgers", "scrub", "state", "write_state", "lag"]
-total = 0.0
-for name in order:
-    m = statistics.median(r.get(name, 0.0) for r in runs)
-    total += m
-    print(f"  stage {name:<38} {m:8.3f} s")
-for name in sorted(set(k for r in runs for k in r) - set(order)):  # parts of the stages above
-    print(f"    part {name:<37} {statistics.median(r.get(name, 0.0) for r in runs):8.3f} s")
-print(f"  {'stages, sum of medians':<44} {total:8.3f} s   (cycle median {float(sys.argv[2]):.3f} s)")
-PY
+# Where the empty cycle's time goes.
+print_stages "the empty 30 s cycle" "$m30"
+
+# Sessions per empty cycle: pg_stat_database.sessions counts every session the server started.
+sessions() { psql -X -At -d "$DB" -c "SELECT sum(sessions) FROM pg_stat_database"; }
+opened_by() {
+  rm -rf "$WORK/run" && cp -a "$WORK/primed" "$WORK/run"
+  local s0 s1
+  s0=$(sessions)
+  "$LD" verify-range --follow "${SIDES[@]}" --state "$WORK/run" --settle 1000 --interval 0 --scrub-period 86400 \
+    --cycles "$1" --format json >/dev/null
+  sleep 1  # the backends' counts reach the shared statistics as they exit
+  s1=$(sessions)
+  echo $((s1 - s0))
+}
+one=$(opened_by 1)
+three=$(opened_by 3)
+printf '%-44s %8s     (a 1-cycle run %s, a 3-cycle run %s, one psql each)\n' "sessions opened per empty cycle" \
+  "$(echo "($three - $one) / 2" | bc -l | xargs printf '%.1f')" "$one" "$three"
