@@ -1,11 +1,14 @@
 #include "verify/follower.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -91,20 +94,31 @@ Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const Fol
   d.allow_gaps = o_.sides.allow_gaps;
   d.allow_empty = true;
   d.outside_rows = diff::DiffOptions::OutsideRows::kWithoutLedger;
+  // Both sides at once, each against the segment with its own lookup cache (the maps extended
+  // in this snapshot as the new ledgers' are, not read whole again); merged left then right.
+  const std::array<std::pair<const std::string*, const std::string*>, 2> sides_in = {
+      std::pair{&o_.sides.left, &o_.sides.left_schema}, std::pair{&o_.sides.right, &o_.sides.right_schema}};
+  std::array<std::optional<Result<diff::DiffReport>>, 2> reports;
+  {
+    auto run = [&](int i) {
+      diff::DiffOptions di = d;
+      di.lookup_caches = {nullptr, &lookup_caches_[i]};
+      NullReporter quiet;
+      reports[i].emplace(
+          diff::DiffSources(stored, diff::SchemaSource{*sides_in[i].first, *sides_in[i].second}, spec, di, quiet));
+    };
+    std::jthread right([&] { run(1); });
+    run(0);
+  }
   std::optional<Ledger> changed;
   std::set<std::string> tables;
   std::vector<std::string> sides;
-  NullReporter quiet;
-  for (auto [conninfo, schema, side] : {std::tuple{&o_.sides.left, &o_.sides.left_schema, "left"},
-                                        std::tuple{&o_.sides.right, &o_.sides.right_schema, "right"}}) {
-    LD_ASSIGN_OR_RETURN(diff::DiffReport r,
-                        diff::DiffSources(stored, diff::SchemaSource{*conninfo, *schema}, spec, d, quiet));
+  for (int i = 0; i < 2; ++i) {
+    const char* side = i == 0 ? "left" : "right";
+    LD_ASSIGN_OR_RETURN(diff::DiffReport r, std::move(*reports[i]));
     AddStageSeconds(cycle.stages, kFollowStageRescanDigest, r.digest_seconds);
     AddStageSeconds(cycle.stages, kFollowStageRescanChecks, r.row_diff_seconds);
-    if (side[0] == 'l')
-      cycle.rows_left += r.rows_compared_right;
-    else
-      cycle.rows_right += r.rows_compared_right;
+    (i == 0 ? cycle.rows_left : cycle.rows_right) += r.rows_compared_right;
     if (r.identical) continue;
     const Ledger at = r.first_divergent_ledger.value_or(slice.from);
     if (changed && at > *changed) continue;

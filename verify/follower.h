@@ -30,7 +30,7 @@
 namespace ledgerdiff::verify {
 
 // Parts of a cycle's scrub and recheck stages (FollowCycle::stages, after kFollowCycleStages):
-// ChangedSinceVerified's reads of a side against a segment, both sides summed, as diff reports
+// ChangedSinceVerified's reads of a side against a segment (both sides at once), summed, as diff reports
 // them: the digest (connection, snapshot, lookup maps, the slice's digest and its comparison with
 // the segment) and the checks (a second connection in that snapshot: rows without a ledger, lookup
 // tables, invariants).
@@ -158,9 +158,10 @@ class Follower {
   bool recheck_done_ = false;
   std::optional<Stopwatch> last_state_attempt_;  // since this run's last state comparison (or nothing to compare)
   FollowState state_;
-  // Each side's lookup rows, kept from one cycle's new ledgers to the next (dump::LookupCache:
-  // every cycle checks, in its snapshot, the content hash of the rows kept; the scrub reads
-  // whole tables).
+  // Each side's lookup rows, kept from one cycle to the next for the new ledgers and the scrub
+  // (dump::LookupCache: every digest checks, in its snapshot, the content hash of the rows kept
+  // and reads whole a table whose kept rows changed). The scrub's two sides run at once, each on
+  // its own cache.
   dump::LookupCache lookup_caches_[2];
 };
 
