@@ -2,12 +2,15 @@
 // (after a re-ingest of both alike the segments hold the old rows): equal, the segments take the new
 // rows (the scrub then agrees) and the open divergences there close; a change on one side only opens
 // a divergence (exit 1) that closes once repaired; bad ranges are exit 2, one line. And a follower
-// stopped by SIGTERM says where it stopped on stdout, as a line or as the JSON outcome.
+// stopped by SIGTERM says where it stopped on stdout, as a line or as the JSON outcome. And a
+// follower holds one session per side across cycles, opening it again when the server ended it.
 #include <signal.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -24,6 +27,7 @@ using testing::ExecSql;
 using testing::FollowArgs;
 using testing::Kahuna;
 using testing::QueryInt;
+using testing::QueryText;
 using testing::RunCli;
 using testing::WaitForText;
 
@@ -253,6 +257,55 @@ TEST(FollowSignal, SigtermPrintsWhereTheFollowerStoppedOnStdout) {
   EXPECT_EQ(out.rfind(fmt::format("stopped by a termination signal: verified through ledger {} after 0 cycles (", k.last), 0),
             0u)
       << out << testing::ReadFileBytes(so.stderr_path);
+}
+
+// Issue 43, "cycles cost what is new": the follower's own statements (identity, heads, close
+// time) go through one session per side held for its life, not a connection per cycle; a session
+// the server ended between cycles is opened again before the next cycle uses it, which then runs
+// as any other (no failure, no retry).
+TEST(FollowSessions, OneSessionPerSideIsHeldAcrossCyclesAndOpenedAgainWhenTheServerEndedIt) {
+  Kahuna k;
+  const testing::ScratchDir dir("ledgerdiff-follow-sessions");
+  const std::string left_db = QueryText(k.left, "SELECT current_database()");
+  // The follower's held session on the left database: its backend pid, or 0 when none (-1 when
+  // more than one).
+  const auto held = [&] {
+    const int64_t n = QueryInt(testing::TestConninfo(),
+                               fmt::format("SELECT count(*) FROM pg_stat_activity WHERE application_name = "
+                                           "'ledgerdiff verify-range --follow' AND datname = '{}'",
+                                           left_db));
+    if (n != 1) return n == 0 ? int64_t{0} : int64_t{-1};
+    return QueryInt(testing::TestConninfo(),
+                    fmt::format("SELECT pid FROM pg_stat_activity WHERE application_name = "
+                                "'ledgerdiff verify-range --follow' AND datname = '{}'",
+                                left_db));
+  };
+  testing::CliSpawnOptions so;
+  so.stdout_path = dir.path + "/out";
+  so.stderr_path = dir.path + "/err";
+  // Cycles 3 s apart: each line is printed at a cycle's end, so the checks below land in the
+  // sleep between two cycles.
+  const pid_t pid = testing::SpawnCli(
+      FollowArgs(k.left, k.right, dir.path + "/state", {"--from", std::to_string(k.first), "--interval", "3"}), so);
+  ASSERT_TRUE(WaitForText(so.stderr_path, "cycle 2: verified through")) << testing::ReadFileBytes(so.stderr_path);
+  const int64_t first = held();
+  EXPECT_GT(first, 0) << "one session held on the left between cycles";
+  ASSERT_TRUE(WaitForText(so.stderr_path, "cycle 3: verified through")) << testing::ReadFileBytes(so.stderr_path);
+  EXPECT_EQ(held(), first) << "the same session after another cycle";
+  // The server ends it between cycles: the next cycle opens another and goes on.
+  ASSERT_GT(first, 0);
+  EXPECT_EQ(QueryInt(testing::TestConninfo(), fmt::format("SELECT pg_terminate_backend({})::int", first)), 1);
+  for (int i = 0; i < 100 && held() == first; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const size_t terminated = testing::ReadFileBytes(so.stderr_path).size();
+  ASSERT_TRUE(WaitForText(so.stderr_path, "cycle 5: verified through", terminated))
+      << testing::ReadFileBytes(so.stderr_path);
+  const int64_t second = held();
+  EXPECT_GT(second, 0) << "a session held again";
+  EXPECT_NE(second, first);
+  const std::string err = testing::ReadFileBytes(so.stderr_path);
+  EXPECT_EQ(err.find(" failed: "), std::string::npos) << "a session gone between cycles is no failure: " << err;
+  kill(pid, SIGTERM);
+  EXPECT_EQ(testing::WaitExitCode(pid), 128 + SIGTERM);
 }
 
 }  // namespace

@@ -35,7 +35,11 @@ namespace fs = std::filesystem;
 }  // namespace
 
 Follower::Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle)
-    : o_(o), reporter_(reporter), on_cycle_(on_cycle), segments_dir_((fs::path(o.state_dir) / kFollowSegmentsDir).string()) {}
+    : o_(o),
+      reporter_(reporter),
+      on_cycle_(on_cycle),
+      segments_dir_((fs::path(o.state_dir) / kFollowSegmentsDir).string()),
+      sessions_{SideSession(o.sides.left), SideSession(o.sides.right)} {}
 
 Result<FollowReport> Follower::Run() {
   // A runtime failure (a server restarting, a lost connection) is retried with backoff until
@@ -132,9 +136,9 @@ Status Follower::Open() {
   LD_RETURN_IF_ERROR(CheckFollowStateDir(o_.state_dir));
   nlohmann::json left, right;
   {
-    auto l = SideRecord(o_.sides.left, o_.sides.left_schema);
+    auto l = SideRecord(sessions_[0], o_.sides.left_schema);
     if (!l.ok()) return l.status().With("left");
-    auto r = SideRecord(o_.sides.right, o_.sides.right_schema);
+    auto r = SideRecord(sessions_[1], o_.sides.right_schema);
     if (!r.ok()) return r.status().With("right");
     left = *l;
     right = *r;

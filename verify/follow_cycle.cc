@@ -47,9 +47,9 @@ Status Follower::Cycle(FollowCycle& cycle, double period) {
   const Ledger kept = state_.Kept();
   StageTimer heads(stages, kFollowStageHeads);
   RemoveUnreferencedSegments(o_.state_dir, state_);
-  auto hl = ReadHeads(o_.sides.left, o_.sides.left_schema, through, window, kept);
+  auto hl = ReadHeads(sessions_[0], o_.sides.left_schema, through, window, kept);
   if (!hl.ok()) return hl.status().With("left");
-  auto hr = ReadHeads(o_.sides.right, o_.sides.right_schema, through, window, kept);
+  auto hr = ReadHeads(sessions_[1], o_.sides.right_schema, through, window, kept);
   if (!hr.ok()) return hr.status().With("right");
   heads.Stop();
   cycle.head_left = hl->max;
@@ -110,7 +110,7 @@ Status Follower::Cycle(FollowCycle& cycle, double period) {
   const auto& closed = hl->max && head == *hl->max ? hl->closed_at_max : hr->closed_at_max;
   if (closed && cycle.frontier >= state_.from) {
     StageTimer lag(stages, kFollowStageLag);
-    if (auto at = ClosedAt(o_.sides.left, o_.sides.left_schema, cycle.frontier)) cycle.lag_seconds = std::max(0.0, *closed - *at);
+    if (auto at = ClosedAt(sessions_[0], o_.sides.left_schema, cycle.frontier)) cycle.lag_seconds = std::max(0.0, *closed - *at);
   }
   const Ledger verified_end = state_.VerifiedThrough();
   const Ledger verified_from = state_.Kept();
@@ -145,13 +145,13 @@ Status Follower::CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle)
   std::optional<Ledger> first;
   uint64_t most = 0;
   std::vector<std::string> sides;
-  for (auto [h, conninfo, schema, side] :
-       {std::tuple{&hl, &o_.sides.left, &o_.sides.left_schema, "left"},
-        std::tuple{&hr, &o_.sides.right, &o_.sides.right_schema, "right"}}) {
+  for (auto [h, session, schema, side] :
+       {std::tuple{&hl, &sessions_[0], &o_.sides.left_schema, "left"},
+        std::tuple{&hr, &sessions_[1], &o_.sides.right_schema, "right"}}) {
     // This side holds nothing below `from` down to `kept` (from is at most its lowest ledger
     // there): its count of kept:compared is its count of from:compared.
     if (h->held >= expected) continue;
-    LD_ASSIGN_OR_RETURN(Ledger missing, FirstMissing(*conninfo, *schema, from, compared));
+    LD_ASSIGN_OR_RETURN(Ledger missing, FirstMissing(*session, *schema, from, compared));
     if (missing > compared) missing = from;  // fewer rows, none missing: they came back since
     if (first && missing > *first) continue;
     if (!first || missing < *first) sides.clear();

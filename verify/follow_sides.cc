@@ -11,9 +11,17 @@
 
 namespace ledgerdiff::verify {
 
+Result<pg::Connection*> SideSession::Get() {
+  if (conn_ && conn_->Healthy() && conn_->Run("SELECT 1").ok()) return conn_.get();
+  conn_.reset();
+  LD_ASSIGN_OR_RETURN(conn_, pg::Connection::Open(conninfo_, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
+  ++opened_;
+  return conn_.get();
+}
+
 // One side of the comparison as the state records it: its identity and schema; never a conninfo.
-Result<nlohmann::json> SideRecord(const std::string& conninfo, const std::string& schema) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
+Result<nlohmann::json> SideRecord(SideSession& session, const std::string& schema) {
+  LD_ASSIGN_OR_RETURN(pg::Connection * conn, session.Get());
   LD_ASSIGN_OR_RETURN(dump::SourceIdentity id, dump::ReadSourceIdentity(*conn, schema));
   return dump::SourceIdentityToJson(id);
 }
@@ -27,9 +35,9 @@ std::string SideMismatch(const nlohmann::json& stored, const nlohmann::json& now
   return fmt::format("the {} side was {} and is now {}", side, d->a, d->b);
 }
 
-Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, Ledger after, uint64_t window,
+Result<Heads> ReadHeads(SideSession& session, const std::string& schema, Ledger after, uint64_t window,
                         Ledger kept) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
+  LD_ASSIGN_OR_RETURN(pg::Connection * conn, session.Get());
   const std::string table = pg::QuoteIdent(schema) + "." + pg::QuoteIdent(kLedgerTable);
   const std::string column = pg::QuoteIdent(FindHistoryTable(kLedgerTable)->ledger_column);
   const std::string sql = fmt::format(
@@ -65,8 +73,8 @@ Result<Heads> ReadHeads(const std::string& conninfo, const std::string& schema, 
 }
 
 // The first ledger of from:to that `schema` does not hold (to + 1 when it holds them all).
-Result<Ledger> FirstMissing(const std::string& conninfo, const std::string& schema, Ledger from, Ledger to) {
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly));
+Result<Ledger> FirstMissing(SideSession& session, const std::string& schema, Ledger from, Ledger to) {
+  LD_ASSIGN_OR_RETURN(pg::Connection * conn, session.Get());
   const std::string sql = fmt::format(
       "SELECT CASE WHEN NOT EXISTS (SELECT 1 FROM {t} WHERE {c} = $1::bigint) THEN $1::bigint ELSE "
       "coalesce((SELECT min(a.{c}) + 1 FROM {t} a WHERE a.{c} >= $1::bigint AND a.{c} <= $2::bigint AND NOT EXISTS "
@@ -77,8 +85,8 @@ Result<Ledger> FirstMissing(const std::string& conninfo, const std::string& sche
   return static_cast<Ledger>(std::min<int64_t>(rows.GetInt(0, 0), int64_t{to} + 1));
 }
 
-std::optional<double> ClosedAt(const std::string& conninfo, const std::string& schema, Ledger ledger) {
-  auto conn = pg::Connection::Open(conninfo, "ledgerdiff verify-range --follow", pg::Access::kReadOnly);
+std::optional<double> ClosedAt(SideSession& session, const std::string& schema, Ledger ledger) {
+  auto conn = session.Get();
   if (!conn.ok()) return std::nullopt;
   auto at = (*conn)->Exec(fmt::format("SELECT extract(epoch FROM closed_at)::float8 FROM {}.{} WHERE {} = $1::bigint",
                                       pg::QuoteIdent(schema), pg::QuoteIdent(kLedgerTable),

@@ -163,6 +163,9 @@ class Follower {
   // and reads whole a table whose kept rows changed). The scrub's two sides run at once, each on
   // its own cache.
   dump::LookupCache lookup_caches_[2];
+  // Each side's session for the follower's own statements (its identity, heads, first missing
+  // ledger, close time), held across cycles and checked before each use (SideSession).
+  SideSession sessions_[2];
 };
 
 }  // namespace ledgerdiff::verify
