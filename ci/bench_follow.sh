@@ -11,6 +11,8 @@
 #                per hour; and at the deployed pace (--interval 30: verified/2880 per cycle) x 120
 #   stages       the seconds by stage (the cycle JSON's `stages`), medians, of the 10-ledger cycle
 #                and of the empty 30 s cycle
+#   steady       an empty cycle in a running follower: cycles 2..8 of one process (its lookup caches
+#                and sessions warm, the state comparison not due), their median and stages' medians
 #   connections  the sessions a follower opens per empty cycle (pg_stat_database.sessions of a
 #                3-cycle run less a 1-cycle run's, halved: the start-up cancels out)
 # Figures are cycle times from the follower's JSON (the process's start-up excluded), medians of
@@ -112,6 +114,19 @@ printf '%-44s %8.3f s   x 120 cycles = %6.1f s per hour   (%s)\n' "scrub: one 30
   "$(echo "$m30 * 120" | bc -l)" "${runs[*]}"
 # Where the empty cycle's time goes.
 print_stages "the empty 30 s cycle" "$m30"
+
+# An empty cycle in a running follower: the runs above are each a new process, whose first cycle
+# fills the lookup caches, opens the sessions and compares the state tables.
+rm -rf "$WORK/run" && cp -a "$WORK/primed" "$WORK/run"
+"$LD" verify-range --follow "${SIDES[@]}" --state "$WORK/run" --settle 1000 --interval 0 --scrub-period 86400 \
+  --cycles 8 --format json >"$WORK/out.json"
+python3 -c 'import json,sys
+for c in json.load(open(sys.argv[1]))["follow"]["cycles"][1:]:
+    print(c["seconds"])
+    open(sys.argv[2], "a").write(json.dumps(c["stages"]) + "\n")' "$WORK/out.json" "$WORK/stages.jsonl" >"$WORK/steady.txt"
+ms=$(median <"$WORK/steady.txt")
+printf '%-44s %8.3f s   (%s)\n' "an empty cycle in a running follower" "$ms" "$(tr '\n' ' ' <"$WORK/steady.txt")"
+print_stages "cycles 2-8 of one follower" "$ms"
 
 # Sessions per empty cycle: pg_stat_database.sessions counts every session the server started.
 sessions() { psql -X -At -d "$DB" -c "SELECT sum(sessions) FROM pg_stat_database"; }
