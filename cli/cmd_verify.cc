@@ -392,7 +392,8 @@ Result<Outcome> RunFollowVerifyRange(const VerifyRangeFlags& f, Context& ctx) {
 
 Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
   if (f.follow) return RunFollowVerifyRange(f, ctx);
-  const auto& o = f.options;
+  verify::VerifyRangeOptions o = f.options;
+  o.plan = true;
   LD_ASSIGN_OR_RETURN(Target left, ConnectedTarget(o.left, {o.left_schema}));
   LD_ASSIGN_OR_RETURN(Target right, ConnectedTarget(o.right, {o.right_schema}));
   const TargetPair targets{left, right};

@@ -9,11 +9,29 @@ CommandEta::CommandEta(CommandPlan plan) : plan_(std::move(plan)), phases_(plan_
   for (size_t i = 0; i < plan_.size(); ++i) phases_[i].reports.resize(plan_[i].reports.size());
 }
 
-void CommandEta::Update(const Progress& p, double t_s, double phase_eta_s) {
+// The phase `p` is of, among those listing its name (several do when a command repeats work:
+// selftest's cases each digest "digest left"): the one in progress, else the first not begun,
+// except that a finished report of an ended phase is that phase's last word (a repeated final
+// update), else the last ended one. plan_.size(): none.
+size_t CommandEta::PhaseOf(const Progress& p) const {
+  size_t first_new = plan_.size(), last_ended = plan_.size();
   for (size_t i = 0; i < plan_.size(); ++i) {
     const auto& names = plan_[i].reports;
+    if (std::find(names.begin(), names.end(), p.phase) == names.end()) continue;
+    const Phase& phase = phases_[i];
+    if (phase.begun_s >= 0 && phase.ended_s < 0) return i;
+    if (phase.begun_s < 0 && !phase.skipped && first_new == plan_.size()) first_new = i;
+    if (phase.ended_s >= 0) last_ended = i;
+  }
+  const bool finished = p.total && p.done >= p.total;
+  if (first_new < plan_.size() && !(finished && last_ended < plan_.size())) return first_new;
+  return last_ended;
+}
+
+void CommandEta::Update(const Progress& p, double t_s, double phase_eta_s) {
+  if (const size_t i = PhaseOf(p); i < plan_.size()) {
+    const auto& names = plan_[i].reports;
     const auto at = std::find(names.begin(), names.end(), p.phase);
-    if (at == names.end()) continue;
     Phase& phase = phases_[i];
     if (phase.begun_s < 0) {
       // Its time runs from the end of the one before (what happened between, e.g. a digest's
@@ -44,7 +62,6 @@ void CommandEta::Update(const Progress& p, double t_s, double phase_eta_s) {
     if (phase.ended_s < 0 && std::all_of(phase.reports.begin(), phase.reports.end(),
                                          [](const Report& x) { return x.finished; }))
       phase.ended_s = t_s;
-    return;
   }
 }
 

@@ -95,6 +95,7 @@ class CommandEta {
     std::vector<Report> reports;  // as the plan lists them
   };
   double FractionOf(size_t i) const;
+  size_t PhaseOf(const Progress& p) const;
   CommandPlan plan_;
   std::vector<Phase> phases_;
 };
@@ -295,6 +296,21 @@ class NullReporter : public Reporter {
  public:
   void Note(std::string_view) override {}
   void Update(const Progress&) override {}
+};
+
+// The reporter of work nested in a planned command (selftest's verifies): everything goes to
+// `to` but the nested work's own plan, which would replace the command's.
+class NestedReporter : public Reporter {
+ public:
+  explicit NestedReporter(Reporter& to) : to_(to) {}
+  void Note(std::string_view line) override { to_.Note(line); }
+  void Update(const Progress& progress) override { to_.Update(progress); }
+  void Event(std::string_view line) override { to_.Event(line); }
+  void Done() override { to_.Done(); }
+  bool live() const override { return to_.live(); }
+
+ private:
+  Reporter& to_;
 };
 
 // "1.2 s", "3 min 4 s"

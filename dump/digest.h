@@ -167,6 +167,17 @@ struct DigestSummary {
 Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::string& schema, const ProfileSpec& spec,
                                    const DigestOptions& options, const ChunkSink& sink, Reporter& reporter);
 
+// What reading a side costs, in bytes on disk, as the server's catalog estimates it without
+// scanning anything: what a command's plan weighs its phases by (core/report.h CommandPlan).
+struct ReadCostEstimate {
+  // The profile's history tables' rows in the range times their bytes per row (the work a digest
+  // weighs its progress by); without statistics (LedgerStatistics), the tables' whole sizes.
+  double history_bytes = 0;
+  double state_bytes = 0;  // the profile's state tables present, whole (a state comparison reads them)
+};
+Result<ReadCostEstimate> EstimateReadCost(pg::Connection& conn, const std::string& schema,
+                                          const ResolvedProfile& profile, const LedgerRange& range);
+
 // The (unordered) COPY statements DigestSchema would run (one line per chunk and table), for benchmarks.
 Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo, const std::string& schema,
                                                      const ProfileSpec& spec, const DigestOptions& options);

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "dump/digest.h"
+
 namespace ledgerdiff::dump {
 
 namespace {
@@ -93,6 +95,31 @@ Result<std::optional<std::vector<LedgerStatistics>>> LoadLedgerStatistics(pg::Co
     all.push_back(std::move(*st));
   }
   return std::optional<std::vector<LedgerStatistics>>(std::move(all));
+}
+
+Result<ReadCostEstimate> EstimateReadCost(pg::Connection& conn, const std::string& schema,
+                                          const ResolvedProfile& profile, const LedgerRange& range) {
+  const auto whole_bytes = [&](const ResolvedTable& t) -> Result<double> {
+    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec("SELECT coalesce(pg_relation_size(to_regclass($1)), 0)",
+                                              {pg::Qualified(schema, t.name)}));
+    return static_cast<double>(r.GetInt(0, 0));
+  };
+  ReadCostEstimate cost;
+  LD_ASSIGN_OR_RETURN(const std::optional<std::vector<LedgerStatistics>> statistics,
+                      LoadLedgerStatistics(conn, schema, profile));
+  for (size_t t = 0; t < profile.tables.size(); ++t) {
+    if (statistics) {
+      cost.history_bytes += (*statistics)[t].Rows(range) * (*statistics)[t].bytes_per_row();
+    } else {
+      LD_ASSIGN_OR_RETURN(const double bytes, whole_bytes(profile.tables[t]));
+      cost.history_bytes += bytes;
+    }
+  }
+  for (const auto& t : profile.state_tables) {
+    LD_ASSIGN_OR_RETURN(const double bytes, whole_bytes(t));
+    cost.state_bytes += bytes;
+  }
+  return cost;
 }
 
 }  // namespace ledgerdiff::dump

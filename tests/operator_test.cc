@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -292,12 +294,75 @@ TEST(Progress, ALogGetsAtMostOneProgressLinePerInterval) {
   EXPECT_EQ(negative.err, "ledgerdiff: --progress-interval: must be 0 or more seconds, not '-1'\n");
 }
 
+// The progress lines of a log, each with what follows "; COMMAND " on it (the command's own
+// progress: "N% (PHASE, phase K of M), ETA ..."); a line without it gives "".
+std::vector<std::string> CommandSuffixes(const std::string& err, const std::string& command) {
+  static const std::regex progress(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ .*$)");
+  std::vector<std::string> out;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    if (!std::regex_match(line, progress)) continue;
+    const size_t at = line.find("; " + command + " ");
+    out.push_back(at == std::string::npos ? "" : line.substr(at + command.size() + 3));
+  }
+  return out;
+}
+
+// Issue 46: verify-range plans its phases (both digests at once, the row diff, the state tables
+// when they are compared, which report nothing but are waited for): every progress line of a
+// log ends with the command's fraction, phase and ETA, never the digest's own ETA.
+TEST(Progress, VerifyRangeLinesCarryOneEtaForTheWholeCommand) {
+  const std::string left = UniqueName("plan_left"), right = UniqueName("plan_right");
+  for (const auto& schema : {left, right}) {
+    auto r = RunCli({"ingest", "--db", TestConninfo(), "--schema", schema, "--range", "2:201", "--workers", "1",
+                     "--density", "flat", "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const std::vector<std::string> sides = {"--left", TestConninfo(), "--left-schema", left, "--right", TestConninfo(),
+                                          "--right-schema", right, "--progress-interval", "0"};
+  // Between phases (the digests ended) no phase is in progress: "N%, ETA ...".
+  const std::regex digests(R"(\d+%(?: \(digests, phase 1 of (\d)\))?(, ETA .+)?)");
+  for (const bool shard : {false, true}) {
+    std::vector<std::string> args = {"verify-range", "--range", "2:201"};
+    args.insert(args.end(), sides.begin(), sides.end());
+    if (shard) {
+      for (const char* a : {"--shards", "1", "--shard", "0", "--out"}) args.push_back(a);
+      args.push_back((std::filesystem::temp_directory_path() / UniqueName("plan_shard")).string() + ".ldm");
+    }
+    auto r = RunCli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const auto suffixes = CommandSuffixes(r.err, "verify-range");
+    ASSERT_GE(suffixes.size(), 2u) << r.err;  // each side's digest reports at least its start
+    size_t with_eta = 0, in_digests = 0;
+    for (const std::string& s : suffixes) {
+      std::smatch m;
+      ASSERT_TRUE(std::regex_match(s, m, digests)) << "'" << s << "' in:\n" << r.err;
+      // digests, row diff, state tables; a shard compares no state.
+      if (m[1].matched) EXPECT_EQ(m[1].str(), shard ? "2" : "3") << r.err;
+      in_digests += m[1].matched;
+      with_eta += m[2].matched;
+    }
+    EXPECT_GE(in_digests, 2u) << r.err;
+    EXPECT_GE(with_eta, 1u) << r.err;
+    EXPECT_EQ(r.err.find(" ledgers/s, ETA "), std::string::npos) << r.err;  // never the phase's own
+  }
+}
+
 TEST(Advice, ChaosKeepsTheClusterOfTheSchemasItCallsKept) {
   Scratch scratch;
   auto r = RunCli({"chaos", "--range", "2:41", "--workers", "2", "--job-size", "10", "--rounds", "1", "--faults",
-                   "kill=1,hang=0,crash=0,disconnect=0,orchestrator=0", "--keep", "--format", "json"},
+                   "kill=1,hang=0,crash=0,disconnect=0,orchestrator=0", "--keep", "--format", "json",
+                   "--progress-interval", "0"},
                   EmbeddedEnv(scratch.path));
   ASSERT_LE(r.exit_code, 1) << r.err << r.out;
+  // Issue 46: chaos plans the serial baseline, then each round (under its digests).
+  std::set<std::string> phases;
+  for (const std::string& s : CommandSuffixes(r.err, "chaos")) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(s, m, std::regex(R"(\d+%(?: \((.+), phase \d of 2\))?(, ETA .+)?)"))) << s << "\n" << r.err;
+    if (m[1].matched) phases.insert(m[1]);  // none between phases
+  }
+  EXPECT_EQ(phases, (std::set<std::string>{"serial baseline", "round 1 of 1"})) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.at("rounds").at(0).value("schema_kept", false)) << r.out;
   const std::string schema = j["rounds"][0].at("schema");

@@ -272,6 +272,28 @@ TEST(Progress, APhaseNeverSeenWasSkipped) {
   EXPECT_EQ(e.index, 2u);
 }
 
+// A command that repeats work (selftest's cases each digest "digest left" and "digest right"):
+// a report belongs to the phase in progress that lists it, else to the next one not begun; a
+// repeated final report of an ended phase does not begin the next.
+TEST(Progress, RepeatedReportNamesGoToTheirPhaseInTurn) {
+  CommandEta eta({{"case 1: digests", {"digest left", "digest right"}, 10},
+                  {"case 2: ingest", {"ingest 2"}, 10},
+                  {"case 2: digests", {"digest left", "digest right"}, 10}});
+  eta.Update(PhaseAt("digest left", 0, 100), 0, -1);
+  eta.Update(PhaseAt("digest left", 100, 100), 5, 0);
+  eta.Update(PhaseAt("digest right", 100, 100), 10, 0);
+  EXPECT_NEAR(eta.Estimate(10).fraction, 1.0 / 3, 1e-9);
+  eta.Update(PhaseAt("digest right", 100, 100), 11, 0);  // its last word again
+  EXPECT_NEAR(eta.Estimate(11).fraction, 1.0 / 3, 1e-9);
+  eta.Update(PhaseAt("ingest 2", 50, 100), 15, 5);
+  EXPECT_EQ(eta.Estimate(15).index, 2u);
+  eta.Update(PhaseAt("digest left", 0, 100), 20, -1);
+  const CommandEstimate e = eta.Estimate(20);
+  EXPECT_EQ(e.index, 3u);
+  EXPECT_EQ(e.phase, "case 2: digests");
+  EXPECT_NEAR(e.fraction, 2.0 / 3, 1e-9);
+}
+
 // A planned command's log line carries one ETA, the command's; on a terminal the block opens with
 // the command's line.
 TEST(Progress, APlannedCommandsLinesEndWithTheCommandsEta) {

@@ -11,12 +11,14 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -240,7 +242,7 @@ TEST(VerifyCli, JsonFileCarriesTheErrorDocumentAndRefusesStdout) {
 // 3. The gate's self-test.
 
 TEST(Selftest, EveryBugKindCaughtAtItsLedger) {
-  auto r = RunCli({"selftest", Db(), "--format", "json"});
+  auto r = RunCli({"selftest", Db(), "--format", "json", "--progress-interval", "0"});
   EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = ParseJson(r);
   EXPECT_EQ(j["passed"], true);
@@ -280,6 +282,30 @@ TEST(Selftest, EveryBugKindCaughtAtItsLedger) {
     }
   }
   EXPECT_EQ(kinds, expected_kinds);
+  // Issue 46: one ETA for the whole selftest. Its plan: the serial ingestion, then each case's
+  // verify (parallel ingest, digests, diff and clean-up): 1 + 11 * 3 phases, in this order.
+  static const std::regex timestamped(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ .*)");
+  static const std::regex command(R"(; selftest \d+%(?: \((.+), phase (\d+) of (\d+)\))?(, ETA .+)?$)");
+  std::istringstream log(r.err);
+  size_t last_index = 0, with_eta = 0;
+  for (std::string line; std::getline(log, line);) {
+    if (!std::regex_match(line, timestamped)) continue;  // a progress line
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(line, m, command)) << line;
+    with_eta += m[4].matched;
+    if (!m[1].matched) continue;  // between phases: none in progress
+    EXPECT_EQ(m[3].str(), "34") << line;
+    const size_t index = std::stoul(m[2].str());
+    EXPECT_GE(index, last_index) << line;
+    last_index = index;
+    const std::string expected =
+        index == 1 ? "serial ingest"
+                   : fmt::format("case {} of 11: {}", (index - 2) / 3 + 1,
+                                 std::vector<std::string>{"parallel ingest", "digests", "diff and clean-up"}[(index - 2) % 3]);
+    EXPECT_EQ(m[1].str(), expected) << line;
+  }
+  EXPECT_EQ(last_index, 33u) << r.err;  // the last case's digests
+  EXPECT_GE(with_eta, 10u) << r.err;
 }
 
 // Runs `verify --inject-bug KIND@LEDGER`, checks the divergence, that the

@@ -21,9 +21,11 @@
 #include "core/tempdir.h"
 #include "core/text.h"
 #include "diff/diff.h"
+#include "fixtures/generator.h"
 #include "dump/profile.h"
 #include "ingest/job_table.h"
 #include "ingest/orchestrator.h"
+#include "verify/verify.h"
 
 namespace ledgerdiff::verify {
 
@@ -656,6 +658,28 @@ std::string ReplayCommand(const ChaosOptions& o, const std::string& faults) {
   return cmd;
 }
 
+namespace {
+
+// Chaos's phases, costed like verify's (kDigestCostPerRow): the serial baseline, then each round,
+// under its classification's digests (both sides at once, 2 jobs each). A round's ingestion runs
+// in its orchestrator's process and reports nothing here: its cost is the round's, whose time
+// runs from the end of the phase before (CommandEta), so the pace holds the faults' delays too.
+CommandPlan ChaosPlan(const ChaosOptions& o, const std::string& baseline_schema) {
+  const double rows = static_cast<double>(
+      o.plan.ingest_cmd.empty()
+          ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{o.plan.seed, o.plan.density}, o.plan.range)
+          : o.plan.range.size());
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  CommandPlan plan{{"serial baseline", {fmt::format("ingest \"{}\"", baseline_schema)}, rows}};
+  for (uint32_t r = 1; r <= o.rounds; ++r)
+    plan.push_back({fmt::format("round {} of {}", r, o.rounds), {"digest left", "digest right"},
+                    rows / on_cores(o.plan.workers) + 2 * rows * kDigestCostPerRow / on_cores(4)});
+  return plan;
+}
+
+}  // namespace
+
 Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& options, Reporter& reporter) {
   LD_ASSIGN_OR_RETURN(const dump::ProfileSpec spec, ValidateChaosOptions(options));
   const Stopwatch wall;
@@ -691,6 +715,7 @@ Result<ChaosReport> RunChaos(const std::string& conninfo, const ChaosOptions& op
   base.plan.workers = 1;
   if (!o.plan.ingest_cmd.empty()) base.plan.job_size = ingest::WholeRangeJobSize(o.plan.range);
   base.run_id = chaos_id + "_base";
+  reporter.Plan("chaos", ChaosPlan(o, base.plan.schema));
   reporter.Note(fmt::format("chaos: serial baseline of {} into \"{}\"", o.plan.range.str(), base.plan.schema));
   const Stopwatch baseline;
   LD_ASSIGN_OR_RETURN(ingest::IngestReport base_report, ingest::RunIngest(conninfo, base, reporter));

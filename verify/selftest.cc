@@ -52,6 +52,26 @@ bool SplitReported(const diff::DiffReport& d, const std::string& address) {
   return false;
 }
 
+// Selftest's phases: the serial ingestion every case reuses, then each case's verify's phases
+// (VerifyPhases) named "case N of M: PHASE". `first_case`: case 1's options, of run `<run>_1`,
+// reusing the serial schema.
+CommandPlan SelftestPlan(const std::vector<std::pair<std::string, Ledger>>& cases, const VerifyOptions& first_case,
+                         const std::string& run) {
+  VerifyOptions serial = first_case;
+  serial.reuse_serial_schema.clear();
+  CommandPlan plan{VerifyPhases(serial).front()};  // its serial ingest, into the reused schema
+  plan.front().reports = {fmt::format("ingest \"{}\"", first_case.reuse_serial_schema)};
+  for (size_t n = 1; n <= cases.size(); ++n) {
+    VerifyOptions v = first_case;
+    v.run_id = fmt::format("{}_{}", run, n);
+    for (PlannedPhase phase : VerifyPhases(v)) {
+      phase.name = fmt::format("case {} of {}: {}", n, cases.size(), phase.name);
+      plan.push_back(std::move(phase));
+    }
+  }
+  return plan;
+}
+
 }  // namespace
 
 Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOptions& o, Reporter& reporter) {
@@ -82,6 +102,23 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
               return fmt::format("selftest left its schemas in the database (those created so far): drop them with `{}`",
                                  DropSchemasCommand(flags, schemas));
             }));
+  // Each case's verify, as the plan and the loop below run it.
+  plan.insert(plan.begin(), {"clean", 0});
+  const auto case_options = [&](int n, const std::string& kind, Ledger ledger) {
+    VerifyOptions v;
+    v.plan = o.plan;
+    v.table_profile = o.table_profile;
+    v.engine = o.engine;
+    v.reuse_serial_schema = report.serial_schema;
+    v.max_rows = 5;
+    v.run_id = fmt::format("{}_{}", run, n);
+    v.database_removed_on_exit = true;  // the interrupt is selftest's to describe (above)
+    v.hooks.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
+    return v;
+  };
+  reporter.Plan("selftest", SelftestPlan(plan, case_options(1, "clean", 0), run));
+  NestedReporter nested(reporter);  // the cases' verifies do not replace selftest's plan
+
   IngestOptions serial;
   serial.plan = o.plan;
   serial.plan.schema = report.serial_schema;
@@ -90,24 +127,15 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
   LD_ASSIGN_OR_RETURN(IngestReport serial_report, ingest::RunIngest(conninfo, serial, reporter));
   if (!serial_report.ok) return Status::Runtimef("selftest: serial ingest failed: {}", serial_report.error);
 
-  plan.insert(plan.begin(), {"clean", 0});
   int n = 0;
   for (const auto& [kind, ledger] : plan) {
     SelftestCase c;
     c.kind = kind;
     c.ledger = ledger;
-    VerifyOptions v;
-    v.plan = o.plan;
-    v.table_profile = o.table_profile;
-    v.engine = o.engine;
-    v.reuse_serial_schema = report.serial_schema;
-    v.max_rows = 5;
-    v.run_id = fmt::format("{}_{}", run, ++n);
-    v.database_removed_on_exit = true;  // the interrupt is selftest's to describe (above)
+    const VerifyOptions v = case_options(++n, kind, ledger);
     current_case.store(n);
-    v.hooks.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);
     const Stopwatch verifying;
-    auto r = RunVerify(conninfo, v, reporter);
+    auto r = RunVerify(conninfo, v, nested);
     c.seconds = verifying.Seconds();
     std::string split_address;
     if (kind == fixtures::BugKindName(fixtures::BugKind::kSplitLookup)) {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/concurrency.h"
@@ -13,6 +14,7 @@
 #include "core/process.h"
 #include "core/tempdir.h"
 #include "diff/diff.h"
+#include "fixtures/generator.h"
 #include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
@@ -99,6 +101,51 @@ IngestOptions CellIngestOptions(const SweepOptions& o, uint32_t workers, uint32_
   io.plan.job_size = job_size;
   if (workers > 1) io.hooks = o.hooks;
   return io;
+}
+
+// The schemas sweep ingests into: the serial reference's run k (0 the warm-up; 1 the one kept
+// and digested) and a cell's repeat k.
+std::string ReferenceSchema(const std::string& run_id, uint32_t k) {
+  const std::string kept = "ld_" + run_id + "_reference";
+  return k == 1 ? kept : fmt::format("{}_r{}", kept, k);
+}
+std::string CellSchema(const std::string& run_id, uint32_t workers, uint32_t job_size, uint32_t k) {
+  return fmt::format("ld_{}_w{}_j{}_r{}", run_id, workers, job_size, k);
+}
+
+// Sweep's phases as RunSweep takes them, each under the progress names it reports and costed
+// like verify's (kDigestCostPerRow, kFinishCostPerRow): the serial reference's runs and its
+// digest (none with a baseline), then per cell and repeat its ingestion, its digest (the right
+// side of the diff against the reference) and the diff and drop after it (reporting nothing).
+CommandPlan SweepPlan(const SweepOptions& o, const std::string& run_id) {
+  const double rows = static_cast<double>(
+      o.plan.ingest_cmd.empty()
+          ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{o.plan.seed, o.plan.density}, o.range)
+          : o.range.size());
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  const auto ingest = [](const std::string& schema) { return std::vector<std::string>{fmt::format("ingest \"{}\"", schema)}; };
+  const double digest = rows * kDigestCostPerRow / on_cores(o.digest_jobs);
+  CommandPlan plan;
+  if (o.baseline.empty()) {
+    for (uint32_t k = 0; k <= o.repeat; ++k)
+      plan.push_back({k == 0 ? "reference warm-up" : fmt::format("reference {}/{}", k, o.repeat),
+                      ingest(ReferenceSchema(run_id, k)), rows});
+    plan.push_back({"reference digest", {"reference digest"}, digest});
+  }
+  const size_t total = o.workers.size() * o.job_sizes.size();
+  size_t index = 0;
+  for (uint32_t w : o.workers)
+    for (uint32_t j : o.job_sizes) {
+      ++index;
+      for (uint32_t k = 1; k <= o.repeat; ++k) {
+        const std::string cell = fmt::format("cell {}/{} repeat {}/{}", index, total, k, o.repeat);
+        plan.push_back({cell + ": ingest", ingest(CellSchema(run_id, w, j, k)), rows / on_cores(w)});
+        plan.push_back({cell + ": digest", {"digest right"}, digest});
+        plan.push_back({cell + ": diff and drop", {}, rows * kFinishCostPerRow});
+      }
+    }
+  return plan;
 }
 
 double Median(std::vector<double> v) {
@@ -393,13 +440,13 @@ Result<std::string> MakeSweepReference(const std::string& conninfo, const SweepO
   uint32_t job_size = o.plan.ingest_cmd.empty() ? *std::max_element(o.job_sizes.begin(), o.job_sizes.end())
                                                 : ingest::WholeRangeJobSize(o.range);
   rep.reference = fmt::format("serial ingest (1 worker, jobs of {})", job_size);
-  const std::string kept_schema = "ld_" + rep.run_id + "_reference";
+  const std::string kept_schema = ReferenceSchema(rep.run_id, 1);
   // Run 0 is the warm-up; runs 1..repeat are timed; run 1 is the reference that gets digested.
   for (uint32_t k = 0; k <= o.repeat; ++k) {
     if (TerminationInProgress()) return Status::Runtime("interrupted");
     IngestOptions io = CellIngestOptions(o, 1, job_size);
     const bool kept = k == 1;
-    io.plan.schema = kept ? kept_schema : fmt::format("{}_r{}", kept_schema, k);
+    io.plan.schema = ReferenceSchema(rep.run_id, k);
     io.run_id = kept ? rep.run_id + "_ref" : fmt::format("{}_ref{}", rep.run_id, k);
     reporter.Note(k == 0 ? fmt::format("sweep: serial reference of {}, warm-up (not timed)", o.range.str())
                          : fmt::format("sweep: serial reference of {} into \"{}\", repeat {}/{}", o.range.str(),
@@ -446,7 +493,7 @@ Status RunSweepGrid(const std::string& conninfo, const SweepOptions& o, const du
       for (uint32_t k = 1; k <= o.repeat; ++k) {
         if (TerminationInProgress()) return Status::Runtime("interrupted");
         IngestOptions io = CellIngestOptions(o, w, j);
-        io.plan.schema = fmt::format("ld_{}_w{}_j{}_r{}", rep.run_id, w, j, k);
+        io.plan.schema = CellSchema(rep.run_id, w, j, k);
         io.run_id = fmt::format("{}_w{}_j{}_r{}", rep.run_id, w, j, k);
         reporter.Note(fmt::format("sweep: cell {}/{} (workers {}, job size {}), repeat {}/{}", index, total, w, j, k,
                                   o.repeat));
@@ -505,6 +552,7 @@ Result<SweepReport> RunSweep(const std::string& conninfo, const SweepOptions& o,
   rep.options = o;
   rep.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
   LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(conninfo, "ledgerdiff sweep"));
+  reporter.Plan("sweep", SweepPlan(o, rep.run_id));
   TempManifestDir temp_manifest;
   LD_ASSIGN_OR_RETURN(const std::string reference_manifest,
                       MakeSweepReference(conninfo, o, spec, *conn, temp_manifest, rep, reporter));

@@ -460,20 +460,10 @@ Status CleanUpOrKeepEvidence(VerifyRunState& s) {
   return Status::Ok();
 }
 
-// What verify's phases cost per row, relative to the serial ingestion of a row by the built-in
-// generator: the command's ETA weighs the phases not begun yet by them (CommandEta), learning
-// the seconds a unit takes as the phases run. Measured by ci/eta_error.py on verify --range
-// 2:20001 (2 cores, embedded server, defaults; three runs, report/README): a parallel ingestion
-// scales with the cores its workers get; a digest reads a row in 0.16-0.22 of the time the
-// serial ingestion wrote it, per core; the diff, the schemas' drop and the server's stop after
-// the digests take 5-7%.
-constexpr double kDigestCostPerRow = 0.2;
-constexpr double kFinishCostPerRow = 0.055;
+}  // namespace
 
-// Verify's phases as this run will take them, each under the progress names it reports.
-CommandPlan VerifyCommandPlan(const VerifyRunState& s) {
-  const VerifyOptions& o = s.o;
-  const VerifyReport& r = s.report;
+CommandPlan VerifyPhases(const VerifyOptions& o) {
+  const std::vector<std::string> schemas = VerifySchemas(o);
   // The rows the generator writes; an external ingester's unknown: ledgers stand in (the same
   // on every phase, so the weights hold).
   const double rows = static_cast<double>(
@@ -484,9 +474,8 @@ CommandPlan VerifyCommandPlan(const VerifyRunState& s) {
   const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
   CommandPlan plan;
   const bool serial_ingest = o.baseline.empty() && o.reuse_serial_schema.empty();
-  const std::string serial_schema = o.reuse_serial_schema.empty() ? SideSchema(r.run_id, true) : o.reuse_serial_schema;
-  if (serial_ingest) plan.push_back({"serial ingest", {fmt::format("ingest \"{}\"", serial_schema)}, rows});
-  plan.push_back({"parallel ingest", {fmt::format("ingest \"{}\"", r.parallel_schema)},
+  if (serial_ingest) plan.push_back({"serial ingest", {fmt::format("ingest \"{}\"", schemas.front())}, rows});
+  plan.push_back({"parallel ingest", {fmt::format("ingest \"{}\"", schemas.back())},
                   rows / on_cores(o.plan.workers)});
   if (!o.save_baseline.empty())
     plan.push_back({"baseline digest", {"baseline digest"}, rows * kDigestCostPerRow / on_cores(o.digest_jobs)});
@@ -499,12 +488,13 @@ CommandPlan VerifyCommandPlan(const VerifyRunState& s) {
   return plan;
 }
 
-}  // namespace
-
 Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions& options, Reporter& reporter) {
   VerifyRunState s{conninfo, options, reporter, {}, {}, {}, nullptr};
   LD_RETURN_IF_ERROR(PrepareVerifyRun(s, options));
-  reporter.Plan("verify", VerifyCommandPlan(s));
+  VerifyOptions planned = s.o;
+  planned.run_id = s.report.run_id;
+  planned.resume_run.clear();
+  reporter.Plan("verify", VerifyPhases(planned));
   ScopedCleanup interrupted(VerifyInterruptedMessage(s));
   for (Status (*stage)(VerifyRunState&) :
        {IngestSerialSide, IngestParallelSide, SaveSerialBaseline, DiffVerifySides, CleanUpOrKeepEvidence}) {

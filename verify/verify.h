@@ -86,6 +86,22 @@ Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& options);
 // The run is options.resume_run, else options.run_id. REQUIRES: one of them is set.
 std::vector<std::string> VerifySchemas(const VerifyOptions& options);
 
+// What verify's (and sweep's) phases cost per row, relative to the serial ingestion of a row by
+// the built-in generator: the command's ETA weighs the phases not begun yet by them (CommandEta), learning
+// the seconds a unit takes as the phases run. Measured by ci/eta_error.py on verify --range
+// 2:20001 (2 cores, embedded server, defaults; three runs, report/README): a parallel ingestion
+// scales with the cores its workers get; a digest reads a row in 0.16-0.22 of the time the
+// serial ingestion wrote it, per core; the diff, the schemas' drop and the server's stop after
+// the digests take 5-7%.
+inline constexpr double kDigestCostPerRow = 0.2;
+inline constexpr double kFinishCostPerRow = 0.055;
+
+// A verify run's phases as RunVerify takes them (serial ingest unless reused or a baseline,
+// parallel ingest, a baseline's digest, the digests, "diff and clean-up"), each under the
+// progress names it reports and costed by the generator's rows and per-row priors: its plan
+// (Reporter::Plan), and selftest's for each of its cases. REQUIRES: options.run_id is set.
+CommandPlan VerifyPhases(const VerifyOptions& options);
+
 // How to drop the schemas a run leaves in a database that outlives it: `ledgerdiff drop`
 // refuses what ledgerdiff did not create, --cancel gives up the run an interrupt left marked
 // running, and the run's own flags (VerifyOptions::reconnect_flags) reach the database.
@@ -193,6 +209,9 @@ struct VerifyRangeOptions {
   // The state tables (verify/state_compare.h): compared once the history is, unless kOff; a
   // sharded run never compares them (the merge has no state to join).
   StateOptions state;
+  // The one-shot command: hand the reporter verify-range's phases (Reporter::Plan), so its lines
+  // carry one ETA for the whole command. A follower's cycles do not (their runs are not a command).
+  bool plan = false;
 };
 struct VerifyRangeReport {
   diff::DiffReport diff;  // over the compared range (the shard's slice)

@@ -3,7 +3,9 @@
 // a follower's cycle), then their state tables at a common ledger (state_compare.h). verify.cc
 // holds verify, which ingests both sides itself.
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -116,6 +118,49 @@ Result<int64_t> SettledBefore(const diff::SchemaSource& left, const diff::Schema
   return earliest;
 }
 
+namespace {
+
+// What verify-range's phases cost per byte on disk (dump::ReadCostEstimate), relative to one
+// core's digest of a history byte: the command's ETA weighs the phases not begun yet by them
+// (CommandEta), learning the seconds a unit takes as the phases run. Measured on verify-range
+// --range 2:20001 over two schemas of `ingest --range 2:20001 --state-rows 100000` (2 cores,
+// defaults, 2.6 GB of history and 28 MB of state a side; two runs, report/README): the digests
+// took 36.8 s, the row diff after them (identical sides: its lookups and invariants) 3.7-4.3 s,
+// 0.050-0.054 of a digest's cost per byte; the state tables 1.1 s, 2.8 per byte (a state row's
+// md5 by the server costs more than its bytes' share of a digest).
+constexpr double kRangeRowDiffCostPerByte = 0.052;
+constexpr double kRangeStateCostPerByte = 2.8;
+
+// verify-range's phases as this run will take them, each under the progress names it reports:
+// both sides' digests at once; the row diff of the divergent tables, the manifest and the
+// reports after them (which report nothing but are waited for); the state tables' comparison
+// when it runs (silent too). Empty when a side's catalog cannot be read: the run's own error is
+// then the answer, not the estimate's.
+CommandPlan VerifyRangeCommandPlan(const VerifyRangeOptions& o, const dump::ProfileSpec& spec,
+                                   const LedgerRange& compared, bool state) {
+  dump::ReadCostEstimate both;
+  const diff::SchemaSource sides[] = {{o.left, o.left_schema}, {o.right, o.right_schema}};
+  for (const diff::SchemaSource& side : sides) {
+    auto conn = pg::Connection::Open(side.conninfo, "ledgerdiff verify-range", pg::Access::kReadOnly);
+    if (!conn.ok()) return {};
+    auto profile = dump::ResolveProfile(**conn, side.schema, spec);
+    if (!profile.ok()) return {};
+    auto cost = dump::EstimateReadCost(**conn, side.schema, *profile, compared);
+    if (!cost.ok()) return {};
+    both.history_bytes += cost->history_bytes;
+    both.state_bytes += cost->state_bytes;
+  }
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  CommandPlan plan;
+  plan.push_back({"digests", {"digest left", "digest right"}, both.history_bytes / on_cores(2.0 * o.jobs)});
+  plan.push_back({"row diff", {}, both.history_bytes * kRangeRowDiffCostPerByte});
+  if (state) plan.push_back({"state tables", {}, both.state_bytes * kRangeStateCostPerByte / on_cores(2)});
+  return plan;
+}
+
+}  // namespace
+
 Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
   LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(o));
   LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
@@ -149,6 +194,10 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   } else if (dump::HasWindowedTable(spec)) {
     LD_ASSIGN_OR_RETURN(dopt.settled_before_ms, SettledBefore(left, right, o.range.to));
   }
+  const bool compare_state = o.state.mode != StateMode::kOff && !report.shard;
+  if (o.plan)
+    if (CommandPlan plan = VerifyRangeCommandPlan(o, spec, compared, compare_state); !plan.empty())
+      reporter.Plan("verify-range", plan);
   std::unique_ptr<dump::DigestJob> job;
   if (!o.out.empty()) {
     LD_ASSIGN_OR_RETURN(dump::DigestJobSide left_id, ReadSideIdentity(left, spec));
@@ -186,7 +235,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     LD_ASSIGN_OR_RETURN(report.manifest, job->Finish(ComparisonOutcomeOf(report.diff, dopt, report.shard.has_value())));
   }
   // The state after the history's manifest is complete: the manifest records the history alone.
-  if (o.state.mode != StateMode::kOff && !report.shard) {
+  if (compare_state) {
     StateOptions state = o.state;
     state.max_rows = o.max_rows;
     LD_ASSIGN_OR_RETURN(report.state, CompareState(left, right, spec, o.engine, state));
