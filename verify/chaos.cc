@@ -665,16 +665,11 @@ namespace {
 // in its orchestrator's process and reports nothing here: its cost is the round's, whose time
 // runs from the end of the phase before (CommandEta), so the pace holds the faults' delays too.
 CommandPlan ChaosPlan(const ChaosOptions& o, const std::string& baseline_schema) {
-  const double rows = static_cast<double>(
-      o.plan.ingest_cmd.empty()
-          ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{o.plan.seed, o.plan.density}, o.plan.range)
-          : o.plan.range.size());
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  const double rows = PlannedRows(o.plan, o.plan.range);
   CommandPlan plan{{"serial baseline", {fmt::format("ingest \"{}\"", baseline_schema)}, rows}};
   for (uint32_t r = 1; r <= o.rounds; ++r)
     plan.push_back({fmt::format("round {} of {}", r, o.rounds), {"digest left", "digest right"},
-                    rows / on_cores(o.plan.workers) + 2 * rows * kDigestCostPerRow / on_cores(4)});
+                    rows / OnCores(o.plan.workers) + 2 * rows * kDigestCostPerRow / OnCores(4)});
   return plan;
 }
 

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <set>
-#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/concurrency.h"
@@ -14,7 +13,6 @@
 #include "core/process.h"
 #include "core/tempdir.h"
 #include "diff/diff.h"
-#include "fixtures/generator.h"
 #include "dump/digest_job.h"
 #include "dump/manifest.h"
 #include "dump/profile.h"
@@ -118,14 +116,9 @@ std::string CellSchema(const std::string& run_id, uint32_t workers, uint32_t job
 // digest (none with a baseline), then per cell and repeat its ingestion, its digest (the right
 // side of the diff against the reference) and the diff and drop after it (reporting nothing).
 CommandPlan SweepPlan(const SweepOptions& o, const std::string& run_id) {
-  const double rows = static_cast<double>(
-      o.plan.ingest_cmd.empty()
-          ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{o.plan.seed, o.plan.density}, o.range)
-          : o.range.size());
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  const double rows = PlannedRows(o.plan, o.range);
   const auto ingest = [](const std::string& schema) { return std::vector<std::string>{fmt::format("ingest \"{}\"", schema)}; };
-  const double digest = rows * kDigestCostPerRow / on_cores(o.digest_jobs);
+  const double digest = rows * kDigestCostPerRow / OnCores(o.digest_jobs);
   CommandPlan plan;
   if (o.baseline.empty()) {
     for (uint32_t k = 0; k <= o.repeat; ++k)
@@ -140,7 +133,7 @@ CommandPlan SweepPlan(const SweepOptions& o, const std::string& run_id) {
       ++index;
       for (uint32_t k = 1; k <= o.repeat; ++k) {
         const std::string cell = fmt::format("cell {}/{} repeat {}/{}", index, total, k, o.repeat);
-        plan.push_back({cell + ": ingest", ingest(CellSchema(run_id, w, j, k)), rows / on_cores(w)});
+        plan.push_back({cell + ": ingest", ingest(CellSchema(run_id, w, j, k)), rows / OnCores(w)});
         plan.push_back({cell + ": digest", {"digest right"}, digest});
         plan.push_back({cell + ": diff and drop", {}, rows * kFinishCostPerRow});
       }

@@ -462,28 +462,32 @@ Status CleanUpOrKeepEvidence(VerifyRunState& s) {
 
 }  // namespace
 
+double PlannedRows(const ingest::IngestPlan& plan, const LedgerRange& range) {
+  return static_cast<double>(plan.ingest_cmd.empty()
+                                 ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{plan.seed, plan.density}, range)
+                                 : range.size());
+}
+
+double OnCores(double threads) {
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::max(1.0, std::min(threads, cores));
+}
+
 CommandPlan VerifyPhases(const VerifyOptions& o) {
   const std::vector<std::string> schemas = VerifySchemas(o);
-  // The rows the generator writes; an external ingester's unknown: ledgers stand in (the same
-  // on every phase, so the weights hold).
-  const double rows = static_cast<double>(
-      o.plan.ingest_cmd.empty()
-          ? fixtures::EstimatedRowCount(fixtures::GeneratorConfig{o.plan.seed, o.plan.density}, o.plan.range)
-          : o.plan.range.size());
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
+  const double rows = PlannedRows(o.plan, o.plan.range);
   CommandPlan plan;
   const bool serial_ingest = o.baseline.empty() && o.reuse_serial_schema.empty();
   if (serial_ingest) plan.push_back({"serial ingest", {fmt::format("ingest \"{}\"", schemas.front())}, rows});
   plan.push_back({"parallel ingest", {fmt::format("ingest \"{}\"", schemas.back())},
-                  rows / on_cores(o.plan.workers)});
+                  rows / OnCores(o.plan.workers)});
   if (!o.save_baseline.empty())
-    plan.push_back({"baseline digest", {"baseline digest"}, rows * kDigestCostPerRow / on_cores(o.digest_jobs)});
+    plan.push_back({"baseline digest", {"baseline digest"}, rows * kDigestCostPerRow / OnCores(o.digest_jobs)});
   const double sides = o.baseline.empty() ? 2 : 1;
   plan.push_back({"digests",
                   o.baseline.empty() ? std::vector<std::string>{"digest left", "digest right"}
                                      : std::vector<std::string>{"digest right"},
-                  rows * sides * kDigestCostPerRow / on_cores(sides * o.digest_jobs)});
+                  rows * sides * kDigestCostPerRow / OnCores(sides * o.digest_jobs)});
   plan.push_back({"diff and clean-up", {}, rows * kFinishCostPerRow});
   return plan;
 }

@@ -95,6 +95,12 @@ std::vector<std::string> VerifySchemas(const VerifyOptions& options);
 // the digests take 5-7%.
 inline constexpr double kDigestCostPerRow = 0.2;
 inline constexpr double kFinishCostPerRow = 0.055;
+// The rows an ingestion of `range` by `plan` writes, as the plans cost them: the generator's
+// estimate; an external ingester's are unknown, so its ledgers stand in (the same on every
+// phase, so the phases' weights hold).
+double PlannedRows(const ingest::IngestPlan& plan, const LedgerRange& range);
+// The cores `threads` busy threads get on this machine: at least one, at most its cores.
+double OnCores(double threads);
 
 // A verify run's phases as RunVerify takes them (serial ingest unless reused or a baseline,
 // parallel ingest, a baseline's digest, the digests, "diff and clean-up"), each under the

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -150,12 +149,10 @@ CommandPlan VerifyRangeCommandPlan(const VerifyRangeOptions& o, const dump::Prof
     both.history_bytes += cost->history_bytes;
     both.state_bytes += cost->state_bytes;
   }
-  const double cores = std::max(1u, std::thread::hardware_concurrency());
-  const auto on_cores = [&](double threads) { return std::max(1.0, std::min(threads, cores)); };
   CommandPlan plan;
-  plan.push_back({"digests", {"digest left", "digest right"}, both.history_bytes / on_cores(2.0 * o.jobs)});
+  plan.push_back({"digests", {"digest left", "digest right"}, both.history_bytes / OnCores(2.0 * o.jobs)});
   plan.push_back({"row diff", {}, both.history_bytes * kRangeRowDiffCostPerByte});
-  if (state) plan.push_back({"state tables", {}, both.state_bytes * kRangeStateCostPerByte / on_cores(2)});
+  if (state) plan.push_back({"state tables", {}, both.state_bytes * kRangeStateCostPerByte / OnCores(2)});
   return plan;
 }
 
