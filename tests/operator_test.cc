@@ -348,6 +348,13 @@ TEST(Progress, VerifyRangeLinesCarryOneEtaForTheWholeCommand) {
     EXPECT_GE(with_eta, 1u) << r.err;
     EXPECT_EQ(r.err.find(" ledgers/s, ETA "), std::string::npos) << r.err;  // never the phase's own
   }
+  // --quiet silences a planned command's lines too (its plan is still handed to the reporter).
+  std::vector<std::string> quiet = {"verify-range", "--range", "2:201", "--quiet"};
+  quiet.insert(quiet.end(), sides.begin(), sides.end());
+  auto q = RunCli(quiet);
+  ASSERT_EQ(q.exit_code, 0) << q.err << q.out;
+  EXPECT_EQ(q.err, "");
+  EXPECT_TRUE(Contains(q.out, "identical")) << q.out;
 }
 
 TEST(Advice, ChaosKeepsTheClusterOfTheSchemasItCallsKept) {
