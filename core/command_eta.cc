@@ -74,7 +74,7 @@ double CommandEta::FractionOf(size_t i) const {
   return sum / static_cast<double>(phase.reports.size());
 }
 
-CommandEstimate CommandEta::Estimate(double t_s) const {
+CommandEstimate CommandEta::Estimate(double t_s, const Progress* of) const {
   CommandEstimate e;
   e.count = plan_.size();
   double cost = 0, cost_done = 0, spent_s = 0, spent_cost = 0;
@@ -88,6 +88,12 @@ CommandEstimate CommandEta::Estimate(double t_s) const {
       spent_cost += done;
     }
     if (phase.begun_s >= 0 && phase.ended_s < 0) {
+      e.index = i + 1;
+      e.phase = plan_[i].name;
+    }
+  }
+  if (e.index == 0 && of != nullptr) {
+    if (const size_t i = PhaseOf(*of); i < plan_.size() && phases_[i].ended_s >= 0) {
       e.index = i + 1;
       e.phase = plan_[i].name;
     }

@@ -149,7 +149,7 @@ void StderrReporter::Update(const Progress& p) {
     // Planned: one ETA, the command's; else the phase's own.
     const std::string line =
         overall_.planned()
-            ? FormatProgressLine(shown, rate, -1) + "; " + FormatCommandProgress(command_, overall_.Estimate(t_s))
+            ? FormatProgressLine(shown, rate, -1) + "; " + FormatCommandProgress(command_, overall_.Estimate(t_s, &shown))
             : FormatProgressLine(shown, rate, due->rate.Eta(shown.total, shown.work_total));
     fmt::print(out_, "{} {}\n", IsoTimeNow(), line);
     std::fflush(out_);

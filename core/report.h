@@ -81,7 +81,9 @@ class CommandEta {
   // Records `p` at `t_s` (seconds on any monotonic clock) with its phase's own ETA (-1:
   // unknown); progress under a name the plan does not hold is not the command's.
   void Update(const Progress& p, double t_s, double phase_eta_s);
-  CommandEstimate Estimate(double t_s) const;
+  // `of`: the update a log line shows; when no phase is in progress (it ended the one it is
+  // of), the estimate still names that phase, so a phase's last line says whose it is.
+  CommandEstimate Estimate(double t_s, const Progress* of = nullptr) const;
 
  private:
   struct Report {

@@ -369,7 +369,7 @@ TEST(Advice, ChaosKeepsTheClusterOfTheSchemasItCallsKept) {
   for (const std::string& s : CommandSuffixes(r.err, "chaos")) {
     std::smatch m;
     ASSERT_TRUE(std::regex_match(s, m, std::regex(R"(\d+%(?: \((.+), phase \d of 2\))?(, ETA .+)?)"))) << s << "\n" << r.err;
-    if (m[1].matched) phases.insert(m[1]);  // none between phases
+    if (m[1].matched) phases.insert(m[1]);  // a phase's final line is labelled with it too
   }
   EXPECT_EQ(phases, (std::set<std::string>{"serial baseline", "round 1 of 1"})) << r.err;
   const auto j = nlohmann::json::parse(r.out);

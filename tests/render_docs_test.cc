@@ -294,6 +294,24 @@ TEST(Progress, RepeatedReportNamesGoToTheirPhaseInTurn) {
   EXPECT_NEAR(e.fraction, 2.0 / 3, 1e-9);
 }
 
+// The update that ends a phase is that phase's last line: between phases the estimate names the
+// phase of the update shown (chaos's serial baseline may log only its final update), none without one.
+TEST(Progress, APhasesFinalUpdateIsLabelledWithThatPhase) {
+  CommandEta eta({{"serial baseline", {"ingest base"}, 10}, {"round 1 of 1", {"ingest r1"}, 10}});
+  eta.Update(PhaseAt("ingest base", 0, 40), 0, -1);
+  const Progress last = PhaseAt("ingest base", 40, 40);
+  eta.Update(last, 1, 0);
+  EXPECT_EQ(eta.Estimate(1).index, 0u);  // nothing in progress
+  const CommandEstimate e = eta.Estimate(1, &last);
+  EXPECT_EQ(e.index, 1u);
+  EXPECT_EQ(e.phase, "serial baseline");
+  EXPECT_NEAR(e.fraction, 0.5, 1e-9);
+  const Progress unplanned = PhaseAt("digest other", 1, 2);
+  EXPECT_EQ(eta.Estimate(1, &unplanned).index, 0u);
+  eta.Update(PhaseAt("ingest r1", 1, 40), 2, -1);
+  EXPECT_EQ(eta.Estimate(2, &last).phase, "round 1 of 1");  // the phase in progress wins
+}
+
 // A planned command's log line carries one ETA, the command's; on a terminal the block opens with
 // the command's line.
 TEST(Progress, APlannedCommandsLinesEndWithTheCommandsEta) {
