@@ -419,13 +419,54 @@ std::set<std::string> SweepSchemas(const std::string& run_id) {
   return out;
 }
 
+// Issue 46: sweep plans its phases (SweepPlan): the reference's warm-up and --repeat runs and its
+// digest, then per cell and repeat its ingest, digest, diff and drop. For SweepArgs' four cells at
+// --repeat 2 that is 4 + 4 * 2 * 3 = 28 phases; every log line ends with the command's fraction,
+// the phase it is of, in the plan's order, and the reference's digest and the last cell's are seen.
+void ExpectSweepPlanLines(const std::string& err) {
+  static const std::regex progress(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (.*)$)");
+  static const std::regex suffix(R"(.*; sweep (\d+)%(?: \((.+), phase (\d+) of (\d+)\))?(?:, ETA .+)?$)");
+  std::vector<std::string> names;  // as the plan lists them
+  names.push_back("reference warm-up");
+  for (int k = 1; k <= 2; ++k) names.push_back("reference " + std::to_string(k) + "/2");
+  names.push_back("reference digest");
+  for (int c = 1; c <= 4; ++c)
+    for (int k = 1; k <= 2; ++k)
+      for (const char* step : {"ingest", "digest", "diff and drop"})
+        names.push_back("cell " + std::to_string(c) + "/4 repeat " + std::to_string(k) + "/2: " + step);
+  ASSERT_EQ(names.size(), 28u);
+  std::istringstream in(err);
+  size_t lines = 0, last_index = 0;
+  std::set<std::string> seen;
+  for (std::string line; std::getline(in, line);) {
+    if (!std::regex_match(line, progress)) continue;
+    ++lines;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, suffix)) << "'" << line << "' in:\n" << err;
+    EXPECT_LE(std::stoi(m[1]), 100) << line;
+    if (!m[2].matched) continue;
+    const size_t index = std::stoul(m[3]);
+    EXPECT_EQ(m[4].str(), "28") << line;
+    ASSERT_GE(index, 1u) << line;
+    ASSERT_LE(index, names.size()) << line;
+    EXPECT_EQ(m[2].str(), names[index - 1]) << line;
+    EXPECT_GE(index, last_index) << "a phase went back: " << line << "\nin:\n" << err;
+    last_index = index;
+    seen.insert(m[2]);
+  }
+  EXPECT_GT(lines, 0u) << err;
+  EXPECT_TRUE(seen.count("reference digest")) << err;
+  EXPECT_TRUE(seen.count("cell 4/4 repeat 2/2: digest")) << err;
+}
+
 TEST(SweepCommand, SmallGridIsIdenticalRecommendsAndWritesEveryOutput) {
   fs::path dir = testing::FreshTempDir("sweep");
   auto r = RunCli(SweepArgs({"--repeat", "2", "--format", "json", "--csv", (dir / "cells.csv").string(), "--report",
-                             (dir / "report").string()}));
+                             (dir / "report").string(), "--progress-interval", "0"}));
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = json::parse(r.out);
   EXPECT_TRUE(j["all_identical"].get<bool>());
+  ExpectSweepPlanLines(r.err);
   ASSERT_EQ(j["cells"].size(), 4u);
   for (const auto& c : j["cells"]) {
     EXPECT_EQ(c["verdict"], "identical");
