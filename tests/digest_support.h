@@ -29,8 +29,7 @@ using testing::UniqueName;
 
 // A quoted SQL identifier.
 std::string Q(const std::string& s);
-// Runs `sql` on `conn`; a failure fails the test.
-void ExecSql(pg::Connection& conn, const std::string& sql);
+using testing::ExecSql;
 // Diffs two sources under the horizon profile.
 Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff::DiffOptions o = {});
 diff::Source Db(const std::string& conninfo, const std::string& schema = "public");

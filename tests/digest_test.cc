@@ -37,11 +37,6 @@ namespace ledgerdiff::digest_support {
 
 std::string Q(const std::string& s) { return pg::QuoteIdent(s); }
 
-void ExecSql(pg::Connection& conn, const std::string& sql) {
-  Status s = conn.Run(sql);
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
-}
-
 Result<diff::DiffReport> Diff(const diff::Source& a, const diff::Source& b, diff::DiffOptions o) {
   NullReporter rep;
   return diff::DiffSources(a, b, dump::HorizonProfileSpec(), o, rep);

@@ -32,11 +32,7 @@ using testing::TestConninfo;
 using testing::UniqueName;
 using namespace std::chrono_literals;
 
-std::string LastLine(const std::string& out) {
-  std::string s = out;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
-}
+using testing::LastLine;
 
 pid_t StartWorker(const std::string& run_id, const std::string& log, const std::string& worker_id = "") {
   SpawnOptions so;

@@ -19,14 +19,6 @@
 
 namespace ledgerdiff::testing {
 
-// Runs `sql` (any number of statements) on the database at `conninfo`; a failure fails the test.
-inline void ExecSql(const std::string& conninfo, const std::string& sql) {
-  auto c = Connect(conninfo);
-  ASSERT_TRUE(c);
-  const Status st = c->Run(sql);
-  ASSERT_TRUE(st.ok()) << st.message() << "\n" << sql;
-}
-
 // The single integer `sql` returns; -1 (and a test failure on error) when it returns no single value.
 inline int64_t QueryInt(const std::string& conninfo, const std::string& sql) {
   auto c = Connect(conninfo);

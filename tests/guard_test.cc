@@ -35,11 +35,7 @@ using namespace std::chrono_literals;
 // The exit code of a runtime failure (core/status.h: 3).
 const int kRuntimeExit = static_cast<int>(Status::Runtime("x").exit_code());
 
-std::string LastLine(const std::string& out) {
-  std::string s = out;
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  return s.substr(s.rfind('\n') == std::string::npos ? 0 : s.rfind('\n') + 1);
-}
+using testing::LastLine;
 
 int Lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 

@@ -207,6 +207,23 @@ uint32_t RecreateSchemaUnderItsName(const std::string& conninfo, const std::stri
   return after;
 }
 
+void ExecSql(pg::Connection& conn, const std::string& sql) {
+  const Status s = conn.Run(sql);
+  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
+}
+
+void ExecSql(const std::string& conninfo, const std::string& sql) {
+  auto conn = Connect(conninfo);
+  ASSERT_TRUE(conn);
+  ExecSql(*conn, sql);
+}
+
+std::string LastLine(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  const size_t nl = text.rfind('\n');
+  return nl == std::string::npos ? text : text.substr(nl + 1);
+}
+
 }  // namespace ledgerdiff::testing
 
 int main(int argc, char** argv) {

@@ -48,6 +48,13 @@ uint32_t RecreateSchemaUnderItsName(const std::string& conninfo, const std::stri
 // The OID of `schema` in the database at `conninfo` (0 when there is none).
 uint32_t SchemaOid(const std::string& conninfo, const std::string& schema);
 
+// Runs `sql` (any number of statements) on `conn`, or on a fresh connection to `conninfo`; a
+// failure fails the test.
+void ExecSql(pg::Connection& conn, const std::string& sql);
+void ExecSql(const std::string& conninfo, const std::string& sql);
+// The last line of `text`, its trailing newlines left out ("" for none).
+std::string LastLine(std::string text);
+
 }  // namespace ledgerdiff::testing
 
 #define LD_ASSERT_OK(expr)                                   \

@@ -11,11 +11,6 @@ namespace ledgerdiff::testing {
 
 namespace {
 
-void ExecSql(pg::Connection& conn, const std::string& sql) {
-  Status s = conn.Run(sql);
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
-}
-
 std::string Q(const std::string& s) { return pg::QuoteIdent(s); }
 
 }  // namespace

@@ -440,11 +440,7 @@ bool AwaitClaimedJob(const std::string& conninfo, const std::string& run_like, i
   return false;
 }
 
-std::string LastLine(std::string s) {
-  while (!s.empty() && s.back() == '\n') s.pop_back();
-  const size_t nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
-}
+using testing::LastLine;
 
 TEST(Interrupt, CtrlCOnTheEmbeddedDefaultNamesTheWorkersAndTheRemovedCluster) {
   Scratch scratch;

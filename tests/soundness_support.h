@@ -22,11 +22,7 @@ using testing::ScenarioDir;
 using testing::TestConninfo;
 using testing::UniqueName;
 
-inline void ExecSql(const std::string& conninfo, const std::string& sql) {
-  auto c = testing::Connect(conninfo);
-  Status s = c->Run(sql);
-  ASSERT_TRUE(s.ok()) << s.message() << "\n" << sql;
-}
+using testing::ExecSql;
 
 inline int64_t QueryInt(const std::string& conninfo, const std::string& sql) {
   auto c = testing::Connect(conninfo);

@@ -127,13 +127,7 @@ inline std::string VerifySchemas() {
   return rows.ok() ? std::string(rows->Get(0, 0)) : "";
 }
 
-inline std::string LastLine(const std::string &s) {
-  std::string t = s;
-  if (!t.empty() && t.back() == '\n')
-    t.pop_back();
-  size_t nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
+using testing::LastLine;
 
 inline bool SchemaExists(const std::string &schema) {
   auto conn = Connect();
