@@ -58,18 +58,8 @@ struct Prepared {
 
 // Whether every compared table has a valid, non-partial btree index whose first column is its
 // ledger column: then the next ledger holding a row is one index probe away (NextOccupied).
-Result<bool> LedgerColumnsIndexed(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile) {
-  for (const auto& t : profile.tables) {
-    LD_ASSIGN_OR_RETURN(
-        pg::Rows r,
-        conn.Exec("SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-                  "JOIN pg_am a ON a.oid = c.relam JOIN pg_attribute att ON att.attrelid = i.indrelid AND "
-                  "att.attnum = i.indkey[0] WHERE i.indrelid = to_regclass($1) AND a.amname = 'btree' AND "
-                  "i.indisvalid AND i.indpred IS NULL AND att.attname = $2)",
-                  {pg::Qualified(schema, t.name), t.ledger.column}));
-    if (!r.GetBool(0, 0)) return false;
-  }
-  return true;
+bool LedgerColumnsIndexed(const std::vector<TableCatalogFacts>& facts) {
+  return std::all_of(facts.begin(), facts.end(), [](const TableCatalogFacts& f) { return f.ledger_indexed; });
 }
 
 // The first ledger of `r` that holds a row of some compared table (one index probe per table:
@@ -321,21 +311,16 @@ Chunk Seal(ChunkWork& work) {
 }
 
 // The order in which a chunk's tables are handed out: largest first (by the server's page
-// count), so that the last unit of a chunk is a short one. Only the schedule depends on it.
-Result<std::vector<size_t>> LargestTablesFirst(pg::Connection& conn, const std::string& schema,
-                                               const ResolvedProfile& profile) {
+// count; ties in the profile's order), so that the last unit of a chunk is a short one. Only the
+// schedule depends on it.
+std::vector<size_t> LargestTablesFirst(const std::vector<TableCatalogFacts>& facts) {
   std::vector<std::pair<int64_t, size_t>> by_size;
-  for (size_t t = 0; t < profile.tables.size(); ++t) {
-    LD_ASSIGN_OR_RETURN(pg::Rows r, conn.Exec("SELECT coalesce((SELECT relpages FROM pg_class WHERE oid = to_regclass($1)), 0)",
-                                              {pg::Qualified(schema, profile.tables[t].name)}));
-    by_size.emplace_back(-r.GetInt(0, 0), t);
-  }
+  for (size_t t = 0; t < facts.size(); ++t) by_size.emplace_back(-facts[t].pages, t);
   std::sort(by_size.begin(), by_size.end());
   std::vector<size_t> order;
   for (const auto& [pages, t] : by_size) order.push_back(t);
   return order;
 }
-
 
 // ---- DigestSchema's stages: plan the work, open the workers, run the pool, emit in order.
 
@@ -371,11 +356,10 @@ struct WorkPlan {
 Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const ResolvedProfile& profile,
                           const LedgerRange& range, uint32_t width) {
   WorkPlan plan;
-  LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(conn, schema, profile));
-  LD_ASSIGN_OR_RETURN(plan.chunks, PlanChunks(conn, schema, profile, range, width, probe));
-  LD_ASSIGN_OR_RETURN(std::vector<size_t> table_order, LargestTablesFirst(conn, schema, profile));
-  LD_ASSIGN_OR_RETURN(const std::optional<std::vector<LedgerStatistics>> statistics,
-                      LoadLedgerStatistics(conn, schema, profile));
+  LD_ASSIGN_OR_RETURN(const std::vector<TableCatalogFacts> facts, LoadTableCatalogFacts(conn, schema, profile));
+  LD_ASSIGN_OR_RETURN(plan.chunks, PlanChunks(conn, schema, profile, range, width, LedgerColumnsIndexed(facts)));
+  std::vector<size_t> table_order = LargestTablesFirst(facts);
+  const bool statistics = std::all_of(facts.begin(), facts.end(), [](const TableCatalogFacts& f) { return f.statistics.has_value(); });
   if (table_order.empty()) table_order.push_back(kNoTable);  // a profile without tables
   plan.units_per_chunk = table_order.size();
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
@@ -385,8 +369,8 @@ Result<WorkPlan> PlanWork(pg::Connection& conn, const std::string& schema, const
       for (size_t t : table_order) {
         Unit unit{c, t};
         if (statistics && t != kNoTable) {
-          unit.estimated_rows = static_cast<uint64_t>(std::llround((*statistics)[t].Rows(*data)));
-          unit.bytes_per_row = (*statistics)[t].bytes_per_row();
+          unit.estimated_rows = static_cast<uint64_t>(std::llround(facts[t].statistics->Rows(*data)));
+          unit.bytes_per_row = facts[t].statistics->bytes_per_row();
         }
         plan.units.push_back(unit);
       }
@@ -751,9 +735,11 @@ Result<std::vector<std::string>> CanonicalStatements(const std::string& conninfo
                                                      const ProfileSpec& spec, const DigestOptions& options) {
   LD_ASSIGN_OR_RETURN(Prepared prep, Prepare(conninfo, schema, spec, options, /*snapshot=*/false));
   std::vector<std::string> out;
-  LD_ASSIGN_OR_RETURN(const bool probe, LedgerColumnsIndexed(*prep.coordinator, schema, prep.profile));
+  LD_ASSIGN_OR_RETURN(const std::vector<TableCatalogFacts> facts,
+                      LoadTableCatalogFacts(*prep.coordinator, schema, prep.profile));
   LD_ASSIGN_OR_RETURN(const std::vector<PlannedChunk> chunks,
-                      PlanChunks(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk, probe));
+                      PlanChunks(*prep.coordinator, schema, prep.profile, prep.range, prep.chunk,
+                                 LedgerColumnsIndexed(facts)));
   for (const auto& planned : chunks)
     for (const auto& t : prep.profile.tables) {
       if (!planned.data) continue;

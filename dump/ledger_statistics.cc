@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include <fmt/format.h>
+
 #include "dump/digest.h"
 
 namespace ledgerdiff::dump {
@@ -27,37 +29,62 @@ bool ParseNumberArray(std::string_view text, std::vector<double>& out) {
 
 }  // namespace
 
-Result<std::optional<LedgerStatistics>> LedgerStatistics::Load(pg::Connection& conn, const std::string& schema,
-                                                                const ResolvedTable& table) {
+Result<std::vector<TableCatalogFacts>> LoadTableCatalogFacts(pg::Connection& conn, const std::string& schema,
+                                                             const ResolvedProfile& profile) {
+  std::vector<TableCatalogFacts> facts(profile.tables.size());
+  if (profile.tables.empty()) return facts;
+  // The tables as a VALUES list of parameters: (i, qualified name, name, ledger column).
+  std::vector<std::optional<std::string>> params = {schema};
+  std::string values;
+  for (size_t i = 0; i < profile.tables.size(); ++i) {
+    const ResolvedTable& t = profile.tables[i];
+    const size_t p = params.size() + 1;
+    values += fmt::format("{}({}, ${}::text, ${}::text, ${}::text)", i ? ", " : "", i, p, p + 1, p + 2);
+    params.insert(params.end(), {pg::Qualified(schema, t.name), t.name, t.ledger.column});
+  }
   LD_ASSIGN_OR_RETURN(
       pg::Rows r,
-      conn.Exec("SELECT c.reltuples::float8::text, c.relpages, s.null_frac::float8::text, s.most_common_vals::text, "
-                "s.most_common_freqs::text, s.histogram_bounds::text, coalesce((SELECT n_mod_since_analyze FROM "
-                "pg_stat_all_tables WHERE relid = c.oid), 0) FROM pg_class c LEFT JOIN LATERAL (SELECT * FROM "
-                "pg_stats s WHERE s.schemaname = $1 AND s.tablename = $2 AND s.attname = $3 ORDER BY s.inherited "
-                "LIMIT 1) s ON true WHERE c.oid = to_regclass($4)",
-                {schema, table.name, table.ledger.column, pg::Qualified(schema, table.name)}));
-  if (r.size() != 1) return std::optional<LedgerStatistics>();
-  LedgerStatistics st;
-  st.kind_ = table.ledger.kind;
-  st.rows_ = std::strtod(std::string(r.Get(0, 0)).c_str(), nullptr);
-  const bool holds_rows = st.rows_ > 0 || r.GetInt(0, 1) > 0;
-  if (st.rows_ > 0) st.bytes_per_row_ = static_cast<double>(r.GetInt(0, 1)) * kPageBytes / st.rows_;
-  if (st.rows_ < 0) return std::optional<LedgerStatistics>();  // never vacuumed nor analyzed
-  if (static_cast<double>(r.GetInt(0, 6)) > 50 + st.rows_ / 5) return std::optional<LedgerStatistics>();
-  if (r.IsNull(0, 2)) {
-    if (holds_rows) return std::optional<LedgerStatistics>();
-    return std::optional<LedgerStatistics>(st);  // analyzed empty: no rows anywhere
+      conn.Exec(fmt::format(
+                    "SELECT EXISTS (SELECT 1 FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid JOIN pg_am a ON "
+                    "a.oid = ic.relam JOIN pg_attribute att ON att.attrelid = i.indrelid AND att.attnum = i.indkey[0] "
+                    "WHERE i.indrelid = c.oid AND a.amname = 'btree' AND i.indisvalid AND i.indpred IS NULL AND "
+                    "att.attname = t.ledger_column), coalesce(c.relpages, 0), c.oid IS NOT NULL, "
+                    "c.reltuples::float8::text, s.null_frac::float8::text, s.most_common_vals::text, "
+                    "s.most_common_freqs::text, s.histogram_bounds::text, coalesce((SELECT n_mod_since_analyze FROM "
+                    "pg_stat_all_tables WHERE relid = c.oid), 0) FROM (VALUES {}) AS t(i, qualified, name, "
+                    "ledger_column) LEFT JOIN pg_class c ON c.oid = to_regclass(t.qualified) LEFT JOIN LATERAL "
+                    "(SELECT * FROM pg_stats s WHERE s.schemaname = $1 AND s.tablename = t.name AND s.attname = "
+                    "t.ledger_column ORDER BY s.inherited LIMIT 1) s ON true ORDER BY t.i",
+                    values),
+                params));
+  if (static_cast<size_t>(r.size()) != facts.size())
+    return Status::Runtimef("the catalog gave {} rows for {} tables", r.size(), facts.size());
+  for (int row = 0; row < r.size(); ++row) {
+    TableCatalogFacts& f = facts[static_cast<size_t>(row)];
+    f.ledger_indexed = r.GetBool(row, 0);
+    f.pages = r.GetInt(row, 1);
+    if (!r.GetBool(row, 2)) continue;  // no such table: no statistics
+    LedgerStatistics st;
+    st.kind_ = profile.tables[static_cast<size_t>(row)].ledger.kind;
+    st.rows_ = std::strtod(std::string(r.Get(row, 3)).c_str(), nullptr);
+    const bool holds_rows = st.rows_ > 0 || f.pages > 0;
+    if (st.rows_ > 0) st.bytes_per_row_ = static_cast<double>(f.pages) * LedgerStatistics::kPageBytes / st.rows_;
+    if (st.rows_ < 0) continue;  // never vacuumed nor analyzed
+    if (static_cast<double>(r.GetInt(row, 8)) > 50 + st.rows_ / 5) continue;
+    if (r.IsNull(row, 4)) {
+      if (!holds_rows) f.statistics = st;  // analyzed empty: no rows anywhere
+      continue;
+    }
+    st.null_frac_ = std::strtod(std::string(r.Get(row, 4)).c_str(), nullptr);
+    std::vector<double> values_of, freqs;
+    if (!r.IsNull(row, 5) && !(ParseNumberArray(r.Get(row, 5), values_of) && !r.IsNull(row, 6) &&
+                               ParseNumberArray(r.Get(row, 6), freqs) && values_of.size() == freqs.size()))
+      continue;
+    for (size_t i = 0; i < values_of.size(); ++i) st.common_.emplace_back(values_of[i], freqs[i]);
+    if (!r.IsNull(row, 7) && (!ParseNumberArray(r.Get(row, 7), st.bounds_) || st.bounds_.size() < 2)) continue;
+    f.statistics = std::move(st);
   }
-  st.null_frac_ = std::strtod(std::string(r.Get(0, 2)).c_str(), nullptr);
-  std::vector<double> values, freqs;
-  if (!r.IsNull(0, 3) && !(ParseNumberArray(r.Get(0, 3), values) && !r.IsNull(0, 4) &&
-                           ParseNumberArray(r.Get(0, 4), freqs) && values.size() == freqs.size()))
-    return std::optional<LedgerStatistics>();
-  for (size_t i = 0; i < values.size(); ++i) st.common_.emplace_back(values[i], freqs[i]);
-  if (!r.IsNull(0, 5) && (!ParseNumberArray(r.Get(0, 5), st.bounds_) || st.bounds_.size() < 2))
-    return std::optional<LedgerStatistics>();
-  return std::optional<LedgerStatistics>(st);
+  return facts;
 }
 
 double LedgerStatistics::Rows(const LedgerRange& span) const {
@@ -84,15 +111,14 @@ double LedgerStatistics::HistogramBelow(double x) const {
   return (static_cast<double>(i) + inside) / static_cast<double>(buckets);
 }
 
-// Per profile table, its statistics; nullopt when a table has none (LedgerStatistics::Load).
 Result<std::optional<std::vector<LedgerStatistics>>> LoadLedgerStatistics(pg::Connection& conn,
                                                                            const std::string& schema,
                                                                            const ResolvedProfile& profile) {
+  LD_ASSIGN_OR_RETURN(std::vector<TableCatalogFacts> facts, LoadTableCatalogFacts(conn, schema, profile));
   std::vector<LedgerStatistics> all;
-  for (const auto& t : profile.tables) {
-    LD_ASSIGN_OR_RETURN(std::optional<LedgerStatistics> st, LedgerStatistics::Load(conn, schema, t));
-    if (!st) return std::optional<std::vector<LedgerStatistics>>();
-    all.push_back(std::move(*st));
+  for (TableCatalogFacts& f : facts) {
+    if (!f.statistics) return std::optional<std::vector<LedgerStatistics>>();
+    all.push_back(std::move(*f.statistics));
   }
   return std::optional<std::vector<LedgerStatistics>>(std::move(all));
 }
