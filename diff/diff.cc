@@ -202,8 +202,8 @@ class DiffRun {
       dopts.engine = report_.engine;
       dopts.settled_before_ms = options_.settled_before_ms;
       dopts.lookup_cache = options_.lookup_caches[&s == &sides_[0] ? 0 : 1];
-      dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen) {
-        return s.gate.PublishAndWait(id, seen);
+      dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen, pg::Connection& in_snapshot) {
+        return s.gate.PublishAndWait(id, seen, in_snapshot);
       };
       const int side = &s == &sides_[0] ? 0 : 1;
       dump::DigestJob* job = options_.job;
@@ -402,10 +402,10 @@ class DiffRun {
   // rows of the first divergent ledger. Manifest sides have no rows: noted.
   Status CheckSides() {
     const Stopwatch row_diff;
-    std::unique_ptr<pg::Connection> conns[2];
+    pg::Connection* conns[2] = {nullptr, nullptr};
     for (int i = 0; i < 2; ++i) {
       if (sides_[i].is_schema()) {
-        LD_ASSIGN_OR_RETURN(conns[i], sides_[i].OpenInSnapshot());
+        LD_ASSIGN_OR_RETURN(conns[i], sides_[i].InSnapshot());
       }
     }
     std::vector<LookupFacts> facts[2];
@@ -583,7 +583,7 @@ class DiffRun {
 
   // Row diff of every divergent table at the first divergent ledger, read in the digests'
   // snapshots (conns[i] is null for a manifest side).
-  Status DiffFirstLedgerRows(std::unique_ptr<pg::Connection> (&conns)[2]) {
+  Status DiffFirstLedgerRows(pg::Connection* (&conns)[2]) {
     Ledger l = *report_.first_divergent_ledger;
     for (const auto& dt : report_.divergent_tables) {
       TableRowDiff rd;

@@ -33,17 +33,13 @@ Status SideStream::Drain() {
   }
 }
 
-Result<std::unique_ptr<pg::Connection>> SideStream::OpenInSnapshot() {
-  std::optional<std::string> id = gate.Wait();
-  if (!id) {
+Result<pg::Connection*> SideStream::InSnapshot() {
+  if (!gate.Wait()) {
     Stop();
     Status st = queue.status();
     return st.ok() ? Status::Runtimef("{}: the digest ended without a snapshot", Describe(source)) : st;
   }
-  LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(db().conninfo, "ledgerdiff diff checks", pg::Access::kReadOnly));
-  LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
-  LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(*id)));
-  return conn;
+  return &gate.in_snapshot();
 }
 
 Result<LedgerRows> FetchRows(pg::Connection& conn, const std::string& schema, const dump::ResolvedTable& table,

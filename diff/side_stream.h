@@ -24,12 +24,13 @@ namespace ledgerdiff::diff {
 // The digest thread publishes the snapshot id and waits until the comparator releases it.
 class SnapshotGate {
  public:
-  // Digest thread: publish and block until Release (DigestOptions::before_commit). `seen`
-  // stays valid until then.
-  Status PublishAndWait(const std::string& id, const dump::SeenReferences& seen) {
+  // Digest thread: publish and block until Release (DigestOptions::before_commit). `seen` and
+  // `in_snapshot` (the digest's session, idle in the snapshot) stay valid until then.
+  Status PublishAndWait(const std::string& id, const dump::SeenReferences& seen, pg::Connection& in_snapshot) {
     std::unique_lock<std::mutex> lock(mu_);
     id_ = id;
     seen_ = &seen;
+    conn_ = &in_snapshot;
     published_ = true;
     cv_.notify_all();
     cv_.wait(lock, [&] { return released_; });
@@ -51,6 +52,9 @@ class SnapshotGate {
   // Comparator, after Wait() gave an id and before Release(): what the digest's client
   // resolution saw.
   const dump::SeenReferences& seen() const { return *seen_; }
+  // Comparator, likewise: the digest's own session in the snapshot, the comparator's alone until
+  // Release() (the digest thread waits meanwhile).
+  pg::Connection& in_snapshot() const { return *conn_; }
   void Release() {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
@@ -62,6 +66,7 @@ class SnapshotGate {
   std::condition_variable cv_;
   std::string id_;
   const dump::SeenReferences* seen_ = nullptr;
+  pg::Connection* conn_ = nullptr;
   bool published_ = false, released_ = false, finished_ = false;
 };
 
@@ -107,8 +112,10 @@ struct SideStream {
   }
   // Reads a manifest to its end (checksum) after the compared range.
   Status Drain();
-  // A connection inside the digest's snapshot. REQUIRES: is_schema(), the digest has started.
-  Result<std::unique_ptr<pg::Connection>> OpenInSnapshot();
+  // The digest's own session, inside its snapshot, once the digest has read everything (no
+  // session of its own: a follower's cycle paid one per side for it); valid until the gate is
+  // released. REQUIRES: is_schema(), the digest has started.
+  Result<pg::Connection*> InSnapshot();
 };
 
 // One side's canonical rows of a table at one ledger, with which of them are stored flipped.
@@ -117,7 +124,7 @@ struct LedgerRows {
   std::vector<bool> stored_flipped;  // parallel to rows
 };
 
-// REQUIRES: `conn` reads the side's snapshot (SideStream::OpenInSnapshot).
+// REQUIRES: `conn` reads the side's snapshot (SideStream::InSnapshot).
 Result<LedgerRows> FetchRows(pg::Connection& conn, const std::string& schema, const dump::ResolvedTable& table,
                              Ledger ledger);
 

@@ -720,7 +720,7 @@ Result<DigestSummary> DigestSchema(const std::string& conninfo, const std::strin
   // The coordinator's transaction keeps the exported snapshot importable while the hook runs.
   if (options.before_commit) {
     const SeenReferences seen = CollectSeen(prep.range, client, pool.missing());
-    LD_RETURN_IF_ERROR(options.before_commit(prep.snapshot, seen));
+    LD_RETURN_IF_ERROR(options.before_commit(prep.snapshot, seen, *prep.coordinator));
   }
   (void)prep.coordinator->Run("COMMIT");
   DigestSummary summary = emitter.Finish();

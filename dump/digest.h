@@ -93,10 +93,14 @@ struct DigestOptions {
   // a cache (kept by the caller across digests of this source) reads only the rows it lacks.
   LookupCache* lookup_cache = nullptr;
   // Called once after the last chunk, with the id of the exported snapshot, while the snapshot
-  // is still importable (SET TRANSACTION SNAPSHOT): the row diff reads the divergent ledger in
-  // the same instant as the digest. `seen` is valid during the call. May block; its error
-  // becomes DigestSchema's.
-  std::function<Status(const std::string& snapshot, const SeenReferences& seen)> before_commit;
+  // is still importable (SET TRANSACTION SNAPSHOT), and the digest's own session, idle inside a
+  // read-only transaction of that snapshot: the checks and the row diff read the divergent
+  // ledger in the same instant as the digest, on it or on a session that imports the id. `seen`
+  // and `in_snapshot` are valid during the call (the session may be used from another thread
+  // while the call blocks; an error there leaves the digest's result as it is). May block; its
+  // error becomes DigestSchema's.
+  std::function<Status(const std::string& snapshot, const SeenReferences& seen, pg::Connection& in_snapshot)>
+      before_commit;
   // DigestToManifest only (DigestSchema ignores them): keep a checkpoint PATH.partial
   // (dump/checkpoint.h) while the manifest is written, so that an interrupted run can be
   // resumed (`digest --out` does); `resume`: continue the interrupted run whose checkpoint it is

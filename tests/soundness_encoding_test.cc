@@ -304,8 +304,8 @@ TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
                                       "INSERT INTO {0}.history_ledgers VALUES (1, 'a'), (2, 'b'), (3, 'c')",
                                       pg::QuoteIdent(s)));
   dump::DigestOptions o;
-  int64_t seen_in_snapshot = -1;
-  o.before_commit = [&](const std::string& id, const dump::SeenReferences&) -> Status {
+  int64_t seen_in_snapshot = -1, seen_by_the_digests_session = -1;
+  o.before_commit = [&](const std::string& id, const dump::SeenReferences&, pg::Connection& in_snapshot) -> Status {
     // A writer commits after the digest read the table...
     auto w = Connect();
     Status st = w->Run(fmt::format("INSERT INTO {}.history_ledgers VALUES (2, 'late')", pg::QuoteIdent(s)));
@@ -317,6 +317,10 @@ TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
     LD_ASSIGN_OR_RETURN(pg::Rows rows,
                         r->Exec(fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))));
     seen_in_snapshot = rows.GetInt(0, 0);
+    // The digest's own session, handed over for the checks, reads the same instant.
+    LD_ASSIGN_OR_RETURN(pg::Rows own,
+                        in_snapshot.Exec(fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))));
+    seen_by_the_digests_session = own.GetInt(0, 0);
     return Status::Ok();
   };
   NullReporter rep;
@@ -324,6 +328,7 @@ TEST(Snapshot, TheDigestSnapshotStaysImportableUntilBeforeCommitReturns) {
   ASSERT_TRUE(d.ok()) << d.status().message();
   EXPECT_EQ(d->rows, 3u);
   EXPECT_EQ(seen_in_snapshot, 3);
+  EXPECT_EQ(seen_by_the_digests_session, 3);
   EXPECT_EQ(QueryInt(TestConninfo(), fmt::format("SELECT count(*) FROM {}.history_ledgers", pg::QuoteIdent(s))), 4);
 }
 
@@ -410,7 +415,7 @@ TEST(Checks, TheDigestsReferencesAreTakenOnlyWhereTheyCoverWhatAScanWouldRead) {
   o.chunk_ledgers = 7;  // many units, several workers: references merged across them
   Status inside = Status::Ok();
   std::string outcome;
-  o.before_commit = [&](const std::string& id, const dump::SeenReferences& seen) -> Status {
+  o.before_commit = [&](const std::string& id, const dump::SeenReferences& seen, pg::Connection&) -> Status {
     auto conn = Connect(b);
     LD_RETURN_IF_ERROR(conn->Run("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"));
     LD_RETURN_IF_ERROR(conn->Run("SET TRANSACTION SNAPSHOT " + pg::QuoteLiteral(id)));
