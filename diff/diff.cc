@@ -70,7 +70,8 @@ class DiffRun {
         s.present = s.reader->header().range;
         continue;
       }
-      LD_ASSIGN_OR_RETURN(auto conn, pg::Connection::Open(s.db().conninfo, "ledgerdiff diff", pg::Access::kReadOnly));
+      LD_ASSIGN_OR_RETURN(s.session, pg::Connection::Open(s.db().conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
+      pg::Connection* conn = s.session.get();
       auto p = dump::ResolveProfile(*conn, s.db().schema, spec_);
       if (!p.ok()) return p.status().With(Describe(s.source));
       s.profile = std::move(p).value();
@@ -202,6 +203,7 @@ class DiffRun {
       dopts.engine = report_.engine;
       dopts.settled_before_ms = options_.settled_before_ms;
       dopts.lookup_cache = options_.lookup_caches[&s == &sides_[0] ? 0 : 1];
+      dopts.session = std::move(s.session);
       dopts.before_commit = [&s](const std::string& id, const dump::SeenReferences& seen, pg::Connection& in_snapshot) {
         return s.gate.PublishAndWait(id, seen, in_snapshot);
       };

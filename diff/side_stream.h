@@ -78,6 +78,9 @@ struct SideStream {
   const char* name = "left";
   dump::ResolvedProfile profile;       // as resolved before the digest (schema) or from the header
   std::optional<LedgerRange> present;  // range present in the schema (none: empty) / the manifest's
+  // Schema: the session its profile was resolved on, handed to its digest as the coordinator
+  // (dump::DigestOptions::session); not used here once the digest began.
+  std::shared_ptr<pg::Connection> session;
   std::unique_ptr<dump::ManifestReader> reader;
   BoundedQueue<dump::Chunk> queue{4};  // digest thread -> comparator
   SnapshotGate gate;

@@ -48,7 +48,7 @@ struct PlannedChunk {
 };
 
 struct Prepared {
-  std::unique_ptr<pg::Connection> coordinator;
+  std::shared_ptr<pg::Connection> coordinator;  // DigestOptions::session, else its own
   std::string snapshot;
   std::optional<SourceSnapshot> source_snapshot;  // with `snapshot`
   ResolvedProfile profile;
@@ -112,7 +112,11 @@ Result<Prepared> Prepare(const std::string& conninfo, const std::string& schema,
                          const DigestOptions& options, bool snapshot) {
   if (options.jobs < 1) return Status::Usage("--jobs must be at least 1");
   Prepared p;
-  LD_ASSIGN_OR_RETURN(p.coordinator, pg::Connection::Open(conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
+  if (options.session) {
+    p.coordinator = options.session;
+  } else {
+    LD_ASSIGN_OR_RETURN(p.coordinator, pg::Connection::Open(conninfo, "ledgerdiff digest", pg::Access::kReadOnly));
+  }
   if (snapshot) {
     LD_RETURN_IF_ERROR(p.coordinator->Run(kBeginSnapshot));
     LD_ASSIGN_OR_RETURN(pg::Rows snap,

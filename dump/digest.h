@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -71,6 +72,11 @@ struct SeenReferences {
 struct DigestOptions {
   std::optional<LedgerRange> range;  // default: the range present in the schema
   int jobs = 1;                      // worker connections, >= 1
+  // An open read-only session to the digested database, idle outside a transaction, that the
+  // digest takes as its coordinator (its snapshot is begun and exported there) instead of opening
+  // one: a diff resolves each side's profile on the session its digest then runs on. nullptr:
+  // the digest opens its own. The caller must not use it until the digest returned.
+  std::shared_ptr<pg::Connection> session;
   uint32_t chunk_ledgers = 0;        // 0: the whole range, at most 50000 ledgers
   // Diff: compare only these tables and columns (another side's list). Tables absent here are
   // skipped; columns absent here are dropped.
