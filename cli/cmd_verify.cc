@@ -90,7 +90,10 @@ Action SetupVerify(CLI::App* sub) {
       LD_ASSIGN_OR_RETURN(o.plan.range, ParseLedgerRange(f->range));
     }
     // A resumed verify takes its plan from the job table; it is checked then.
-    return o.resume_run.empty() ? verify::ValidateVerifyOptions(o).status() : Status::Ok();
+    if (!o.resume_run.empty()) return Status::Ok();
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, verify::ValidateVerifyOptions(o));
+    o.profile_spec = std::make_shared<const dump::ProfileSpec>(std::move(spec));  // the run's, not read again
+    return Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
@@ -449,7 +452,8 @@ Action SetupSelftest(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(f->options.plan.range, ParseLedgerRange(f->range));
     LD_RETURN_IF_ERROR(f->options.plan.Validate(/*check_schema=*/false));
     // The profile before any ingest: a FIFO or a bad file is a usage error, not 11 failed rows.
-    LD_RETURN_IF_ERROR(dump::LoadProfileSpec(f->options.table_profile).status());
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(f->options.table_profile));
+    f->options.profile_spec = std::make_shared<const dump::ProfileSpec>(std::move(spec));  // every case's
     return verify::PlanSelftest(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {

@@ -108,6 +108,7 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     VerifyOptions v;
     v.plan = o.plan;
     v.table_profile = o.table_profile;
+    v.profile_spec = o.profile_spec;
     v.engine = o.engine;
     v.reuse_serial_schema = report.serial_schema;
     v.max_rows = 5;

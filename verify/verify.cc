@@ -177,6 +177,7 @@ Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& o) {
   if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
     return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",
                           o.workers_timeout_s);
+  if (o.profile_spec) return *o.profile_spec;
   return dump::LoadProfileSpec(o.table_profile);
 }
 

@@ -49,6 +49,9 @@ struct VerifyOptions {
   ingest::IngestPlan plan;
   ingest::TestHooks hooks;  // the parallel side's only (an injected bug)
   std::string table_profile = "horizon";  // digest profile: horizon | auto | FILE
+  // table_profile's spec, when the caller loaded it already (the CLI's check, selftest for its
+  // cases): ValidateVerifyOptions takes it instead of reading the profile again. nullptr: loaded there.
+  std::shared_ptr<const dump::ProfileSpec> profile_spec;
   // How both sides are digested; nullopt: the baseline manifest's, else dump::kDefaultEngine.
   std::optional<dump::DigestEngine> engine;
   bool keep = false;                  // keep the schemas after a pass too
@@ -80,7 +83,8 @@ struct VerifyOptions {
 };
 
 // Checks everything before any database is touched (the CLI calls it before it starts a server,
-// RunVerify at its entry); returns the digest profile the run uses, loaded once.
+// RunVerify at its entry); returns the digest profile the run uses: options.profile_spec, else
+// table_profile loaded.
 Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& options);
 
 // The schemas a verify run works in, as RunVerify names them: the serial side's
