@@ -66,8 +66,8 @@ Action SetupVerify(CLI::App* sub) {
   AddPlanFlags(sub, o.plan);
   AddDigestProfileFlag(sub, o.table_profile);
   auto engine = AddDigestEngineFlag(sub);
-  sub->add_option("--jobs", o.digest_jobs, "Digest connections per side")->capture_default_str();
-  sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
+  sub->add_option("--jobs", o.diff.jobs, "Digest connections per side")->capture_default_str();
+  sub->add_option("--max-rows", o.diff.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--keep", o.keep, "Keep both schemas after a pass too");
   sub->add_option("--ingest-cmd", o.plan.ingest_cmd,
                   "External ingester per job (and over the whole range for the serial side); placeholders {from} {to} "
@@ -84,7 +84,7 @@ Action SetupVerify(CLI::App* sub) {
   Action a;
   a.check = [f, engine]() -> Status {
     auto& o = f->options;
-    o.engine = engine();  // nullopt: the baseline's, else the default
+    o.diff.engine = engine();  // nullopt: the baseline's, else the default
     if (o.resume_run.empty() || !f->range.empty()) {
       if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
       LD_ASSIGN_OR_RETURN(o.plan.range, ParseLedgerRange(f->range));
@@ -98,7 +98,7 @@ Action SetupVerify(CLI::App* sub) {
   a.run = [f](Context& ctx) -> Result<Outcome> {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
     LD_ASSIGN_OR_RETURN(Database * db,
-                        ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
+                        ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) + 2 * std::min(f->options.diff.jobs, 1000)));
     if (f->options.workers_external && db->ephemeral())
       return Status::Usage(
           "--workers-external: workers started elsewhere cannot reach the embedded throwaway server, and its run "

@@ -44,6 +44,13 @@ std::string_view ToString(VerifyVerdict verdict);  // "identical" | "divergent" 
 int ExitCodeOf(VerifyVerdict verdict);
 
 struct VerifyOptions {
+  // verify's defaults of `diff`: two digest connections per side.
+  static diff::DiffOptions DefaultComparison() {
+    diff::DiffOptions d;
+    d.jobs = 2;
+    return d;
+  }
+
   // The parallel side's plan (the serial side runs it with one worker); its `schema` is unused:
   // verify names its own.
   ingest::IngestPlan plan;
@@ -52,13 +59,13 @@ struct VerifyOptions {
   // table_profile's spec, when the caller loaded it already (the CLI's check, selftest for its
   // cases): ValidateVerifyOptions takes it instead of reading the profile again. nullptr: loaded there.
   std::shared_ptr<const dump::ProfileSpec> profile_spec;
-  // How both sides are digested; nullopt: the baseline manifest's, else dump::kDefaultEngine.
-  std::optional<dump::DigestEngine> engine;
+  // How both sides are compared (diff/diff.h), as the flags say: jobs (connections per digest
+  // side, the --save-baseline digest's too), max_rows and engine (nullopt: the baseline
+  // manifest's, else dump::kDefaultEngine). RunVerify sets the range (the plan's) and `all`.
+  diff::DiffOptions diff = DefaultComparison();
   bool keep = false;                  // keep the schemas after a pass too
   std::string save_baseline;          // write the serial side's manifest here
   std::string baseline;               // compare against this manifest; no serial ingest
-  int digest_jobs = 2;                // connections per digest side
-  uint32_t max_rows = 20;
   // How a user reaches this database again, for the look-again command: e.g.
   // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
   std::string reconnect_flags;
