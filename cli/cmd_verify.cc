@@ -97,8 +97,8 @@ Action SetupVerify(CLI::App* sub) {
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
-    LD_ASSIGN_OR_RETURN(Database * db,
-                        ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) + 2 * std::min(f->options.diff.jobs, 1000)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) +
+                                                    2 * std::min(f->options.diff.jobs, 1000)));
     if (f->options.workers_external && db->ephemeral())
       return Status::Usage(
           "--workers-external: workers started elsewhere cannot reach the embedded throwaway server, and its run "

@@ -157,7 +157,8 @@ Status Follower::CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle)
   f.tables = {kLedgerTable};
   NullReporter quiet;
   // allow_empty: gone from both, the report shows the coverage, not a usage error.
-  LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(sides_.ForCycle({.range = {*first, *first}, .allow_empty = true}), quiet));
+  LD_ASSIGN_OR_RETURN(f.report,
+                      RunVerifyRange(sides_.ForCycle({.range = {*first, *first}, .allow_empty = true}), quiet));
   cycle.finding = std::move(f);
   OpenDivergenceOf(*cycle.finding, {*first, compared}, kFoundGone);
   if (!o_.keep_going) {
@@ -198,13 +199,15 @@ Result<Ledger> Follower::HoldForOpenWindows(const Heads& hl, const Heads& hr, Le
   return std::max(held, through);
 }
 
-Status Follower::CompareNew(const LedgerRange& range, const std::optional<int64_t>& settled_before, FollowCycle& cycle) {
+Status Follower::CompareNew(const LedgerRange& range, const std::optional<int64_t>& settled_before,
+                            FollowCycle& cycle) {
   const std::string name = FollowSegmentName(range);
-  LD_ASSIGN_OR_RETURN(VerifyRangeReport r, RunVerifyRange(sides_.ForCycle({.range = range,
-                                                                           .out = (fs::path(segments_dir_) / name).string(),
-                                                                           .settled_before_ms = settled_before,
-                                                                           .lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]}}),
-                                                          reporter_));
+  LD_ASSIGN_OR_RETURN(VerifyRangeReport r,
+                      RunVerifyRange(sides_.ForCycle({.range = range,
+                                                      .out = (fs::path(segments_dir_) / name).string(),
+                                                      .settled_before_ms = settled_before,
+                                                      .lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]}}),
+                                     reporter_));
   cycle.compared = range;
   cycle.rows_left += r.diff.rows_compared_left;
   cycle.rows_right += r.diff.rows_compared_right;

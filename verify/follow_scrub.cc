@@ -68,7 +68,8 @@ Status Follower::ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, 
   // stored manifest knows the ledger as it was verified).
   // allow_empty: the ledger gone from both sides, its coverage, not a usage error.
   NullReporter quiet;
-  LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(sides_.ForCycle({.range = {*changed, *changed}, .allow_empty = true}), quiet));
+  LD_ASSIGN_OR_RETURN(f.report,
+                      RunVerifyRange(sides_.ForCycle({.range = {*changed, *changed}, .allow_empty = true}), quiet));
   cycle.finding = std::move(f);
   OpenDivergenceOf(*cycle.finding, {*changed, slice.to}, kFoundByScrub);
   if (!o_.keep_going) {

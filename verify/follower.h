@@ -44,7 +44,8 @@ FollowFinding DivergenceFinding(VerifyRangeReport report, const LedgerRange& ran
 class Follower {
  public:
   // `options` outlives the follower.
-  Follower(const ValidFollowOptions& options, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle);
+  Follower(const ValidFollowOptions& options, Reporter& reporter,
+           const std::function<void(const FollowCycle&)>& on_cycle);
 
   // The cycles (RunFollow's contract).
   Result<FollowReport> Run();

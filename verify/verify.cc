@@ -285,7 +285,8 @@ Status PrepareVerifyRun(VerifyRunState& s, const VerifyOptions& given) {
   const VerifyOptions& o = s.o;
   LD_ASSIGN_OR_RETURN(s.spec, ValidateVerifyOptions(o));
   if (!o.baseline.empty())
-    LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.plan.range, s.spec, o.diff.engine, o.plan, "this run", "verifies"));
+    LD_RETURN_IF_ERROR(
+        CheckBaselineFits(o.baseline, o.plan.range, s.spec, o.diff.engine, o.plan, "this run", "verifies"));
 
   VerifyReport& r = s.report;
   r.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
