@@ -1,4 +1,6 @@
 // chaos: fault-injection rounds over parallel ingestion, with a Jepsen-style verdict.
+#include <memory>
+
 #include "cli/command.h"
 #include "core/ledger_range.h"
 #include "verify/chaos.h"
@@ -47,7 +49,9 @@ Action SetupChaos(CLI::App* sub) {
     if (!f->faults.empty()) {
       LD_ASSIGN_OR_RETURN(f->options.faults, verify::ParseFaultCounts(f->faults));
     }
-    return verify::ValidateChaosOptions(f->options).status();
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, verify::ValidateChaosOptions(f->options));
+    f->options.profile_spec = std::make_shared<const dump::ProfileSpec>(std::move(spec));  // the run's, not read again
+    return Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers)));

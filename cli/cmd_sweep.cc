@@ -1,5 +1,6 @@
 // sweep: measure every workers x job size cell against the serial reference and recommend one.
 #include <algorithm>
+#include <memory>
 
 #include "cli/command.h"
 #include "core/ledger_range.h"
@@ -47,7 +48,9 @@ Action SetupSweep(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(f->options.range, ParseLedgerRange(f->range));
     LD_ASSIGN_OR_RETURN(f->options.workers, verify::ParseUintList(f->workers, "--workers"));
     LD_ASSIGN_OR_RETURN(f->options.job_sizes, verify::ParseUintList(f->job_sizes, "--job-size"));
-    return verify::ValidateSweepOptions(f->options).status();
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, verify::ValidateSweepOptions(f->options));
+    f->options.profile_spec = std::make_shared<const dump::ProfileSpec>(std::move(spec));  // the run's, not read again
+    return Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     uint32_t most_workers = 0;

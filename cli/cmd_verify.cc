@@ -66,8 +66,8 @@ Action SetupVerify(CLI::App* sub) {
   AddPlanFlags(sub, o.plan);
   AddDigestProfileFlag(sub, o.table_profile);
   auto engine = AddDigestEngineFlag(sub);
-  sub->add_option("--jobs", o.digest_jobs, "Digest connections per side")->capture_default_str();
-  sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
+  sub->add_option("--jobs", o.diff.jobs, "Digest connections per side")->capture_default_str();
+  sub->add_option("--max-rows", o.diff.max_rows, "Rows shown per table in the row diff")->capture_default_str();
   sub->add_flag("--keep", o.keep, "Keep both schemas after a pass too");
   sub->add_option("--ingest-cmd", o.plan.ingest_cmd,
                   "External ingester per job (and over the whole range for the serial side); placeholders {from} {to} "
@@ -84,18 +84,21 @@ Action SetupVerify(CLI::App* sub) {
   Action a;
   a.check = [f, engine]() -> Status {
     auto& o = f->options;
-    o.engine = engine();  // nullopt: the baseline's, else the default
+    o.diff.engine = engine();  // nullopt: the baseline's, else the default
     if (o.resume_run.empty() || !f->range.empty()) {
       if (f->range.empty()) return Status::Usage("--range FROM:TO is required");
       LD_ASSIGN_OR_RETURN(o.plan.range, ParseLedgerRange(f->range));
     }
     // A resumed verify takes its plan from the job table; it is checked then.
-    return o.resume_run.empty() ? verify::ValidateVerifyOptions(o).status() : Status::Ok();
+    if (!o.resume_run.empty()) return Status::Ok();
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, verify::ValidateVerifyOptions(o));
+    o.profile_spec = std::make_shared<const dump::ProfileSpec>(std::move(spec));  // the run's, not read again
+    return Status::Ok();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {
     // Both sides' digests run next to the workers: size the embedded server for all of them.
-    LD_ASSIGN_OR_RETURN(Database * db,
-                        ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) + 2 * std::min(f->options.digest_jobs, 1000)));
+    LD_ASSIGN_OR_RETURN(Database * db, ctx.database(EmbeddedWorkersFor(f->options.plan, f->options.plan.workers) +
+                                                    2 * std::min(f->options.diff.jobs, 1000)));
     if (f->options.workers_external && db->ephemeral())
       return Status::Usage(
           "--workers-external: workers started elsewhere cannot reach the embedded throwaway server, and its run "
@@ -129,9 +132,9 @@ namespace {
 // (--until reached, --cycles ran, SIGINT/SIGTERM/SIGHUP) writes those of its cycles
 // (report::FollowReports), from the termination handler's thread on a signal. Either is written
 // once.
-Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::optional<TargetPair>& targets,
-                                 const ReportFiles& files,
-                                 Context& ctx) {
+Result<Outcome> RunFollowCommand(const verify::ValidFollowOptions& valid, const std::optional<TargetPair>& targets,
+                                 const ReportFiles& files, Context& ctx) {
+  const verify::FollowOptions& o = valid.get();
   Reporter& reporter = ctx.reporter();
   Status metrics_written;
   report::FollowTotals totals;
@@ -209,7 +212,7 @@ Result<Outcome> RunFollowCommand(const verify::FollowOptions& o, const std::opti
     if (!json_file.empty()) (void)WriteFileAtomic(json_file, doc);
     return "";
   });
-  LD_ASSIGN_OR_RETURN(verify::FollowReport r, verify::RunFollow(o, reporter, on_cycle));
+  LD_ASSIGN_OR_RETURN(verify::FollowReport r, verify::RunFollow(valid, reporter, on_cycle));
   {
     std::lock_guard<std::mutex> lock(so_far->mu);
     so_far->printed = true;  // main prints the outcome
@@ -250,6 +253,9 @@ struct VerifyRangeFlags {
   ReportFiles reports;
   bool follow = false;
   verify::FollowOptions follow_options;
+  // What the check validated, which the run takes: `valid` for a one-shot run, else `valid_follow`.
+  std::optional<verify::ValidVerifyRangeOptions> valid;
+  std::optional<verify::ValidFollowOptions> valid_follow;
   Ledger until = 0;
   bool skip_state = false;
   std::string recheck;  // --recheck A:B
@@ -267,14 +273,14 @@ void AddVerifyRangeSideFlags(CLI::App* sub, VerifyRangeFlags& f) {
 
 void AddVerifyRangeCompareFlags(CLI::App* sub, VerifyRangeFlags& f) {
   auto& o = f.options;
-  sub->add_option("--jobs", o.jobs, "Digest connections per side")->capture_default_str();
-  sub->add_option("--max-rows", o.max_rows, "Rows shown per table in the row diff")->capture_default_str();
-  sub->add_flag("--all", o.all, "List every divergent ledger per table as intervals");
-  sub->add_flag("--allow-empty", o.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
-  sub->add_flag("--allow-gaps", o.allow_gaps,
+  sub->add_option("--jobs", o.diff.jobs, "Digest connections per side")->capture_default_str();
+  sub->add_option("--max-rows", o.diff.max_rows, "Rows shown per table in the row diff")->capture_default_str();
+  sub->add_flag("--all", o.diff.all, "List every divergent ledger per table as intervals");
+  sub->add_flag("--allow-empty", o.diff.allow_empty, "Accept zero rows on both sides as identical (else exit 2)");
+  sub->add_flag("--allow-gaps", o.diff.allow_gaps,
                 "Accept ledgers of --range that a side does not hold (else the verdict is incomplete, exit 1); they "
                 "are still listed");
-  sub->add_option("--allow-missing-table", o.allow_missing_tables,
+  sub->add_option("--allow-missing-table", o.diff.allow_missing_tables,
                   "A table the profile requires that neither side has is accepted (listed as not compared) instead "
                   "of making the verdict incomplete (exit 1); repeat for several");
   sub->add_option("--shards", o.shards,
@@ -355,7 +361,8 @@ Status CheckFollowFlags(VerifyRangeFlags& f) {
   }
   fo.sides = f.options;
   if (f.shard != -1) return Status::Usage("--follow keeps its own manifests in --state: --shard does not apply");
-  return verify::ValidateFollowOptions(fo);
+  LD_ASSIGN_OR_RETURN(f.valid_follow, verify::ValidateFollowOptions(fo));
+  return Status::Ok();
 }
 
 Status CheckVerifyRangeFlags(VerifyRangeFlags& f) {
@@ -372,7 +379,10 @@ Status CheckVerifyRangeFlags(VerifyRangeFlags& f) {
     if (f.shard < 0) return Status::Usagef("--shard {} is not a shard index (a number from 0)", f.shard);
     f.options.shard = f.shard;
   }
-  return verify::ValidateVerifyRangeOptions(f.options);
+  verify::VerifyRangeOptions o = f.options;
+  o.plan = true;  // the one-shot command
+  LD_ASSIGN_OR_RETURN(f.valid, verify::ValidateVerifyRangeOptions(std::move(o)));
+  return Status::Ok();
 }
 
 // A follower outlives restarts of its servers: one unreachable now is retried (RunFollow), and
@@ -387,18 +397,17 @@ Result<Outcome> RunFollowVerifyRange(const VerifyRangeFlags& f, Context& ctx) {
     targets = TargetPair{*left, *right};
     ctx.Announce(*targets);
   }
-  return RunFollowCommand(f.follow_options, targets, f.reports, ctx);
+  return RunFollowCommand(*f.valid_follow, targets, f.reports, ctx);
 }
 
 Result<Outcome> RunVerifyRangeCommand(const VerifyRangeFlags& f, Context& ctx) {
   if (f.follow) return RunFollowVerifyRange(f, ctx);
-  verify::VerifyRangeOptions o = f.options;
-  o.plan = true;
+  const verify::VerifyRangeOptions& o = f.valid->get();
   LD_ASSIGN_OR_RETURN(Target left, ConnectedTarget(o.left, {o.left_schema}));
   LD_ASSIGN_OR_RETURN(Target right, ConnectedTarget(o.right, {o.right_schema}));
   const TargetPair targets{left, right};
   ctx.Announce(targets);
-  LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(o, ctx.reporter()));
+  LD_ASSIGN_OR_RETURN(auto report, verify::RunVerifyRange(*f.valid, ctx.reporter()));
   report.diff.targets = targets;
   Outcome out{report.verdict() == diff::Verdict::kIdentical ? 0 : 1, report::RenderVerifyRangeText(report),
               report::VerifyRangeToJson(report), ""};
@@ -417,7 +426,7 @@ Action SetupVerifyRange(CLI::App* sub) {
   AddReportFlags(sub, f->reports);
   Action a;
   a.check = [f, engine]() -> Status {
-    f->options.engine = engine().value_or(dump::kDefaultEngine);
+    f->options.diff.engine = engine().value_or(dump::kDefaultEngine);
     return CheckVerifyRangeFlags(*f);
   };
   a.run = [f](Context& ctx) -> Result<Outcome> { return RunVerifyRangeCommand(*f, ctx); };
@@ -443,7 +452,8 @@ Action SetupSelftest(CLI::App* sub) {
     LD_ASSIGN_OR_RETURN(f->options.plan.range, ParseLedgerRange(f->range));
     LD_RETURN_IF_ERROR(f->options.plan.Validate(/*check_schema=*/false));
     // The profile before any ingest: a FIFO or a bad file is a usage error, not 11 failed rows.
-    LD_RETURN_IF_ERROR(dump::LoadProfileSpec(f->options.table_profile).status());
+    LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(f->options.table_profile));
+    f->options.profile_spec = std::make_shared<const dump::ProfileSpec>(std::move(spec));  // every case's
     return verify::PlanSelftest(f->options).status();
   };
   a.run = [f](Context& ctx) -> Result<Outcome> {

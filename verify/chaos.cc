@@ -522,7 +522,8 @@ Result<dump::ProfileSpec> ValidateChaosOptions(const ChaosOptions& o) {
     return Status::Usage(
         "--faults crash needs the built-in ingester (a fault point inside its transaction); use "
         "kill, hang, disconnect or orchestrator with --ingest-cmd");
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, o.profile_spec ? Result<dump::ProfileSpec>(*o.profile_spec)
+                                                             : dump::LoadProfileSpec(o.table_profile));
   LD_RETURN_IF_ERROR(PlanChaos(o).status());
   return spec;
 }

@@ -27,6 +27,7 @@
 
 #include <array>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -84,6 +85,9 @@ struct ChaosOptions {
   FaultCounts faults = {{FaultKind::kKill, 1}, {FaultKind::kHang, 1}, {FaultKind::kCrash, 1}, {FaultKind::kDisconnect, 1},
                         {FaultKind::kOrchestrator, 1}};
   std::string table_profile = "horizon";
+  // table_profile's spec, when the caller loaded it already (the CLI's check): ValidateChaosOptions
+  // takes it instead of reading the profile again. nullptr: loaded there.
+  std::shared_ptr<const dump::ProfileSpec> profile_spec;
   dump::DigestEngine engine = dump::kDefaultEngine;  // how rounds are compared with the baseline
   bool unsafe_ingester = false;  // the negative control (rounds commit every 100 ledgers)
   double hold_s = 2;             // how long a target attempt pauses mid-job
@@ -91,7 +95,8 @@ struct ChaosOptions {
 };
 
 // Checks everything before any database is touched (the CLI calls it before it starts a server,
-// RunChaos at its entry), the fault schedule included; returns the digest profile, loaded once.
+// RunChaos at its entry), the fault schedule included; returns the digest profile:
+// options.profile_spec, else table_profile loaded.
 Result<dump::ProfileSpec> ValidateChaosOptions(const ChaosOptions& options);
 
 struct PlannedFault {

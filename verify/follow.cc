@@ -34,12 +34,15 @@ namespace fs = std::filesystem;
 
 }  // namespace
 
-Follower::Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle)
-    : o_(o),
+Follower::Follower(const ValidFollowOptions& valid, Reporter& reporter,
+                   const std::function<void(const FollowCycle&)>& on_cycle)
+    : o_(valid.get()),
+      sides_(valid.sides()),
+      spec_(valid.sides().spec()),
       reporter_(reporter),
       on_cycle_(on_cycle),
-      segments_dir_((fs::path(o.state_dir) / kFollowSegmentsDir).string()),
-      sessions_{SideSession(o.sides.left), SideSession(o.sides.right)} {}
+      segments_dir_((fs::path(o_.state_dir) / kFollowSegmentsDir).string()),
+      sessions_{SideSession(o_.sides.left), SideSession(o_.sides.right)} {}
 
 Result<FollowReport> Follower::Run() {
   // A runtime failure (a server restarting, a lost connection) is retried with backoff until
@@ -153,7 +156,7 @@ Status Follower::Open() {
     state_.left = left;
     state_.right = right;
     state_.profile = o_.sides.table_profile;
-    state_.engine = o_.sides.engine;
+    state_.engine = o_.sides.engine();
     LD_RETURN_IF_ERROR(SaveFollowState(o_.state_dir, state_));
     reporter_.Note(fmt::format("following from ledger {}; state in {}", o_.from, o_.state_dir));
   } else {
@@ -172,9 +175,9 @@ Status Follower::Open() {
     if (state_.profile != o_.sides.table_profile)
       return Status::Usagef("--state {} was verified with profile {}, not {}", o_.state_dir, state_.profile,
                             o_.sides.table_profile);
-    if (state_.engine != o_.sides.engine)
+    if (state_.engine != o_.sides.engine())
       return Status::Usagef("--state {} was verified with engine {}, not {} (its segments' digests would not compare)",
-                            o_.state_dir, dump::ToString(state_.engine), dump::ToString(o_.sides.engine));
+                            o_.state_dir, dump::ToString(state_.engine), dump::ToString(o_.sides.engine()));
     if (o_.from != 0 && o_.from != state_.from)
       return Status::Usagef("--state {} follows from ledger {}, not {} (give --from {} or another directory)",
                             o_.state_dir, state_.from, o_.from, state_.from);
@@ -185,7 +188,7 @@ Status Follower::Open() {
   return Status::Ok();
 }
 
-Status ValidateFollowOptions(const FollowOptions& o) {
+Result<ValidFollowOptions> ValidateFollowOptions(FollowOptions o) {
   if (o.state_dir.empty()) return Status::Usage("--follow needs --state DIR (where what was verified is kept)");
   // history_ledgers.sequence is a 32-bit signed integer in Horizon's schema (kHighestLedger).
   for (const std::optional<Ledger>& l : {std::optional<Ledger>(o.from), o.until})
@@ -219,11 +222,11 @@ Status ValidateFollowOptions(const FollowOptions& o) {
     return Status::Usage("--follow keeps its own manifests in --state: --out, --shards and --resume do not apply");
   VerifyRangeOptions v = o.sides;
   v.range = {std::max<Ledger>(o.from, 1), std::max<Ledger>(o.from, 1)};
-  LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(v));
+  LD_ASSIGN_OR_RETURN(ValidVerifyRangeOptions sides, ValidateVerifyRangeOptions(std::move(v)));
   // The state directory and its state before any connection: bad input is exit 2 at once, not
   // a failure retried until --give-up-after.
   LD_RETURN_IF_ERROR(CheckFollowStateDir(o.state_dir));
-  if (!has_state) return Status::Ok();
+  if (!has_state) return ValidFollowOptions(std::move(o), std::move(sides));
   LD_ASSIGN_OR_RETURN(const FollowState state, LoadFollowState(o.state_dir));
   if (o.recheck && state.compared_through < state.Kept())
     return Status::Usagef("--recheck {}: --state {} holds no compared ledgers", o.recheck->str(), o.state_dir);
@@ -232,13 +235,11 @@ Status ValidateFollowOptions(const FollowOptions& o) {
                           "frontier{})",
                           o.recheck->str(), o.state_dir, state.Kept(), state.compared_through,
                           state.Kept() > state.from ? fmt::format("; ledgers before {} were reaped", state.Kept()) : "");
-  return Status::Ok();
+  return ValidFollowOptions(std::move(o), std::move(sides));
 }
 
-Result<FollowReport> RunFollow(const FollowOptions& options, Reporter& reporter,
+Result<FollowReport> RunFollow(const ValidFollowOptions& options, Reporter& reporter,
                                const std::function<void(const FollowCycle&)>& on_cycle) {
-  LD_RETURN_IF_ERROR(ValidateFollowOptions(options));
-  LD_RETURN_IF_ERROR(dump::LoadProfileSpec(options.sides.table_profile).status());
   Follower follower(options, reporter, on_cycle);
   return follower.Run();
 }

@@ -33,8 +33,9 @@
 namespace ledgerdiff::verify {
 
 struct FollowOptions {
-  // Sides, profile, jobs, max_rows, all, allow_gaps as verify-range; `range` and `out`, `shards`,
-  // `resume` are set per cycle (range unused here).
+  // Sides, profile and comparison (sides.diff) as verify-range's; each cycle runs them over its
+  // own range (ValidVerifyRangeOptions::ForCycle): `range`, `out`, `shards` and `resume` are not
+  // given (validation refuses them).
   VerifyRangeOptions sides;
   std::string state_dir;
   Ledger from = 0;                 // the first ledger to verify (a restart takes it from the state)
@@ -58,7 +59,26 @@ struct FollowOptions {
   double state_interval_s = 600;
 };
 inline constexpr double kMaxStateIntervalSeconds = 7 * 86400;
-Status ValidateFollowOptions(const FollowOptions& options);
+class ValidFollowOptions;
+// Checks everything before any database is touched (the sides as verify-range's over the first
+// ledger, the state directory and the state in it) and loads the digest profile once: the only
+// way to a ValidFollowOptions. Usage errors.
+Result<ValidFollowOptions> ValidateFollowOptions(FollowOptions options);
+
+// FollowOptions that ValidateFollowOptions accepted, with their sides validated (and the profile
+// they loaded): every cycle of the run derives its verify-range from sides(), reading no file again.
+class ValidFollowOptions {
+ public:
+  const FollowOptions& get() const { return o_; }
+  const ValidVerifyRangeOptions& sides() const { return sides_; }
+
+ private:
+  ValidFollowOptions(FollowOptions o, ValidVerifyRangeOptions sides) : o_(std::move(o)), sides_(std::move(sides)) {}
+  friend Result<ValidFollowOptions> ValidateFollowOptions(FollowOptions options);
+
+  FollowOptions o_;
+  ValidVerifyRangeOptions sides_;
+};
 
 // A divergence found by a cycle: a new stretch that differs, a verified ledger that changed, or
 // verified ledgers gone from one side (or from both, not from the bottom: not a reaping).
@@ -164,9 +184,9 @@ struct FollowReport {
 // Runs cycles until `until` is verified, max_cycles ran, a divergence stops it (not keep_going),
 // or a signal ends the process (the state of the last finished cycle is on disk). `on_cycle` is
 // called after every cycle (the CLI prints its line and writes the metrics file).
-// Errors: Usage (exit 2) for bad options, a state directory of other sides or in use; Runtime
+// Errors: Usage (exit 2) for a state directory of other sides or in use; Runtime
 // (exit 3) when a failure lasts longer than give_up_after_s.
-Result<FollowReport> RunFollow(const FollowOptions& options, Reporter& reporter,
+Result<FollowReport> RunFollow(const ValidFollowOptions& options, Reporter& reporter,
                                const std::function<void(const FollowCycle&)>& on_cycle);
 
 }  // namespace ledgerdiff::verify

@@ -25,18 +25,6 @@ namespace fs = std::filesystem;
 
 }  // namespace
 
-VerifyRangeOptions Follower::CycleOptions(const LedgerRange& range) const {
-  VerifyRangeOptions v = o_.sides;
-  v.state.mode = StateMode::kOff;  // history here; state at most every --state-interval (CompareStateIfDue)
-  v.range = range;
-  v.out.clear();
-  v.shards = 0;
-  v.resume = false;
-  // Both sides grow past every cycle's range: only rows without a ledger are counted (and compared).
-  v.outside_rows = diff::DiffOptions::OutsideRows::kWithoutLedger;
-  return v;
-}
-
 Status Follower::Cycle(FollowCycle& cycle, double period) {
   StageTable& stages = cycle.stages;
   for (const char* stage : kFollowCycleStages) AddStageSeconds(stages, stage, 0);  // every cycle names them all
@@ -168,9 +156,9 @@ Status Follower::CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle)
   f.sides = sides.size() == 2 ? "both" : sides[0];
   f.tables = {kLedgerTable};
   NullReporter quiet;
-  VerifyRangeOptions v = CycleOptions({*first, *first});
-  v.allow_empty = true;  // gone from both: the report shows the coverage, not a usage error
-  LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
+  // allow_empty: gone from both, the report shows the coverage, not a usage error.
+  LD_ASSIGN_OR_RETURN(f.report,
+                      RunVerifyRange(sides_.ForCycle({.range = {*first, *first}, .allow_empty = true}), quiet));
   cycle.finding = std::move(f);
   OpenDivergenceOf(*cycle.finding, {*first, compared}, kFoundGone);
   if (!o_.keep_going) {
@@ -184,10 +172,7 @@ Status Follower::CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle)
 Result<Ledger> Follower::HoldForOpenWindows(const Heads& hl, const Heads& hr, Ledger through, Ledger frontier,
                                             std::optional<int64_t>& settled_before) {
   if (frontier <= through) return frontier;
-  if (!spec_) {
-    LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
-  }
-  if (!dump::HasWindowedTable(*spec_)) return frontier;
+  if (!dump::HasWindowedTable(spec_)) return frontier;
   struct SideHead {
     const std::string& conninfo;
     const std::string& schema;
@@ -207,20 +192,22 @@ Result<Ledger> Follower::HoldForOpenWindows(const Heads& hl, const Heads& hr, Le
   Ledger held = frontier;
   for (size_t i = 0; i < conns.size(); ++i) {
     LD_ASSIGN_OR_RETURN(std::optional<Ledger> open,
-                        dump::FirstUnsettledLedger(*conns[i], sides[i].schema, *spec_, {through + 1, frontier}, cutoff));
+                        dump::FirstUnsettledLedger(*conns[i], sides[i].schema, spec_, {through + 1, frontier}, cutoff));
     if (open) held = std::min(held, *open - 1);
   }
   settled_before = cutoff;
   return std::max(held, through);
 }
 
-Status Follower::CompareNew(const LedgerRange& range, const std::optional<int64_t>& settled_before, FollowCycle& cycle) {
-  VerifyRangeOptions v = CycleOptions(range);
-  v.settled_before_ms = settled_before;
+Status Follower::CompareNew(const LedgerRange& range, const std::optional<int64_t>& settled_before,
+                            FollowCycle& cycle) {
   const std::string name = FollowSegmentName(range);
-  v.out = (fs::path(segments_dir_) / name).string();
-  v.lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]};
-  LD_ASSIGN_OR_RETURN(VerifyRangeReport r, RunVerifyRange(v, reporter_));
+  LD_ASSIGN_OR_RETURN(VerifyRangeReport r,
+                      RunVerifyRange(sides_.ForCycle({.range = range,
+                                                      .out = (fs::path(segments_dir_) / name).string(),
+                                                      .settled_before_ms = settled_before,
+                                                      .lookup_caches = {&lookup_caches_[0], &lookup_caches_[1]}}),
+                                     reporter_));
   cycle.compared = range;
   cycle.rows_left += r.diff.rows_compared_left;
   cycle.rows_right += r.diff.rows_compared_right;

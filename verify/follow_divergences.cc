@@ -91,10 +91,8 @@ Status Follower::Recheck(const LedgerRange& r, FollowCycle& cycle) {
   if (r.from < state_.Kept() || r.to > state_.compared_through)
     return Status::Usagef("--recheck {}: the state holds compared ledgers {}:{} only (below {} reaped)", r.str(),
                           state_.Kept(), state_.compared_through, state_.Kept());
-  VerifyRangeOptions v = CycleOptions(r);
   const std::string fresh = (fs::path(segments_dir_) / (FollowSegmentName(r) + ".partial-recheck")).string();
-  v.out = fresh;
-  auto report = RunVerifyRange(v, reporter_);
+  auto report = RunVerifyRange(sides_.ForCycle({.range = r, .out = fresh}), reporter_);
   std::error_code ec;
   if (!report.ok()) fs::remove(fresh, ec);
   LD_RETURN_IF_ERROR(report.status());

@@ -66,10 +66,10 @@ Status Follower::ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, 
   f.tables.assign(change->tables.begin(), change->tables.end());
   // The rows: the two sides at that ledger (identical when both changed alike: then only the
   // stored manifest knows the ledger as it was verified).
-  VerifyRangeOptions v = CycleOptions({*changed, *changed});
-  v.allow_empty = true;  // the ledger gone from both sides: its coverage, not a usage error
+  // allow_empty: the ledger gone from both sides, its coverage, not a usage error.
   NullReporter quiet;
-  LD_ASSIGN_OR_RETURN(f.report, RunVerifyRange(v, quiet));
+  LD_ASSIGN_OR_RETURN(f.report,
+                      RunVerifyRange(sides_.ForCycle({.range = {*changed, *changed}, .allow_empty = true}), quiet));
   cycle.finding = std::move(f);
   OpenDivergenceOf(*cycle.finding, {*changed, slice.to}, kFoundByScrub);
   if (!o_.keep_going) {
@@ -82,16 +82,13 @@ Status Follower::ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, 
 
 Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const FollowSegment& seg,
                                                                        const LedgerRange& slice, FollowCycle& cycle) {
-  if (!spec_) {
-    LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
-  }
-  const dump::ProfileSpec& spec = *spec_;
+  const dump::ProfileSpec& spec = spec_;
   const diff::Source stored = diff::ManifestSource{(fs::path(segments_dir_) / seg.file).string()};
   diff::DiffOptions d;
   d.range = slice;
-  d.jobs = o_.sides.jobs;
+  d.jobs = o_.sides.diff.jobs;
   d.max_rows = 0;
-  d.allow_gaps = o_.sides.allow_gaps;
+  d.allow_gaps = o_.sides.diff.allow_gaps;
   d.allow_empty = true;
   d.outside_rows = diff::DiffOptions::OutsideRows::kWithoutLedger;
   // Both sides at once, each against the segment with its own lookup cache (the maps extended

@@ -35,16 +35,14 @@ bool Follower::StateDue() const {
 }
 
 Status Follower::CompareStateIfDue(FollowCycle& cycle, std::optional<OpenDivergence>& open, bool& raised) {
-  if (!spec_) {
-    LD_ASSIGN_OR_RETURN(spec_, dump::LoadProfileSpec(o_.sides.table_profile));
-  }
-  cycle.state_followed = o_.sides.state.mode != StateMode::kSkip && !spec_->state_tables.empty();
+  cycle.state_followed = o_.sides.state.mode != StateMode::kSkip && !spec_.state_tables.empty();
   if (cycle.state_followed && StateDue()) {
     StateOptions so = o_.sides.state;
     so.mode = StateMode::kCompare;
     so.wait_s = 0;  // a follower tries again next cycle
-    auto compared = CompareState(diff::SchemaSource{o_.sides.left, o_.sides.left_schema},
-                                 diff::SchemaSource{o_.sides.right, o_.sides.right_schema}, *spec_, o_.sides.engine, so);
+    auto compared =
+        CompareState(diff::SchemaSource{o_.sides.left, o_.sides.left_schema},
+                     diff::SchemaSource{o_.sides.right, o_.sides.right_schema}, spec_, o_.sides.engine(), so);
     // Never before the last comparison (a wall clock stepped back would leave state.json's
     // last agreement after its last comparison, which the state's checks refuse).
     const int64_t now = std::max(static_cast<int64_t>(std::time(nullptr)), state_.state_last_compared_at);

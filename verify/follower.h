@@ -43,7 +43,9 @@ FollowFinding DivergenceFinding(VerifyRangeReport report, const LedgerRange& ran
 
 class Follower {
  public:
-  Follower(const FollowOptions& o, Reporter& reporter, const std::function<void(const FollowCycle&)>& on_cycle);
+  // `options` outlives the follower.
+  Follower(const ValidFollowOptions& options, Reporter& reporter,
+           const std::function<void(const FollowCycle&)>& on_cycle);
 
   // The cycles (RunFollow's contract).
   Result<FollowReport> Run();
@@ -52,9 +54,6 @@ class Follower {
   // Creates or reopens DIR, takes its lock, loads (or starts) the state and checks it is of these
   // sides and profile.
   Status Open();
-
-  // The options of verify-range over `range` within a cycle.
-  VerifyRangeOptions CycleOptions(const LedgerRange& range) const;
 
   // One cycle; `period` is the seconds since the previous cycle's start (the scrub's pace). On an
   // error state_ is left half-changed: Run restores the state of before the cycle.
@@ -150,11 +149,12 @@ class Follower {
   Status CompareStateIfDue(FollowCycle& cycle, std::optional<OpenDivergence>& open, bool& raised);
 
   const FollowOptions& o_;
+  const ValidVerifyRangeOptions& sides_;  // each cycle's verify-range: sides_.ForCycle
+  const dump::ProfileSpec& spec_;         // sides_'s, loaded by validation
   Reporter& reporter_;
   const std::function<void(const FollowCycle&)>& on_cycle_;
   const std::string segments_dir_;
   std::unique_ptr<DirLock> lock_;
-  std::optional<dump::ProfileSpec> spec_;  // loaded at the first cycle that needs it
   bool recheck_done_ = false;
   std::optional<Stopwatch> last_state_attempt_;  // since this run's last state comparison (or nothing to compare)
   FollowState state_;

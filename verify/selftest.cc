@@ -108,9 +108,10 @@ Result<SelftestReport> RunSelftest(const std::string& conninfo, const SelftestOp
     VerifyOptions v;
     v.plan = o.plan;
     v.table_profile = o.table_profile;
-    v.engine = o.engine;
+    v.profile_spec = o.profile_spec;
+    v.diff.engine = o.engine;
     v.reuse_serial_schema = report.serial_schema;
-    v.max_rows = 5;
+    v.diff.max_rows = 5;
     v.run_id = fmt::format("{}_{}", run, n);
     v.database_removed_on_exit = true;  // the interrupt is selftest's to describe (above)
     v.hooks.bug = kind == "clean" ? "" : fmt::format("{}@{}", kind, ledger);

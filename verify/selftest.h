@@ -8,6 +8,7 @@
 // account under several ids on the parallel side.
 // Passes only when every bug is caught at its ledger and the clean run is identical.
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "core/status.h"
 #include "core/target.h"
 #include "dump/canonical.h"
+#include "dump/profile.h"
 #include "ingest/plan.h"
 
 namespace ledgerdiff::verify {
@@ -29,6 +31,9 @@ struct SelftestOptions {
   SelftestOptions() { plan.range = {2, 2001}; }
   ingest::IngestPlan plan;
   std::string table_profile = "horizon";
+  // table_profile's spec as the caller loaded it (VerifyOptions::profile_spec of every case);
+  // nullptr: each case's verify loads it.
+  std::shared_ptr<const dump::ProfileSpec> profile_spec;
   dump::DigestEngine engine = dump::kDefaultEngine;  // every case's digests
   // As VerifyOptions's: what an interrupt leaves behind is said with these.
   std::string reconnect_flags;

@@ -203,7 +203,8 @@ Result<dump::ProfileSpec> ValidateSweepOptions(const SweepOptions& o) {
   if (!o.hooks.bug.empty() && std::none_of(o.workers.begin(), o.workers.end(), [](uint32_t w) { return w > 1; }))
     return Status::Usage("--inject-bug acts on parallel cells only, and --workers lists none above 1");
   if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, o.profile_spec ? Result<dump::ProfileSpec>(*o.profile_spec)
+                                                             : dump::LoadProfileSpec(o.table_profile));
   if (o.baseline.empty()) return spec;
   LD_RETURN_IF_ERROR(CheckBaselineFile(o.baseline));
   LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.range, spec, o.engine, o.plan, "this sweep", "ingests"));

@@ -14,6 +14,7 @@
 // measured (one repeat), which the recommendation then says.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "core/status.h"
 #include "core/target.h"
 #include "dump/canonical.h"
+#include "dump/profile.h"
 #include "ingest/plan.h"
 #include "verify/usl.h"
 
@@ -39,6 +41,9 @@ struct SweepOptions {
   ingest::IngestPlan plan;
   ingest::TestHooks hooks;  // acts on parallel cells (workers > 1) only: an injected bug
   std::string table_profile = "horizon";
+  // table_profile's spec, when the caller loaded it already (the CLI's check): ValidateSweepOptions
+  // takes it instead of reading the profile again. nullptr: loaded there.
+  std::shared_ptr<const dump::ProfileSpec> profile_spec;
   std::string baseline;    // reference manifest; empty: a serial ingest
   bool keep = false;
   int digest_jobs = 2;
@@ -52,7 +57,8 @@ Result<std::vector<uint32_t>> ParseUintList(const std::string& text, const std::
 
 // Checks everything before any database is touched: empty lists, duplicates, zero or absurd
 // values, a job size larger than the range, more workers than jobs in a cell, a baseline that
-// does not match (CheckBaselineFits). Returns the digest profile the sweep uses, loaded once.
+// does not match (CheckBaselineFits). Returns the digest profile the sweep uses:
+// options.profile_spec, else table_profile loaded.
 Result<dump::ProfileSpec> ValidateSweepOptions(const SweepOptions& options);
 
 struct SweepRepeat {

@@ -173,10 +173,11 @@ Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& o) {
   if (!o.baseline.empty() && !o.save_baseline.empty())
     return Status::Usage("--baseline and --save-baseline cannot be combined");
   if (!o.baseline.empty()) LD_RETURN_IF_ERROR(CheckBaselineFile(o.baseline));
-  if (o.digest_jobs < 1) return Status::Usage("--jobs must be at least 1");
+  if (o.diff.jobs < 1) return Status::Usage("--jobs must be at least 1");
   if (!std::isfinite(o.workers_timeout_s) || o.workers_timeout_s < 0)
     return Status::Usagef("--workers-timeout {}: must be a number of seconds from 0 (0: no limit)",
                           o.workers_timeout_s);
+  if (o.profile_spec) return *o.profile_spec;
   return dump::LoadProfileSpec(o.table_profile);
 }
 
@@ -284,7 +285,8 @@ Status PrepareVerifyRun(VerifyRunState& s, const VerifyOptions& given) {
   const VerifyOptions& o = s.o;
   LD_ASSIGN_OR_RETURN(s.spec, ValidateVerifyOptions(o));
   if (!o.baseline.empty())
-    LD_RETURN_IF_ERROR(CheckBaselineFits(o.baseline, o.plan.range, s.spec, o.engine, o.plan, "this run", "verifies"));
+    LD_RETURN_IF_ERROR(
+        CheckBaselineFits(o.baseline, o.plan.range, s.spec, o.diff.engine, o.plan, "this run", "verifies"));
 
   VerifyReport& r = s.report;
   r.run_id = o.run_id.empty() ? NewRunId() : o.run_id;
@@ -392,9 +394,9 @@ Status SaveSerialBaseline(VerifyRunState& s) {
   const Stopwatch saving;
   dump::DigestOptions dopt;
   dopt.range = o.plan.range;
-  dopt.jobs = o.digest_jobs;
+  dopt.jobs = o.diff.jobs;
   dopt.phase = "baseline digest";
-  dopt.engine = o.engine.value_or(dump::kDefaultEngine);
+  dopt.engine = o.diff.engine.value_or(dump::kDefaultEngine);
   std::optional<dump::ManifestWorkload> workload;  // what the built-in ingester generated
   if (o.plan.ingest_cmd.empty()) workload = dump::ManifestWorkload{std::string(fixtures::ToString(o.plan.density)), o.plan.seed};
   LD_ASSIGN_OR_RETURN(auto summary, dump::DigestToManifest(s.conninfo, r.serial_schema, s.spec, dopt, o.save_baseline,
@@ -414,12 +416,9 @@ Status DiffVerifySides(VerifyRunState& s) {
   diff::Source left = o.baseline.empty() ? diff::Source{diff::SchemaSource{s.conninfo, r.serial_schema}}
                                          : diff::Source{diff::ManifestSource{o.baseline}};
   diff::Source right = diff::SchemaSource{s.conninfo, r.parallel_schema};
-  diff::DiffOptions dopt;
+  diff::DiffOptions dopt = o.diff;
   dopt.range = o.plan.range;
-  dopt.max_rows = o.max_rows;
-  dopt.jobs = o.digest_jobs;
   dopt.all = true;
-  dopt.engine = o.engine;
   auto diffed = diff::DiffSources(left, right, s.spec, dopt, s.reporter);
   if (!diffed.ok()) {
     std::string flags = KeepEvidence(o, r);
@@ -482,12 +481,12 @@ CommandPlan VerifyPhases(const VerifyOptions& o) {
   plan.push_back({"parallel ingest", {fmt::format("ingest \"{}\"", schemas.back())},
                   rows / OnCores(o.plan.workers)});
   if (!o.save_baseline.empty())
-    plan.push_back({"baseline digest", {"baseline digest"}, rows * kDigestCostPerRow / OnCores(o.digest_jobs)});
+    plan.push_back({"baseline digest", {"baseline digest"}, rows * kDigestCostPerRow / OnCores(o.diff.jobs)});
   const double sides = o.baseline.empty() ? 2 : 1;
   plan.push_back({"digests",
                   o.baseline.empty() ? std::vector<std::string>{"digest left", "digest right"}
                                      : std::vector<std::string>{"digest right"},
-                  rows * sides * kDigestCostPerRow / OnCores(sides * o.digest_jobs)});
+                  rows * sides * kDigestCostPerRow / OnCores(sides * o.diff.jobs)});
   plan.push_back({"diff and clean-up", {}, rows * kFinishCostPerRow});
   return plan;
 }

@@ -6,7 +6,9 @@
 // both, diffs them and returns the verdict. Schemas are dropped after a pass (unless `keep`) and
 // kept after a divergence, with the exact `ledgerdiff diff` command to look again.
 
+#include <array>
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -42,18 +44,28 @@ std::string_view ToString(VerifyVerdict verdict);  // "identical" | "divergent" 
 int ExitCodeOf(VerifyVerdict verdict);
 
 struct VerifyOptions {
+  // verify's defaults of `diff`: two digest connections per side.
+  static diff::DiffOptions DefaultComparison() {
+    diff::DiffOptions d;
+    d.jobs = 2;
+    return d;
+  }
+
   // The parallel side's plan (the serial side runs it with one worker); its `schema` is unused:
   // verify names its own.
   ingest::IngestPlan plan;
   ingest::TestHooks hooks;  // the parallel side's only (an injected bug)
   std::string table_profile = "horizon";  // digest profile: horizon | auto | FILE
-  // How both sides are digested; nullopt: the baseline manifest's, else dump::kDefaultEngine.
-  std::optional<dump::DigestEngine> engine;
+  // table_profile's spec, when the caller loaded it already (the CLI's check, selftest for its
+  // cases): ValidateVerifyOptions takes it instead of reading the profile again. nullptr: loaded there.
+  std::shared_ptr<const dump::ProfileSpec> profile_spec;
+  // How both sides are compared (diff/diff.h), as the flags say: jobs (connections per digest
+  // side, the --save-baseline digest's too), max_rows and engine (nullopt: the baseline
+  // manifest's, else dump::kDefaultEngine). RunVerify sets the range (the plan's) and `all`.
+  diff::DiffOptions diff = DefaultComparison();
   bool keep = false;                  // keep the schemas after a pass too
   std::string save_baseline;          // write the serial side's manifest here
   std::string baseline;               // compare against this manifest; no serial ingest
-  int digest_jobs = 2;                // connections per digest side
-  uint32_t max_rows = 20;
   // How a user reaches this database again, for the look-again command: e.g.
   // "--keep-db /tmp/x" or "--db 'host=...'". Empty: the database is gone after the run.
   std::string reconnect_flags;
@@ -78,7 +90,8 @@ struct VerifyOptions {
 };
 
 // Checks everything before any database is touched (the CLI calls it before it starts a server,
-// RunVerify at its entry); returns the digest profile the run uses, loaded once.
+// RunVerify at its entry); returns the digest profile the run uses: options.profile_spec, else
+// table_profile loaded.
 Result<dump::ProfileSpec> ValidateVerifyOptions(const VerifyOptions& options);
 
 // The schemas a verify run works in, as RunVerify names them: the serial side's
@@ -183,42 +196,85 @@ Result<VerifyReport> RunVerify(const std::string& conninfo, const VerifyOptions&
 // manifest of the unsharded run with `out` (same entries, roots, identical / first divergent
 // ledger / counts).
 struct VerifyRangeOptions {
+  // verify-range's defaults of `diff`: two digest connections per side, dump::kDefaultEngine.
+  static diff::DiffOptions DefaultComparison() {
+    diff::DiffOptions d;
+    d.jobs = 2;
+    d.engine = dump::kDefaultEngine;
+    return d;
+  }
+
   LedgerRange range;
   std::string left, right;  // conninfos
   std::string left_schema = "public", right_schema = "public";
   std::string table_profile = "horizon";
-  dump::DigestEngine engine = dump::kDefaultEngine;  // how both sides are digested
-  int jobs = 2;
-  uint32_t max_rows = 20;
-  bool all = false;
-  bool allow_empty = false;  // zero rows on both sides: identical instead of a Usage error
-  bool allow_gaps = false;   // diff::DiffOptions::allow_gaps
+  // How the two sides are compared (diff/diff.h), as the flags say: jobs, max_rows, all,
+  // allow_gaps, allow_empty (zero rows on both sides: identical instead of a Usage error), engine
+  // (how both sides are digested), outside_rows (verify-range --follow counts only the rows
+  // without a ledger), lookup_caches, allow_missing_tables (--allow-missing-table: required tables
+  // of the profile that neither side has, accepted as missing) and settled_before_ms (the instant
+  // windowed tables are settled at; nullopt: the earlier of the two sides' close times of their
+  // last ledger at or before range.to, each side's own history_ledgers; the follower passes the
+  // earlier of the two heads' instead). RunVerifyRange sets what verify-range decides itself:
+  // range (the compared slice), empty_slice, require_profile_tables, one_sided_gap and job.
+  diff::DiffOptions diff = DefaultComparison();
   uint32_t shards = 0;       // 0: unsharded
   std::optional<int64_t> shard;  // default: dump/shard.h kShardIndexVariables
   // Write the left side's manifest of the compared range (full detail; the tables and columns
   // both sides have) with the comparison's outcome (dump::ComparisonOutcome). Required with shards.
   // Both sides' digests are checkpointed in OUT.partial (dump/checkpoint.h) as they complete.
   std::string out;
-  // diff::DiffOptions::outside_rows (verify-range --follow counts only the rows without a ledger).
-  diff::DiffOptions::OutsideRows outside_rows = diff::DiffOptions::OutsideRows::kAll;
-  std::array<dump::LookupCache*, 2> lookup_caches{};  // diff::DiffOptions::lookup_caches
   // Continue the interrupted run whose checkpoint is OUT.partial (same range, shard, profile,
   // schemas and databases): its ledgers are compared from it, not digested again.
   bool resume = false;
-  // Required tables of the profile that neither side has and that are accepted as missing
-  // (--allow-missing-table; diff::DiffOptions::allow_missing_tables).
-  std::vector<std::string> allow_missing_tables;
-  // The instant windowed tables are settled at (diff::DiffOptions::settled_before_ms). Default:
-  // the earlier of the two sides' close times of their last ledger at or before range.to (each
-  // side's own history_ledgers). The follower passes the earlier of the two heads' instead.
-  std::optional<int64_t> settled_before_ms;
   // The state tables (verify/state_compare.h): compared once the history is, unless kOff; a
   // sharded run never compares them (the merge has no state to join).
   StateOptions state;
   // The one-shot command: hand the reporter verify-range's phases (Reporter::Plan), so its lines
   // carry one ETA for the whole command. A follower's cycles do not (their runs are not a command).
   bool plan = false;
+
+  // How both sides are digested: diff.engine (nullopt digests with dump::kDefaultEngine).
+  dump::DigestEngine engine() const { return diff.engine.value_or(dump::kDefaultEngine); }
 };
+
+// What a follower's cycle (verify/follow.h) decides for one verify-range of its sides; nothing
+// here is checked by validation.
+struct VerifyRangeCycle {
+  LedgerRange range{};
+  std::string out{};                           // the cycle's manifest; "" none
+  std::optional<int64_t> settled_before_ms{};  // nullopt: RunVerifyRange's default
+  std::array<dump::LookupCache*, 2> lookup_caches{};
+  bool allow_empty = false;  // zero rows on both sides is identical, whatever the options say
+};
+
+class ValidVerifyRangeOptions;
+// Checks everything before any database is touched and loads the digest profile: the only way
+// to a ValidVerifyRangeOptions. Usage errors.
+Result<ValidVerifyRangeOptions> ValidateVerifyRangeOptions(VerifyRangeOptions options);
+
+// VerifyRangeOptions that ValidateVerifyRangeOptions accepted, with the profile it loaded: the
+// run sees that one spec (the profile's file is read once per validation, not per run or cycle).
+class ValidVerifyRangeOptions {
+ public:
+  const VerifyRangeOptions& get() const { return o_; }
+  const dump::ProfileSpec& spec() const { return *spec_; }
+
+  // These options for a follower's cycle: the same sides, profile and comparison, unsharded,
+  // not resumed, history only (the follower compares state itself), counting only the rows
+  // without a ledger outside the range (both sides grow past every cycle's range), with what
+  // `cycle` decides. The profile is shared, not loaded again.
+  ValidVerifyRangeOptions ForCycle(const VerifyRangeCycle& cycle) const;
+
+ private:
+  ValidVerifyRangeOptions(VerifyRangeOptions o, std::shared_ptr<const dump::ProfileSpec> spec)
+      : o_(std::move(o)), spec_(std::move(spec)) {}
+  friend Result<ValidVerifyRangeOptions> ValidateVerifyRangeOptions(VerifyRangeOptions options);
+
+  VerifyRangeOptions o_;
+  std::shared_ptr<const dump::ProfileSpec> spec_;
+};
+
 struct VerifyRangeReport {
   diff::DiffReport diff;  // over the compared range (the shard's slice)
   std::optional<dump::ShardInfo> shard;
@@ -235,7 +291,6 @@ struct VerifyRangeReport {
 };
 // A shard's slice that compares zero rows on both sides is not an error (the merge checks the
 // whole range).
-Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& options, Reporter& reporter);
-Status ValidateVerifyRangeOptions(const VerifyRangeOptions& options);
+Result<VerifyRangeReport> RunVerifyRange(const ValidVerifyRangeOptions& options, Reporter& reporter);
 
 }  // namespace ledgerdiff::verify

@@ -19,9 +19,9 @@
 
 namespace ledgerdiff::verify {
 
-Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
+Result<ValidVerifyRangeOptions> ValidateVerifyRangeOptions(VerifyRangeOptions o) {
   if (o.left.empty() || o.right.empty()) return Status::Usage("verify-range needs --left CONNINFO and --right CONNINFO");
-  if (o.jobs < 1) return Status::Usage("--jobs must be at least 1");
+  if (o.diff.jobs < 1) return Status::Usage("--jobs must be at least 1");
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.left_schema));
   LD_RETURN_IF_ERROR(ValidateSchemaName(o.right_schema));
   LD_RETURN_IF_ERROR(dump::CheckShardAndResumeFlags({o.shard, o.shards, o.resume, o.out}, o.range).status());
@@ -29,7 +29,22 @@ Status ValidateVerifyRangeOptions(const VerifyRangeOptions& o) {
     return Status::Usagef("--state-wait {} is not within 0..{} seconds", o.state.wait_s, kMaxStateWaitSeconds);
   if (o.shards > 0 && (o.state.wait_s != 0 || o.state.mode == StateMode::kSkip))
     return Status::Usage("--skip-state and --state-wait do not apply to a shard: a sharded run compares history only");
-  return dump::LoadProfileSpec(o.table_profile).status();
+  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+  return ValidVerifyRangeOptions(std::move(o), std::make_shared<const dump::ProfileSpec>(std::move(spec)));
+}
+
+ValidVerifyRangeOptions ValidVerifyRangeOptions::ForCycle(const VerifyRangeCycle& cycle) const {
+  VerifyRangeOptions v = o_;
+  v.state.mode = StateMode::kOff;  // history here; state at most every --state-interval (CompareStateIfDue)
+  v.range = cycle.range;
+  v.out = cycle.out;
+  v.shards = 0;
+  v.resume = false;
+  v.diff.outside_rows = diff::DiffOptions::OutsideRows::kWithoutLedger;
+  v.diff.settled_before_ms = cycle.settled_before_ms;
+  v.diff.lookup_caches = cycle.lookup_caches;
+  v.diff.allow_empty = v.diff.allow_empty || cycle.allow_empty;
+  return ValidVerifyRangeOptions(std::move(v), spec_);
 }
 
 namespace {
@@ -94,7 +109,7 @@ std::string LookAgainCommand(const VerifyRangeOptions& o, const diff::DiffReport
   if (o.left_schema != "public") cmd += " --left-schema " + ShellQuote(o.left_schema);
   if (o.right_schema != "public") cmd += " --right-schema " + ShellQuote(o.right_schema);
   if (o.table_profile != "horizon") cmd += " --profile " + ShellQuote(o.table_profile);
-  if (o.allow_gaps) cmd += " --allow-gaps";
+  if (o.diff.allow_gaps) cmd += " --allow-gaps";
   return cmd + " --max-rows 1000";
 }
 
@@ -150,7 +165,7 @@ CommandPlan VerifyRangeCommandPlan(const VerifyRangeOptions& o, const dump::Prof
     both.state_bytes += cost->state_bytes;
   }
   CommandPlan plan;
-  plan.push_back({"digests", {"digest left", "digest right"}, both.history_bytes / OnCores(2.0 * o.jobs)});
+  plan.push_back({"digests", {"digest left", "digest right"}, both.history_bytes / OnCores(2.0 * o.diff.jobs)});
   plan.push_back({"row diff", {}, both.history_bytes * kRangeRowDiffCostPerByte});
   if (state) plan.push_back({"state tables", {}, both.state_bytes * kRangeStateCostPerByte / OnCores(2)});
   return plan;
@@ -158,9 +173,9 @@ CommandPlan VerifyRangeCommandPlan(const VerifyRangeOptions& o, const dump::Prof
 
 }  // namespace
 
-Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& reporter) {
-  LD_RETURN_IF_ERROR(ValidateVerifyRangeOptions(o));
-  LD_ASSIGN_OR_RETURN(dump::ProfileSpec spec, dump::LoadProfileSpec(o.table_profile));
+Result<VerifyRangeReport> RunVerifyRange(const ValidVerifyRangeOptions& valid, Reporter& reporter) {
+  const VerifyRangeOptions& o = valid.get();
+  const dump::ProfileSpec& spec = valid.spec();
   VerifyRangeReport report;
   LedgerRange compared = o.range;
   if (o.shards > 0) {
@@ -172,23 +187,13 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   }
   const diff::SchemaSource left{o.left, o.left_schema};
   const diff::SchemaSource right{o.right, o.right_schema};
-  diff::DiffOptions dopt;
+  diff::DiffOptions dopt = o.diff;
   dopt.range = compared;
-  dopt.jobs = o.jobs;
-  dopt.max_rows = o.max_rows;
-  dopt.all = o.all;
-  dopt.allow_gaps = o.allow_gaps;
-  dopt.allow_empty = o.allow_empty;
-  dopt.engine = o.engine;
-  dopt.outside_rows = o.outside_rows;
-  dopt.lookup_caches = o.lookup_caches;
   dopt.empty_slice = report.shard.has_value();  // a slice may be empty; the merge checks the whole
   dopt.require_profile_tables = true;
   dopt.one_sided_gap = diff::DiffOptions::OneSidedGap::kIncomplete;  // two live databases: not written yet
-  dopt.allow_missing_tables = o.allow_missing_tables;
-  if (o.settled_before_ms) {
-    dopt.settled_before_ms = o.settled_before_ms;
-  } else if (dump::HasWindowedTable(spec)) {
+  dopt.job = nullptr;
+  if (!dopt.settled_before_ms && dump::HasWindowedTable(spec)) {
     LD_ASSIGN_OR_RETURN(dopt.settled_before_ms, SettledBefore(left, right, o.range.to));
   }
   const bool compare_state = o.state.mode != StateMode::kOff && !report.shard;
@@ -209,7 +214,7 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
     job_spec.max_resumed = compared.size() - 1;
     job_spec.range = compared;
     job_spec.profile = spec.name;
-    job_spec.engine = o.engine;
+    job_spec.engine = o.engine();
     job_spec.shard = report.shard;
     job_spec.source = diff::Describe(left);
     job_spec.sides = {std::move(left_id), std::move(right_id)};
@@ -234,8 +239,8 @@ Result<VerifyRangeReport> RunVerifyRange(const VerifyRangeOptions& o, Reporter& 
   // The state after the history's manifest is complete: the manifest records the history alone.
   if (compare_state) {
     StateOptions state = o.state;
-    state.max_rows = o.max_rows;
-    LD_ASSIGN_OR_RETURN(report.state, CompareState(left, right, spec, o.engine, state));
+    state.max_rows = o.diff.max_rows;
+    LD_ASSIGN_OR_RETURN(report.state, CompareState(left, right, spec, o.engine(), state));
     TakeStateTablesOffUncompared(*report.state, report.diff);
   }
   return report;
