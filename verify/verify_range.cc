@@ -148,21 +148,19 @@ constexpr double kRangeStateCostPerByte = 2.8;
 // verify-range's phases as this run will take them, each under the progress names it reports:
 // both sides' digests at once; the row diff of the divergent tables, the manifest and the
 // reports after them (which report nothing but are waited for); the state tables' comparison
-// when it runs (silent too). Empty when a side's catalog cannot be read: the run's own error is
-// then the answer, not the estimate's.
-CommandPlan VerifyRangeCommandPlan(const VerifyRangeOptions& o, const dump::ProfileSpec& spec,
-                                   const LedgerRange& compared, bool state) {
+// when it runs (silent too). An error when a side's catalog cannot be read: the run goes on
+// without the command's ETA (its own errors are the answer) and says why.
+Result<CommandPlan> VerifyRangeCommandPlan(const VerifyRangeOptions& o, const dump::ProfileSpec& spec,
+                                           const LedgerRange& compared, bool state) {
   dump::ReadCostEstimate both;
   const diff::SchemaSource sides[] = {{o.left, o.left_schema}, {o.right, o.right_schema}};
   for (const diff::SchemaSource& side : sides) {
-    auto conn = pg::Connection::Open(side.conninfo, "ledgerdiff verify-range", pg::Access::kReadOnly);
-    if (!conn.ok()) return {};
-    auto profile = dump::ResolveProfile(**conn, side.schema, spec);
-    if (!profile.ok()) return {};
-    auto cost = dump::EstimateReadCost(**conn, side.schema, *profile, compared);
-    if (!cost.ok()) return {};
-    both.history_bytes += cost->history_bytes;
-    both.state_bytes += cost->state_bytes;
+    LD_ASSIGN_OR_RETURN(auto conn,
+                        pg::Connection::Open(side.conninfo, "ledgerdiff verify-range", pg::Access::kReadOnly));
+    LD_ASSIGN_OR_RETURN(const dump::ResolvedProfile profile, dump::ResolveProfile(*conn, side.schema, spec));
+    LD_ASSIGN_OR_RETURN(const dump::ReadCostEstimate cost, dump::EstimateReadCost(*conn, side.schema, profile, compared));
+    both.history_bytes += cost.history_bytes;
+    both.state_bytes += cost.state_bytes;
   }
   CommandPlan plan;
   plan.push_back({"digests", {"digest left", "digest right"}, both.history_bytes / OnCores(2.0 * o.diff.jobs)});
@@ -197,9 +195,14 @@ Result<VerifyRangeReport> RunVerifyRange(const ValidVerifyRangeOptions& valid, R
     LD_ASSIGN_OR_RETURN(dopt.settled_before_ms, SettledBefore(left, right, o.range.to));
   }
   const bool compare_state = o.state.mode != StateMode::kOff && !report.shard;
-  if (o.plan)
-    if (CommandPlan plan = VerifyRangeCommandPlan(o, spec, compared, compare_state); !plan.empty())
-      reporter.Plan("verify-range", plan);
+  if (o.plan) {
+    if (Result<CommandPlan> plan = VerifyRangeCommandPlan(o, spec, compared, compare_state); plan.ok())
+      reporter.Plan("verify-range", *plan);
+    else
+      reporter.Note(fmt::format("verify-range: no ETA for the whole command (its estimate could not read the "
+                                "catalog: {}); each phase shows its own",
+                                plan.status().message()));
+  }
   std::unique_ptr<dump::DigestJob> job;
   if (!o.out.empty()) {
     LD_ASSIGN_OR_RETURN(dump::DigestJobSide left_id, ReadSideIdentity(left, spec));
