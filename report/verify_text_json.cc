@@ -130,11 +130,12 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
     for (const auto& t : f.tables) tables += (tables.empty() ? "" : ", ") + t;
     if (f.gone)
       s += fmt::format("\n  gone after it was verified: {} from ledger {} ({} side{}; {})",
-                       FormatCountOf(f.gone_ledgers, "ledger"), f.ledger, f.sides, f.sides == "both" ? "s" : "",
+                       FormatCountOf(f.gone_ledgers, "ledger"), f.ledger, ToString(f.sides),
+                       f.sides == SideSet::kBoth ? "s" : "",
                        tables);
     else if (f.changed_after_verified)
-      s += fmt::format("\n  changed after it was verified: ledger {} ({} side{}; {})", f.ledger, f.sides,
-                       f.sides == "both" ? "s" : "", tables.empty() ? "no table named" : tables);
+      s += fmt::format("\n  changed after it was verified: ledger {} ({} side{}; {})", f.ledger, ToString(f.sides),
+                       f.sides == SideSet::kBoth ? "s" : "", tables.empty() ? "no table named" : tables);
     else
       s += fmt::format("\n  divergent: first divergent ledger {} ({})", f.ledger, tables.empty() ? "see below" : tables);
   }
@@ -161,7 +162,7 @@ std::string RenderFollowCycle(const verify::FollowCycle& c) {
 }
 
 nlohmann::json OpenDivergenceToJson(const verify::OpenDivergence& d) {
-  nlohmann::json j = {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},        {"sides", d.sides},
+  nlohmann::json j = {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},        {"sides", ToString(d.sides)},
                       {"tables", d.tables},     {"found_at", d.found_at}, {"found_cycle", d.cycle}};
   if (d.how == verify::kFoundInState) j["differing_keys"] = d.differing_keys;
   return j;
@@ -218,7 +219,7 @@ nlohmann::json FollowCycleToJson(const verify::FollowCycle& c) {
                              : c.finding->changed_after_verified ? "changed_after_verified"
                                                                  : "divergent"},
                     {"ledger", c.finding->ledger},
-                    {"sides", c.finding->changed_after_verified ? nlohmann::json(c.finding->sides) : nlohmann::json()},
+                    {"sides", c.finding->changed_after_verified ? nlohmann::json(std::string(ToString(c.finding->sides))) : nlohmann::json()},
                     {"tables", c.finding->tables}};
   if (c.finding && c.finding->gone) j["finding"]["ledgers"] = c.finding->gone_ledgers;
   j["open_divergences"] = nlohmann::json::array();
@@ -351,7 +352,9 @@ std::string DivergenceLine(const verify::OpenDivergence& d) {
                        FormatCountOf(d.differing_keys, "differing key"), tables.empty() ? "no table named" : tables,
                        UtcTime(d.found_at), d.cycle);
   return fmt::format("ledgers {} ({}{}{}), found {} in cycle {}", d.ledgers.str(), d.how,
-                     d.sides.empty() ? "" : ", " + d.sides + (d.sides == "both" ? " sides" : " side"),
+                     d.sides == SideSet::kNone
+                         ? ""
+                         : fmt::format(", {} side{}", ToString(d.sides), d.sides == SideSet::kBoth ? "s" : ""),
                      tables.empty() ? "" : "; " + tables, UtcTime(d.found_at), d.cycle);
 }
 

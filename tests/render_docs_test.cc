@@ -537,7 +537,7 @@ TEST(Metrics, TheDocumentedMetricsAreTheWrittenOnes) {
   for (auto& m : report::ChaosMetrics(SampleChaos(false))) all.push_back(m);
   verify::FollowCycle cycle;
   cycle.lag_seconds = 12;
-  cycle.open.push_back({{40, 44}, verify::kFoundByScrub, "right", {"history_trades"}, 1000, 3});
+  cycle.open.push_back({{40, 44}, verify::kFoundByScrub, SideSet::kRight, {"history_trades"}, 1000, 3});
   cycle.state_followed = true;  // the state comparison's (issue 45)
   cycle.state_last_agreed_ledger = 61;
   cycle.state_last_agreed_at = cycle.state_last_compared_at = 1000;

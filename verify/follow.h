@@ -89,7 +89,7 @@ struct FollowFinding {
   bool gone = false;
   uint64_t gone_ledgers = 0;            // how many (the most of either side)
   Ledger ledger = 0;
-  std::string sides;                    // the scrub: "left", "right" or "both"
+  SideSet sides = SideSet::kNone;       // the scrub, gone: who changed or lost them
   std::vector<std::string> tables;      // at that ledger
   VerifyRangeReport report;             // verify-range over the new stretch (or the changed ledger)
 };

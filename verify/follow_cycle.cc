@@ -132,20 +132,20 @@ Status Follower::CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle)
   const uint64_t expected = uint64_t{compared} - from + 1;
   std::optional<Ledger> first;
   uint64_t most = 0;
-  std::vector<std::string> sides;
+  SideSet sides = SideSet::kNone;
   for (auto [h, session, schema, side] :
-       {std::tuple{&hl, &sessions_[0], &o_.sides.left_schema, "left"},
-        std::tuple{&hr, &sessions_[1], &o_.sides.right_schema, "right"}}) {
+       {std::tuple{&hl, &sessions_[0], &o_.sides.left_schema, Side::kLeft},
+        std::tuple{&hr, &sessions_[1], &o_.sides.right_schema, Side::kRight}}) {
     // This side holds nothing below `from` down to `kept` (from is at most its lowest ledger
     // there): its count of kept:compared is its count of from:compared.
     if (h->held >= expected) continue;
     LD_ASSIGN_OR_RETURN(Ledger missing, FirstMissing(*session, *schema, from, compared));
     if (missing > compared) missing = from;  // fewer rows, none missing: they came back since
     if (first && missing > *first) continue;
-    if (!first || missing < *first) sides.clear();
+    if (!first || missing < *first) sides = SideSet::kNone;
     first = missing;
     most = std::max(most, expected - h->held);
-    sides.push_back(side);
+    sides = With(sides, side);
   }
   if (!first) return Status::Ok();
   FollowFinding f;
@@ -153,7 +153,7 @@ Status Follower::CheckKept(const Heads& hl, const Heads& hr, FollowCycle& cycle)
   f.gone = true;
   f.gone_ledgers = most;
   f.ledger = *first;
-  f.sides = sides.size() == 2 ? "both" : sides[0];
+  f.sides = sides;
   f.tables = {kLedgerTable};
   NullReporter quiet;
   // allow_empty: gone from both, the report shows the coverage, not a usage error.

@@ -62,7 +62,7 @@ Status Follower::ScrubSlice(const FollowSegment& seg, const LedgerRange& slice, 
   FollowFinding f;
   f.changed_after_verified = true;
   f.ledger = *changed;
-  f.sides = change->sides.size() == 2 ? "both" : change->sides[0];
+  f.sides = change->sides;
   f.tables.assign(change->tables.begin(), change->tables.end());
   // The rows: the two sides at that ledger (identical when both changed alike: then only the
   // stored manifest knows the ledger as it was verified).
@@ -109,9 +109,8 @@ Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const Fol
   }
   std::optional<Ledger> changed;
   std::set<std::string> tables;
-  std::vector<std::string> sides;
+  SideSet sides = SideSet::kNone;
   for (int i = 0; i < 2; ++i) {
-    const char* side = i == 0 ? "left" : "right";
     LD_ASSIGN_OR_RETURN(diff::DiffReport r, std::move(*reports[i]));
     AddStageSeconds(cycle.stages, kFollowStageRescanDigest, r.digest_seconds);
     AddStageSeconds(cycle.stages, kFollowStageRescanChecks, r.row_diff_seconds);
@@ -120,17 +119,17 @@ Result<std::optional<Follower::Change>> Follower::ChangedSinceVerified(const Fol
     const Ledger at = r.first_divergent_ledger.value_or(slice.from);
     if (changed && at > *changed) continue;
     if (!changed || at < *changed) {
-      sides.clear();
+      sides = SideSet::kNone;
       tables.clear();
     }
     changed = at;
-    sides.push_back(side);
+    sides = With(sides, SideAt(i));
     for (const auto& t : r.divergent_tables) tables.insert(t.table);
     if (r.divergent_tables.empty())
       for (const auto& s : r.schema_differences) tables.insert(s);
   }
   if (!changed) return std::optional<Change>();
-  return std::optional<Change>(Change{*changed, std::move(sides), std::move(tables)});
+  return std::optional<Change>(Change{*changed, sides, std::move(tables)});
 }
 
 }  // namespace ledgerdiff::verify

@@ -67,7 +67,7 @@ bool IsStateDirEntryName(const std::string& name) {
 }
 
 nlohmann::json OpenDivergenceToJson(const OpenDivergence& d) {
-  nlohmann::json j = {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},  {"sides", d.sides},
+  nlohmann::json j = {{"from", d.ledgers.from}, {"to", d.ledgers.to}, {"how", d.how},  {"sides", ToString(d.sides)},
                       {"tables", d.tables},     {"found_at", d.found_at}, {"cycle", d.cycle}};
   if (d.how == kFoundInState) j["differing_keys"] = d.differing_keys;
   return j;
@@ -86,10 +86,12 @@ OpenDivergence ParseOpenDivergence(const nlohmann::json& j, const std::string& w
     throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not {}, {}, {}, {} or {}", dump::JsonPath(where, "how"),
                                             Quoted(d.how), kFoundInNewLedgers, kFoundByScrub, kFoundGone,
                                             kFoundByRecheck, kFoundInState));
-  d.sides = dump::JsonString(j, where, "sides");
-  if (d.sides != "" && d.sides != "left" && d.sides != "right" && d.sides != "both")
+  const std::string sides = dump::JsonString(j, where, "sides");
+  const std::optional<SideSet> parsed = ParseSideSet(sides);
+  if (!parsed)
     throw dump::JsonFormatError(fmt::format("key \"{}\": {} is not left, right or both",
-                                            dump::JsonPath(where, "sides"), Quoted(d.sides)));
+                                            dump::JsonPath(where, "sides"), Quoted(sides)));
+  d.sides = *parsed;
   const auto& tables = dump::JsonArray(j, where, "tables", 256);
   for (size_t i = 0; i < tables.size(); ++i) {
     if (!tables[i].is_string() || tables[i].get_ref<const std::string&>().size() > 256)
@@ -236,7 +238,8 @@ Result<FollowState> ParseFollowState(std::string_view text, const std::string& p
         s.closed_divergences.push_back(std::move(c));
       }
     } else if (s.first_divergence) {
-      s.open_divergences.push_back({{*s.first_divergence, s.compared_through}, kFoundInNewLedgers, "", {}, 0, s.cycles});
+      s.open_divergences.push_back(
+          {{*s.first_divergence, s.compared_through}, kFoundInNewLedgers, SideSet::kNone, {}, 0, s.cycles});
     }
     if (s.open_divergences.size() > s.divergences)
       return Status::Usagef("{}: key \"open_divergences\": {} open, {} found", path, s.open_divergences.size(),

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/ledger_range.h"
+#include "core/side.h"
 #include "core/status.h"
 #include "dump/digest.h"
 
@@ -41,7 +42,7 @@ std::string FollowSegmentName(const LedgerRange& r);
 struct OpenDivergence {
   LedgerRange ledgers;              // its first divergent ledger through the end of what found it
   std::string how;                  // kFoundInNewLedgers, kFoundByScrub, kFoundGone, kFoundByRecheck, kFoundInState
-  std::string sides;                // "left", "right", "both" (the scrub, gone); "" new ledgers
+  SideSet sides = SideSet::kNone;   // the scrub, gone: who; kNone: new ledgers, a recheck, the state
   std::vector<std::string> tables;  // at its first ledger
   int64_t found_at = 0;             // Unix seconds
   uint64_t cycle = 0;               // the cycle that found it

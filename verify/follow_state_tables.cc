@@ -79,7 +79,7 @@ Status Follower::CompareStateIfDue(FollowCycle& cycle, std::optional<OpenDiverge
           std::vector<std::string> tables;
           for (const auto& t : c.tables)
             if (!t.identical) tables.push_back(t.table);
-          OpenDivergence d{{at, at}, kFoundInState, "", tables, now, state_.cycles + 1, c.differing_rows};
+          OpenDivergence d{{at, at}, kFoundInState, SideSet::kNone, tables, now, state_.cycles + 1, c.differing_rows};
           if (open) {
             d.found_at = open->found_at;  // open since it was first found
             d.cycle = open->cycle;

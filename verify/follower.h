@@ -94,7 +94,7 @@ class Follower {
   // verified (the segment), which sides, and the tables there; nullopt when both still do.
   struct Change {
     Ledger ledger = 0;
-    std::vector<std::string> sides;
+    SideSet sides = SideSet::kNone;
     std::set<std::string> tables;
   };
   Result<std::optional<Change>> ChangedSinceVerified(const FollowSegment& seg, const LedgerRange& slice,
