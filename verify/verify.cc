@@ -469,7 +469,7 @@ double PlannedRows(const ingest::IngestPlan& plan, const LedgerRange& range) {
 
 double OnCores(double threads) {
   const double cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::max(1.0, std::min(threads, cores));
+  return std::max(1.0, std::min(threads, cores / kCoresPerStream));
 }
 
 CommandPlan VerifyPhases(const VerifyOptions& o) {
